@@ -1,0 +1,76 @@
+#include "flashsim/inputs.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "flashsim/error.h"
+#include "flashsim/random.h"
+
+namespace flashsim {
+
+namespace {
+
+void check_size(const char* name, size_t got, int64_t want) {
+  if (static_cast<int64_t>(got) != want)
+    throw InputError(name, fmt::format("has {} elements, the problem needs {}", got, want));
+}
+
+void check_values(const char* name, const std::vector<double>& t, DType dtype) {
+  for (size_t n = 0; n < t.size(); ++n) {
+    const double x = t[n];
+    if (std::isnan(x)) continue;  // NaN inputs are allowed: they propagate as they would on a GPU
+    if (round_to(x, dtype) != x)
+      throw InputError(name, fmt::format("element {} ({}) is not representable in {}", n, x, dtype_name(dtype)));
+  }
+}
+
+std::vector<double> normal_tensor(int64_t n, uint64_t seed, InputStream stream, double magnitude, DType dtype) {
+  std::vector<double> t(n);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i)
+    t[i] = round_to(magnitude * standard_normal(seed, static_cast<uint64_t>(stream), static_cast<uint64_t>(i)),
+                    dtype);
+  return t;
+}
+
+}  // namespace
+
+void AttentionInputs::validate(const AttentionProblem& p) const {
+  p.validate();
+  check_size("q", q.size(), p.q_elems());
+  check_size("k", k.size(), p.k_elems());
+  check_size("v", v.size(), p.v_elems());
+  if (!dout.empty()) check_size("do", dout.size(), p.o_elems());
+  check_size("bias", bias.size(), p.bias_elems());
+  check_size("mask", mask.size(), p.mask_elems());
+  check_size("alibi_slopes", alibi_slopes.size(), p.alibi ? p.heads_q : 0);
+  check_values("q", q, p.dtype);
+  check_values("k", k, p.dtype);
+  check_values("v", v, p.dtype);
+  check_values("do", dout, p.dtype);
+  check_values("bias", bias, p.dtype);
+}
+
+AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, double magnitude) {
+  p.validate();
+  if (!(std::isfinite(magnitude) && magnitude > 0))
+    throw InputError("magnitude", fmt::format("must be finite and > 0, got {}", magnitude));
+  AttentionInputs in;
+  in.q = normal_tensor(p.q_elems(), seed, InputStream::Q, magnitude, p.dtype);
+  in.k = normal_tensor(p.k_elems(), seed, InputStream::K, magnitude, p.dtype);
+  in.v = normal_tensor(p.v_elems(), seed, InputStream::V, magnitude, p.dtype);
+  in.dout = normal_tensor(p.o_elems(), seed, InputStream::dO, magnitude, p.dtype);
+  in.bias = normal_tensor(p.bias_elems(), seed, InputStream::Bias, 1.0, p.dtype);
+  in.mask.resize(p.mask_elems());
+  for (int64_t i = 0; i < p.mask_elems(); ++i)
+    in.mask[i] = uniform_open01(seed, static_cast<uint64_t>(InputStream::Mask), static_cast<uint64_t>(i)) <
+                 p.mask_keep;
+  if (p.alibi) {
+    in.alibi_slopes.resize(p.heads_q);
+    for (int64_t h = 0; h < p.heads_q; ++h) in.alibi_slopes[h] = round_to(p.alibi_slope(h), DType::F32);
+  }
+  return in;
+}
+
+}  // namespace flashsim

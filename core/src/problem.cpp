@@ -1,0 +1,225 @@
+#include "flashsim/problem.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "flashsim/error.h"
+
+namespace flashsim {
+
+std::string_view broadcast_name(BroadcastShape s) {
+  switch (s) {
+    case BroadcastShape::None: return "none";
+    case BroadcastShape::BHQK: return "bhqk";
+    case BroadcastShape::OneHQK: return "1hqk";
+    case BroadcastShape::BOneQK: return "b1qk";
+    case BroadcastShape::OneOneQK: return "11qk";
+  }
+  return "?";
+}
+
+BroadcastShape parse_broadcast(std::string_view name, const std::string& field) {
+  for (auto s : {BroadcastShape::None, BroadcastShape::BHQK, BroadcastShape::OneHQK, BroadcastShape::BOneQK,
+                 BroadcastShape::OneOneQK}) {
+    if (name == broadcast_name(s)) return s;
+  }
+  throw InputError(field, "unknown shape '" + std::string(name) + "' (expected none, bhqk, 1hqk, b1qk or 11qk)");
+}
+
+namespace {
+
+// Largest element count any one tensor may have: products of dims are checked against it so that no size
+// computation can overflow int64 (2^62 leaves room for byte counts of 8-byte elements... checked separately).
+constexpr int64_t kMaxElems = int64_t{1} << 56;
+
+int64_t checked_mul(int64_t a, int64_t b, const char* field) {
+  if (a != 0 && b > kMaxElems / a) throw InputError(field, "tensor too large: element count overflows");
+  return a * b;
+}
+
+void require_positive(int64_t v, const char* field) {
+  if (v < 1) throw InputError(field, fmt::format("must be >= 1, got {}", v));
+}
+
+}  // namespace
+
+void AttentionProblem::validate() const {
+  require_positive(batch, "batch");
+  require_positive(heads_q, "heads_q");
+  require_positive(heads_kv, "heads_kv");
+  require_positive(head_dim, "head_dim");
+  require_positive(head_dim_v, "head_dim_v");
+  if (heads_q % heads_kv != 0)
+    throw InputError("heads_kv", fmt::format("heads_q ({}) is not a multiple of heads_kv ({})", heads_q, heads_kv));
+  if (varlen()) {
+    if (static_cast<int64_t>(seqlens_q.size()) != batch || seqlens_k.size() != seqlens_q.size())
+      throw InputError("varlen", fmt::format("{} q lengths and {} k lengths for batch {}", seqlens_q.size(),
+                                             seqlens_k.size(), batch));
+    int64_t sum_q = 0, sum_k = 0;
+    for (size_t b = 0; b < seqlens_q.size(); ++b) {
+      if (seqlens_q[b] < 0 || seqlens_k[b] < 0) throw InputError("varlen", "sequence lengths must be >= 0");
+      if (seqlens_q[b] > seqlen_q || seqlens_k[b] > seqlen_k)
+        throw InputError("varlen", "a sequence is longer than seqlen_q/seqlen_k (the maximum lengths)");
+      sum_q += seqlens_q[b];
+      sum_k += seqlens_k[b];
+      if (sum_q > kMaxElems || sum_k > kMaxElems) throw InputError("varlen", "total length overflows");
+    }
+    if (sum_q < 1) throw InputError("varlen", "every query length is 0");
+  } else {
+    require_positive(seqlen_q, "seqlen_q");
+    require_positive(seqlen_k, "seqlen_k");
+  }
+  if (seqlen_q < 0 || seqlen_k < 0) throw InputError("seqlen", "must be >= 0");
+  if (scale && !(std::isfinite(*scale) && *scale > 0))
+    throw InputError("scale", fmt::format("must be finite and > 0, got {}", *scale));
+  if (!(std::isfinite(softcap) && softcap >= 0))
+    throw InputError("softcap", fmt::format("must be finite and >= 0, got {}", softcap));
+  if (window_left < -1) throw InputError("window_left", "must be >= 0, or -1 for unbounded");
+  if (window_right < -1) throw InputError("window_right", "must be >= 0, or -1 for unbounded");
+  if (!(mask_keep >= 0 && mask_keep <= 1)) throw InputError("mask_keep", "must be in [0, 1]");
+  // Every tensor's element count must fit: this also bounds every index computed from these dims.
+  const int64_t tq = checked_mul(std::max<int64_t>(seqlen_q, 1), batch, "seqlen_q");
+  const int64_t tk = checked_mul(std::max<int64_t>(seqlen_k, 1), batch, "seqlen_k");
+  checked_mul(checked_mul(tq, heads_q, "heads_q"), std::max(head_dim, head_dim_v), "head_dim");
+  checked_mul(checked_mul(tk, heads_kv, "heads_kv"), std::max(head_dim, head_dim_v), "head_dim");
+  if (bias != BroadcastShape::None || mask != BroadcastShape::None)
+    checked_mul(checked_mul(checked_mul(batch, heads_q, "heads_q"), std::max<int64_t>(seqlen_q, 1), "seqlen_q"),
+                std::max<int64_t>(seqlen_k, 1), "bias");
+}
+
+double AttentionProblem::softmax_scale() const {
+  return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
+}
+
+int64_t AttentionProblem::offset_q(int64_t b) const {
+  if (!varlen()) return b * seqlen_q;
+  int64_t s = 0;
+  for (int64_t i = 0; i < b; ++i) s += seqlens_q[i];
+  return s;
+}
+
+int64_t AttentionProblem::offset_k(int64_t b) const {
+  if (!varlen()) return b * seqlen_k;
+  int64_t s = 0;
+  for (int64_t i = 0; i < b; ++i) s += seqlens_k[i];
+  return s;
+}
+
+std::vector<int64_t> AttentionProblem::cu_seqlens_q() const {
+  std::vector<int64_t> cu(batch + 1);
+  for (int64_t b = 0; b <= batch; ++b) cu[b] = offset_q(b);
+  return cu;
+}
+
+std::vector<int64_t> AttentionProblem::cu_seqlens_k() const {
+  std::vector<int64_t> cu(batch + 1);
+  for (int64_t b = 0; b <= batch; ++b) cu[b] = offset_k(b);
+  return cu;
+}
+
+int64_t AttentionProblem::broadcast_elems(BroadcastShape s) const {
+  if (s == BroadcastShape::None) return 0;
+  const auto shape = broadcast_shape(s);
+  return shape[0] * shape[1] * shape[2] * shape[3];
+}
+
+std::vector<int64_t> AttentionProblem::q_shape() const {
+  if (varlen()) return {total_q(), heads_q, head_dim};
+  return {batch, seqlen_q, heads_q, head_dim};
+}
+std::vector<int64_t> AttentionProblem::k_shape() const {
+  if (varlen()) return {total_k(), heads_kv, head_dim};
+  return {batch, seqlen_k, heads_kv, head_dim};
+}
+std::vector<int64_t> AttentionProblem::v_shape() const {
+  if (varlen()) return {total_k(), heads_kv, head_dim_v};
+  return {batch, seqlen_k, heads_kv, head_dim_v};
+}
+std::vector<int64_t> AttentionProblem::o_shape() const {
+  if (varlen()) return {total_q(), heads_q, head_dim_v};
+  return {batch, seqlen_q, heads_q, head_dim_v};
+}
+std::vector<int64_t> AttentionProblem::lse_shape() const {
+  if (varlen()) return {heads_q, total_q()};
+  return {batch, heads_q, seqlen_q};
+}
+
+std::vector<int64_t> AttentionProblem::broadcast_shape(BroadcastShape s) const {
+  const bool has_b = s == BroadcastShape::BHQK || s == BroadcastShape::BOneQK;
+  const bool has_h = s == BroadcastShape::BHQK || s == BroadcastShape::OneHQK;
+  return {has_b ? batch : 1, has_h ? heads_q : 1, seqlen_q, seqlen_k};
+}
+
+int64_t AttentionProblem::broadcast_index(BroadcastShape s, int64_t b, int64_t h, int64_t i, int64_t j) const {
+  const bool has_b = s == BroadcastShape::BHQK || s == BroadcastShape::BOneQK;
+  const bool has_h = s == BroadcastShape::BHQK || s == BroadcastShape::OneHQK;
+  const int64_t bb = has_b ? b : 0;
+  const int64_t hh = has_h ? h : 0;
+  const int64_t nh = has_h ? heads_q : 1;
+  return ((bb * nh + hh) * seqlen_q + i) * seqlen_k + j;
+}
+
+bool AttentionProblem::window_visible(int64_t b, int64_t i, int64_t j) const {
+  const int64_t diag = i + len_k(b) - len_q(b);  // the key aligned with query i (bottom-right)
+  if (window_left >= 0 && j < diag - window_left) return false;
+  if (window_right >= 0 && j > diag + window_right) return false;
+  return true;
+}
+
+void AttentionProblem::window_range(int64_t b, int64_t i, int64_t& first, int64_t& last) const {
+  const int64_t diag = i + len_k(b) - len_q(b);
+  first = window_left >= 0 ? std::max<int64_t>(0, diag - window_left) : 0;
+  last = window_right >= 0 ? std::min<int64_t>(len_k(b) - 1, diag + window_right) : len_k(b) - 1;
+}
+
+double AttentionProblem::alibi_slope(int64_t h) const {
+  // Slopes for n heads, n a power of two: 2^(-8 (h+1) / n). Otherwise the first n' = 2^floor(log2 n) of
+  // those, then every other slope of the sequence for 2n' heads (as the ALiBi reference implementation).
+  int64_t n2 = 1;
+  while (n2 * 2 <= heads_q) n2 *= 2;
+  if (h < n2) return std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(n2));
+  const int64_t extra = h - n2;
+  return std::exp2(-8.0 * static_cast<double>(2 * extra + 1) / static_cast<double>(2 * n2));
+}
+
+double AttentionProblem::visible_pairs() const {
+  double pairs = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t i = 0; i < len_q(b); ++i) {
+      int64_t first, last;
+      window_range(b, i, first, last);
+      if (last >= first) pairs += static_cast<double>(last - first + 1);
+    }
+  }
+  return pairs * static_cast<double>(heads_q);
+}
+
+double AttentionProblem::forward_flops() const {
+  // S = Q K^T: 2 d flops per pair; O = P V: 2 dv flops per pair.
+  return visible_pairs() * 2.0 * static_cast<double>(head_dim + head_dim_v);
+}
+
+std::string AttentionProblem::describe() const {
+  std::string s = fmt::format("b{} h{}", batch, heads_q);
+  if (heads_kv != heads_q) s += fmt::format("/{}", heads_kv);
+  s += fmt::format(" q{} k{} d{}", seqlen_q, seqlen_k, head_dim);
+  if (head_dim_v != head_dim) s += fmt::format(" dv{}", head_dim_v);
+  if (varlen()) s += " varlen";
+  if (causal() && window_left < 0) {
+    s += " causal";
+  } else if (window_left >= 0 || window_right >= 0) {
+    s += fmt::format(" window({},{})", window_left, window_right);
+  }
+  if (softcap > 0) s += fmt::format(" softcap{}", softcap);
+  if (bias != BroadcastShape::None) s += fmt::format(" bias:{}", broadcast_name(bias));
+  if (mask != BroadcastShape::None) s += fmt::format(" mask:{}", broadcast_name(mask));
+  if (alibi) s += " alibi";
+  if (scale) s += fmt::format(" scale{}", *scale);
+  s += fmt::format(" {}", dtype_name(dtype));
+  return s;
+}
+
+}  // namespace flashsim

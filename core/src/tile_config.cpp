@@ -1,0 +1,53 @@
+#include "flashsim/tile_config.h"
+
+#include <fmt/format.h>
+
+#include "flashsim/error.h"
+
+namespace flashsim {
+
+namespace {
+// No GPU tile or CPU cache block is anywhere near this; larger values are typos.
+constexpr int64_t kMaxBlock = 1 << 16;
+
+void check_block(int64_t v, const char* field) {
+  if (v < 1 || v > kMaxBlock) throw InputError(field, fmt::format("must be in [1, {}], got {}", kMaxBlock, v));
+}
+}  // namespace
+
+void TileConfig::validate() const {
+  check_block(block_q, "block_q");
+  check_block(block_k, "block_k");
+  check_block(bwd_block_q, "bwd_block_q");
+  check_block(bwd_block_k, "bwd_block_k");
+  // 32 warps = 1024 threads, CUDA's limit per block.
+  if (warps < 1 || warps > 32) throw InputError("warps", fmt::format("must be in [1, 32], got {}", warps));
+  if (stages < 1 || stages > 8) throw InputError("stages", fmt::format("must be in [1, 8], got {}", stages));
+}
+
+std::string TileConfig::describe() const {
+  return fmt::format("Br{} Bc{} w{} st{}{}{} {} bwd Br{} Bc{} dq:{}", block_q, block_k, warps, stages,
+                     q_in_registers ? " Qreg" : "", kv_shared_buffer ? " KVshared" : "",
+                     loop_order_name(loop_order), bwd_block_q, bwd_block_k, dq_strategy_name(dq_strategy));
+}
+
+std::string_view loop_order_name(LoopOrder o) { return o == LoopOrder::QueryOuter ? "fa2" : "fa1"; }
+LoopOrder parse_loop_order(std::string_view s) {
+  if (s == "fa2" || s == "query-outer") return LoopOrder::QueryOuter;
+  if (s == "fa1" || s == "key-outer") return LoopOrder::KeyOuter;
+  throw InputError("loop_order", "expected fa2 (query-outer) or fa1 (key-outer), got '" + std::string(s) + "'");
+}
+std::string_view raster_name(Raster r) { return r == Raster::QueryBlockFastest ? "query-fastest" : "head-fastest"; }
+Raster parse_raster(std::string_view s) {
+  if (s == "query-fastest") return Raster::QueryBlockFastest;
+  if (s == "head-fastest") return Raster::HeadFastest;
+  throw InputError("raster", "expected query-fastest or head-fastest, got '" + std::string(s) + "'");
+}
+std::string_view dq_strategy_name(DqStrategy d) { return d == DqStrategy::Atomic ? "atomic" : "partials"; }
+DqStrategy parse_dq_strategy(std::string_view s) {
+  if (s == "atomic") return DqStrategy::Atomic;
+  if (s == "partials") return DqStrategy::Partials;
+  throw InputError("dq_strategy", "expected atomic or partials, got '" + std::string(s) + "'");
+}
+
+}  // namespace flashsim

@@ -1,0 +1,80 @@
+#include "backward_common.h"
+
+#include "softmax_ops.h"
+
+namespace flashsim::ref::detail {
+
+template <class Acc>
+std::vector<Acc> compute_delta(const ProblemContext& ctx, const ForwardResult& fwd, const TileConfig& tile) {
+  const AttentionProblem& p = ctx.p;
+  const int64_t dv = p.head_dim_v;
+  std::vector<Acc> delta(p.lse_elems());
+  const int64_t tasks = p.batch * p.heads_q;
+  auto* obs = ctx.observer();
+  if (obs) obs->kernel_begin("bwd_dot_do_o");
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ctx.threads())
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t h = t / p.batch, b = t % p.batch;
+    HeadView<Acc> hv(ctx, b, h);
+    for (int64_t i0 = 0; i0 < hv.lq; i0 += tile.bwd_block_q) {
+      const int64_t n = std::min(tile.bwd_block_q, hv.lq - i0);
+      if (obs) {
+        obs->cta_begin(b, h, i0 / tile.bwd_block_q);
+        obs->access({AccessKind::Load, TensorId::dO, b, h, i0, n, 0, dv});
+        obs->access({AccessKind::Load, TensorId::O, b, h, i0, n, 0, dv});
+      }
+      for (int64_t i = i0; i < i0 + n; ++i) {
+        Acc sum = 0;  // D_i = sum_c dO_ic * O_ic
+        for (int64_t c = 0; c < dv; ++c) {
+          const int64_t idx = hv.q_index(i, dv, c);
+          sum += static_cast<Acc>(ctx.in.dout[idx]) * static_cast<Acc>(fwd.o[idx]);
+        }
+        delta[hv.lse_index(i)] = sum;
+      }
+      if (obs) {
+        obs->release(TensorId::dO);
+        obs->release(TensorId::O);
+        obs->access({AccessKind::Store, TensorId::Delta, b, h, i0, n, 0, 1});
+        obs->cta_end();
+      }
+    }
+  }
+  if (obs) obs->kernel_end();
+  return delta;
+}
+
+int64_t bias_gradient_bytes(const AttentionProblem& p, int acc_bytes) {
+  if (p.bias == BroadcastShape::None) return 0;
+  return p.broadcast_elems(BroadcastShape::BHQK) * acc_bytes;
+}
+
+template <class Acc>
+BiasGradient<Acc>::BiasGradient(const AttentionProblem& p) : p_(p), enabled_(p.bias != BroadcastShape::None) {
+  if (enabled_) full_.assign(p.broadcast_elems(BroadcastShape::BHQK), Acc(0));
+}
+
+template <class Acc>
+std::vector<double> BiasGradient<Acc>::reduce(const ProblemContext& ctx) const {
+  if (!enabled_) return {};
+  std::vector<Acc> sum(p_.bias_elems(), Acc(0));
+  const int64_t plane = p_.seqlen_q * p_.seqlen_k;
+  // dbias = sum over the broadcast dims of dS, in order b = 0.., h = 0.. (fixed, so thread-count independent).
+  for (int64_t b = 0; b < p_.batch; ++b) {
+    for (int64_t h = 0; h < p_.heads_q; ++h) {
+      const Acc* src = full_.data() + (b * p_.heads_q + h) * plane;
+      Acc* dst = sum.data() + p_.broadcast_index(p_.bias, b, h, 0, 0);
+#pragma omp parallel for schedule(static) num_threads(ctx.threads())
+      for (int64_t n = 0; n < plane; ++n) dst[n] += src[n];
+    }
+  }
+  std::vector<double> out(sum.size());
+  for (size_t n = 0; n < sum.size(); ++n) out[n] = stored_output<Acc>(sum[n], ctx);
+  return out;
+}
+
+template std::vector<float> compute_delta<float>(const ProblemContext&, const ForwardResult&, const TileConfig&);
+template std::vector<double> compute_delta<double>(const ProblemContext&, const ForwardResult&, const TileConfig&);
+template class BiasGradient<float>;
+template class BiasGradient<double>;
+
+}  // namespace flashsim::ref::detail

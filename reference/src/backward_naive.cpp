@@ -1,0 +1,97 @@
+// Standard attention backward for one (batch, kv head) at a time, every matrix materialized:
+//   P = softmax(S);  dV = P^T dO;  dP = dO V^T;  dS = P o (dP - rowsum(dO o O));
+//   dQ = scale dS K;  dK = scale dS^T Q   (dS taken through the softcap's derivative; GQA: dK, dV summed over
+//   the q heads of the group, in head order).
+#include <vector>
+
+#include "backward_common.h"
+#include "head_view.h"
+#include "kernels.h"
+#include "memory_limit.h"
+#include "softmax_ops.h"
+
+namespace flashsim::ref::detail {
+
+template <class Acc>
+void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradients& out) {
+  const AttentionProblem& p = ctx.p;
+  const int64_t d = p.head_dim, dv = p.head_dim_v;
+  const bool emu = ctx.emulated();
+  const Acc scale = static_cast<Acc>(ctx.scale);
+  BiasGradient<Acc> dbias(p);
+  out.dq.assign(p.q_elems(), 0.0);
+  out.dk.assign(p.k_elems(), 0.0);
+  out.dv.assign(p.v_elems(), 0.0);
+  const int64_t tasks = p.batch * p.heads_kv;
+  auto* obs = ctx.observer();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(ctx.threads())
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t hk = t / p.batch, b = t % p.batch;
+    const int64_t lq = p.len_q(b), lk = p.len_k(b);
+    if (lq == 0 || lk == 0) continue;  // nothing visible: zero gradients
+    TileArray<Acc> q(lq, d), k(lk, d), v(lk, dv), dout(lq, dv), o(lq, dv), s(lq, lk), dcap(lq, lk), pr(lq, lk),
+        dp(lq, lk), dq(lq, d);
+    TileArray<Acc> dk = TileArray<Acc>::Zero(lk, d), dvv = TileArray<Acc>::Zero(lk, dv);
+    ColArray<Acc> m(lq), l(lq), shift(lq), delta(lq);
+    for (int64_t h = hk * p.group_size(); h < (hk + 1) * p.group_size(); ++h) {
+      HeadView<Acc> hv(ctx, b, h);
+      if (obs) {
+        obs->kernel_begin("naive_bwd");
+        obs->cta_begin(b, h, 0);
+      }
+      hv.load_q(0, lq, q.data());
+      hv.load_k(0, lk, k.data());
+      hv.load_v(0, lk, v.data());
+      hv.load_do(0, lq, dout.data());
+      hv.load_o(fwd.o, 0, lq, o.data());
+      hv.scores(q.data(), 0, lq, k.data(), 0, lk, s.data(), p.softcap > 0 ? dcap.data() : nullptr);
+      // P = softmax(S), recomputed from scratch (not from the forward's lse).
+      m = s.rowwise().maxCoeff();
+      for (int64_t r = 0; r < lq; ++r) shift(r) = safe_shift(m(r));
+      exp_rows(s.data(), lq, lk, shift, true, pr.data());
+      l = pr.rowwise().sum();
+      for (int64_t r = 0; r < lq; ++r) pr.row(r) *= l(r) > 0 ? Acc(1) / l(r) : Acc(0);
+      // D = rowsum(dO o O)
+      delta = (dout * o).rowwise().sum();
+      // dP = dO V^T;  dS = P o (dP - D)
+      gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, lq, lk, dv, Acc(1), dout.data(), dv, v.data(), dv, Acc(0),
+                dp.data(), lk);
+      dp = pr * (dp.colwise() - delta);
+      if (dbias.enabled()) {
+        for (int64_t i = 0; i < lq; ++i)
+          for (int64_t j = 0; j < lk; ++j) dbias.at(b, h, i, j) = dp(i, j);
+      }
+      // dV += P^T dO
+      if (emu) round_to_dtype(pr.data(), lq * lk, p.dtype);
+      gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, dv, lq, Acc(1), pr.data(), lk, dout.data(), dv, Acc(1),
+                dvv.data(), dv);
+      if (p.softcap > 0) dp *= dcap;
+      if (emu) round_to_dtype(dp.data(), lq * lk, p.dtype);
+      // dQ = scale dS K;  dK += scale dS^T Q
+      gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, lq, d, lk, scale, dp.data(), lk, k.data(), d, Acc(0),
+                dq.data(), d);
+      gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, d, lq, scale, dp.data(), lk, q.data(), d, Acc(1),
+                dk.data(), d);
+      for (int64_t i = 0; i < lq; ++i)
+        for (int64_t c = 0; c < d; ++c) out.dq[hv.q_index(i, d, c)] = stored_output<Acc>(dq(i, c), ctx);
+      if (obs) {
+        obs->access({AccessKind::Store, TensorId::dQ, b, h, 0, lq, 0, d});
+        obs->access({AccessKind::Store, TensorId::dK, b, h, 0, lk, 0, d});
+        obs->access({AccessKind::Store, TensorId::dV, b, h, 0, lk, 0, dv});
+        obs->cta_end();
+        obs->kernel_end();
+      }
+    }
+    HeadView<Acc> hv0(ctx, b, hk * p.group_size());
+    for (int64_t j = 0; j < lk; ++j) {
+      for (int64_t c = 0; c < d; ++c) out.dk[hv0.k_index(j, d, c)] = stored_output<Acc>(dk(j, c), ctx);
+      for (int64_t c = 0; c < dv; ++c) out.dv[hv0.k_index(j, dv, c)] = stored_output<Acc>(dvv(j, c), ctx);
+    }
+  }
+  out.dbias = dbias.reduce(ctx);
+}
+
+template void backward_naive<float>(const ProblemContext&, const ForwardResult&, Gradients&);
+template void backward_naive<double>(const ProblemContext&, const ForwardResult&, Gradients&);
+
+}  // namespace flashsim::ref::detail

@@ -1,0 +1,92 @@
+// forward(): validation, the memory guard and dispatch to the algorithms by accumulator type.
+#include <omp.h>
+
+#include "flashsim/error.h"
+#include "kernels.h"
+#include "memory_limit.h"
+#include "backward_common.h"
+
+namespace flashsim::ref {
+
+namespace {
+
+template <class Acc>
+void run_forward(const detail::ProblemContext& ctx, ForwardAlgorithm algo, const TileConfig& tile,
+                 ForwardResult& out) {
+  switch (algo) {
+    case ForwardAlgorithm::Naive: return detail::forward_naive<Acc>(ctx, out);
+    case ForwardAlgorithm::TiledFa1: return detail::forward_fa1<Acc>(ctx, tile, out);
+    default: return detail::forward_streaming<Acc>(ctx, tile, algo, out);
+  }
+}
+
+// Working memory each algorithm allocates beyond its outputs (per concurrently running task).
+int64_t forward_workspace_bytes(const detail::ProblemContext& ctx, ForwardAlgorithm algo, const TileConfig& tile,
+                                int acc_bytes) {
+  const AttentionProblem& p = ctx.p;
+  const int64_t threads = ctx.threads();
+  const int64_t dmax = std::max(p.head_dim, p.head_dim_v);
+  switch (algo) {
+    case ForwardAlgorithm::Naive:  // S (P in place), Q, K, V, O of one head per thread
+      return threads * (p.seqlen_q * p.seqlen_k + 2 * (p.seqlen_q + p.seqlen_k) * dmax) * acc_bytes;
+    case ForwardAlgorithm::TiledFa1:  // O, m, l of one head per thread, plus tiles
+      return threads * (p.seqlen_q * (dmax + 2) + 4 * (tile.block_q + tile.block_k) * dmax +
+                        2 * tile.block_q * tile.block_k) * acc_bytes;
+    default:  // tiles only
+      return threads * (4 * (tile.block_q + tile.block_k) * dmax + 2 * tile.block_q * tile.block_k) * acc_bytes;
+  }
+}
+
+}  // namespace
+
+ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, ForwardAlgorithm algo,
+                      const TileConfig& tile, const RunOptions& opt) {
+  in.validate(p);
+  tile.validate();
+  if (opt.threads < 0) throw InputError("threads", "must be >= 0 (0: OpenMP's default)");
+  detail::ProblemContext ctx(p, in, opt);
+  const int acc_bytes = opt.precision == Precision::Exact ? 8 : 4;
+  detail::require_memory(ctx, forward_workspace_bytes(ctx, algo, tile, acc_bytes) + (p.o_elems() + p.lse_elems()) * 8,
+                         std::string(algorithm_name(algo)) + " forward");
+  ForwardResult out;
+  out.o.assign(p.o_elems(), 0.0);
+  out.lse.assign(p.lse_elems(), 0.0);
+  if (opt.precision == Precision::Exact) {
+    run_forward<double>(ctx, algo, tile, out);
+  } else {
+    run_forward<float>(ctx, algo, tile, out);
+  }
+  return out;
+}
+
+Gradients backward(const AttentionProblem& p, const AttentionInputs& in, const ForwardResult& fwd,
+                   BackwardAlgorithm algo, const TileConfig& tile, const RunOptions& opt) {
+  in.validate(p);
+  tile.validate();
+  if (in.dout.empty()) throw InputError("do", "the backward needs dO (the upstream gradient)");
+  if (static_cast<int64_t>(fwd.o.size()) != p.o_elems()) throw InputError("o", "does not match the problem");
+  if (static_cast<int64_t>(fwd.lse.size()) != p.lse_elems()) throw InputError("lse", "does not match the problem");
+  if (opt.threads < 0) throw InputError("threads", "must be >= 0 (0: OpenMP's default)");
+  detail::ProblemContext ctx(p, in, opt);
+  const int64_t acc_bytes = opt.precision == Precision::Exact ? 8 : 4;
+  Gradients out;
+  if (algo == BackwardAlgorithm::Naive) {
+    // Six lq x lk matrices (S, dcap, P, dP and two copies inside the GEMMs' operands) per thread.
+    detail::require_memory(ctx,
+                           ctx.threads() * 6 * p.seqlen_q * p.seqlen_k * acc_bytes +
+                               detail::bias_gradient_bytes(p, static_cast<int>(acc_bytes)),
+                           "naive backward");
+    if (opt.precision == Precision::Exact) {
+      detail::backward_naive<double>(ctx, fwd, out);
+    } else {
+      detail::backward_naive<float>(ctx, fwd, out);
+    }
+  } else if (opt.precision == Precision::Exact) {
+    detail::backward_tiled<double>(ctx, tile, fwd, out);
+  } else {
+    detail::backward_tiled<float>(ctx, tile, fwd, out);
+  }
+  return out;
+}
+
+}  // namespace flashsim::ref

@@ -1,0 +1,215 @@
+// Three-pass safe softmax, two-pass online softmax and FlashAttention-2 (query blocks outer): each task owns
+// one block of query rows of one (batch, head) and streams the key blocks its window allows.
+#include <vector>
+
+#include "head_view.h"
+#include "kernels.h"
+#include "softmax_ops.h"
+
+namespace flashsim::ref::detail {
+
+namespace {
+
+template <class Acc>
+struct RowBlockBuffers {
+  TileArray<Acc> q, k, v, s, p, o;
+  ColArray<Acc> m, l, m_new, shift, alpha;
+
+  RowBlockBuffers(const TileConfig& tile, const AttentionProblem& prob)
+      : q(tile.block_q, prob.head_dim), k(tile.block_k, prob.head_dim), v(tile.block_k, prob.head_dim_v),
+        s(tile.block_q, tile.block_k), p(tile.block_q, tile.block_k), o(tile.block_q, prob.head_dim_v),
+        m(tile.block_q), l(tile.block_q), m_new(tile.block_q), shift(tile.block_q), alpha(tile.block_q) {}
+};
+
+template <class Acc>
+class RowBlockTask {
+ public:
+  RowBlockTask(const HeadView<Acc>& hv, const TileConfig& tile, int64_t i0, int64_t n, RowBlockBuffers<Acc>& buf)
+      : hv_(hv), ctx_(hv.ctx()), tile_(tile), i0_(i0), n_(n), buf_(buf), dv_(ctx_.p.head_dim_v) {
+    hv_.key_range(i0, n, kbegin_, kend_);
+    hv_.load_q(i0, n, buf_.q.data());
+    buf_.m.head(n).setConstant(neg_inf<Acc>());
+    buf_.l.head(n).setZero();
+    buf_.o.topRows(n).setZero();
+  }
+
+  // Calls f(j0, m) for every key block [j0, j0 + m) the window lets these rows see (blocks aligned to Bc).
+  template <class F>
+  void for_each_key_block(F&& f) const {
+    const int64_t bc = tile_.block_k;
+    for (int64_t j0 = (kbegin_ / bc) * bc; j0 < kend_; j0 += bc) f(j0, std::min(bc, hv_.lk - j0));
+  }
+
+  // S tile for key block [j0, j0 + m): loads K (and V when with_v) and computes the scores.
+  void score_tile(int64_t j0, int64_t m, bool with_v) {
+    hv_.load_k(j0, m, buf_.k.data());
+    if (with_v) hv_.load_v(j0, m, buf_.v.data());
+    hv_.scores(buf_.q.data(), i0_, n_, buf_.k.data(), j0, m, buf_.s.data());
+    if (auto* obs = ctx_.observer()) {
+      obs->release(TensorId::K);
+      if (with_v) obs->release(TensorId::V);
+    }
+    may_have_neg_inf_ = ctx_.elementwise_scores() || !hv_.window_covers(i0_, n_, j0, m);
+  }
+  auto S(int64_t m) { return TileMap<Acc>(buf_.s.data(), n_, m); }
+  auto P(int64_t m) { return TileMap<Acc>(buf_.p.data(), n_, m); }
+
+  // P = exp(S - shift) for the current tile.
+  void exp_tile(int64_t m, const ColArray<Acc>& shift) {
+    exp_rows(buf_.s.data(), n_, m, shift, may_have_neg_inf_, buf_.p.data());
+  }
+  // O += P * V for the current tile (P rounded to the input dtype first when emulating).
+  void accumulate_pv(int64_t m) {
+    if (ctx_.emulated()) round_to_dtype(buf_.p.data(), n_ * m, ctx_.p.dtype);
+    gemm<Acc>(ctx_.opt.use_blas, Trans::No, Trans::No, n_, dv_, m, Acc(1), buf_.p.data(), m, buf_.v.data(), dv_,
+              Acc(1), buf_.o.data(), dv_);
+  }
+
+  // Pass: running max only (three-pass, pass 1).  m = max(m, rowmax(S))
+  void pass_max() {
+    for_each_key_block([&](int64_t j0, int64_t m) {
+      score_tile(j0, m, false);
+      buf_.m.head(n_) = buf_.m.head(n_).max(S(m).rowwise().maxCoeff());
+    });
+  }
+  // Pass: sum of exp(s - m) for a known row max (three-pass, pass 2).  l += rowsum(exp(S - m))
+  void pass_sum() {
+    for (int64_t r = 0; r < n_; ++r) buf_.shift(r) = safe_shift(buf_.m(r));
+    for_each_key_block([&](int64_t j0, int64_t m) {
+      score_tile(j0, m, false);
+      exp_tile(m, buf_.shift);
+      buf_.l.head(n_) += P(m).rowwise().sum();
+    });
+  }
+  // Pass: online max and rescaled sum (two-pass, pass 1).
+  //   m_new = max(m, rowmax(S));  l = l * exp(m - m_new) + rowsum(exp(S - m_new))
+  void pass_online_stats() {
+    for_each_key_block([&](int64_t j0, int64_t m) {
+      score_tile(j0, m, false);
+      update_max_and_rescale(m);
+      buf_.l.head(n_) = buf_.l.head(n_) * buf_.alpha.head(n_) + P(m).rowwise().sum();
+    });
+  }
+  // Pass: normalized output for known m and l (three- and two-pass, last pass).  O += (exp(S - m) / l) * V
+  void pass_output() {
+    for (int64_t r = 0; r < n_; ++r) buf_.shift(r) = safe_shift(buf_.m(r));
+    for_each_key_block([&](int64_t j0, int64_t m) {
+      score_tile(j0, m, true);
+      exp_tile(m, buf_.shift);
+      for (int64_t r = 0; r < n_; ++r) {
+        const Acc inv = buf_.l(r) > 0 ? Acc(1) / buf_.l(r) : Acc(0);
+        P(m).row(r) *= inv;
+      }
+      accumulate_pv(m);
+    });
+  }
+  // FlashAttention's single pass:
+  //   m_new = max(m, rowmax(S)); alpha = exp(m - m_new); P = exp(S - m_new);
+  //   l = alpha * l + rowsum(P);  O = alpha * O + P * V
+  void pass_flash() {
+    for_each_key_block([&](int64_t j0, int64_t m) {
+      score_tile(j0, m, true);
+      update_max_and_rescale(m);
+      buf_.l.head(n_) = buf_.l.head(n_) * buf_.alpha.head(n_) + P(m).rowwise().sum();
+      buf_.o.topRows(n_).colwise() *= buf_.alpha.head(n_);
+      accumulate_pv(m);
+    });
+  }
+
+  // Writes o (divided by l unless already normalized) and lse = m + log(l).
+  void store(ForwardResult& out, bool divide_by_l) {
+    for (int64_t r = 0; r < n_; ++r) {
+      const Acc l = buf_.l(r);
+      const Acc inv = divide_by_l ? (l > 0 ? Acc(1) / l : Acc(0)) : Acc(1);
+      for (int64_t c = 0; c < dv_; ++c)
+        out.o[hv_.q_index(i0_ + r, dv_, c)] = stored_output<Acc>(buf_.o(r, c) * inv, ctx_);
+      out.lse[hv_.lse_index(i0_ + r)] = static_cast<double>(row_lse(buf_.m(r), l));
+    }
+    if (auto* obs = ctx_.observer()) {
+      obs->release(TensorId::Q);
+      obs->access({AccessKind::Store, TensorId::O, hv_.b, hv_.h, i0_, n_, 0, dv_});
+      obs->access({AccessKind::Store, TensorId::Lse, hv_.b, hv_.h, i0_, n_, 0, 1});
+    }
+  }
+
+ private:
+  // m_new = max(m, rowmax(S)); alpha = exp(m - m_new); P = exp(S - m_new); m = m_new.
+  void update_max_and_rescale(int64_t m) {
+    buf_.m_new.head(n_) = buf_.m.head(n_).max(S(m).rowwise().maxCoeff());
+    for (int64_t r = 0; r < n_; ++r) {
+      buf_.shift(r) = safe_shift(buf_.m_new(r));
+      buf_.alpha(r) = safe_exp_diff(buf_.m(r), buf_.shift(r));
+    }
+    exp_tile(m, buf_.shift);
+    buf_.m.head(n_) = buf_.m_new.head(n_);
+  }
+
+  const HeadView<Acc>& hv_;
+  const ProblemContext& ctx_;
+  const TileConfig& tile_;
+  const int64_t i0_, n_;
+  RowBlockBuffers<Acc>& buf_;
+  const int64_t dv_;
+  int64_t kbegin_ = 0, kend_ = 0;
+  bool may_have_neg_inf_ = true;
+};
+
+const char* kernel_name(ForwardAlgorithm algo) {
+  switch (algo) {
+    case ForwardAlgorithm::ThreePass: return "fwd_three_pass";
+    case ForwardAlgorithm::TwoPass: return "fwd_two_pass";
+    default: return "fwd_fa2";
+  }
+}
+
+}  // namespace
+
+template <class Acc>
+void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, ForwardAlgorithm algo,
+                       ForwardResult& out) {
+  const AttentionProblem& p = ctx.p;
+  // Tasks in the launch order of FlashAttention-2's grid: query block fastest, then batch, then head.
+  std::vector<int64_t> block_start(p.batch + 1, 0);  // prefix sum of query blocks per sequence
+  for (int64_t b = 0; b < p.batch; ++b) block_start[b + 1] = block_start[b] + num_blocks(p.len_q(b), tile.block_q);
+  const int64_t tasks = block_start.back() * p.heads_q;
+  if (auto* obs = ctx.observer()) obs->kernel_begin(kernel_name(algo));
+#pragma omp parallel num_threads(ctx.threads())
+  {
+    RowBlockBuffers<Acc> buf(tile, p);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t h = t / block_start.back();
+      const int64_t rest = t % block_start.back();
+      const int64_t b = std::upper_bound(block_start.begin(), block_start.end(), rest) - block_start.begin() - 1;
+      const int64_t blk = rest - block_start[b];
+      HeadView<Acc> hv(ctx, b, h);
+      const int64_t i0 = blk * tile.block_q, n = std::min(tile.block_q, hv.lq - i0);
+      if (auto* obs = ctx.observer()) obs->cta_begin(b, h, blk);
+      RowBlockTask<Acc> task(hv, tile, i0, n, buf);
+      switch (algo) {
+        case ForwardAlgorithm::ThreePass:
+          task.pass_max();
+          task.pass_sum();
+          task.pass_output();
+          task.store(out, false);
+          break;
+        case ForwardAlgorithm::TwoPass:
+          task.pass_online_stats();
+          task.pass_output();
+          task.store(out, false);
+          break;
+        default:
+          task.pass_flash();
+          task.store(out, true);
+          break;
+      }
+      if (auto* obs = ctx.observer()) obs->cta_end();
+    }
+  }
+  if (auto* obs = ctx.observer()) obs->kernel_end();
+}
+
+template void forward_streaming<float>(const ProblemContext&, const TileConfig&, ForwardAlgorithm, ForwardResult&);
+template void forward_streaming<double>(const ProblemContext&, const TileConfig&, ForwardAlgorithm, ForwardResult&);
+
+}  // namespace flashsim::ref::detail

@@ -1,0 +1,142 @@
+#pragma once
+// HeadView: one (batch, q head) of a problem seen as tiles: loading Q/K/V/dO row blocks into contiguous
+// buffers of the accumulator type, and computing score tiles through the whole score pipeline.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+
+#include "gemm.h"
+#include "problem_context.h"
+
+namespace flashsim::ref::detail {
+
+template <class Acc>
+using TileArray = Eigen::Array<Acc, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class Acc>
+using TileMap = Eigen::Map<TileArray<Acc>>;
+template <class Acc>
+using ColArray = Eigen::Array<Acc, Eigen::Dynamic, 1>;
+
+template <class Acc>
+class HeadView {
+ public:
+  HeadView(const ProblemContext& ctx, int64_t batch, int64_t head)
+      : ctx_(ctx), p_(ctx.p), b(batch), h(head), hk(ctx.p.kv_head(head)),
+        lq(ctx.cu_q[batch + 1] - ctx.cu_q[batch]), lk(ctx.cu_k[batch + 1] - ctx.cu_k[batch]) {}
+
+  void load_q(int64_t i0, int64_t n, Acc* dst) const {
+    load(TensorId::Q, ctx_.in.q, ctx_.cu_q[b], p_.heads_q, h, p_.head_dim, i0, n, dst);
+  }
+  void load_do(int64_t i0, int64_t n, Acc* dst) const {
+    load(TensorId::dO, ctx_.in.dout, ctx_.cu_q[b], p_.heads_q, h, p_.head_dim_v, i0, n, dst);
+  }
+  void load_k(int64_t j0, int64_t m, Acc* dst) const {
+    load(TensorId::K, ctx_.in.k, ctx_.cu_k[b], p_.heads_kv, hk, p_.head_dim, j0, m, dst);
+  }
+  void load_v(int64_t j0, int64_t m, Acc* dst) const {
+    load(TensorId::V, ctx_.in.v, ctx_.cu_k[b], p_.heads_kv, hk, p_.head_dim_v, j0, m, dst);
+  }
+  // Rows [i0, i0+n) of a [total_q, heads_q, dim_v] tensor of this head (o, or dq-like outputs).
+  void load_o(const std::vector<double>& o, int64_t i0, int64_t n, Acc* dst) const {
+    load(TensorId::O, o, ctx_.cu_q[b], p_.heads_q, h, p_.head_dim_v, i0, n, dst);
+  }
+
+  // Position of element (i, c) of this head in a [total_q, heads_q, dim] tensor.
+  int64_t q_index(int64_t i, int64_t dim, int64_t c) const { return ((ctx_.cu_q[b] + i) * p_.heads_q + h) * dim + c; }
+  // Position of element (j, c) of this kv head in a [total_k, heads_kv, dim] tensor.
+  int64_t k_index(int64_t j, int64_t dim, int64_t c) const {
+    return ((ctx_.cu_k[b] + j) * p_.heads_kv + hk) * dim + c;
+  }
+  int64_t lse_index(int64_t i) const { return h * ctx_.cu_q.back() + ctx_.cu_q[b] + i; }
+
+  // Keys [kbegin, kend) that query rows [i0, i0+n) may see by the window (empty when kbegin >= kend).
+  void key_range(int64_t i0, int64_t n, int64_t& kbegin, int64_t& kend) const {
+    kbegin = row_first(i0);
+    kend = std::min(lk, row_last(i0 + n - 1) + 1);
+    kbegin = std::max<int64_t>(0, std::min(kbegin, lk));
+    if (kend < kbegin) kend = kbegin;
+  }
+  // Queries [qbegin, qend) that may see any of keys [j0, j0+m) by the window.
+  void query_range(int64_t j0, int64_t m, int64_t& qbegin, int64_t& qend) const {
+    const int64_t shift = lk - lq;  // diag(i) = i + shift
+    // Row i sees j iff diag(i) - wl <= j <= diag(i) + wr, i.e. j - wr - shift <= i <= j + wl - shift.
+    qbegin = p_.window_right >= 0 ? j0 - p_.window_right - shift : 0;
+    qend = p_.window_left >= 0 ? j0 + m - 1 + p_.window_left - shift + 1 : lq;
+    qbegin = std::clamp<int64_t>(qbegin, 0, lq);
+    qend = std::clamp<int64_t>(qend, qbegin, lq);
+  }
+  // True when the window hides no (i, j) of the tile.
+  bool window_covers(int64_t i0, int64_t n, int64_t j0, int64_t m) const {
+    return row_first(i0 + n - 1) <= j0 && row_last(i0) >= j0 + m - 1;
+  }
+
+  // S (n x m, row-major) = the scores of query rows [i0, i0+n) (tile Qt) against keys [j0, j0+m) (tile Kt):
+  // scale * q.k, then softcap, + bias + ALiBi, then -inf where the window or the mask hides the key.
+  // dcap (optional, n x m) receives d softcap(x)/dx = 1 - tanh^2(x / c).
+  void scores(const Acc* qt, int64_t i0, int64_t n, const Acc* kt, int64_t j0, int64_t m, Acc* s,
+              Acc* dcap = nullptr) const {
+    gemm<Acc>(ctx_.opt.use_blas, Trans::No, Trans::Yes, n, m, p_.head_dim, static_cast<Acc>(ctx_.scale), qt,
+              p_.head_dim, kt, p_.head_dim, Acc(0), s, m);
+    const bool covered = window_covers(i0, n, j0, m);
+    if (!ctx_.elementwise_scores() && covered) return;
+    if (auto* obs = ctx_.observer()) {
+      if (p_.bias != BroadcastShape::None) obs->access({AccessKind::Load, TensorId::Bias, b, h, i0, n, j0, m});
+      if (p_.mask != BroadcastShape::None) obs->access({AccessKind::Load, TensorId::Mask, b, h, i0, n, j0, m});
+    }
+    const Acc cap = static_cast<Acc>(p_.softcap);
+    const double slope = p_.alibi ? ctx_.in.alibi_slopes[h] : 0.0;
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t i = i0 + r;
+      const int64_t first = row_first(i), last = row_last(i);
+      Acc* srow = s + r * m;
+      for (int64_t c = 0; c < m; ++c) {
+        const int64_t j = j0 + c;
+        Acc x = srow[c];
+        if (cap > 0) {
+          const Acc t = std::tanh(x / cap);  // s = c * tanh(s / c)
+          x = cap * t;
+          if (dcap) dcap[r * m + c] = Acc(1) - t * t;
+        }
+        if (p_.bias != BroadcastShape::None)
+          x += static_cast<Acc>(ctx_.in.bias[p_.broadcast_index(p_.bias, b, h, i, j)]);
+        if (p_.alibi) {
+          const int64_t dist = i + lk - lq - j;  // bias = -slope * |i + len_k - len_q - j|
+          x += static_cast<Acc>(-slope * static_cast<double>(dist < 0 ? -dist : dist));
+        }
+        const bool visible = j >= first && j <= last &&
+                             (p_.mask == BroadcastShape::None || ctx_.in.mask[p_.broadcast_index(p_.mask, b, h, i, j)]);
+        srow[c] = visible ? x : neg_inf<Acc>();
+      }
+    }
+  }
+
+  const ProblemContext& ctx() const { return ctx_; }
+
+ private:
+  // First and last key the window lets row i see (not clamped to [0, lk)).
+  int64_t row_first(int64_t i) const {
+    return p_.window_left >= 0 ? i + lk - lq - p_.window_left : std::numeric_limits<int64_t>::min() / 4;
+  }
+  int64_t row_last(int64_t i) const {
+    return p_.window_right >= 0 ? i + lk - lq + p_.window_right : std::numeric_limits<int64_t>::max() / 4;
+  }
+
+  void load(TensorId id, const std::vector<double>& src, int64_t row_offset, int64_t heads, int64_t head,
+            int64_t dim, int64_t row0, int64_t rows, Acc* dst) const {
+    if (auto* obs = ctx_.observer()) obs->access({AccessKind::Load, id, b, head, row0, rows, 0, dim});
+    for (int64_t r = 0; r < rows; ++r) {
+      const double* from = src.data() + ((row_offset + row0 + r) * heads + head) * dim;
+      Acc* to = dst + r * dim;
+      for (int64_t c = 0; c < dim; ++c) to[c] = static_cast<Acc>(from[c]);
+    }
+  }
+
+  const ProblemContext& ctx_;
+  const AttentionProblem& p_;
+
+ public:
+  const int64_t b, h, hk;  // batch, q head, kv head
+  const int64_t lq, lk;    // this sequence's lengths
+};
+
+}  // namespace flashsim::ref::detail

@@ -1,0 +1,59 @@
+#pragma once
+// Row-wise softmax pieces shared by the algorithms, safe for rows whose scores are all -inf.
+#include <cmath>
+#include <cstdint>
+
+#include "flashsim/dtype.h"
+#include "head_view.h"
+
+namespace flashsim::ref::detail {
+
+// The shift used in exp(s - m): m itself, or 0 when m = -inf (no visible key yet), so that exp never sees
+// -inf - -inf. Every s of such a row is -inf and gives exp = 0.
+template <class Acc>
+Acc safe_shift(Acc m) {
+  return m == neg_inf<Acc>() ? Acc(0) : m;
+}
+
+// exp(a - b) for the running-max rescale alpha = exp(m_old - m_new); 0 when a = -inf.
+template <class Acc>
+Acc safe_exp_diff(Acc a, Acc b) {
+  return a == neg_inf<Acc>() ? Acc(0) : std::exp(a - b);
+}
+
+// P(n x m) = exp(S - shift) row-wise, exactly 0 where S = -inf (the vectorized exp clamps its input, so -inf
+// is handled explicitly when the tile may contain it).
+template <class Acc>
+void exp_rows(const Acc* s, int64_t n, int64_t m, const ColArray<Acc>& shift, bool may_have_neg_inf, Acc* out) {
+  Eigen::Map<const TileArray<Acc>> S(s, n, m);
+  TileMap<Acc> P(out, n, m);
+  P = (S.colwise() - shift.head(n)).exp();
+  if (may_have_neg_inf) P = (S == neg_inf<Acc>()).select(Acc(0), P);
+}
+
+// Round every element to the input dtype (the GPU's conversion of P or dS before a tensor-core product).
+template <class Acc>
+void round_to_dtype(Acc* x, int64_t count, DType t) {
+  if (t == DType::F64 || (t == DType::F32 && sizeof(Acc) == 4)) return;
+  for (int64_t n = 0; n < count; ++n) {
+    if constexpr (sizeof(Acc) == 4) {
+      x[n] = round_to_float(x[n], t);
+    } else {
+      x[n] = round_to(x[n], t);
+    }
+  }
+}
+
+// The value an output element is stored as: rounded to the input dtype in emulated mode.
+template <class Acc>
+double stored_output(Acc x, const ProblemContext& ctx) {
+  return ctx.emulated() ? round_to(static_cast<double>(x), ctx.p.dtype) : static_cast<double>(x);
+}
+
+// lse = m + log(l); -inf for a row with no visible key (l = 0).
+template <class Acc>
+Acc row_lse(Acc m, Acc l) {
+  return l > 0 ? m + std::log(l) : neg_inf<Acc>();
+}
+
+}  // namespace flashsim::ref::detail

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every system package flashsim's build, tests and benchmarks need. Idempotent; quiet when all is there.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
+  libopenblas-openmp-dev libomp-dev libeigen3-dev libhwloc-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev
+  python3 python3-pip python3-numpy python3-matplotlib
+)
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Python packages for the golden-file round-trip test and charts: numpy and safetensors for whichever python3
+# is first on PATH (it may be a pyenv interpreter that does not see Debian's dist-packages).
+if ! python3 -c "import numpy, safetensors, matplotlib" >/dev/null 2>&1; then
+  echo "install-deps: installing numpy safetensors matplotlib for $(command -v python3)"
+  python3 -m pip install -q --disable-pip-version-check numpy safetensors matplotlib 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy safetensors matplotlib
+fi
