@@ -1,0 +1,15 @@
+#pragma once
+// Each subcommand group registers itself on the app; its callback sets the process exit code through
+// set_exit_code (0 ok, 1 a check failed, 2 bad input).
+#include <CLI/CLI.hpp>
+
+namespace flashsim::cli {
+
+void set_exit_code(int code);
+
+void add_ref_command(CLI::App& app);      // cmd_ref.cpp: flashsim ref
+void add_demo_command(CLI::App& app);     // cmd_demo.cpp: flashsim demo (the quick start's main job)
+void add_golden_commands(CLI::App& app);  // cmd_golden.cpp: flashsim golden ...
+void add_sim_commands(CLI::App& app);     // cmd_sim.cpp: flashsim sim ..., hw ..., traffic ...
+
+}  // namespace flashsim::cli

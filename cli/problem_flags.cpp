@@ -1,0 +1,135 @@
+#include "problem_flags.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "flashsim/error.h"
+
+namespace flashsim::cli {
+
+namespace {
+
+int64_t parse_int(std::string_view s, const std::string& field) {
+  int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size())
+    throw InputError(field, fmt::format("'{}' is not an integer", s));
+  return v;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t pos = s.find(sep, start);
+    parts.push_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+void ProblemFlags::add_to(CLI::App* cmd) {
+  cmd->add_option("--batch", batch, "Batch size (sequences)")->capture_default_str();
+  cmd->add_option("--heads", heads, "Query heads")->capture_default_str();
+  cmd->add_option("--heads-kv", heads_kv, "Key/value heads (GQA/MQA when fewer; default: --heads)");
+  cmd->add_option("--seqlen", seqlen, "Sequence length of queries and keys")->capture_default_str();
+  cmd->add_option("--seqlen-q", seqlen_q, "Query sequence length (default: --seqlen)");
+  cmd->add_option("--seqlen-k", seqlen_k, "Key sequence length (default: --seqlen)");
+  cmd->add_option("--head-dim", head_dim, "Head dimension of q and k")->capture_default_str();
+  cmd->add_option("--head-dim-v", head_dim_v, "Head dimension of v (default: --head-dim)");
+  cmd->add_option("--dtype", dtype, "Input dtype: fp64, fp32, fp16, bf16")->capture_default_str();
+  cmd->add_option("--scale", scale, "Softmax scale (default: 1/sqrt(head_dim))");
+  cmd->add_flag("--causal", causal, "Causal mask, aligned bottom-right");
+  cmd->add_option("--window", window, "Sliding window LEFT,RIGHT (-1: unbounded), aligned bottom-right");
+  cmd->add_option("--softcap", softcap, "Softcap c > 0: s = c * tanh(s / c)");
+  cmd->add_option("--bias", bias, "Additive bias shape: none, bhqk, 1hqk, b1qk, 11qk")->capture_default_str();
+  cmd->add_option("--mask", mask, "Boolean mask shape: none, bhqk, 1hqk, b1qk, 11qk")->capture_default_str();
+  cmd->add_option("--mask-keep", mask_keep, "Fraction of mask entries that keep their score")->capture_default_str();
+  cmd->add_flag("--alibi", alibi, "ALiBi bias: -slope_h * |i + seqlen_k - seqlen_q - j|");
+  cmd->add_option("--varlen", varlen,
+                  "Variable lengths: L1,L2,... (queries = keys) or Q1:K1,Q2:K2,...; sets the batch size");
+  cmd->add_option("--seed", seed, "Seed of the input generator")->capture_default_str();
+}
+
+AttentionProblem ProblemFlags::problem() const {
+  AttentionProblem p;
+  p.batch = batch;
+  p.heads_q = heads;
+  p.heads_kv = heads_kv > 0 ? heads_kv : heads;
+  if (heads_kv < 0) throw InputError("heads-kv", "must be >= 1");
+  p.seqlen_q = seqlen_q != 0 ? seqlen_q : seqlen;
+  p.seqlen_k = seqlen_k != 0 ? seqlen_k : seqlen;
+  p.head_dim = head_dim;
+  p.head_dim_v = head_dim_v != 0 ? head_dim_v : head_dim;
+  p.dtype = parse_dtype(dtype);
+  if (scale != 0) p.scale = scale;
+  p.softcap = softcap;
+  if (causal) {
+    p.window_left = -1;
+    p.window_right = 0;
+  }
+  if (!window.empty()) {
+    const auto parts = split(window, ',');
+    if (parts.size() != 2) throw InputError("window", fmt::format("expected LEFT,RIGHT, got '{}'", window));
+    p.window_left = parse_int(parts[0], "window");
+    p.window_right = parse_int(parts[1], "window");
+    if (causal && p.window_right != 0) throw InputError("window", "--causal needs RIGHT = 0 (or leave --window out)");
+  }
+  p.bias = parse_broadcast(bias, "bias");
+  p.mask = parse_broadcast(mask, "mask");
+  p.mask_keep = mask_keep;
+  p.alibi = alibi;
+  if (!varlen.empty()) {
+    p.seqlens_q.clear();
+    p.seqlens_k.clear();
+    for (auto part : split(varlen, ',')) {
+      const auto qk = split(part, ':');
+      if (qk.size() > 2) throw InputError("varlen", fmt::format("bad entry '{}' (expected L or Q:K)", part));
+      p.seqlens_q.push_back(parse_int(qk[0], "varlen"));
+      p.seqlens_k.push_back(parse_int(qk.size() == 2 ? qk[1] : qk[0], "varlen"));
+    }
+    p.batch = static_cast<int64_t>(p.seqlens_q.size());
+    p.seqlen_q = *std::max_element(p.seqlens_q.begin(), p.seqlens_q.end());
+    p.seqlen_k = *std::max_element(p.seqlens_k.begin(), p.seqlens_k.end());
+  }
+  p.validate();
+  return p;
+}
+
+void TileFlags::add_to(CLI::App* cmd) {
+  cmd->add_option("--block-q", block_q, "Br: query rows per forward tile")->capture_default_str();
+  cmd->add_option("--block-k", block_k, "Bc: key rows per forward tile")->capture_default_str();
+  cmd->add_option("--bwd-block-q", bwd_block_q, "Query rows per backward tile")->capture_default_str();
+  cmd->add_option("--bwd-block-k", bwd_block_k, "Key rows per backward tile")->capture_default_str();
+  cmd->add_option("--warps", warps, "Warps per CTA")->capture_default_str();
+  cmd->add_option("--stages", stages, "Pipeline stages of the K/V buffers")->capture_default_str();
+  cmd->add_flag("--q-in-registers", q_in_registers, "Keep the Q tile in registers");
+  cmd->add_flag("--kv-shared", kv_shared, "K and V share one shared-memory buffer");
+  cmd->add_option("--loop-order", loop_order, "fa2 (query blocks outer) or fa1 (key blocks outer)")
+      ->capture_default_str();
+  cmd->add_option("--raster", raster, "CTA launch order: query-fastest or head-fastest")->capture_default_str();
+  cmd->add_option("--dq-strategy", dq_strategy, "Backward dQ: atomic or partials")->capture_default_str();
+}
+
+TileConfig TileFlags::config() const {
+  TileConfig t;
+  t.block_q = block_q;
+  t.block_k = block_k;
+  t.bwd_block_q = bwd_block_q;
+  t.bwd_block_k = bwd_block_k;
+  t.warps = warps;
+  t.stages = stages;
+  t.q_in_registers = q_in_registers;
+  t.kv_shared_buffer = kv_shared;
+  t.loop_order = parse_loop_order(loop_order);
+  t.raster = parse_raster(raster);
+  t.dq_strategy = parse_dq_strategy(dq_strategy);
+  t.validate();
+  return t;
+}
+
+}  // namespace flashsim::cli

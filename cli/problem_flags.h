@@ -1,0 +1,40 @@
+#pragma once
+// The problem flags every subcommand that takes a problem shares (same names everywhere), and the tile flags.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "flashsim/problem.h"
+#include "flashsim/tile_config.h"
+
+namespace flashsim::cli {
+
+struct ProblemFlags {
+  int64_t batch = 1, heads = 8, heads_kv = 0, seqlen = 512, seqlen_q = 0, seqlen_k = 0, head_dim = 64,
+          head_dim_v = 0;
+  std::string dtype = "fp32";
+  double scale = 0, softcap = 0, mask_keep = 0.8;
+  bool causal = false, alibi = false;
+  std::string window, bias = "none", mask = "none", varlen;
+  uint64_t seed = 0;
+
+  // Adds --batch --heads --heads-kv --seqlen --seqlen-q --seqlen-k --head-dim --head-dim-v --dtype --scale
+  // --causal --window --softcap --bias --mask --mask-keep --alibi --varlen --seed to cmd.
+  void add_to(CLI::App* cmd);
+  // The problem the flags describe; throws InputError naming the flag for bad values.
+  AttentionProblem problem() const;
+};
+
+struct TileFlags {
+  int64_t block_q = 128, block_k = 64, bwd_block_q = 64, bwd_block_k = 128;
+  int warps = 4, stages = 1;
+  bool q_in_registers = false, kv_shared = false;
+  std::string loop_order = "fa2", raster = "query-fastest", dq_strategy = "atomic";
+
+  // Adds --block-q --block-k --bwd-block-q --bwd-block-k --warps --stages --q-in-registers --kv-shared
+  // --loop-order --raster --dq-strategy to cmd.
+  void add_to(CLI::App* cmd);
+  TileConfig config() const;
+};
+
+}  // namespace flashsim::cli
