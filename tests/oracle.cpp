@@ -1,0 +1,72 @@
+#include "oracle.h"
+
+#include <cmath>
+#include <limits>
+
+namespace flashsim::test {
+
+OracleOutput oracle_forward(const AttentionProblem& p, const AttentionInputs& in) {
+  OracleOutput out;
+  out.o.assign(p.o_elems(), 0.0);
+  out.lse.assign(p.lse_elems(), -std::numeric_limits<double>::infinity());
+  const double scale = p.scale ? *p.scale : 1.0 / std::sqrt(double(p.head_dim));
+  int64_t q_start = 0, k_start = 0;
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t lq = p.varlen() ? p.seqlens_q[b] : p.seqlen_q;
+    const int64_t lk = p.varlen() ? p.seqlens_k[b] : p.seqlen_k;
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const int64_t hk = h / (p.heads_q / p.heads_kv);
+      for (int64_t i = 0; i < lq; ++i) {
+        std::vector<double> s(lk);
+        std::vector<bool> keep(lk);
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < lk; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < p.head_dim; ++c)
+            dot += in.q[((q_start + i) * p.heads_q + h) * p.head_dim + c] *
+                   in.k[((k_start + j) * p.heads_kv + hk) * p.head_dim + c];
+          double x = scale * dot;
+          if (p.softcap > 0) x = p.softcap * std::tanh(x / p.softcap);
+          auto idx = [&](BroadcastShape sh) {
+            const bool hb = sh == BroadcastShape::BHQK || sh == BroadcastShape::BOneQK;
+            const bool hh = sh == BroadcastShape::BHQK || sh == BroadcastShape::OneHQK;
+            return (((hb ? b : 0) * (hh ? p.heads_q : 1) + (hh ? h : 0)) * p.seqlen_q + i) * p.seqlen_k + j;
+          };
+          if (p.bias != BroadcastShape::None) x += in.bias[idx(p.bias)];
+          if (p.alibi) x -= in.alibi_slopes[h] * std::abs(double(i + lk - lq - j));
+          bool vis = true;
+          if (p.window_left >= 0 && j < i + lk - lq - p.window_left) vis = false;
+          if (p.window_right >= 0 && j > i + lk - lq + p.window_right) vis = false;
+          if (p.mask != BroadcastShape::None && in.mask[idx(p.mask)] == 0) vis = false;
+          s[j] = x;
+          keep[j] = vis;
+          if (vis) mx = std::max(mx, x);
+        }
+        if (mx == -std::numeric_limits<double>::infinity()) continue;  // no visible key: o = 0, lse = -inf
+        double l = 0;
+        for (int64_t j = 0; j < lk; ++j)
+          if (keep[j]) l += std::exp(s[j] - mx);
+        out.lse[h * p.total_q() + q_start + i] = mx + std::log(l);
+        for (int64_t j = 0; j < lk; ++j) {
+          if (!keep[j]) continue;
+          const double pj = std::exp(s[j] - mx) / l;
+          for (int64_t c = 0; c < p.head_dim_v; ++c)
+            out.o[((q_start + i) * p.heads_q + h) * p.head_dim_v + c] +=
+                pj * in.v[((k_start + j) * p.heads_kv + hk) * p.head_dim_v + c];
+        }
+      }
+    }
+    q_start += lq;
+    k_start += lk;
+  }
+  return out;
+}
+
+double oracle_loss(const AttentionProblem& p, const AttentionInputs& in) {
+  const OracleOutput out = oracle_forward(p, in);
+  double loss = 0;
+  for (size_t n = 0; n < out.o.size(); ++n) loss += out.o[n] * in.dout[n];
+  return loss;
+}
+
+}  // namespace flashsim::test
