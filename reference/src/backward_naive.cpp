@@ -46,17 +46,17 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       hv.load_o(fwd.o, 0, lq, o.data());
       hv.scores(q.data(), 0, lq, k.data(), 0, lk, s.data(), p.softcap > 0 ? dcap.data() : nullptr);
       // P = softmax(S), recomputed from scratch (not from the forward's lse).
-      m = s.rowwise().maxCoeff();
+      row_max(s.data(), lq, lk, m);
       for (int64_t r = 0; r < lq; ++r) shift(r) = safe_shift(m(r));
       exp_rows(s.data(), lq, lk, shift, true, pr.data());
-      l = pr.rowwise().sum();
+      row_sum(pr.data(), lq, lk, l);
       for (int64_t r = 0; r < lq; ++r) pr.row(r) *= l(r) > 0 ? Acc(1) / l(r) : Acc(0);
       // D = rowsum(dO o O)
       delta = (dout * o).rowwise().sum();
       // dP = dO V^T;  dS = P o (dP - D)
       gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, lq, lk, dv, Acc(1), dout.data(), dv, v.data(), dv, Acc(0),
                 dp.data(), lk);
-      dp = pr * (dp.colwise() - delta);
+      softmax_grad_rows(pr.data(), dp.data(), lq, lk, delta);
       if (dbias.enabled()) {
         for (int64_t i = 0; i < lq; ++i)
           for (int64_t j = 0; j < lk; ++j) dbias.at(b, h, i, j) = dp(i, j);

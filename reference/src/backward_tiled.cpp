@@ -17,9 +17,9 @@ namespace flashsim::ref::detail {
 
 namespace {
 
-// Enough tasks to keep 16 threads busy when batch * heads_kv is small; never more dQ-partial memory than
+// Enough tasks to keep 8 threads busy when batch * heads_kv is small; never more dQ-partial memory than
 // 256 MiB. Depends on the problem alone (not the thread count), so the summation order is fixed.
-constexpr int64_t kTargetTasks = 16;
+constexpr int64_t kTargetTasks = 8;
 constexpr int64_t kMaxPartialBytes = int64_t{256} << 20;
 
 int64_t key_chunks(const AttentionProblem& p, const TileConfig& tile, int acc_bytes) {
@@ -51,13 +51,17 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
   const bool emu = ctx.emulated();
   const Acc scale = static_cast<Acc>(ctx.scale);
   const int64_t chunks = key_chunks(p, tile, sizeof(Acc));
-  require_memory(ctx, (chunks * p.q_elems() + p.k_elems() + p.v_elems() + p.lse_elems()) * int64_t(sizeof(Acc)) +
-                          bias_gradient_bytes(p, sizeof(Acc)),
+  require_memory(ctx,
+                 (chunks * p.q_elems() + p.lse_elems()) * int64_t(sizeof(Acc)) +
+                     (p.q_elems() + p.k_elems() + p.v_elems()) * int64_t(sizeof(double)) +
+                     bias_gradient_bytes(p, sizeof(Acc)),
                  "tiled backward");
   const std::vector<Acc> delta = compute_delta<Acc>(ctx, fwd, tile);
   // dq_parts[c]: chunk c's dQ partial, in the layout of q.
   std::vector<std::vector<Acc>> dq_parts(chunks, std::vector<Acc>(p.q_elems(), Acc(0)));
-  std::vector<Acc> dk_acc(p.k_elems(), Acc(0)), dv_acc(p.v_elems(), Acc(0));
+  // Each kv row's dK and dV are finished by one task and written once, straight into the outputs.
+  out.dk.assign(p.k_elems(), 0.0);
+  out.dv.assign(p.v_elems(), 0.0);
   BiasGradient<Acc> dbias(p);
   auto* obs = ctx.observer();
   if (obs) obs->kernel_begin("bwd_dq_dk_dv");
@@ -97,13 +101,12 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
             // P = exp(S - lse): the forward's probabilities, recomputed (0 for rows with lse = -inf).
             ColArray<Acc> shift = buf.lse.head(n).unaryExpr([](Acc x) { return safe_shift(x); });
             exp_rows(buf.s.data(), n, m, shift, true, buf.pr.data());
-            auto P = TileMap<Acc>(buf.pr.data(), n, m);
             // dP = dO V^T
             gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, n, m, dv, Acc(1), buf.dout.data(), dv, buf.v.data(), dv,
                       Acc(0), buf.dp.data(), m);
-            auto dS = TileMap<Acc>(buf.dp.data(), n, m);
             // dS = P o (dP - D)   (computed from the unrounded P, as FlashAttention-2 does)
-            dS = P * (dS.colwise() - buf.delta.head(n));
+            softmax_grad_rows(buf.pr.data(), buf.dp.data(), n, m, buf.delta);
+            auto dS = TileMap<Acc>(buf.dp.data(), n, m);
             if (dbias.enabled()) {
               for (int64_t r = 0; r < n; ++r)
                 for (int64_t q = 0; q < m; ++q) dbias.at(b, h, i0 + r, j0 + q) = dS(r, q);
@@ -139,10 +142,11 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
           }
         }
         // dK, dV of kv head hk: the sum over its group of q heads, in head order.
+        const int64_t k0 = ctx.cu_k[b] + j0;
         for (int64_t r = 0; r < m; ++r) {
-          const int64_t kidx = ((p.offset_k(b) + j0 + r) * p.heads_kv + hk);
-          std::copy_n(buf.dk.row(r).data(), d, dk_acc.data() + kidx * d);
-          std::copy_n(buf.dv.row(r).data(), dv, dv_acc.data() + kidx * dv);
+          const int64_t kidx = (k0 + r) * p.heads_kv + hk;
+          for (int64_t e = 0; e < d; ++e) out.dk[kidx * d + e] = stored_output<Acc>(buf.dk(r, e), ctx);
+          for (int64_t e = 0; e < dv; ++e) out.dv[kidx * dv + e] = stored_output<Acc>(buf.dv(r, e), ctx);
         }
       }
     }
@@ -170,10 +174,6 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
         }
     obs->kernel_end();
   }
-  out.dk.resize(dk_acc.size());
-  out.dv.resize(dv_acc.size());
-  for (size_t n = 0; n < dk_acc.size(); ++n) out.dk[n] = stored_output<Acc>(dk_acc[n], ctx);
-  for (size_t n = 0; n < dv_acc.size(); ++n) out.dv[n] = stored_output<Acc>(dv_acc[n], ctx);
   out.dbias = dbias.reduce(ctx);
 }
 

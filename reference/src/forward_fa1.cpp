@@ -44,13 +44,11 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
             obs->access({AccessKind::Load, TensorId::RowSum, b, h, i0, n, 0, 1});
           }
           hv.scores(q.data(), i0, n, k.data(), j0, mk, s.data());
-          auto S = TileMap<Acc>(s.data(), n, mk);
           // m~ = rowmax(S); P~ = exp(S - m~); l~ = rowsum(P~)
-          mt.head(n) = S.rowwise().maxCoeff();
+          row_max(s.data(), n, mk, mt);
           for (int64_t r = 0; r < n; ++r) shift(r) = safe_shift(mt(r));
           exp_rows(s.data(), n, mk, shift, true, pt.data());
-          auto P = TileMap<Acc>(pt.data(), n, mk);
-          lt.head(n) = P.rowwise().sum();
+          row_sum(pt.data(), n, mk, lt);
           if (ctx.emulated()) round_to_dtype(pt.data(), n * mk, p.dtype);
           gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, n, dv, mk, Acc(1), pt.data(), mk, v.data(), dv, Acc(0),
                     pv.data(), dv);

@@ -43,10 +43,10 @@ void forward_naive(const ProblemContext& ctx, ForwardResult& out) {
       obs->access({AccessKind::Load, TensorId::Scores, b, h, 0, lq, 0, lk});
     }
     // m = rowmax(S); P = exp(S - m); l = rowsum(P); P = P / l
-    m = s.rowwise().maxCoeff();
+    row_max(s.data(), lq, lk, m);
     for (int64_t r = 0; r < lq; ++r) shift(r) = safe_shift(m(r));
     exp_rows(s.data(), lq, lk, shift, true, s.data());
-    l = s.rowwise().sum();
+    row_sum(s.data(), lq, lk, l);
     for (int64_t r = 0; r < lq; ++r) {
       s.row(r) *= l(r) > 0 ? Acc(1) / l(r) : Acc(0);
       out.lse[hv.lse_index(r)] = static_cast<double>(row_lse(m(r), l(r)));

@@ -51,8 +51,6 @@ class RowBlockTask {
     }
     may_have_neg_inf_ = ctx_.elementwise_scores() || !hv_.window_covers(i0_, n_, j0, m);
   }
-  auto S(int64_t m) { return TileMap<Acc>(buf_.s.data(), n_, m); }
-  auto P(int64_t m) { return TileMap<Acc>(buf_.p.data(), n_, m); }
 
   // P = exp(S - shift) for the current tile.
   void exp_tile(int64_t m, const ColArray<Acc>& shift) {
@@ -69,7 +67,8 @@ class RowBlockTask {
   void pass_max() {
     for_each_key_block([&](int64_t j0, int64_t m) {
       score_tile(j0, m, false);
-      buf_.m.head(n_) = buf_.m.head(n_).max(S(m).rowwise().maxCoeff());
+      row_max(buf_.s.data(), n_, m, buf_.m_new);
+      buf_.m.head(n_) = buf_.m.head(n_).max(buf_.m_new.head(n_));
     });
   }
   // Pass: sum of exp(s - m) for a known row max (three-pass, pass 2).  l += rowsum(exp(S - m))
@@ -78,7 +77,8 @@ class RowBlockTask {
     for_each_key_block([&](int64_t j0, int64_t m) {
       score_tile(j0, m, false);
       exp_tile(m, buf_.shift);
-      buf_.l.head(n_) += P(m).rowwise().sum();
+      row_sum(buf_.p.data(), n_, m, buf_.alpha);
+      buf_.l.head(n_) += buf_.alpha.head(n_);
     });
   }
   // Pass: online max and rescaled sum (two-pass, pass 1).
@@ -87,7 +87,7 @@ class RowBlockTask {
     for_each_key_block([&](int64_t j0, int64_t m) {
       score_tile(j0, m, false);
       update_max_and_rescale(m);
-      buf_.l.head(n_) = buf_.l.head(n_) * buf_.alpha.head(n_) + P(m).rowwise().sum();
+      add_rescaled_row_sums(m);
     });
   }
   // Pass: normalized output for known m and l (three- and two-pass, last pass).  O += (exp(S - m) / l) * V
@@ -96,10 +96,7 @@ class RowBlockTask {
     for_each_key_block([&](int64_t j0, int64_t m) {
       score_tile(j0, m, true);
       exp_tile(m, buf_.shift);
-      for (int64_t r = 0; r < n_; ++r) {
-        const Acc inv = buf_.l(r) > 0 ? Acc(1) / buf_.l(r) : Acc(0);
-        P(m).row(r) *= inv;
-      }
+      for (int64_t r = 0; r < n_; ++r) tile_row(buf_.p.data(), r, m) *= buf_.l(r) > 0 ? Acc(1) / buf_.l(r) : Acc(0);
       accumulate_pv(m);
     });
   }
@@ -110,8 +107,8 @@ class RowBlockTask {
     for_each_key_block([&](int64_t j0, int64_t m) {
       score_tile(j0, m, true);
       update_max_and_rescale(m);
-      buf_.l.head(n_) = buf_.l.head(n_) * buf_.alpha.head(n_) + P(m).rowwise().sum();
-      buf_.o.topRows(n_).colwise() *= buf_.alpha.head(n_);
+      add_rescaled_row_sums(m);
+      scale_rows(buf_.o.data(), n_, dv_, buf_.alpha);
       accumulate_pv(m);
     });
   }
@@ -133,9 +130,14 @@ class RowBlockTask {
   }
 
  private:
+  // l = alpha * l + rowsum(P)
+  void add_rescaled_row_sums(int64_t m) {
+    for (int64_t r = 0; r < n_; ++r) buf_.l(r) = buf_.l(r) * buf_.alpha(r) + tile_row(buf_.p.data(), r, m).sum();
+  }
   // m_new = max(m, rowmax(S)); alpha = exp(m - m_new); P = exp(S - m_new); m = m_new.
   void update_max_and_rescale(int64_t m) {
-    buf_.m_new.head(n_) = buf_.m.head(n_).max(S(m).rowwise().maxCoeff());
+    row_max(buf_.s.data(), n_, m, buf_.m_new);
+    buf_.m_new.head(n_) = buf_.m.head(n_).max(buf_.m_new.head(n_));
     for (int64_t r = 0; r < n_; ++r) {
       buf_.shift(r) = safe_shift(buf_.m_new(r));
       buf_.alpha(r) = safe_exp_diff(buf_.m(r), buf_.shift(r));
