@@ -70,10 +70,22 @@ double blas_gflops(int64_t seqlen, int64_t d, bool fp64) {
   return cache[key] = reps * 2.0 * n * n * k / s * 1e-9;
 }
 
-void set_counters(benchmark::State& state, const AttentionProblem& p, bool backward) {
-  const double flops = conventional_flops(p, backward);
-  state.counters["GFLOPs"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["blas_GFLOPs"] = blas_gflops(p.seqlen_q, p.head_dim, p.dtype == DType::F64);
+// Times each iteration of `body` (wall clock, all threads) and sets GFLOPs, blas_GFLOPs and gemm_ratio.
+template <class F>
+void run_timed(benchmark::State& state, const AttentionProblem& p, bool backward, F&& body) {
+  double seconds = 0;
+  int64_t iters = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++iters;
+  }
+  const double gflops = conventional_flops(p, backward) * static_cast<double>(iters) / seconds * 1e-9;
+  const double blas = blas_gflops(p.seqlen_q, p.head_dim, p.dtype == DType::F64);
+  state.counters["GFLOPs"] = gflops;
+  state.counters["blas_GFLOPs"] = blas;
+  state.counters["gemm_ratio"] = gflops / blas;
 }
 
 void BM_Forward(benchmark::State& state) {
@@ -83,9 +95,8 @@ void BM_Forward(benchmark::State& state) {
   const AttentionInputs in = make_random_inputs(p, 1);
   RunOptions opt;
   opt.precision = fp64 ? Precision::Exact : Precision::Fp32;
-  for (auto _ : state) benchmark::DoNotOptimize(forward(p, in, algo, bench_tiles(), opt));
+  run_timed(state, p, false, [&] { benchmark::DoNotOptimize(forward(p, in, algo, bench_tiles(), opt)); });
   state.SetLabel(std::string(algorithm_name(algo)) + (fp64 ? " fp64" : " fp32"));
-  set_counters(state, p, false);
 }
 
 void BM_Backward(benchmark::State& state) {
@@ -96,9 +107,8 @@ void BM_Backward(benchmark::State& state) {
   RunOptions opt;
   opt.precision = fp64 ? Precision::Exact : Precision::Fp32;
   const ForwardResult fwd = forward(p, in, ForwardAlgorithm::TiledFa2, bench_tiles(), opt);
-  for (auto _ : state) benchmark::DoNotOptimize(backward(p, in, fwd, algo, bench_tiles(), opt));
+  run_timed(state, p, true, [&] { benchmark::DoNotOptimize(backward(p, in, fwd, algo, bench_tiles(), opt)); });
   state.SetLabel(std::string(algorithm_name(algo)) + (fp64 ? " fp64" : " fp32"));
-  set_counters(state, p, true);
 }
 
 // Peak resident memory of the tiled algorithms: the growth of VmHWM over the resident set before the call.
@@ -119,7 +129,7 @@ void BM_TiledMemory(benchmark::State& state) {
   ForwardResult fwd;
   if (backward_pass) fwd = forward(p, in, ForwardAlgorithm::TiledFa2, bench_tiles(), opt);
   double peak_mb = 0, outputs_mb = 0;
-  for (auto _ : state) {
+  run_timed(state, p, backward_pass, [&] {
     reset_peak_rss();
     const int64_t before = rss_bytes();
     if (backward_pass) {
@@ -130,12 +140,11 @@ void BM_TiledMemory(benchmark::State& state) {
       outputs_mb = static_cast<double>((r.o.size() + r.lse.size()) * sizeof(double)) / 1e6;
     }
     peak_mb = static_cast<double>(peak_rss_bytes() - before) / 1e6;
-  }
+  });
   state.SetLabel(backward_pass ? "tiled backward fp32" : "tiled-fa2 forward fp32");
   state.counters["peak_MB"] = peak_mb;
   state.counters["outputs_MB"] = outputs_mb;
   state.counters["workspace_MB"] = peak_mb - outputs_mb;
-  set_counters(state, p, backward_pass);
 }
 
 void forward_args(benchmark::internal::Benchmark* b) {
