@@ -47,7 +47,10 @@ class HeadView {
   int64_t k_index(int64_t j, int64_t dim, int64_t c) const {
     return ((ctx_.cu_k[b] + j) * p_.heads_kv + hk) * dim + c;
   }
-  int64_t lse_index(int64_t i) const { return h * ctx_.cu_q.back() + ctx_.cu_q[b] + i; }
+  // Position of row i of this head in lse (problem.h: [batch, heads_q, seqlen_q], or [heads_q, total_q] varlen).
+  int64_t lse_index(int64_t i) const {
+    return p_.varlen() ? h * ctx_.cu_q.back() + ctx_.cu_q[b] + i : (b * p_.heads_q + h) * p_.seqlen_q + i;
+  }
 
   // Keys [kbegin, kend) that query rows [i0, i0+n) may see by the window (empty when kbegin >= kend).
   void key_range(int64_t i0, int64_t n, int64_t& kbegin, int64_t& kend) const {

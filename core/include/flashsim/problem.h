@@ -4,8 +4,8 @@
 // Tensor layouts (row-major):
 //   q, do, o, dq : [total_q, heads_q, head_dim | head_dim_v]   (BSHD with batch and seqlen packed: total_q rows)
 //   k, v, dk, dv : [total_k, heads_kv, head_dim | head_dim_v]
-//   lse          : [heads_q, total_q]  (equal to [batch, heads_q, seqlen_q] memory order only when batch == 1;
-//                  see lse_index())
+//   lse          : [batch, heads_q, seqlen_q]; with variable lengths [heads_q, total_q] (flash-attention's varlen
+//                  layout); lse_index() gives the position of (b, h, i) in either
 //   bias, mask   : [batch|1, heads_q|1, seqlen_q, seqlen_k]; with variable lengths, sequence b uses the
 //                  top-left len_q(b) x len_k(b) corner of its [seqlen_q, seqlen_k] slice (seqlen_* = max length).
 // Without variable lengths total_q = batch * seqlen_q and row (b, i) is b * seqlen_q + i: plain BSHD.
@@ -81,7 +81,9 @@ struct AttentionProblem {
   std::vector<int64_t> lse_shape() const;  // {batch, heads_q, seqlen_q} or {heads_q, total_q}
   std::vector<int64_t> broadcast_shape(BroadcastShape s) const;
 
-  int64_t lse_index(int64_t b, int64_t h, int64_t i) const { return h * total_q() + offset_q(b) + i; }
+  int64_t lse_index(int64_t b, int64_t h, int64_t i) const {
+    return varlen() ? h * total_q() + offset_q(b) + i : (b * heads_q + h) * seqlen_q + i;
+  }
   // Index of (b, h, i, j) in a bias or mask of shape s.
   int64_t broadcast_index(BroadcastShape s, int64_t b, int64_t h, int64_t i, int64_t j) const;
 
