@@ -57,9 +57,11 @@ double blas_gflops(int64_t seqlen, int64_t d, bool fp64) {
   std::vector<float> af(fp64 ? 0 : size_t(n) * k, 0.5f), cf(fp64 ? 0 : size_t(n) * n);
   auto once = [&] {
     if (fp64) {
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0, ad.data(), k, ad.data(), k, 0.0, cd.data(), n);
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.0, ad.data(), k, ad.data(), k, 0.0,
+                  cd.data(), n);
     } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.f, af.data(), k, af.data(), k, 0.f, cf.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, k, 1.f, af.data(), k, af.data(), k, 0.f,
+                  cf.data(), n);
     }
   };
   once();  // warm-up
@@ -107,7 +109,8 @@ void BM_Backward(benchmark::State& state) {
   RunOptions opt;
   opt.precision = fp64 ? Precision::Exact : Precision::Fp32;
   const ForwardResult fwd = forward(p, in, ForwardAlgorithm::TiledFa2, bench_tiles(), opt);
-  run_timed(state, p, true, [&] { benchmark::DoNotOptimize(backward(p, in, fwd, algo, bench_tiles(), opt)); });
+  run_timed(state, p, true,
+            [&] { benchmark::DoNotOptimize(backward(p, in, fwd, algo, bench_tiles(), opt)); });
   state.SetLabel(std::string(algorithm_name(algo)) + (fp64 ? " fp64" : " fp32"));
 }
 
@@ -118,7 +121,9 @@ int64_t rss_bytes() {
   f >> pages >> resident;
   return resident * 4096;
 }
-void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }  // Linux >= 4.0: VmHWM := VmRSS
+void reset_peak_rss() {
+  std::ofstream("/proc/self/clear_refs") << "5";
+}  // Linux >= 4.0: VmHWM := VmRSS
 
 void BM_TiledMemory(benchmark::State& state) {
   const bool backward_pass = state.range(0) != 0;
@@ -160,12 +165,25 @@ void backward_args(benchmark::internal::Benchmark* b) {
         for (int64_t fp64 : {0, 1}) b->Args({algo, n, d, fp64});
 }
 
-BENCHMARK(BM_Forward)->Apply(forward_args)->ArgNames({"algo", "N", "d", "fp64"})->Unit(benchmark::kMillisecond)
-    ->MinTime(0.5)->UseRealTime();
-BENCHMARK(BM_Backward)->Apply(backward_args)->ArgNames({"algo", "N", "d", "fp64"})->Unit(benchmark::kMillisecond)
-    ->MinTime(0.5)->UseRealTime();
-BENCHMARK(BM_TiledMemory)->Args({0, 16384})->Args({1, 16384})->ArgNames({"bwd", "N"})->Iterations(1)
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Forward)
+    ->Apply(forward_args)
+    ->ArgNames({"algo", "N", "d", "fp64"})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+BENCHMARK(BM_Backward)
+    ->Apply(backward_args)
+    ->ArgNames({"algo", "N", "d", "fp64"})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(0.5)
+    ->UseRealTime();
+BENCHMARK(BM_TiledMemory)
+    ->Args({0, 16384})
+    ->Args({1, 16384})
+    ->ArgNames({"bwd", "N"})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -10,10 +10,12 @@
 namespace flashsim::cli {
 
 void add_demo_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("demo", "The quick start: a default problem through every algorithm, fp64 and "
-                                         "emulated bf16, forward and backward");
+  auto* cmd = app.add_subcommand("demo",
+                                 "The quick start: a default problem through every algorithm, fp64 and "
+                                 "emulated bf16, forward and backward");
   cmd->callback([] {
-    // A small GQA causal problem with a length that no tile divides: quick on 2 cores, touches the common paths.
+    // A small GQA causal problem with a length that no tile divides: quick on 2 cores, touches the common
+    // paths.
     AttentionProblem p;
     p.batch = 2;
     p.heads_q = 8;

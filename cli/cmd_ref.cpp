@@ -32,7 +32,9 @@ Diff max_diff(const std::vector<double>& got, const std::vector<double>& exact) 
   return d;
 }
 
-std::string cell(const Diff& d) { return d.nonfinite_mismatch ? "NaN/Inf!" : fmt::format("{:.2e}", d.abs); }
+std::string cell(const Diff& d) {
+  return d.nonfinite_mismatch ? "NaN/Inf!" : fmt::format("{:.2e}", d.abs);
+}
 
 template <class F>
 double seconds(F&& f) {
@@ -78,11 +80,12 @@ double print_reference_table(const AttentionProblem& p, uint64_t seed, const Til
     for (auto algo : {BackwardAlgorithm::Naive, BackwardAlgorithm::Tiled}) {
       Gradients g;
       const double t = seconds([&] { g = ref::backward(p, in, tiled_fwd, algo, tile, opt); });
-      const Diff dq = max_diff(g.dq, g_exact.dq), dk = max_diff(g.dk, g_exact.dk), dv = max_diff(g.dv, g_exact.dv);
+      const Diff dq = max_diff(g.dq, g_exact.dq), dk = max_diff(g.dk, g_exact.dk),
+                 dv = max_diff(g.dv, g_exact.dv);
       const Diff db = max_diff(g.dbias, g_exact.dbias);
       for (const Diff* d : {&dq, &dk, &dv, &db}) track(*d);
-      fmt::print("{:<12} {:>10} {:>10} {:>10} {:>10} {:>9.3f} {:>9.2f}\n", algorithm_name(algo), cell(dq), cell(dk),
-                 cell(dv), g.dbias.empty() ? "-" : cell(db), t, p.backward_flops() / t * 1e-9);
+      fmt::print("{:<12} {:>10} {:>10} {:>10} {:>10} {:>9.3f} {:>9.2f}\n", algorithm_name(algo), cell(dq),
+                 cell(dk), cell(dv), g.dbias.empty() ? "-" : cell(db), t, p.backward_flops() / t * 1e-9);
     }
   }
   fmt::print("\nlargest difference relative to the largest exact value: {:.2e}\n", worst);
@@ -90,7 +93,8 @@ double print_reference_table(const AttentionProblem& p, uint64_t seed, const Til
 }
 
 void add_ref_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("ref", "Run one problem through every reference algorithm; print agreement and time");
+  auto* cmd = app.add_subcommand(
+      "ref", "Run one problem through every reference algorithm; print agreement and time");
   struct State {
     ProblemFlags problem;
     TileFlags tile;
@@ -114,8 +118,8 @@ void add_ref_command(CLI::App& app) {
     opt.threads = st->threads;
     opt.use_blas = !st->no_blas;
     opt.max_memory_bytes = static_cast<int64_t>(st->max_memory_gib * (1 << 30));
-    const double worst = print_reference_table(st->problem.problem(), st->problem.seed, st->tile.config(), opt,
-                                               !st->no_backward);
+    const double worst = print_reference_table(st->problem.problem(), st->problem.seed, st->tile.config(),
+                                               opt, !st->no_backward);
     set_exit_code(std::isfinite(worst) ? 0 : 1);
   });
 }

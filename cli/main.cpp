@@ -12,12 +12,15 @@ namespace flashsim::cli {
 namespace {
 int g_exit_code = 0;
 }
-void set_exit_code(int code) { g_exit_code = code; }
+void set_exit_code(int code) {
+  g_exit_code = code;
+}
 }  // namespace flashsim::cli
 
 int main(int argc, char** argv) {
   using namespace flashsim::cli;
-  CLI::App app{"flashsim: exact attention on the CPU, a GPU memory-hierarchy simulator, golden tests for kernels"};
+  CLI::App app{
+      "flashsim: exact attention on the CPU, a GPU memory-hierarchy simulator, golden tests for kernels"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "flashsim 0.1.0");
   add_demo_command(app);

@@ -48,7 +48,8 @@ void ProblemFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--softcap", softcap, "Softcap c > 0: s = c * tanh(s / c)");
   cmd->add_option("--bias", bias, "Additive bias shape: none, bhqk, 1hqk, b1qk, 11qk")->capture_default_str();
   cmd->add_option("--mask", mask, "Boolean mask shape: none, bhqk, 1hqk, b1qk, 11qk")->capture_default_str();
-  cmd->add_option("--mask-keep", mask_keep, "Fraction of mask entries that keep their score")->capture_default_str();
+  cmd->add_option("--mask-keep", mask_keep, "Fraction of mask entries that keep their score")
+      ->capture_default_str();
   cmd->add_flag("--alibi", alibi, "ALiBi bias: -slope_h * |i + seqlen_k - seqlen_q - j|");
   cmd->add_option("--varlen", varlen,
                   "Variable lengths: L1,L2,... (queries = keys) or Q1:K1,Q2:K2,...; sets the batch size");
@@ -77,7 +78,8 @@ AttentionProblem ProblemFlags::problem() const {
     if (parts.size() != 2) throw InputError("window", fmt::format("expected LEFT,RIGHT, got '{}'", window));
     p.window_left = parse_int(parts[0], "window");
     p.window_right = parse_int(parts[1], "window");
-    if (causal && p.window_right != 0) throw InputError("window", "--causal needs RIGHT = 0 (or leave --window out)");
+    if (causal && p.window_right != 0)
+      throw InputError("window", "--causal needs RIGHT = 0 (or leave --window out)");
   }
   p.bias = parse_broadcast(bias, "bias");
   p.mask = parse_broadcast(mask, "mask");
@@ -111,7 +113,8 @@ void TileFlags::add_to(CLI::App* cmd) {
   cmd->add_flag("--kv-shared", kv_shared, "K and V share one shared-memory buffer");
   cmd->add_option("--loop-order", loop_order, "fa2 (query blocks outer) or fa1 (key blocks outer)")
       ->capture_default_str();
-  cmd->add_option("--raster", raster, "CTA launch order: query-fastest or head-fastest")->capture_default_str();
+  cmd->add_option("--raster", raster, "CTA launch order: query-fastest or head-fastest")
+      ->capture_default_str();
   cmd->add_option("--dq-strategy", dq_strategy, "Backward dQ: atomic or partials")->capture_default_str();
 }
 

@@ -23,19 +23,22 @@ Result run(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+int lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
 
 TEST(Cli, RefPrintsEveryAlgorithm) {
-  const Result r = run("ref --seqlen 70 --heads 2 --head-dim 16 --causal --bias 1hqk --softcap 2 --block-q 16");
+  const Result r =
+      run("ref --seqlen 70 --heads 2 --head-dim 16 --causal --bias 1hqk --softcap 2 --block-q 16");
   EXPECT_EQ(r.code, 0) << r.out;
   for (const char* name : {"naive", "three-pass", "two-pass", "tiled-fa1", "tiled-fa2", "tiled"})
     EXPECT_NE(r.out.find(name), std::string::npos) << name;
 }
 
 TEST(Cli, BadInputGivesOneLineAndExitCode2) {
-  for (const char* args : {"ref --heads 3 --heads-kv 2", "ref --head-dim 0", "ref --dtype fp8", "ref --window 1",
-                           "ref --bias bqhk", "ref --block-q 0", "ref --varlen 3,x", "ref --seqlen-q",
-                           "ref --no-such-flag", "nosuchcommand", "ref --precision fp16"}) {
+  for (const char* args : {"ref --heads 3 --heads-kv 2", "ref --head-dim 0", "ref --dtype fp8",
+                           "ref --window 1", "ref --bias bqhk", "ref --block-q 0", "ref --varlen 3,x",
+                           "ref --seqlen-q", "ref --no-such-flag", "nosuchcommand", "ref --precision fp16"}) {
     const Result r = run(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_EQ(lines(r.out), 1) << args << "\n" << r.out;

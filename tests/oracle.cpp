@@ -46,7 +46,8 @@ OracleOutput oracle_forward(const AttentionProblem& p, const AttentionInputs& in
         double l = 0;
         for (int64_t j = 0; j < lk; ++j)
           if (keep[j]) l += std::exp(s[j] - mx);
-        out.lse[p.varlen() ? h * p.total_q() + q_start + i : (b * p.heads_q + h) * p.seqlen_q + i] = mx + std::log(l);
+        out.lse[p.varlen() ? h * p.total_q() + q_start + i : (b * p.heads_q + h) * p.seqlen_q + i] =
+            mx + std::log(l);
         for (int64_t j = 0; j < lk; ++j) {
           if (!keep[j]) continue;
           const double pj = std::exp(s[j] - mx) / l;

@@ -1,5 +1,5 @@
-// Every algorithm, forward and backward, agrees with the naive fp64 result to 1e-12, and naive agrees with the
-// independent scalar oracle, over the feature grid of test_util.h.
+// Every algorithm, forward and backward, agrees with the naive fp64 result to 1e-12, and naive agrees with
+// the independent scalar oracle, over the feature grid of test_util.h.
 #include <gtest/gtest.h>
 
 #include "flashsim/ref/attention.h"

@@ -71,7 +71,8 @@ TEST(LargeMagnitude, InputsTimes100StayFiniteAndAgree) {
   }
   const Gradients g = backward(p, in, naive, BackwardAlgorithm::Tiled, t);
   ASSERT_TRUE(all_finite(g.dq) && all_finite(g.dk) && all_finite(g.dv));
-  // Scores of magnitude ~1e4 carry absolute rounding errors ~1e4 * 1e-16 into exp: a looser, still tight bound.
+  // Scores of magnitude ~1e4 carry absolute rounding errors ~1e4 * 1e-16 into exp: a looser, still tight
+  // bound.
   EXPECT_LE(rel_error(g.dq, g_naive.dq), 1e-10);
   // In fp32 accumulation too: scores of magnitude ~1e4 must not overflow exp.
   p.dtype = DType::F32;
@@ -102,7 +103,8 @@ TEST(Threads, ResultsAreBitIdenticalFor1_2And16Threads) {
       const ForwardResult a = forward(p, in, algo, t, one);
       const ForwardResult b = forward(p, in, algo, t, two);
       const ForwardResult c = forward(p, in, algo, t, sixteen);
-      EXPECT_TRUE(same_bytes(a.o, b.o) && same_bytes(a.o, c.o)) << algorithm_name(algo) << " " << precision_name(prec);
+      EXPECT_TRUE(same_bytes(a.o, b.o) && same_bytes(a.o, c.o))
+          << algorithm_name(algo) << " " << precision_name(prec);
       EXPECT_TRUE(same_bytes(a.lse, b.lse) && same_bytes(a.lse, c.lse)) << algorithm_name(algo);
     }
     const ForwardResult f = forward(p, in, ForwardAlgorithm::TiledFa2, t, one);
@@ -110,7 +112,9 @@ TEST(Threads, ResultsAreBitIdenticalFor1_2And16Threads) {
       const Gradients a = backward(p, in, f, balgo, t, one);
       const Gradients b = backward(p, in, f, balgo, t, two);
       const Gradients c = backward(p, in, f, balgo, t, sixteen);
-      for (auto [x, y, z] : {std::tuple{&a.dq, &b.dq, &c.dq}, {&a.dk, &b.dk, &c.dk}, {&a.dv, &b.dv, &c.dv},
+      for (auto [x, y, z] : {std::tuple{&a.dq, &b.dq, &c.dq},
+                             {&a.dk, &b.dk, &c.dk},
+                             {&a.dv, &b.dv, &c.dv},
                              {&a.dbias, &b.dbias, &c.dbias}})
         EXPECT_TRUE(same_bytes(*x, *y) && same_bytes(*x, *z)) << algorithm_name(balgo);
     }
@@ -133,15 +137,62 @@ std::string error_field(const AttentionProblem& p, const TileConfig& t = {}) {
 
 TEST(BadProblems, ThrowAnErrorNamingTheField) {
   auto p = base_problem(10, 10, 8);
-  EXPECT_EQ(error_field([&] { auto x = p; x.heads_q = 3; x.heads_kv = 2; return x; }()), "heads_kv");
-  EXPECT_EQ(error_field([&] { auto x = p; x.head_dim = 0; return x; }()), "head_dim");
-  EXPECT_EQ(error_field([&] { auto x = p; x.seqlen_q = 0; return x; }()), "seqlen_q");
-  EXPECT_EQ(error_field([&] { auto x = p; x.batch = -1; return x; }()), "batch");
-  EXPECT_EQ(error_field([&] { auto x = p; x.softcap = -1; return x; }()), "softcap");
-  EXPECT_EQ(error_field([&] { auto x = p; x.scale = 0.0; return x; }()), "scale");
-  EXPECT_EQ(error_field([&] { auto x = p; x.window_left = -5; return x; }()), "window_left");
-  EXPECT_EQ(error_field([&] { auto x = p; x.seqlens_q = {3}; x.seqlens_k = {3, 4}; return x; }()), "varlen");
-  EXPECT_EQ(error_field([&] { auto x = p; x.seqlen_q = int64_t{1} << 40; x.head_dim = 1 << 20; return x; }()),
+  EXPECT_EQ(error_field([&] {
+              auto x = p;
+              x.heads_q = 3;
+              x.heads_kv = 2;
+              return x;
+            }()),
+            "heads_kv");
+  EXPECT_EQ(error_field([&] {
+              auto x = p;
+              x.head_dim = 0;
+              return x;
+            }()),
+            "head_dim");
+  EXPECT_EQ(error_field([&] {
+              auto x = p;
+              x.seqlen_q = 0;
+              return x;
+            }()),
+            "seqlen_q");
+  EXPECT_EQ(error_field([&] {
+              auto x = p;
+              x.batch = -1;
+              return x;
+            }()),
+            "batch");
+  EXPECT_EQ(error_field([&] {
+              auto x = p;
+              x.softcap = -1;
+              return x;
+            }()),
+            "softcap");
+  EXPECT_EQ(error_field([&] {
+              auto x = p;
+              x.scale = 0.0;
+              return x;
+            }()),
+            "scale");
+  EXPECT_EQ(error_field([&] {
+              auto x = p;
+              x.window_left = -5;
+              return x;
+            }()),
+            "window_left");
+  EXPECT_EQ(error_field([&] {
+              auto x = p;
+              x.seqlens_q = {3};
+              x.seqlens_k = {3, 4};
+              return x;
+            }()),
+            "varlen");
+  EXPECT_EQ(error_field([&] {
+              auto x = p;
+              x.seqlen_q = int64_t{1} << 40;
+              x.head_dim = 1 << 20;
+              return x;
+            }()),
             "head_dim");
   EXPECT_EQ(error_field(p, tiles(0, 16)), "block_q");
   EXPECT_EQ(error_field(p, tiles(16, -2)), "block_k");

@@ -1,5 +1,6 @@
-// dq, dk, dv and dbias of both backward algorithms match central finite differences of L = <O, dO> computed by
-// the independent oracle, in fp64: directional derivatives along random directions, relative error <= 1e-6.
+// dq, dk, dv and dbias of both backward algorithms match central finite differences of L = <O, dO> computed
+// by the independent oracle, in fp64: directional derivatives along random directions, relative error <=
+// 1e-6.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -15,8 +16,8 @@ namespace {
 using namespace flashsim::ref;
 
 // (L(x + eps u) - L(x - eps u)) / (2 eps) for the tensor `field` of the inputs.
-double directional_fd(const AttentionProblem& p, AttentionInputs in, std::vector<double> AttentionInputs::*field,
-                      const std::vector<double>& u) {
+double directional_fd(const AttentionProblem& p, AttentionInputs in,
+                      std::vector<double> AttentionInputs::*field, const std::vector<double>& u) {
   // eps ~ cbrt(machine eps) balances the O(eps^2) truncation error against O(u / eps) rounding.
   const double eps = 1e-5;
   std::vector<double>& x = in.*field;
@@ -72,9 +73,26 @@ std::vector<Case> gradient_cases() {
   std::vector<Case> out;
   for (const Case& c : reference_grid()) {
     // The features the issue names (softcap, masks, GQA, varlen, bias) and a few plain shapes.
-    for (const char* want : {"softcap", "mask_bhqk", "mask_11qk", "gqa", "mqa", "varlen", "bias_bhqk", "bias_1hqk",
-                             "bias_b1qk", "bias_11qk", "causal", "window", "alibi", "dv_ne_d", "q257_k128_causal",
-                             "fully_masked_rows", "combined", "combined_varlen", "len7", "tiles_7x13"}) {
+    for (const char* want : {"softcap",
+                             "mask_bhqk",
+                             "mask_11qk",
+                             "gqa",
+                             "mqa",
+                             "varlen",
+                             "bias_bhqk",
+                             "bias_1hqk",
+                             "bias_b1qk",
+                             "bias_11qk",
+                             "causal",
+                             "window",
+                             "alibi",
+                             "dv_ne_d",
+                             "q257_k128_causal",
+                             "fully_masked_rows",
+                             "combined",
+                             "combined_varlen",
+                             "len7",
+                             "tiles_7x13"}) {
       if (c.name == want) out.push_back(c);
     }
   }

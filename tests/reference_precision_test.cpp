@@ -63,8 +63,10 @@ TEST_P(PrecisionBand, ErrorWithinExpectedBand) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, PrecisionBand,
-                         ::testing::Values(Band{DType::BF16, Precision::Emulated}, Band{DType::F16, Precision::Emulated},
-                                           Band{DType::F32, Precision::Fp32}, Band{DType::BF16, Precision::Fp32}),
+                         ::testing::Values(Band{DType::BF16, Precision::Emulated},
+                                           Band{DType::F16, Precision::Emulated},
+                                           Band{DType::F32, Precision::Fp32},
+                                           Band{DType::BF16, Precision::Fp32}),
                          [](const auto& pinfo) {
                            return std::string(dtype_name(pinfo.param.dtype)) + "_" +
                                   std::string(precision_name(pinfo.param.precision));
@@ -87,8 +89,10 @@ TEST(Precision, RoundToMatchesKnownBf16AndFp16Values) {
   // 1 + 2^-8 is halfway between bf16 neighbours 1 and 1 + 2^-7: ties to even gives 1.
   EXPECT_EQ(round_to(1.0 + std::ldexp(1.0, -8), DType::BF16), 1.0);
   // Just above halfway rounds up, even when the excess is below float precision (no double rounding).
-  EXPECT_EQ(round_to(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40), DType::BF16), 1.0 + std::ldexp(1.0, -7));
-  EXPECT_EQ(round_to(1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40), DType::F16), 1.0 + std::ldexp(1.0, -10));
+  EXPECT_EQ(round_to(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40), DType::BF16),
+            1.0 + std::ldexp(1.0, -7));
+  EXPECT_EQ(round_to(1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40), DType::F16),
+            1.0 + std::ldexp(1.0, -10));
   EXPECT_EQ(round_to(65504.0, DType::F16), 65504.0);
   EXPECT_TRUE(std::isinf(round_to(70000.0, DType::F16)));
   EXPECT_EQ(round_to(0.1, DType::F32), static_cast<double>(0.1f));

@@ -11,20 +11,28 @@ namespace flashsim {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::F64: return "fp64";
-    case DType::F32: return "fp32";
-    case DType::F16: return "fp16";
-    case DType::BF16: return "bf16";
+    case DType::F64:
+      return "fp64";
+    case DType::F32:
+      return "fp32";
+    case DType::F16:
+      return "fp16";
+    case DType::BF16:
+      return "bf16";
   }
   return "?";
 }
 
 std::string_view safetensors_name(DType t) {
   switch (t) {
-    case DType::F64: return "F64";
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
+    case DType::F64:
+      return "F64";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
   }
   return "?";
 }
@@ -39,30 +47,41 @@ DType parse_dtype(std::string_view name) {
 
 int dtype_bytes(DType t) {
   switch (t) {
-    case DType::F64: return 8;
-    case DType::F32: return 4;
+    case DType::F64:
+      return 8;
+    case DType::F32:
+      return 4;
     case DType::F16:
-    case DType::BF16: return 2;
+    case DType::BF16:
+      return 2;
   }
   return 0;
 }
 
 double unit_roundoff(DType t) {
   switch (t) {
-    case DType::F64: return std::ldexp(1.0, -53);
-    case DType::F32: return std::ldexp(1.0, -24);
-    case DType::F16: return std::ldexp(1.0, -11);
-    case DType::BF16: return std::ldexp(1.0, -8);
+    case DType::F64:
+      return std::ldexp(1.0, -53);
+    case DType::F32:
+      return std::ldexp(1.0, -24);
+    case DType::F16:
+      return std::ldexp(1.0, -11);
+    case DType::BF16:
+      return std::ldexp(1.0, -8);
   }
   return 0;
 }
 
 double max_finite(DType t) {
   switch (t) {
-    case DType::F64: return std::numeric_limits<double>::max();
-    case DType::F32: return std::numeric_limits<float>::max();
-    case DType::F16: return 65504.0;
-    case DType::BF16: return static_cast<double>(Eigen::NumTraits<Eigen::bfloat16>::highest());
+    case DType::F64:
+      return std::numeric_limits<double>::max();
+    case DType::F32:
+      return std::numeric_limits<float>::max();
+    case DType::F16:
+      return 65504.0;
+    case DType::BF16:
+      return static_cast<double>(Eigen::NumTraits<Eigen::bfloat16>::highest());
   }
   return 0;
 }
@@ -100,10 +119,14 @@ double from_bfloat16_bits(uint16_t bits) {
 
 double round_to(double x, DType t) {
   switch (t) {
-    case DType::F64: return x;
-    case DType::F32: return static_cast<double>(static_cast<float>(x));
-    case DType::F16: return from_half_bits(to_half_bits(x));
-    case DType::BF16: return from_bfloat16_bits(to_bfloat16_bits(x));
+    case DType::F64:
+      return x;
+    case DType::F32:
+      return static_cast<double>(static_cast<float>(x));
+    case DType::F16:
+      return from_half_bits(to_half_bits(x));
+    case DType::BF16:
+      return from_bfloat16_bits(to_bfloat16_bits(x));
   }
   return x;
 }
@@ -111,9 +134,12 @@ double round_to(double x, DType t) {
 float round_to_float(float x, DType t) {
   switch (t) {
     case DType::F64:
-    case DType::F32: return x;
-    case DType::F16: return static_cast<float>(Eigen::half(x));
-    case DType::BF16: return static_cast<float>(Eigen::bfloat16(x));
+    case DType::F32:
+      return x;
+    case DType::F16:
+      return static_cast<float>(Eigen::half(x));
+    case DType::BF16:
+      return static_cast<float>(Eigen::bfloat16(x));
   }
   return x;
 }

@@ -21,16 +21,18 @@ void check_values(const char* name, const std::vector<double>& t, DType dtype) {
     const double x = t[n];
     if (std::isnan(x)) continue;  // NaN inputs are allowed: they propagate as they would on a GPU
     if (round_to(x, dtype) != x)
-      throw InputError(name, fmt::format("element {} ({}) is not representable in {}", n, x, dtype_name(dtype)));
+      throw InputError(name,
+                       fmt::format("element {} ({}) is not representable in {}", n, x, dtype_name(dtype)));
   }
 }
 
-std::vector<double> normal_tensor(int64_t n, uint64_t seed, InputStream stream, double magnitude, DType dtype) {
+std::vector<double> normal_tensor(int64_t n, uint64_t seed, InputStream stream, double magnitude,
+                                  DType dtype) {
   std::vector<double> t(n);
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i)
-    t[i] = round_to(magnitude * standard_normal(seed, static_cast<uint64_t>(stream), static_cast<uint64_t>(i)),
-                    dtype);
+    t[i] = round_to(
+        magnitude * standard_normal(seed, static_cast<uint64_t>(stream), static_cast<uint64_t>(i)), dtype);
   return t;
 }
 

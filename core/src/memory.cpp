@@ -22,13 +22,17 @@ int64_t proc_kb_field(const char* path, const std::string& key) {
 }
 }  // namespace
 
-int64_t available_memory_bytes() { return proc_kb_field("/proc/meminfo", "MemAvailable:"); }
+int64_t available_memory_bytes() {
+  return proc_kb_field("/proc/meminfo", "MemAvailable:");
+}
 
 int64_t default_memory_limit() {
   const int64_t avail = available_memory_bytes();
   return avail > 0 ? avail / 5 * 4 : int64_t{8} << 30;
 }
 
-int64_t peak_rss_bytes() { return proc_kb_field("/proc/self/status", "VmHWM:"); }
+int64_t peak_rss_bytes() {
+  return proc_kb_field("/proc/self/status", "VmHWM:");
+}
 
 }  // namespace flashsim

@@ -12,11 +12,16 @@ namespace flashsim {
 
 std::string_view broadcast_name(BroadcastShape s) {
   switch (s) {
-    case BroadcastShape::None: return "none";
-    case BroadcastShape::BHQK: return "bhqk";
-    case BroadcastShape::OneHQK: return "1hqk";
-    case BroadcastShape::BOneQK: return "b1qk";
-    case BroadcastShape::OneOneQK: return "11qk";
+    case BroadcastShape::None:
+      return "none";
+    case BroadcastShape::BHQK:
+      return "bhqk";
+    case BroadcastShape::OneHQK:
+      return "1hqk";
+    case BroadcastShape::BOneQK:
+      return "b1qk";
+    case BroadcastShape::OneOneQK:
+      return "11qk";
   }
   return "?";
 }
@@ -26,7 +31,8 @@ BroadcastShape parse_broadcast(std::string_view name, const std::string& field) 
                  BroadcastShape::OneOneQK}) {
     if (name == broadcast_name(s)) return s;
   }
-  throw InputError(field, "unknown shape '" + std::string(name) + "' (expected none, bhqk, 1hqk, b1qk or 11qk)");
+  throw InputError(field,
+                   "unknown shape '" + std::string(name) + "' (expected none, bhqk, 1hqk, b1qk or 11qk)");
 }
 
 namespace {
@@ -53,7 +59,8 @@ void AttentionProblem::validate() const {
   require_positive(head_dim, "head_dim");
   require_positive(head_dim_v, "head_dim_v");
   if (heads_q % heads_kv != 0)
-    throw InputError("heads_kv", fmt::format("heads_q ({}) is not a multiple of heads_kv ({})", heads_q, heads_kv));
+    throw InputError("heads_kv",
+                     fmt::format("heads_q ({}) is not a multiple of heads_kv ({})", heads_q, heads_kv));
   if (varlen()) {
     if (static_cast<int64_t>(seqlens_q.size()) != batch || seqlens_k.size() != seqlens_q.size())
       throw InputError("varlen", fmt::format("{} q lengths and {} k lengths for batch {}", seqlens_q.size(),
@@ -86,8 +93,9 @@ void AttentionProblem::validate() const {
   checked_mul(checked_mul(tq, heads_q, "heads_q"), std::max(head_dim, head_dim_v), "head_dim");
   checked_mul(checked_mul(tk, heads_kv, "heads_kv"), std::max(head_dim, head_dim_v), "head_dim");
   if (bias != BroadcastShape::None || mask != BroadcastShape::None)
-    checked_mul(checked_mul(checked_mul(batch, heads_q, "heads_q"), std::max<int64_t>(seqlen_q, 1), "seqlen_q"),
-                std::max<int64_t>(seqlen_k, 1), "bias");
+    checked_mul(
+        checked_mul(checked_mul(batch, heads_q, "heads_q"), std::max<int64_t>(seqlen_q, 1), "seqlen_q"),
+        std::max<int64_t>(seqlen_k, 1), "bias");
 }
 
 double AttentionProblem::softmax_scale() const {
@@ -153,7 +161,8 @@ std::vector<int64_t> AttentionProblem::broadcast_shape(BroadcastShape s) const {
   return {has_b ? batch : 1, has_h ? heads_q : 1, seqlen_q, seqlen_k};
 }
 
-int64_t AttentionProblem::broadcast_index(BroadcastShape s, int64_t b, int64_t h, int64_t i, int64_t j) const {
+int64_t AttentionProblem::broadcast_index(BroadcastShape s, int64_t b, int64_t h, int64_t i,
+                                          int64_t j) const {
   const bool has_b = s == BroadcastShape::BHQK || s == BroadcastShape::BOneQK;
   const bool has_h = s == BroadcastShape::BHQK || s == BroadcastShape::OneHQK;
   const int64_t bb = has_b ? b : 0;

@@ -11,7 +11,8 @@ namespace {
 constexpr int64_t kMaxBlock = 1 << 16;
 
 void check_block(int64_t v, const char* field) {
-  if (v < 1 || v > kMaxBlock) throw InputError(field, fmt::format("must be in [1, {}], got {}", kMaxBlock, v));
+  if (v < 1 || v > kMaxBlock)
+    throw InputError(field, fmt::format("must be in [1, {}], got {}", kMaxBlock, v));
 }
 }  // namespace
 
@@ -31,19 +32,26 @@ std::string TileConfig::describe() const {
                      loop_order_name(loop_order), bwd_block_q, bwd_block_k, dq_strategy_name(dq_strategy));
 }
 
-std::string_view loop_order_name(LoopOrder o) { return o == LoopOrder::QueryOuter ? "fa2" : "fa1"; }
+std::string_view loop_order_name(LoopOrder o) {
+  return o == LoopOrder::QueryOuter ? "fa2" : "fa1";
+}
 LoopOrder parse_loop_order(std::string_view s) {
   if (s == "fa2" || s == "query-outer") return LoopOrder::QueryOuter;
   if (s == "fa1" || s == "key-outer") return LoopOrder::KeyOuter;
-  throw InputError("loop_order", "expected fa2 (query-outer) or fa1 (key-outer), got '" + std::string(s) + "'");
+  throw InputError("loop_order",
+                   "expected fa2 (query-outer) or fa1 (key-outer), got '" + std::string(s) + "'");
 }
-std::string_view raster_name(Raster r) { return r == Raster::QueryBlockFastest ? "query-fastest" : "head-fastest"; }
+std::string_view raster_name(Raster r) {
+  return r == Raster::QueryBlockFastest ? "query-fastest" : "head-fastest";
+}
 Raster parse_raster(std::string_view s) {
   if (s == "query-fastest") return Raster::QueryBlockFastest;
   if (s == "head-fastest") return Raster::HeadFastest;
   throw InputError("raster", "expected query-fastest or head-fastest, got '" + std::string(s) + "'");
 }
-std::string_view dq_strategy_name(DqStrategy d) { return d == DqStrategy::Atomic ? "atomic" : "partials"; }
+std::string_view dq_strategy_name(DqStrategy d) {
+  return d == DqStrategy::Atomic ? "atomic" : "partials";
+}
 DqStrategy parse_dq_strategy(std::string_view s) {
   if (s == "atomic") return DqStrategy::Atomic;
   if (s == "partials") return DqStrategy::Partials;

@@ -29,8 +29,8 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
     const int64_t hk = t / p.batch, b = t % p.batch;
     const int64_t lq = p.len_q(b), lk = p.len_k(b);
     if (lq == 0 || lk == 0) continue;  // nothing visible: zero gradients
-    TileArray<Acc> q(lq, d), k(lk, d), v(lk, dv), dout(lq, dv), o(lq, dv), s(lq, lk), dcap(lq, lk), pr(lq, lk),
-        dp(lq, lk), dq(lq, d);
+    TileArray<Acc> q(lq, d), k(lk, d), v(lk, dv), dout(lq, dv), o(lq, dv), s(lq, lk), dcap(lq, lk),
+        pr(lq, lk), dp(lq, lk), dq(lq, d);
     TileArray<Acc> dk = TileArray<Acc>::Zero(lk, d), dvv = TileArray<Acc>::Zero(lk, dv);
     ColArray<Acc> m(lq), l(lq), shift(lq), delta(lq);
     for (int64_t h = hk * p.group_size(); h < (hk + 1) * p.group_size(); ++h) {
@@ -54,8 +54,8 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       // D = rowsum(dO o O)
       delta = (dout * o).rowwise().sum();
       // dP = dO V^T;  dS = P o (dP - D)
-      gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, lq, lk, dv, Acc(1), dout.data(), dv, v.data(), dv, Acc(0),
-                dp.data(), lk);
+      gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, lq, lk, dv, Acc(1), dout.data(), dv, v.data(), dv,
+                Acc(0), dp.data(), lk);
       softmax_grad_rows(pr.data(), dp.data(), lq, lk, delta);
       if (dbias.enabled()) {
         for (int64_t i = 0; i < lq; ++i)
@@ -63,8 +63,8 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       }
       // dV += P^T dO
       if (emu) round_to_dtype(pr.data(), lq * lk, p.dtype);
-      gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, dv, lq, Acc(1), pr.data(), lk, dout.data(), dv, Acc(1),
-                dvv.data(), dv);
+      gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, dv, lq, Acc(1), pr.data(), lk, dout.data(), dv,
+                Acc(1), dvv.data(), dv);
       if (p.softcap > 0) dp *= dcap;
       if (emu) round_to_dtype(dp.data(), lq * lk, p.dtype);
       // dQ = scale dS K;  dK += scale dS^T Q

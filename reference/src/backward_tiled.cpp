@@ -36,16 +36,25 @@ struct BackwardBuffers {
   TileArray<Acc> q, k, v, dout, s, dcap, pr, dp, dk, dv;
   ColArray<Acc> lse, delta;
   BackwardBuffers(const TileConfig& t, const AttentionProblem& p)
-      : q(t.bwd_block_q, p.head_dim), k(t.bwd_block_k, p.head_dim), v(t.bwd_block_k, p.head_dim_v),
-        dout(t.bwd_block_q, p.head_dim_v), s(t.bwd_block_q, t.bwd_block_k), dcap(t.bwd_block_q, t.bwd_block_k),
-        pr(t.bwd_block_q, t.bwd_block_k), dp(t.bwd_block_q, t.bwd_block_k), dk(t.bwd_block_k, p.head_dim),
-        dv(t.bwd_block_k, p.head_dim_v), lse(t.bwd_block_q), delta(t.bwd_block_q) {}
+      : q(t.bwd_block_q, p.head_dim),
+        k(t.bwd_block_k, p.head_dim),
+        v(t.bwd_block_k, p.head_dim_v),
+        dout(t.bwd_block_q, p.head_dim_v),
+        s(t.bwd_block_q, t.bwd_block_k),
+        dcap(t.bwd_block_q, t.bwd_block_k),
+        pr(t.bwd_block_q, t.bwd_block_k),
+        dp(t.bwd_block_q, t.bwd_block_k),
+        dk(t.bwd_block_k, p.head_dim),
+        dv(t.bwd_block_k, p.head_dim_v),
+        lse(t.bwd_block_q),
+        delta(t.bwd_block_q) {}
 };
 
 }  // namespace
 
 template <class Acc>
-void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const ForwardResult& fwd, Gradients& out) {
+void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const ForwardResult& fwd,
+                    Gradients& out) {
   const AttentionProblem& p = ctx.p;
   const int64_t d = p.head_dim, dv = p.head_dim_v, br = tile.bwd_block_q, bc = tile.bwd_block_k;
   const bool emu = ctx.emulated();
@@ -97,13 +106,14 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
               buf.lse(r) = static_cast<Acc>(fwd.lse[hv.lse_index(i0 + r)]);
               buf.delta(r) = delta[hv.lse_index(i0 + r)];
             }
-            hv.scores(buf.q.data(), i0, n, buf.k.data(), j0, m, buf.s.data(), p.softcap > 0 ? buf.dcap.data() : nullptr);
+            hv.scores(buf.q.data(), i0, n, buf.k.data(), j0, m, buf.s.data(),
+                      p.softcap > 0 ? buf.dcap.data() : nullptr);
             // P = exp(S - lse): the forward's probabilities, recomputed (0 for rows with lse = -inf).
             ColArray<Acc> shift = buf.lse.head(n).unaryExpr([](Acc x) { return safe_shift(x); });
             exp_rows(buf.s.data(), n, m, shift, true, buf.pr.data());
             // dP = dO V^T
-            gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, n, m, dv, Acc(1), buf.dout.data(), dv, buf.v.data(), dv,
-                      Acc(0), buf.dp.data(), m);
+            gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, n, m, dv, Acc(1), buf.dout.data(), dv,
+                      buf.v.data(), dv, Acc(0), buf.dp.data(), m);
             // dS = P o (dP - D)   (computed from the unrounded P, as FlashAttention-2 does)
             softmax_grad_rows(buf.pr.data(), buf.dp.data(), n, m, buf.delta);
             auto dS = TileMap<Acc>(buf.dp.data(), n, m);
@@ -113,18 +123,18 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
             }
             // dV_j += P^T dO   (P rounded to the input dtype when emulating)
             if (emu) round_to_dtype(buf.pr.data(), n * m, p.dtype);
-            gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, m, dv, n, Acc(1), buf.pr.data(), m, buf.dout.data(), dv,
-                      Acc(1), buf.dv.data(), dv);
+            gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, m, dv, n, Acc(1), buf.pr.data(), m,
+                      buf.dout.data(), dv, Acc(1), buf.dv.data(), dv);
             // Through the softcap: d(raw score) = dS * (1 - tanh^2).
             if (p.softcap > 0) dS *= TileMap<Acc>(buf.dcap.data(), n, m);
             if (emu) round_to_dtype(buf.dp.data(), n * m, p.dtype);
             // dQ_i += scale dS K_j  (rows of this head in the chunk's partial)
             Acc* dq_rows = dq.data() + hv.q_index(i0, d, 0);
-            gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, n, d, m, scale, buf.dp.data(), m, buf.k.data(), d,
-                      Acc(1), dq_rows, p.heads_q * d);
+            gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, n, d, m, scale, buf.dp.data(), m, buf.k.data(),
+                      d, Acc(1), dq_rows, p.heads_q * d);
             // dK_j += scale dS^T Q_i
-            gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, m, d, n, scale, buf.dp.data(), m, buf.q.data(), d,
-                      Acc(1), buf.dk.data(), d);
+            gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, m, d, n, scale, buf.dp.data(), m, buf.q.data(),
+                      d, Acc(1), buf.dk.data(), d);
             if (obs) {
               obs->release(TensorId::Q);
               obs->release(TensorId::dO);
@@ -177,7 +187,9 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
   out.dbias = dbias.reduce(ctx);
 }
 
-template void backward_tiled<float>(const ProblemContext&, const TileConfig&, const ForwardResult&, Gradients&);
-template void backward_tiled<double>(const ProblemContext&, const TileConfig&, const ForwardResult&, Gradients&);
+template void backward_tiled<float>(const ProblemContext&, const TileConfig&, const ForwardResult&,
+                                    Gradients&);
+template void backward_tiled<double>(const ProblemContext&, const TileConfig&, const ForwardResult&,
+                                     Gradients&);
 
 }  // namespace flashsim::ref::detail

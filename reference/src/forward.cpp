@@ -1,10 +1,10 @@
 // forward(): validation, the memory guard and dispatch to the algorithms by accumulator type.
 #include <omp.h>
 
+#include "backward_common.h"
 #include "flashsim/error.h"
 #include "kernels.h"
 #include "memory_limit.h"
-#include "backward_common.h"
 
 namespace flashsim::ref {
 
@@ -14,15 +14,18 @@ template <class Acc>
 void run_forward(const detail::ProblemContext& ctx, ForwardAlgorithm algo, const TileConfig& tile,
                  ForwardResult& out) {
   switch (algo) {
-    case ForwardAlgorithm::Naive: return detail::forward_naive<Acc>(ctx, out);
-    case ForwardAlgorithm::TiledFa1: return detail::forward_fa1<Acc>(ctx, tile, out);
-    default: return detail::forward_streaming<Acc>(ctx, tile, algo, out);
+    case ForwardAlgorithm::Naive:
+      return detail::forward_naive<Acc>(ctx, out);
+    case ForwardAlgorithm::TiledFa1:
+      return detail::forward_fa1<Acc>(ctx, tile, out);
+    default:
+      return detail::forward_streaming<Acc>(ctx, tile, algo, out);
   }
 }
 
 // Working memory each algorithm allocates beyond its outputs (per concurrently running task).
-int64_t forward_workspace_bytes(const detail::ProblemContext& ctx, ForwardAlgorithm algo, const TileConfig& tile,
-                                int acc_bytes) {
+int64_t forward_workspace_bytes(const detail::ProblemContext& ctx, ForwardAlgorithm algo,
+                                const TileConfig& tile, int acc_bytes) {
   const AttentionProblem& p = ctx.p;
   const int64_t threads = ctx.threads();
   const int64_t dmax = std::max(p.head_dim, p.head_dim_v);
@@ -30,10 +33,13 @@ int64_t forward_workspace_bytes(const detail::ProblemContext& ctx, ForwardAlgori
     case ForwardAlgorithm::Naive:  // S (P in place), Q, K, V, O of one head per thread
       return threads * (p.seqlen_q * p.seqlen_k + 2 * (p.seqlen_q + p.seqlen_k) * dmax) * acc_bytes;
     case ForwardAlgorithm::TiledFa1:  // O, m, l of one head per thread, plus tiles
-      return threads * (p.seqlen_q * (dmax + 2) + 4 * (tile.block_q + tile.block_k) * dmax +
-                        2 * tile.block_q * tile.block_k) * acc_bytes;
+      return threads *
+             (p.seqlen_q * (dmax + 2) + 4 * (tile.block_q + tile.block_k) * dmax +
+              2 * tile.block_q * tile.block_k) *
+             acc_bytes;
     default:  // tiles only
-      return threads * (4 * (tile.block_q + tile.block_k) * dmax + 2 * tile.block_q * tile.block_k) * acc_bytes;
+      return threads * (4 * (tile.block_q + tile.block_k) * dmax + 2 * tile.block_q * tile.block_k) *
+             acc_bytes;
   }
 }
 
@@ -46,8 +52,9 @@ ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, Forw
   if (opt.threads < 0) throw InputError("threads", "must be >= 0 (0: OpenMP's default)");
   detail::ProblemContext ctx(p, in, opt);
   const int acc_bytes = opt.precision == Precision::Exact ? 8 : 4;
-  detail::require_memory(ctx, forward_workspace_bytes(ctx, algo, tile, acc_bytes) + (p.o_elems() + p.lse_elems()) * 8,
-                         std::string(algorithm_name(algo)) + " forward");
+  detail::require_memory(
+      ctx, forward_workspace_bytes(ctx, algo, tile, acc_bytes) + (p.o_elems() + p.lse_elems()) * 8,
+      std::string(algorithm_name(algo)) + " forward");
   ForwardResult out;
   out.o.assign(p.o_elems(), 0.0);
   out.lse.assign(p.lse_elems(), 0.0);
@@ -65,7 +72,8 @@ Gradients backward(const AttentionProblem& p, const AttentionInputs& in, const F
   tile.validate();
   if (in.dout.empty()) throw InputError("do", "the backward needs dO (the upstream gradient)");
   if (static_cast<int64_t>(fwd.o.size()) != p.o_elems()) throw InputError("o", "does not match the problem");
-  if (static_cast<int64_t>(fwd.lse.size()) != p.lse_elems()) throw InputError("lse", "does not match the problem");
+  if (static_cast<int64_t>(fwd.lse.size()) != p.lse_elems())
+    throw InputError("lse", "does not match the problem");
   if (opt.threads < 0) throw InputError("threads", "must be >= 0 (0: OpenMP's default)");
   detail::ProblemContext ctx(p, in, opt);
   const int64_t acc_bytes = opt.precision == Precision::Exact ? 8 : 4;

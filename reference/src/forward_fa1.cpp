@@ -50,8 +50,8 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
           exp_rows(s.data(), n, mk, shift, true, pt.data());
           row_sum(pt.data(), n, mk, lt);
           if (ctx.emulated()) round_to_dtype(pt.data(), n * mk, p.dtype);
-          gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, n, dv, mk, Acc(1), pt.data(), mk, v.data(), dv, Acc(0),
-                    pv.data(), dv);
+          gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, n, dv, mk, Acc(1), pt.data(), mk, v.data(), dv,
+                    Acc(0), pv.data(), dv);
           for (int64_t r = 0; r < n; ++r) {
             const int64_t i = i0 + r;
             // m_new = max(m_i, m~); l_new = e^(m_i - m_new) l_i + e^(m~ - m_new) l~;

@@ -16,15 +16,24 @@ struct RowBlockBuffers {
   ColArray<Acc> m, l, m_new, shift, alpha;
 
   RowBlockBuffers(const TileConfig& tile, const AttentionProblem& prob)
-      : q(tile.block_q, prob.head_dim), k(tile.block_k, prob.head_dim), v(tile.block_k, prob.head_dim_v),
-        s(tile.block_q, tile.block_k), p(tile.block_q, tile.block_k), o(tile.block_q, prob.head_dim_v),
-        m(tile.block_q), l(tile.block_q), m_new(tile.block_q), shift(tile.block_q), alpha(tile.block_q) {}
+      : q(tile.block_q, prob.head_dim),
+        k(tile.block_k, prob.head_dim),
+        v(tile.block_k, prob.head_dim_v),
+        s(tile.block_q, tile.block_k),
+        p(tile.block_q, tile.block_k),
+        o(tile.block_q, prob.head_dim_v),
+        m(tile.block_q),
+        l(tile.block_q),
+        m_new(tile.block_q),
+        shift(tile.block_q),
+        alpha(tile.block_q) {}
 };
 
 template <class Acc>
 class RowBlockTask {
  public:
-  RowBlockTask(const HeadView<Acc>& hv, const TileConfig& tile, int64_t i0, int64_t n, RowBlockBuffers<Acc>& buf)
+  RowBlockTask(const HeadView<Acc>& hv, const TileConfig& tile, int64_t i0, int64_t n,
+               RowBlockBuffers<Acc>& buf)
       : hv_(hv), ctx_(hv.ctx()), tile_(tile), i0_(i0), n_(n), buf_(buf), dv_(ctx_.p.head_dim_v) {
     hv_.key_range(i0, n, kbegin_, kend_);
     hv_.load_q(i0, n, buf_.q.data());
@@ -59,8 +68,8 @@ class RowBlockTask {
   // O += P * V for the current tile (P rounded to the input dtype first when emulating).
   void accumulate_pv(int64_t m) {
     if (ctx_.emulated()) round_to_dtype(buf_.p.data(), n_ * m, ctx_.p.dtype);
-    gemm<Acc>(ctx_.opt.use_blas, Trans::No, Trans::No, n_, dv_, m, Acc(1), buf_.p.data(), m, buf_.v.data(), dv_,
-              Acc(1), buf_.o.data(), dv_);
+    gemm<Acc>(ctx_.opt.use_blas, Trans::No, Trans::No, n_, dv_, m, Acc(1), buf_.p.data(), m, buf_.v.data(),
+              dv_, Acc(1), buf_.o.data(), dv_);
   }
 
   // Pass: running max only (three-pass, pass 1).  m = max(m, rowmax(S))
@@ -96,7 +105,8 @@ class RowBlockTask {
     for_each_key_block([&](int64_t j0, int64_t m) {
       score_tile(j0, m, true);
       exp_tile(m, buf_.shift);
-      for (int64_t r = 0; r < n_; ++r) tile_row(buf_.p.data(), r, m) *= buf_.l(r) > 0 ? Acc(1) / buf_.l(r) : Acc(0);
+      for (int64_t r = 0; r < n_; ++r)
+        tile_row(buf_.p.data(), r, m) *= buf_.l(r) > 0 ? Acc(1) / buf_.l(r) : Acc(0);
       accumulate_pv(m);
     });
   }
@@ -132,7 +142,8 @@ class RowBlockTask {
  private:
   // l = alpha * l + rowsum(P)
   void add_rescaled_row_sums(int64_t m) {
-    for (int64_t r = 0; r < n_; ++r) buf_.l(r) = buf_.l(r) * buf_.alpha(r) + tile_row(buf_.p.data(), r, m).sum();
+    for (int64_t r = 0; r < n_; ++r)
+      buf_.l(r) = buf_.l(r) * buf_.alpha(r) + tile_row(buf_.p.data(), r, m).sum();
   }
   // m_new = max(m, rowmax(S)); alpha = exp(m - m_new); P = exp(S - m_new); m = m_new.
   void update_max_and_rescale(int64_t m) {
@@ -158,9 +169,12 @@ class RowBlockTask {
 
 const char* kernel_name(ForwardAlgorithm algo) {
   switch (algo) {
-    case ForwardAlgorithm::ThreePass: return "fwd_three_pass";
-    case ForwardAlgorithm::TwoPass: return "fwd_two_pass";
-    default: return "fwd_fa2";
+    case ForwardAlgorithm::ThreePass:
+      return "fwd_three_pass";
+    case ForwardAlgorithm::TwoPass:
+      return "fwd_two_pass";
+    default:
+      return "fwd_fa2";
   }
 }
 
@@ -172,7 +186,8 @@ void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Forwar
   const AttentionProblem& p = ctx.p;
   // Tasks in the launch order of FlashAttention-2's grid: query block fastest, then batch, then head.
   std::vector<int64_t> block_start(p.batch + 1, 0);  // prefix sum of query blocks per sequence
-  for (int64_t b = 0; b < p.batch; ++b) block_start[b + 1] = block_start[b] + num_blocks(p.len_q(b), tile.block_q);
+  for (int64_t b = 0; b < p.batch; ++b)
+    block_start[b + 1] = block_start[b] + num_blocks(p.len_q(b), tile.block_q);
   const int64_t tasks = block_start.back() * p.heads_q;
   if (auto* obs = ctx.observer()) obs->kernel_begin(kernel_name(algo));
 #pragma omp parallel num_threads(ctx.threads())
@@ -182,7 +197,8 @@ void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Forwar
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t h = t / block_start.back();
       const int64_t rest = t % block_start.back();
-      const int64_t b = std::upper_bound(block_start.begin(), block_start.end(), rest) - block_start.begin() - 1;
+      const int64_t b =
+          std::upper_bound(block_start.begin(), block_start.end(), rest) - block_start.begin() - 1;
       const int64_t blk = rest - block_start[b];
       HeadView<Acc> hv(ctx, b, h);
       const int64_t i0 = blk * tile.block_q, n = std::min(tile.block_q, hv.lq - i0);
@@ -211,7 +227,9 @@ void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Forwar
   if (auto* obs = ctx.observer()) obs->kernel_end();
 }
 
-template void forward_streaming<float>(const ProblemContext&, const TileConfig&, ForwardAlgorithm, ForwardResult&);
-template void forward_streaming<double>(const ProblemContext&, const TileConfig&, ForwardAlgorithm, ForwardResult&);
+template void forward_streaming<float>(const ProblemContext&, const TileConfig&, ForwardAlgorithm,
+                                       ForwardResult&);
+template void forward_streaming<double>(const ProblemContext&, const TileConfig&, ForwardAlgorithm,
+                                        ForwardResult&);
 
 }  // namespace flashsim::ref::detail

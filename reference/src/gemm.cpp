@@ -3,7 +3,6 @@
 #include <cblas.h>
 #include <omp.h>
 
-
 namespace flashsim::ref::detail {
 
 namespace {
@@ -24,40 +23,46 @@ void gemm_loops(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, T alpha, co
   }
 }
 
-// OpenBLAS must run single-threaded: flashsim parallelizes over tiles itself, and a GEMM split over threads may
-// sum in another order (results would depend on the thread count). The OpenMP build of OpenBLAS takes its thread
-// count from omp_get_max_threads() unless it is inside an *active* parallel region, and a region of one thread
-// is not active. Every call here comes from inside one of the algorithms' parallel regions, where setting the
-// thread count changes only this implicit task's setting (nested regions), never the caller's.
+// OpenBLAS must run single-threaded: flashsim parallelizes over tiles itself, and a GEMM split over threads
+// may sum in another order (results would depend on the thread count). The OpenMP build of OpenBLAS takes its
+// thread count from omp_get_max_threads() unless it is inside an *active* parallel region, and a region of
+// one thread is not active. Every call here comes from inside one of the algorithms' parallel regions, where
+// setting the thread count changes only this implicit task's setting (nested regions), never the caller's.
 void single_threaded_blas() {
   if (omp_get_level() > 0 && omp_get_max_threads() != 1) omp_set_num_threads(1);
 }
 
-CBLAS_TRANSPOSE cblas_trans(Trans t) { return t == Trans::No ? CblasNoTrans : CblasTrans; }
+CBLAS_TRANSPOSE cblas_trans(Trans t) {
+  return t == Trans::No ? CblasNoTrans : CblasTrans;
+}
 
 // OpenBLAS takes blasint (32-bit in Debian's build): tile-sized operands always fit.
-blasint bi(int64_t v) { return static_cast<blasint>(v); }
+blasint bi(int64_t v) {
+  return static_cast<blasint>(v);
+}
 
 }  // namespace
 
 template <>
-void gemm<float>(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+void gemm<float>(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (!use_blas || k == 0) return gemm_loops(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   single_threaded_blas();
-  cblas_sgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b, bi(ldb),
-              beta, c, bi(ldc));
+  cblas_sgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b,
+              bi(ldb), beta, c, bi(ldc));
 }
 
 template <>
-void gemm<double>(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                  int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+void gemm<double>(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, double alpha,
+                  const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
+                  int64_t ldc) {
   if (m == 0 || n == 0) return;
   if (!use_blas || k == 0) return gemm_loops(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   single_threaded_blas();
-  cblas_dgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b, bi(ldb),
-              beta, c, bi(ldc));
+  cblas_dgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b,
+              bi(ldb), beta, c, bi(ldc));
 }
 
 }  // namespace flashsim::ref::detail

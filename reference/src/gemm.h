@@ -8,7 +8,7 @@ enum class Trans { No, Yes };
 
 // op(A) is m x k, op(B) is k x n, C is m x n; lda/ldb/ldc are row strides of the stored matrices.
 template <class T>
-void gemm(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+void gemm(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
 }  // namespace flashsim::ref::detail

@@ -21,8 +21,13 @@ template <class Acc>
 class HeadView {
  public:
   HeadView(const ProblemContext& ctx, int64_t batch, int64_t head)
-      : ctx_(ctx), p_(ctx.p), b(batch), h(head), hk(ctx.p.kv_head(head)),
-        lq(ctx.cu_q[batch + 1] - ctx.cu_q[batch]), lk(ctx.cu_k[batch + 1] - ctx.cu_k[batch]) {}
+      : ctx_(ctx),
+        p_(ctx.p),
+        b(batch),
+        h(head),
+        hk(ctx.p.kv_head(head)),
+        lq(ctx.cu_q[batch + 1] - ctx.cu_q[batch]),
+        lk(ctx.cu_k[batch + 1] - ctx.cu_k[batch]) {}
 
   void load_q(int64_t i0, int64_t n, Acc* dst) const {
     load(TensorId::Q, ctx_.in.q, ctx_.cu_q[b], p_.heads_q, h, p_.head_dim, i0, n, dst);
@@ -42,12 +47,15 @@ class HeadView {
   }
 
   // Position of element (i, c) of this head in a [total_q, heads_q, dim] tensor.
-  int64_t q_index(int64_t i, int64_t dim, int64_t c) const { return ((ctx_.cu_q[b] + i) * p_.heads_q + h) * dim + c; }
+  int64_t q_index(int64_t i, int64_t dim, int64_t c) const {
+    return ((ctx_.cu_q[b] + i) * p_.heads_q + h) * dim + c;
+  }
   // Position of element (j, c) of this kv head in a [total_k, heads_kv, dim] tensor.
   int64_t k_index(int64_t j, int64_t dim, int64_t c) const {
     return ((ctx_.cu_k[b] + j) * p_.heads_kv + hk) * dim + c;
   }
-  // Position of row i of this head in lse (problem.h: [batch, heads_q, seqlen_q], or [heads_q, total_q] varlen).
+  // Position of row i of this head in lse (problem.h: [batch, heads_q, seqlen_q], or [heads_q, total_q]
+  // varlen).
   int64_t lse_index(int64_t i) const {
     return p_.varlen() ? h * ctx_.cu_q.back() + ctx_.cu_q[b] + i : (b * p_.heads_q + h) * p_.seqlen_q + i;
   }
@@ -83,8 +91,10 @@ class HeadView {
     const bool covered = window_covers(i0, n, j0, m);
     if (!ctx_.elementwise_scores() && covered) return;
     if (auto* obs = ctx_.observer()) {
-      if (p_.bias != BroadcastShape::None) obs->access({AccessKind::Load, TensorId::Bias, b, h, i0, n, j0, m});
-      if (p_.mask != BroadcastShape::None) obs->access({AccessKind::Load, TensorId::Mask, b, h, i0, n, j0, m});
+      if (p_.bias != BroadcastShape::None)
+        obs->access({AccessKind::Load, TensorId::Bias, b, h, i0, n, j0, m});
+      if (p_.mask != BroadcastShape::None)
+        obs->access({AccessKind::Load, TensorId::Mask, b, h, i0, n, j0, m});
     }
     const Acc cap = static_cast<Acc>(p_.softcap);
     const double slope = p_.alibi ? ctx_.in.alibi_slopes[h] : 0.0;
@@ -106,8 +116,9 @@ class HeadView {
           const int64_t dist = i + lk - lq - j;  // bias = -slope * |i + len_k - len_q - j|
           x += static_cast<Acc>(-slope * static_cast<double>(dist < 0 ? -dist : dist));
         }
-        const bool visible = j >= first && j <= last &&
-                             (p_.mask == BroadcastShape::None || ctx_.in.mask[p_.broadcast_index(p_.mask, b, h, i, j)]);
+        const bool visible =
+            j >= first && j <= last &&
+            (p_.mask == BroadcastShape::None || ctx_.in.mask[p_.broadcast_index(p_.mask, b, h, i, j)]);
         srow[c] = visible ? x : neg_inf<Acc>();
       }
     }

@@ -9,16 +9,20 @@ template <class Acc>
 void forward_naive(const ProblemContext& ctx, ForwardResult& out);
 // ThreePass, TwoPass and TiledFa2: one task per (batch, head, query block), keys streamed in blocks.
 template <class Acc>
-void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, ForwardAlgorithm algo, ForwardResult& out);
+void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, ForwardAlgorithm algo,
+                       ForwardResult& out);
 template <class Acc>
 void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResult& out);
 
 template <class Acc>
 void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradients& out);
 template <class Acc>
-void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const ForwardResult& fwd, Gradients& out);
+void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const ForwardResult& fwd,
+                    Gradients& out);
 
 // Block b of a dimension split into blocks of `block`: [b * block, min(len, (b + 1) * block)).
-inline int64_t num_blocks(int64_t len, int64_t block) { return (len + block - 1) / block; }
+inline int64_t num_blocks(int64_t len, int64_t block) {
+  return (len + block - 1) / block;
+}
 
 }  // namespace flashsim::ref::detail

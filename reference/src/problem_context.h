@@ -14,7 +14,11 @@ namespace flashsim::ref::detail {
 
 struct ProblemContext {
   ProblemContext(const AttentionProblem& problem, const AttentionInputs& inputs, const RunOptions& options)
-      : p(problem), in(inputs), opt(options), cu_q(problem.cu_seqlens_q()), cu_k(problem.cu_seqlens_k()),
+      : p(problem),
+        in(inputs),
+        opt(options),
+        cu_q(problem.cu_seqlens_q()),
+        cu_k(problem.cu_seqlens_k()),
         scale(problem.softmax_scale()) {}
 
   const AttentionProblem& p;

@@ -35,7 +35,8 @@ Eigen::Map<const Eigen::Array<Acc, Eigen::Dynamic, 1>> tile_row(const Acc* x, in
 // P(n x m) = exp(S - shift) row-wise, exactly 0 where S = -inf (the vectorized exp clamps its input, so -inf
 // is handled explicitly when the tile may contain it). out may alias s.
 template <class Acc>
-void exp_rows(const Acc* s, int64_t n, int64_t m, const ColArray<Acc>& shift, bool may_have_neg_inf, Acc* out) {
+void exp_rows(const Acc* s, int64_t n, int64_t m, const ColArray<Acc>& shift, bool may_have_neg_inf,
+              Acc* out) {
   for (int64_t r = 0; r < n; ++r) {
     auto S = tile_row(s, r, m);
     auto P = tile_row(out, r, m);

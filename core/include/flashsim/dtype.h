@@ -8,8 +8,8 @@ namespace flashsim {
 
 enum class DType { F64, F32, F16, BF16 };
 
-std::string_view dtype_name(DType t);       // "fp64", "fp32", "fp16", "bf16"
-std::string_view safetensors_name(DType t); // "F64", "F32", "F16", "BF16"
+std::string_view dtype_name(DType t);        // "fp64", "fp32", "fp16", "bf16"
+std::string_view safetensors_name(DType t);  // "F64", "F32", "F16", "BF16"
 DType parse_dtype(std::string_view name);    // accepts both spellings; throws InputError("dtype")
 int dtype_bytes(DType t);
 // Unit roundoff u = 2^-p (half the distance from 1 to the next number): 2^-53, 2^-24, 2^-11, 2^-8.

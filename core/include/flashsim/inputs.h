@@ -1,6 +1,7 @@
 #pragma once
 // AttentionInputs: the tensors one attention problem reads, held as doubles whose values are exactly
-// representable in the problem's dtype (so fp64 computation on them is computation "on the inputs as stored").
+// representable in the problem's dtype (so fp64 computation on them is computation "on the inputs as
+// stored").
 #include <cstdint>
 #include <vector>
 

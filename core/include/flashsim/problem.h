@@ -2,12 +2,13 @@
 // AttentionProblem: the shapes and semantics every algorithm, the simulator and the golden files share.
 //
 // Tensor layouts (row-major):
-//   q, do, o, dq : [total_q, heads_q, head_dim | head_dim_v]   (BSHD with batch and seqlen packed: total_q rows)
-//   k, v, dk, dv : [total_k, heads_kv, head_dim | head_dim_v]
-//   lse          : [batch, heads_q, seqlen_q]; with variable lengths [heads_q, total_q] (flash-attention's varlen
+//   q, do, o, dq : [total_q, heads_q, head_dim | head_dim_v]   (BSHD with batch and seqlen packed: total_q
+//   rows) k, v, dk, dv : [total_k, heads_kv, head_dim | head_dim_v] lse          : [batch, heads_q,
+//   seqlen_q]; with variable lengths [heads_q, total_q] (flash-attention's varlen
 //                  layout); lse_index() gives the position of (b, h, i) in either
 //   bias, mask   : [batch|1, heads_q|1, seqlen_q, seqlen_k]; with variable lengths, sequence b uses the
-//                  top-left len_q(b) x len_k(b) corner of its [seqlen_q, seqlen_k] slice (seqlen_* = max length).
+//                  top-left len_q(b) x len_k(b) corner of its [seqlen_q, seqlen_k] slice (seqlen_* = max
+//                  length).
 // Without variable lengths total_q = batch * seqlen_q and row (b, i) is b * seqlen_q + i: plain BSHD.
 #include <cstdint>
 #include <optional>
@@ -21,7 +22,7 @@ namespace flashsim {
 
 // Which dims a bias or mask has: the others are broadcast (size 1).
 enum class BroadcastShape { None, BHQK, OneHQK, BOneQK, OneOneQK };
-std::string_view broadcast_name(BroadcastShape s);       // "none", "bhqk", "1hqk", "b1qk", "11qk"
+std::string_view broadcast_name(BroadcastShape s);  // "none", "bhqk", "1hqk", "b1qk", "11qk"
 BroadcastShape parse_broadcast(std::string_view name, const std::string& field);
 
 struct AttentionProblem {
@@ -33,9 +34,9 @@ struct AttentionProblem {
   int64_t head_dim = 64;
   int64_t head_dim_v = 64;
   std::optional<double> scale;  // softmax scale; default 1/sqrt(head_dim)
-  double softcap = 0.0;          // c > 0: s = c * tanh(s / c)
-  int64_t window_left = -1;      // -1: unbounded
-  int64_t window_right = -1;     // 0 with window_left -1: causal
+  double softcap = 0.0;         // c > 0: s = c * tanh(s / c)
+  int64_t window_left = -1;     // -1: unbounded
+  int64_t window_right = -1;    // 0 with window_left -1: causal
   BroadcastShape bias = BroadcastShape::None;
   BroadcastShape mask = BroadcastShape::None;
   double mask_keep = 0.8;  // probability that a generated mask entry keeps its score

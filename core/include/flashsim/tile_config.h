@@ -20,12 +20,12 @@ enum class Raster { QueryBlockFastest, HeadFastest };
 enum class DqStrategy { Atomic, Partials };
 
 struct TileConfig {
-  int64_t block_q = 128;  // Br: query rows per tile
-  int64_t block_k = 64;   // Bc: key rows per tile
-  int warps = 4;          // warps per CTA
-  int stages = 1;         // pipeline stages of the K/V tile buffers (1: no prefetch)
-  bool q_in_registers = false;   // Q tile kept in registers (no shared-memory buffer) after its load
-  bool kv_shared_buffer = false; // K and V tiles share one shared-memory buffer
+  int64_t block_q = 128;          // Br: query rows per tile
+  int64_t block_k = 64;           // Bc: key rows per tile
+  int warps = 4;                  // warps per CTA
+  int stages = 1;                 // pipeline stages of the K/V tile buffers (1: no prefetch)
+  bool q_in_registers = false;    // Q tile kept in registers (no shared-memory buffer) after its load
+  bool kv_shared_buffer = false;  // K and V tiles share one shared-memory buffer
   LoopOrder loop_order = LoopOrder::QueryOuter;
   Raster raster = Raster::QueryBlockFastest;
   DqStrategy dq_strategy = DqStrategy::Atomic;

@@ -21,7 +21,8 @@ enum class ForwardAlgorithm {
 };
 enum class BackwardAlgorithm {
   Naive,  // P materialized, dP = dO*V^T, dS = P o (dP - rowsum(dO o O))
-  Tiled,  // FlashAttention-2: key blocks outer, P recomputed per tile from lse, dQ accumulated across key blocks
+  Tiled,  // FlashAttention-2: key blocks outer, P recomputed per tile from lse, dQ accumulated across key
+          // blocks
 };
 
 std::string_view algorithm_name(ForwardAlgorithm a);  // "naive", "three-pass", "two-pass", "tiled-fa1", ...

@@ -18,8 +18,8 @@ Precision parse_precision(std::string_view s);
 
 struct RunOptions {
   Precision precision = Precision::Exact;
-  int threads = 0;          // 0: OpenMP's default
-  bool use_blas = true;     // false: plain loops instead of OpenBLAS (the slow path to check the fast one)
+  int threads = 0;       // 0: OpenMP's default
+  bool use_blas = true;  // false: plain loops instead of OpenBLAS (the slow path to check the fast one)
   int64_t max_memory_bytes = 0;  // 0: 80% of the memory available now; an operation needing more refuses
   TrafficObserver* observer = nullptr;  // counts tile moves (forces one thread); see traffic.h
 };

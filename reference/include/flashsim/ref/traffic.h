@@ -10,8 +10,26 @@ namespace flashsim::ref {
 
 // Global tensors. Elements: inputs in the problem dtype; Lse, Delta (D = rowsum(dO o O)), DqAccum in fp32;
 // Scores/Probs are the naive algorithm's materialized S and P (accumulator type).
-enum class TensorId { Q, K, V, O, Lse, dO, Delta, dQ, dK, dV, DqAccum, Bias, Mask, dBias, Scores, Probs, RowMax,
-                      RowSum };
+enum class TensorId {
+  Q,
+  K,
+  V,
+  O,
+  Lse,
+  dO,
+  Delta,
+  dQ,
+  dK,
+  dV,
+  DqAccum,
+  Bias,
+  Mask,
+  dBias,
+  Scores,
+  Probs,
+  RowMax,
+  RowSum
+};
 std::string_view tensor_name(TensorId t);
 
 enum class AccessKind { Load, Store, Reduce };
