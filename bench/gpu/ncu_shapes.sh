@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Profiles SDPA's flash backend with Nsight Compute for each shape below, one CSV per shape into $1 (default
+# $OUT), with the metrics `flashsim traffic compare` reads. ncu's default cache control flushes caches before
+# each kernel. Run on the GPU machine from the repository root: bash bench/gpu/ncu_shapes.sh OUTDIR
+set -u
+out=${1:-${OUT:-.}}
+metrics=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,l1tex__m_xbar2l1tex_read_bytes.sum,\
+l1tex__m_l1tex2xbar_write_bytes.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,\
+l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum,\
+l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,\
+l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,\
+lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
+only=${2:-}  # optional: a regex of shape names to run
+# name batch heads heads_kv seqlen head_dim causal
+shapes=(
+  "causal_d128_n4096 2 16 16 4096 128 1"
+  "d64_n1024 8 16 16 1024 64 0"
+  "d256_n1024 4 8 8 1024 256 0"
+  "d128_n16384_causal 1 8 8 16384 128 1"
+  "gqa_d128_n2048 2 32 8 2048 128 0"
+  "d128_n1000 4 16 16 1000 128 0"
+  "d64_n3000_causal 2 16 16 3000 64 1"
+)
+for s in "${shapes[@]}"; do
+  set -- $s
+  name=$1; shift
+  [ -n "$only" ] && ! [[ $name =~ $only ]] && continue
+  echo "== $name: $*"
+  ncu --clock-control none -k regex:flash --csv --metrics "$metrics" \
+      python3 bench/gpu/one_sdpa.py "$@" > "$out/ncu_$name.csv" 2> "$out/ncu_$name.err"
+  echo "rc=$? $(grep -c 'void flash' "$out/ncu_$name.csv") rows"; tail -2 "$out/ncu_$name.err"
+done
+# One archive, so that every CSV comes back from the GPU machine.
+tar -C "$out" -czf "$out/ncu_csvs.tar.gz" $(cd "$out" && ls ncu_*.csv) && rm -f "$out"/ncu_*.csv "$out"/ncu_*.err
