@@ -7,8 +7,13 @@ find_package(CLI11 QUIET CONFIG)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc)
 
+option(FLASHSIM_WITH_BLAS "Matrix products through OpenBLAS (OFF: plain loops only, e.g. for ThreadSanitizer)" ON)
+
 # OpenBLAS, the OpenMP build: called from inside our own OpenMP regions it runs single-threaded, so results do
 # not depend on the thread count (the pthread build would start its own threads and serialize concurrent calls).
+add_library(flashsim_openblas INTERFACE)
+add_library(flashsim::openblas ALIAS flashsim_openblas)
+if(FLASHSIM_WITH_BLAS)
 find_library(OPENBLAS_LIBRARY NAMES openblas
   PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
   NO_DEFAULT_PATH)
@@ -22,10 +27,10 @@ find_path(OPENBLAS_INCLUDE_DIR NAMES cblas.h
 if(NOT OPENBLAS_INCLUDE_DIR)
   find_path(OPENBLAS_INCLUDE_DIR NAMES cblas.h REQUIRED)
 endif()
-add_library(flashsim_openblas INTERFACE)
 target_link_libraries(flashsim_openblas INTERFACE ${OPENBLAS_LIBRARY})
 target_include_directories(flashsim_openblas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
-add_library(flashsim::openblas ALIAS flashsim_openblas)
+target_compile_definitions(flashsim_openblas INTERFACE FLASHSIM_WITH_BLAS)
+endif()
 
 if(NOT TARGET CLI11::CLI11)
   find_path(CLI11_INCLUDE_DIR NAMES CLI/CLI.hpp REQUIRED)

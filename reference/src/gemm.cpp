@@ -1,6 +1,8 @@
 #include "gemm.h"
 
+#ifdef FLASHSIM_WITH_BLAS
 #include <cblas.h>
+#endif
 #include <omp.h>
 
 namespace flashsim::ref::detail {
@@ -23,6 +25,7 @@ void gemm_loops(Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, T alpha, co
   }
 }
 
+#ifdef FLASHSIM_WITH_BLAS
 // OpenBLAS must run single-threaded: flashsim parallelizes over tiles itself, and a GEMM split over threads
 // may sum in another order (results would depend on the thread count). The OpenMP build of OpenBLAS takes its
 // thread count from omp_get_max_threads() unless it is inside an *active* parallel region, and a region of
@@ -41,6 +44,7 @@ blasint bi(int64_t v) {
   return static_cast<blasint>(v);
 }
 
+#endif
 }  // namespace
 
 template <>
@@ -48,10 +52,16 @@ void gemm<float>(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                  int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if (!use_blas || k == 0) return gemm_loops(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  single_threaded_blas();
-  cblas_sgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b,
-              bi(ldb), beta, c, bi(ldc));
+#ifdef FLASHSIM_WITH_BLAS
+  if (use_blas && k > 0) {
+    single_threaded_blas();
+    cblas_sgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b,
+                bi(ldb), beta, c, bi(ldc));
+    return;
+  }
+#endif
+  (void)use_blas;  // without OpenBLAS every product takes the loops
+  gemm_loops(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 template <>
@@ -59,10 +69,16 @@ void gemm<double>(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64
                   const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
                   int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if (!use_blas || k == 0) return gemm_loops(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  single_threaded_blas();
-  cblas_dgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b,
-              bi(ldb), beta, c, bi(ldc));
+#ifdef FLASHSIM_WITH_BLAS
+  if (use_blas && k > 0) {
+    single_threaded_blas();
+    cblas_dgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b,
+                bi(ldb), beta, c, bi(ldc));
+    return;
+  }
+#endif
+  (void)use_blas;  // without OpenBLAS every product takes the loops
+  gemm_loops(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace flashsim::ref::detail
