@@ -39,6 +39,16 @@ CBLAS_TRANSPOSE cblas_trans(Trans t) {
   return t == Trans::No ? CblasNoTrans : CblasTrans;
 }
 
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, float alpha,
+               const float* a, blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, double alpha,
+               const double* a, blasint lda, const double* b, blasint ldb, double beta, double* c,
+               blasint ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 // OpenBLAS takes blasint (32-bit in Debian's build): tile-sized operands always fit.
 blasint bi(int64_t v) {
   return static_cast<blasint>(v);
@@ -47,16 +57,15 @@ blasint bi(int64_t v) {
 #endif
 }  // namespace
 
-template <>
-void gemm<float>(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                 int64_t ldc) {
+template <class T>
+void gemm(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
 #ifdef FLASHSIM_WITH_BLAS
   if (use_blas && k > 0) {
     single_threaded_blas();
-    cblas_sgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b,
-                bi(ldb), beta, c, bi(ldc));
+    blas_gemm(cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b, bi(ldb), beta, c,
+              bi(ldc));
     return;
   }
 #endif
@@ -64,21 +73,9 @@ void gemm<float>(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_
   gemm_loops(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-template <>
-void gemm<double>(bool use_blas, Trans ta, Trans tb, int64_t m, int64_t n, int64_t k, double alpha,
-                  const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
-                  int64_t ldc) {
-  if (m == 0 || n == 0) return;
-#ifdef FLASHSIM_WITH_BLAS
-  if (use_blas && k > 0) {
-    single_threaded_blas();
-    cblas_dgemm(CblasRowMajor, cblas_trans(ta), cblas_trans(tb), bi(m), bi(n), bi(k), alpha, a, bi(lda), b,
-                bi(ldb), beta, c, bi(ldc));
-    return;
-  }
-#endif
-  (void)use_blas;  // without OpenBLAS every product takes the loops
-  gemm_loops(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
+template void gemm<float>(bool, Trans, Trans, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                          const float*, int64_t, float, float*, int64_t);
+template void gemm<double>(bool, Trans, Trans, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                           const double*, int64_t, double, double*, int64_t);
 
 }  // namespace flashsim::ref::detail
