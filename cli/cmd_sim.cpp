@@ -2,6 +2,8 @@
 // flashsim::sim.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 
@@ -71,6 +73,121 @@ struct PredictState {
   bool json = false, executed = false;
 };
 
+struct SweepState {
+  ProblemFlags pf;
+  std::string hw = "H100-SXM5-80GB", pass = "fwd";
+  bool json = false, csv = false, progress = false;
+  int top = 20;
+};
+
+struct SweepRow {
+  TileConfig c;
+  double time_s = 0;
+  int64_t load = 0, dram = 0, smem = 0;
+  int occ = 0;
+  std::string bound;
+};
+
+void add_sweep(CLI::App* sim) {
+  auto* sw = sim->add_subcommand("sweep", "Every legal tile config for a problem, ranked by predicted time");
+  auto st = std::make_shared<SweepState>();
+  st->pf.add_to(sw);
+  sw->add_option("--hw", st->hw, "Hardware profile");
+  sw->add_option("--pass", st->pass, "fwd or bwd")->check(CLI::IsMember({"fwd", "bwd"}));
+  sw->add_option("--top", st->top, "Rows to print (0: all)");
+  sw->add_flag("--json", st->json, "JSON output");
+  sw->add_flag("--csv", st->csv, "CSV output");
+  sw->add_flag("--progress", st->progress, "Progress bar on stderr");
+  sw->callback([st] {
+    const auto p = st->pf.problem();
+    const auto hw = sim::load_profile(st->hw);
+    const bool bwd = st->pass == "bwd";
+    std::vector<TileConfig> configs;
+    const int64_t blocks[] = {16, 32, 64, 128, 192, 256};
+    for (int64_t bq : blocks)
+      for (int64_t bk : blocks)
+        for (int warps : {2, 4, 8})
+          for (int stages : {1, 2, 3})
+            for (bool qr : {false, true})
+              for (bool kvs : {false, true}) {
+                if (bwd && (stages > 1 || qr || kvs)) continue;  // the FA2 backward has no such variants
+                TileConfig c;
+                (bwd ? c.bwd_block_q : c.block_q) = bq;
+                (bwd ? c.bwd_block_k : c.block_k) = bk;
+                c.warps = warps;
+                c.stages = stages;
+                c.q_in_registers = qr;
+                c.kv_shared_buffer = kvs;
+                configs.push_back(c);
+              }
+    std::vector<SweepRow> rows;
+    const auto kinds = bwd ? sim::fa2_backward_kernels() : sim::fa2_forward_kernels();
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (st->progress && (i % 64 == 0 || i + 1 == configs.size()))
+        fmt::print(stderr, "\rsweep [{:<40}] {}/{}", std::string((i + 1) * 40 / configs.size(), '#'), i + 1,
+                   configs.size());
+      SweepRow r{configs[i], 0, 0, 0, 0, 0, ""};
+      bool fits = true;
+      double worst = -1;
+      for (auto kind : kinds) {
+        const auto k = sim::predict_kernel(sim::analytic_counts(kind, p, configs[i]), hw);
+        fits = fits && k.occ.fits;
+        r.time_s += k.time_s;
+        r.load += k.counts.load_bytes();
+        r.dram += k.dram_read + k.dram_write;
+        r.smem = std::max(r.smem, k.counts.launch.smem_bytes());
+        if (k.time_s > worst) {
+          worst = k.time_s;
+          r.occ = k.occ.ctas_per_sm;
+          r.bound = k.name + ":" + k.bound;
+        }
+      }
+      if (fits) rows.push_back(r);
+    }
+    if (st->progress) fmt::print(stderr, "\n");
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const SweepRow& a, const SweepRow& b) { return a.time_s < b.time_s; });
+    // FlashAttention lower bound on HBM traffic: every input read and every output written once.
+    const int e = dtype_bytes(p.dtype);
+    const double lb =
+        static_cast<double>(bwd ? (p.q_elems() + p.k_elems() + p.v_elems() + 2 * p.o_elems()) * e +
+                                      (p.q_elems() + p.k_elems() + p.v_elems()) * e
+                                : (p.q_elems() + p.k_elems() + p.v_elems() + p.o_elems()) * e);
+    const size_t n = st->top > 0 ? std::min(rows.size(), static_cast<size_t>(st->top)) : rows.size();
+    if (st->json) {
+      nlohmann::json j = {{"problem", p.describe()},
+                          {"hw", hw.name},
+                          {"configs", configs.size()},
+                          {"legal", rows.size()},
+                          {"lower_bound_dram_bytes", lb}};
+      j["ranked"] = nlohmann::json::array();
+      for (size_t i = 0; i < n; ++i)
+        j["ranked"].push_back({{"config", rows[i].c.describe()},
+                               {"time_s", rows[i].time_s},
+                               {"load_bytes", rows[i].load},
+                               {"dram_bytes", rows[i].dram},
+                               {"smem_bytes", rows[i].smem},
+                               {"ctas_per_sm", rows[i].occ},
+                               {"bound", rows[i].bound}});
+      fmt::print("{}\n", j.dump(2));
+    } else if (st->csv) {
+      fmt::print("rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound\n");
+      for (size_t i = 0; i < n; ++i)
+        fmt::print("{},\"{}\",{:.6e},{},{},{},{},{}\n", i + 1, rows[i].c.describe(), rows[i].time_s,
+                   rows[i].load, rows[i].dram, rows[i].smem, rows[i].occ, rows[i].bound);
+    } else {
+      fmt::print("{} on {}: {} configs, {} fit; FlashAttention lower bound on DRAM traffic {}\n",
+                 p.describe(), hw.name, configs.size(), rows.size(), human(lb));
+      fmt::print("{:>4} {:<48} {:>10} {:>12} {:>12} {:>8} {:>4} {}\n", "rank", "config", "time us", "load",
+                 "dram", "smem", "occ", "bound");
+      for (size_t i = 0; i < n; ++i)
+        fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1, rows[i].c.describe(),
+                   rows[i].time_s * 1e6, human(double(rows[i].load)), human(double(rows[i].dram)),
+                   rows[i].smem, rows[i].occ, rows[i].bound);
+    }
+  });
+}
+
 void add_sim(CLI::App& app) {
   auto* sim = app.add_subcommand("sim", "Tiling simulator");
   sim->require_subcommand(1);
@@ -103,6 +220,7 @@ void add_sim(CLI::App& app) {
     }
     if (!fits) set_exit_code(1);
   });
+  add_sweep(sim);
 }
 
 struct CompareState {

@@ -65,10 +65,11 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   r.waves = static_cast<double>(ctas) / static_cast<double>(resident);
   const double quant = r.waves > 0 ? std::ceil(r.waves) / r.waves : 1.0;
   r.t_dram = static_cast<double>(r.dram_read + r.dram_write) / hw.dram_bytes_per_s;
+  r.t_l2 = static_cast<double>(k.load_bytes() + k.store_bytes() + k.reduce_bytes()) / hw.l2_bytes_per_s;
   r.t_mma = k.mma_flops / hw.tensor_flops_fp16 * quant;
   r.t_exp = k.exp_ops / hw.exp_per_s * quant;
-  r.time_s = std::max({r.t_dram, r.t_mma, r.t_exp});
-  r.bound = r.time_s == r.t_dram ? "memory" : r.time_s == r.t_mma ? "tensor" : "exp";
+  r.time_s = std::max({r.t_dram, r.t_l2, r.t_mma, r.t_exp});
+  r.bound = r.time_s == r.t_dram ? "memory" : r.time_s == r.t_l2 ? "l2" : r.time_s == r.t_mma ? "tensor" : "exp";
   return r;
 }
 

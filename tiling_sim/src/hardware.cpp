@@ -26,6 +26,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.sector_bytes = j.value("sector_bytes", 32);
     p.line_bytes = j.value("line_bytes", 128);
     p.dram_bytes_per_s = j.at("dram_bytes_per_s").get<double>();
+    p.l2_bytes_per_s = j.value("l2_bytes_per_s", 2.5 * p.dram_bytes_per_s);
     p.tensor_flops_fp16 = j.at("tensor_flops_fp16").get<double>();
     p.fp32_flops = j.at("fp32_flops").get<double>();
     p.exp_per_s = j.at("exp_per_s").get<double>();
@@ -52,6 +53,7 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"sector_bytes", p.sector_bytes},
           {"line_bytes", p.line_bytes},
           {"dram_bytes_per_s", p.dram_bytes_per_s},
+          {"l2_bytes_per_s", p.l2_bytes_per_s},
           {"tensor_flops_fp16", p.tensor_flops_fp16},
           {"fp32_flops", p.fp32_flops},
           {"exp_per_s", p.exp_per_s}};

@@ -37,6 +37,7 @@ HardwareProfile host_profile() {
   p.max_threads_per_sm = 1024;
   p.max_ctas_per_sm = 1;
   p.dram_bytes_per_s = 20e9 * p.sms / 2;
+  p.l2_bytes_per_s = 2.5 * p.dram_bytes_per_s;
   p.tensor_flops_fp16 = 50e9 * p.sms;
   p.fp32_flops = 50e9 * p.sms;
   p.exp_per_s = 2e9 * p.sms;

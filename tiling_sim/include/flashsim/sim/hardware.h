@@ -18,7 +18,7 @@ struct HardwareProfile {
   int64_t l2_bytes = 0;
   int64_t l2_effective_bytes = 0;  // what one kernel's data can keep (partitioning, set conflicts)
   int sector_bytes = 32, line_bytes = 128;
-  double dram_bytes_per_s = 0, tensor_flops_fp16 = 0, fp32_flops = 0, exp_per_s = 0;
+  double dram_bytes_per_s = 0, l2_bytes_per_s = 0, tensor_flops_fp16 = 0, fp32_flops = 0, exp_per_s = 0;
 };
 
 HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields

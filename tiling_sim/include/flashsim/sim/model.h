@@ -28,8 +28,8 @@ struct KernelPrediction {
   KernelCounts counts;
   Occupancy occ;
   int64_t dram_read = 0, dram_write = 0;
-  double t_dram = 0, t_mma = 0, t_exp = 0, time_s = 0, waves = 0;
-  std::string bound;  // "memory", "tensor", "exp"
+  double t_dram = 0, t_l2 = 0, t_mma = 0, t_exp = 0, time_s = 0, waves = 0;
+  std::string bound;  // "memory" (DRAM), "l2", "tensor", "exp"
 };
 
 // The L2 model. Cold at kernel start (ncu's default): every byte of the footprint of loaded (or atomically
