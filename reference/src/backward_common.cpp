@@ -35,6 +35,12 @@ std::vector<Acc> compute_delta(const ProblemContext& ctx, const ForwardResult& f
         obs->release(TensorId::dO);
         obs->release(TensorId::O);
         obs->access({AccessKind::Store, TensorId::Delta, b, h, i0, n, 0, 1});
+        // As FlashAttention-2's dot_do_o kernel: a second fp32 row statistic, and the clear of the fp32 dQ
+        // accumulator (rows padded to a multiple of 128) that the main kernel's atomics add into.
+        obs->access({AccessKind::Store, TensorId::RowSum, b, h, i0, n, 0, 1});
+        const int64_t padded = (hv.lq + 127) / 128 * 128;
+        obs->access({AccessKind::Store, TensorId::DqAccum, b, h, i0, std::min(tile.bwd_block_q, padded - i0),
+                     0, p.head_dim});
         obs->cta_end();
       }
     }
@@ -58,7 +64,8 @@ std::vector<double> BiasGradient<Acc>::reduce(const ProblemContext& ctx) const {
   if (!enabled_) return {};
   std::vector<Acc> sum(p_.bias_elems(), Acc(0));
   const int64_t plane = p_.seqlen_q * p_.seqlen_k;
-  // dbias = sum over the broadcast dims of dS, in order b = 0.., h = 0.. (fixed, so thread-count independent).
+  // dbias = sum over the broadcast dims of dS, in order b = 0.., h = 0.. (fixed, so thread-count
+  // independent).
   for (int64_t b = 0; b < p_.batch; ++b) {
     for (int64_t h = 0; h < p_.heads_q; ++h) {
       const Acc* src = full_.data() + (b * p_.heads_q + h) * plane;
@@ -72,8 +79,10 @@ std::vector<double> BiasGradient<Acc>::reduce(const ProblemContext& ctx) const {
   return out;
 }
 
-template std::vector<float> compute_delta<float>(const ProblemContext&, const ForwardResult&, const TileConfig&);
-template std::vector<double> compute_delta<double>(const ProblemContext&, const ForwardResult&, const TileConfig&);
+template std::vector<float> compute_delta<float>(const ProblemContext&, const ForwardResult&,
+                                                 const TileConfig&);
+template std::vector<double> compute_delta<double>(const ProblemContext&, const ForwardResult&,
+                                                   const TileConfig&);
 template class BiasGradient<float>;
 template class BiasGradient<double>;
 

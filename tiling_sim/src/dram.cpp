@@ -69,7 +69,10 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   r.t_mma = k.mma_flops / hw.tensor_flops_fp16 * quant;
   r.t_exp = k.exp_ops / hw.exp_per_s * quant;
   r.time_s = std::max({r.t_dram, r.t_l2, r.t_mma, r.t_exp});
-  r.bound = r.time_s == r.t_dram ? "memory" : r.time_s == r.t_l2 ? "l2" : r.time_s == r.t_mma ? "tensor" : "exp";
+  r.bound = r.time_s == r.t_dram  ? "memory"
+            : r.time_s == r.t_l2  ? "l2"
+            : r.time_s == r.t_mma ? "tensor"
+                                  : "exp";
   return r;
 }
 
