@@ -64,8 +64,7 @@ std::vector<double> BiasGradient<Acc>::reduce(const ProblemContext& ctx) const {
   if (!enabled_) return {};
   std::vector<Acc> sum(p_.bias_elems(), Acc(0));
   const int64_t plane = p_.seqlen_q * p_.seqlen_k;
-  // dbias = sum over the broadcast dims of dS, in order b = 0.., h = 0.. (fixed, so thread-count
-  // independent).
+  // dbias = sum over the broadcast dims of dS, in order b = 0.., h = 0.. (fixed, so thread-count independent).
   for (int64_t b = 0; b < p_.batch; ++b) {
     for (int64_t h = 0; h < p_.heads_q; ++h) {
       const Acc* src = full_.data() + (b * p_.heads_q + h) * plane;
@@ -79,10 +78,8 @@ std::vector<double> BiasGradient<Acc>::reduce(const ProblemContext& ctx) const {
   return out;
 }
 
-template std::vector<float> compute_delta<float>(const ProblemContext&, const ForwardResult&,
-                                                 const TileConfig&);
-template std::vector<double> compute_delta<double>(const ProblemContext&, const ForwardResult&,
-                                                   const TileConfig&);
+template std::vector<float> compute_delta<float>(const ProblemContext&, const ForwardResult&, const TileConfig&);
+template std::vector<double> compute_delta<double>(const ProblemContext&, const ForwardResult&, const TileConfig&);
 template class BiasGradient<float>;
 template class BiasGradient<double>;
 

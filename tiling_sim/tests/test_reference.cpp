@@ -61,3 +61,33 @@ TEST(Reference, CountsMatchScheduleCausalGqa) {
   TileConfig c;
   check(p, c, "causal gqa");
 }
+
+TEST(Reference, CountsMatchSchedulePartialWindow) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = 2;
+  p.heads_kv = 1;
+  p.seqlen_q = 200;
+  p.seqlen_k = 300;
+  p.head_dim = p.head_dim_v = 32;
+  p.window_left = 70;
+  p.window_right = 10;
+  p.dtype = DType::F16;
+  TileConfig c;
+  check(p, c, "window");
+}
+
+TEST(Reference, CountsMatchScheduleVarlenCausal) {
+  AttentionProblem p;
+  p.batch = 3;
+  p.heads_q = p.heads_kv = 2;
+  p.seqlens_q = {100, 7, 300};
+  p.seqlens_k = {150, 400, 300};
+  p.seqlen_q = 300;
+  p.seqlen_k = 400;
+  p.head_dim = p.head_dim_v = 32;
+  p.window_right = 0;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  check(p, c, "varlen causal");
+}
