@@ -69,7 +69,7 @@ void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
 struct PredictState {
   ProblemFlags pf;
   TileFlags tf;
-  std::string hw = "H100-SXM5-80GB", pass = "both";
+  std::string hw = "H100-SXM5-80GB", pass = "both", algorithm = "fa2";
   bool json = false, executed = false;
 };
 
@@ -197,6 +197,8 @@ void add_sim(CLI::App& app) {
   st->tf.add_to(pr);
   pr->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)");
   pr->add_option("--pass", st->pass, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}));
+  pr->add_option("--algorithm", st->algorithm, "Forward kernel: fa2, three-pass or two-pass")
+      ->check(CLI::IsMember({"fa2", "three-pass", "two-pass"}));
   pr->add_flag("--json", st->json, "JSON output");
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
   pr->callback([st] {
@@ -204,7 +206,10 @@ void add_sim(CLI::App& app) {
     const auto c = st->tf.config();
     const auto hw = sim::load_profile(st->hw);
     std::vector<sim::KernelPrediction> ks;
-    if (st->pass != "bwd") ks = sim::predict(p, c, hw, false, st->executed);
+    const auto fk = st->algorithm == "three-pass" ? sim::KernelKind::ThreePassForward
+                    : st->algorithm == "two-pass" ? sim::KernelKind::TwoPassForward
+                                                  : sim::KernelKind::Fa2Forward;
+    if (st->pass != "bwd") ks = sim::predict(p, c, hw, false, st->executed, fk);
     if (st->pass != "fwd")
       for (auto& k : sim::predict(p, c, hw, true, st->executed)) ks.push_back(std::move(k));
     bool fits = true;

@@ -45,20 +45,24 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
   Acc x{one};
   switch (kind) {
     case KernelKind::Fa2Forward:
+    case KernelKind::ThreePassForward:
+    case KernelKind::TwoPassForward: {
+      const int passes = key_passes(kind);
       for (int64_t q0 = 0; q0 < sq; q0 += c.block_q) {
         const int64_t rq = std::min(c.block_q, sq - q0);
         const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.block_q, c.block_k);
         const int64_t rk = block_rows(n0, n1, c.block_k, sk);
         if (n1 > n0) x.add(kLoad, TensorId::Q, rq, d, e);
-        x.add(kLoad, TensorId::K, rk, d, e);
+        x.add(kLoad, TensorId::K, rk * passes, d, e);
         x.add(kLoad, TensorId::V, rk, dv, e);
-        one.mma_flops +=
-            2.0 * static_cast<double>(rq) * static_cast<double>(rk) * static_cast<double>(d + dv);
-        one.exp_ops += static_cast<double>(rq * rk);
+        const double pairs = static_cast<double>(rq) * static_cast<double>(rk);
+        one.mma_flops += 2.0 * pairs * static_cast<double>(passes * d + dv);
+        one.exp_ops += pairs * (passes == 1 ? 1 : passes - 1);
       }
       x.add(kStore, TensorId::O, sq, dv, e);
       x.add(kStore, TensorId::Lse, sq, 1, 4);
       break;
+    }
     case KernelKind::Fa2DotDoO: {
       x.add(kLoad, TensorId::O, sq, dv, e);
       x.add(kLoad, TensorId::dO, sq, dv, e);

@@ -77,9 +77,10 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
 }
 
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
-                                      const HardwareProfile& hw, bool backward, bool executed) {
+                                      const HardwareProfile& hw, bool backward, bool executed,
+                                      KernelKind forward_kind) {
   std::vector<KernelPrediction> out;
-  for (KernelKind kind : backward ? fa2_backward_kernels() : fa2_forward_kernels()) {
+  for (KernelKind kind : backward ? fa2_backward_kernels() : std::vector<KernelKind>{forward_kind}) {
     if (!executed) {
       out.push_back(predict_kernel(analytic_counts(kind, p, c), hw));
       continue;

@@ -19,8 +19,16 @@ std::string_view kernel_kind_name(KernelKind k) {
       return "bwd_dq_dk_dv";
     case KernelKind::Fa2ConvertDq:
       return "bwd_convert_dq";
+    case KernelKind::ThreePassForward:
+      return "fwd_three_pass";
+    case KernelKind::TwoPassForward:
+      return "fwd_two_pass";
   }
   return "?";
+}
+
+int key_passes(KernelKind k) {
+  return k == KernelKind::ThreePassForward ? 3 : k == KernelKind::TwoPassForward ? 2 : 1;
 }
 
 int64_t KernelLaunch::smem_bytes() const {
@@ -71,7 +79,9 @@ KernelLaunch fa2_launch(KernelKind kind, const AttentionProblem& p, const TileCo
   l.grid_z = p.heads_q;
   const int bwd_warps = 2 * c.warps;  // FA2's backward kernels use twice the forward's warps
   switch (kind) {
-    case KernelKind::Fa2Forward: {
+    case KernelKind::Fa2Forward:
+    case KernelKind::ThreePassForward:
+    case KernelKind::TwoPassForward: {
       l.grid_x = ceil_div(p.seqlen_q, c.block_q);
       l.threads = c.warps * 32;
       l.regs_per_thread = 255;
@@ -123,7 +133,7 @@ struct Builder {
   }
 };
 
-void fwd_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
+void fwd_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m, int passes) {
   const auto& p = x.p;
   const int64_t sq = p.len_q(b), sk = p.len_k(b), q0 = m * c.block_q;
   if (q0 >= sq) return;
@@ -131,14 +141,16 @@ void fwd_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
   const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.block_q, c.block_k);
   if (n1 > n0) {
     x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
-    for (int64_t n = n0; n < n1; ++n) {
-      const int64_t k0 = n * c.block_k, rk = std::min(c.block_k, sk - k0);
-      x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
-      x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
-      x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
-                        static_cast<double>(p.head_dim + p.head_dim_v);
-      x.w->exp_ops += static_cast<double>(rq * rk);
-    }
+    for (int pass = 1; pass <= passes; ++pass)
+      for (int64_t n = n0; n < n1; ++n) {
+        const int64_t k0 = n * c.block_k, rk = std::min(c.block_k, sk - k0);
+        const bool last = pass == passes;
+        x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
+        if (last) x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
+        x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
+                          static_cast<double>(p.head_dim + (last ? p.head_dim_v : 0));
+        if (pass > 1 || passes == 1) x.w->exp_ops += static_cast<double>(rq * rk);
+      }
   }
   x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
   x.add(AccessKind::Store, TensorId::Lse, b, h, q0, rq, 1, 4);
@@ -203,7 +215,9 @@ KernelSchedule fa2_schedule(KernelKind kind, const AttentionProblem& p, const Ti
         Builder x{p, dtype_bytes(p.dtype), &w};
         switch (kind) {
           case KernelKind::Fa2Forward:
-            fwd_cta(x, c, b, h, blk);
+          case KernelKind::ThreePassForward:
+          case KernelKind::TwoPassForward:
+            fwd_cta(x, c, b, h, blk, key_passes(kind));
             break;
           case KernelKind::Fa2DotDoO:
             dot_cta(x, c, b, h, blk);

@@ -46,8 +46,9 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             c.block_k = bk;
             c.bwd_block_q = bk;
             c.bwd_block_k = bq;
-            for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
-                                 KernelKind::Fa2ConvertDq}) {
+            for (KernelKind k :
+                 {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
+                  KernelKind::Fa2ConvertDq, KernelKind::ThreePassForward, KernelKind::TwoPassForward}) {
               expect_equal(analytic_counts(k, p, c), execute_counts(fa2_schedule(k, p, c)),
                            p.describe() + " " + c.describe() + " " + std::string(kernel_kind_name(k)));
               ++cases;

@@ -35,7 +35,33 @@ void check(const AttentionProblem& p, const TileConfig& c, const std::string& wh
   }
 }
 
+void check_forward(const AttentionProblem& p, const TileConfig& c, ref::ForwardAlgorithm a, KernelKind k) {
+  const auto in = make_random_inputs(p, 2);
+  CountingObserver obs(p);
+  ref::RunOptions opt;
+  opt.observer = &obs;
+  (void)ref::forward(p, in, a, c, opt);
+  const auto name = std::string(kernel_kind_name(k));
+  ASSERT_TRUE(obs.kernels().count(name)) << name;
+  expect_same(obs.kernels().at(name), analytic_counts(k, p, c), name);
+}
+
 }  // namespace
+
+TEST(Reference, ThreeAndTwoPassMatchSchedules) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = 2;
+  p.heads_kv = 1;
+  p.seqlen_q = 200;
+  p.seqlen_k = 300;
+  p.head_dim = p.head_dim_v = 32;
+  p.window_right = 0;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  check_forward(p, c, ref::ForwardAlgorithm::ThreePass, KernelKind::ThreePassForward);
+  check_forward(p, c, ref::ForwardAlgorithm::TwoPass, KernelKind::TwoPassForward);
+}
 
 TEST(Reference, CountsMatchScheduleFull) {
   AttentionProblem p;

@@ -42,7 +42,8 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
 
 // The FA2 forward or backward kernels of a problem, analytic counts (fast) or executed schedule.
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
-                                      const HardwareProfile& hw, bool backward, bool executed = false);
+                                      const HardwareProfile& hw, bool backward, bool executed = false,
+                                      KernelKind forward_kind = KernelKind::Fa2Forward);
 
 nlohmann::json to_json(const KernelPrediction& k);
 

@@ -34,7 +34,9 @@ struct SmemBuffer {
 };
 
 // Which kernel of an algorithm; selects the analytic formula.
-enum class KernelKind { Fa2Forward, Fa2DotDoO, Fa2DqDkDv, Fa2ConvertDq };
+enum class KernelKind { Fa2Forward, Fa2DotDoO, Fa2DqDkDv, Fa2ConvertDq, ThreePassForward, TwoPassForward };
+// Passes over the key blocks a forward kernel makes (K is loaded in each, V in the last): 1, 3 or 2.
+int key_passes(KernelKind k);
 std::string_view kernel_kind_name(
     KernelKind k);  // "fwd_fa2", "bwd_dot_do_o", "bwd_dq_dk_dv", "bwd_convert_dq"
 
