@@ -63,6 +63,48 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
       x.add(kStore, TensorId::Lse, sq, 1, 4);
       break;
     }
+    case KernelKind::Fa1Forward:
+      for (int64_t k0 = 0; k0 < sk; k0 += c.block_k) {
+        const int64_t rk = std::min(c.block_k, sk - k0);
+        const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + rk, c.block_q);
+        if (m1 <= m0) continue;
+        const int64_t rq = block_rows(m0, m1, c.block_q, sq);
+        x.add(kLoad, TensorId::K, rk, d, e);
+        x.add(kLoad, TensorId::V, rk, dv, e);
+        x.add(kLoad, TensorId::Q, rq, d, e);
+        for (auto dir : {kLoad, kStore}) {
+          x.add(dir, TensorId::O, rq, dv, e);
+          x.add(dir, TensorId::RowMax, rq, 1, 4);
+          x.add(dir, TensorId::RowSum, rq, 1, 4);
+        }
+        const double pairs = static_cast<double>(rq) * static_cast<double>(rk);
+        one.mma_flops += 2.0 * pairs * static_cast<double>(d + dv);
+        one.exp_ops += pairs;
+      }
+      break;
+    case KernelKind::NaiveScores:
+    case KernelKind::NaiveSoftmax:
+    case KernelKind::NaivePv: {
+      if (sk == 0) break;
+      const double pairs = static_cast<double>(sq) * static_cast<double>(sk);
+      if (kind == KernelKind::NaiveScores) {
+        x.add(kLoad, TensorId::Q, sq, d, e);
+        x.add(kLoad, TensorId::K, sk, d, e);
+        x.add(kStore, TensorId::Scores, sq, sk, 4);
+        one.mma_flops += 2.0 * pairs * static_cast<double>(d);
+      } else if (kind == KernelKind::NaiveSoftmax) {
+        x.add(kLoad, TensorId::Scores, sq, sk, 4);
+        x.add(kStore, TensorId::Probs, sq, sk, 4);
+        x.add(kStore, TensorId::Lse, sq, 1, 4);
+        one.exp_ops += pairs;
+      } else {
+        x.add(kLoad, TensorId::Probs, sq, sk, 4);
+        x.add(kLoad, TensorId::V, sk, dv, e);
+        x.add(kStore, TensorId::O, sq, dv, e);
+        one.mma_flops += 2.0 * pairs * static_cast<double>(dv);
+      }
+      break;
+    }
     case KernelKind::Fa2DotDoO: {
       x.add(kLoad, TensorId::O, sq, dv, e);
       x.add(kLoad, TensorId::dO, sq, dv, e);
@@ -123,6 +165,8 @@ KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const T
   const int e = dtype_bytes(p.dtype);
   const int64_t tq = p.total_q(), tk = p.total_k(), hq = p.heads_q, hk = p.heads_kv;
   int64_t padded = 0;
+  int64_t score_elems = 0;
+  for (int64_t b = 0; b < p.batch; ++b) score_elems += p.len_q(b) * p.len_k(b) * hq;
   for (int64_t b = 0; b < p.batch; ++b)
     padded += std::min(fa2_padded_rows(p.len_q(b)), ceil_div(p.len_q(b), c.bwd_block_q) * c.bwd_block_q);
   auto touched = [&](TensorId t) {
@@ -136,6 +180,9 @@ KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const T
       {TensorId::O, tq * hq * p.head_dim_v * e},
       {TensorId::dO, tq * hq * p.head_dim_v * e},
       {TensorId::Lse, tq * hq * 4},
+      {TensorId::RowMax, tq * hq * 4},
+      {TensorId::Scores, score_elems * 4},
+      {TensorId::Probs, score_elems * 4},
       {TensorId::Delta, tq * hq * 4},
       {TensorId::RowSum, tq * hq * 4},
       {TensorId::dQ, tq * hq * p.head_dim * e},

@@ -23,6 +23,14 @@ std::string_view kernel_kind_name(KernelKind k) {
       return "fwd_three_pass";
     case KernelKind::TwoPassForward:
       return "fwd_two_pass";
+    case KernelKind::Fa1Forward:
+      return "fwd_fa1";
+    case KernelKind::NaiveScores:
+      return "naive_scores";
+    case KernelKind::NaiveSoftmax:
+      return "naive_softmax";
+    case KernelKind::NaivePv:
+      return "naive_pv";
   }
   return "?";
 }
@@ -79,6 +87,21 @@ KernelLaunch fa2_launch(KernelKind kind, const AttentionProblem& p, const TileCo
   l.grid_z = p.heads_q;
   const int bwd_warps = 2 * c.warps;  // FA2's backward kernels use twice the forward's warps
   switch (kind) {
+    case KernelKind::Fa1Forward:
+      l.grid_x = 1;
+      l.threads = c.warps * 32;
+      l.smem = {{"Q", c.block_q * d * e},
+                {"K", c.block_k * d * e},
+                {"V", c.block_k * dv * e},
+                {"O", c.block_q * dv * 4},
+                {"m, l", c.block_q * 8}};
+      break;
+    case KernelKind::NaiveScores:
+    case KernelKind::NaiveSoftmax:
+    case KernelKind::NaivePv:
+      l.grid_x = 1;
+      l.threads = c.warps * 32;
+      break;
     case KernelKind::Fa2Forward:
     case KernelKind::ThreePassForward:
     case KernelKind::TwoPassForward: {
@@ -194,6 +217,58 @@ void main_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) 
   x.add(AccessKind::Store, TensorId::dV, b, h, k0, rk, p.head_dim_v, x.e);
 }
 
+void fa1_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h) {
+  const auto& p = x.p;
+  const int64_t sq = p.len_q(b), sk = p.len_k(b), hk = p.kv_head(h);
+  for (int64_t k0 = 0; k0 < sk; k0 += c.block_k) {
+    const int64_t rk = std::min(c.block_k, sk - k0);
+    const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + rk, c.block_q);
+    if (m1 <= m0) continue;
+    x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
+    x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
+    for (int64_t m = m0; m < m1; ++m) {
+      const int64_t q0 = m * c.block_q, rq = std::min(c.block_q, sq - q0);
+      x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
+      x.add(AccessKind::Load, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
+      x.add(AccessKind::Load, TensorId::RowMax, b, h, q0, rq, 1, 4);
+      x.add(AccessKind::Load, TensorId::RowSum, b, h, q0, rq, 1, 4);
+      x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::RowMax, b, h, q0, rq, 1, 4);
+      x.add(AccessKind::Store, TensorId::RowSum, b, h, q0, rq, 1, 4);
+      x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
+                        static_cast<double>(p.head_dim + p.head_dim_v);
+      x.w->exp_ops += static_cast<double>(rq * rk);
+    }
+  }
+}
+
+void naive_cta(Builder& x, KernelKind kind, int64_t b, int64_t h) {
+  const auto& p = x.p;
+  const int64_t sq = p.len_q(b), sk = p.len_k(b), hk = p.kv_head(h);
+  if (sk == 0) return;
+  const double pairs = static_cast<double>(sq) * static_cast<double>(sk);
+  switch (kind) {
+    case KernelKind::NaiveScores:
+      x.add(AccessKind::Load, TensorId::Q, b, h, 0, sq, p.head_dim, x.e);
+      x.add(AccessKind::Load, TensorId::K, b, hk, 0, sk, p.head_dim, x.e);
+      x.add(AccessKind::Store, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim);
+      break;
+    case KernelKind::NaiveSoftmax:
+      x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Store, TensorId::Probs, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Store, TensorId::Lse, b, h, 0, sq, 1, 4);
+      x.w->exp_ops += pairs;
+      break;
+    default:
+      x.add(AccessKind::Load, TensorId::Probs, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::V, b, hk, 0, sk, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::O, b, h, 0, sq, p.head_dim_v, x.e);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim_v);
+      break;
+  }
+}
+
 void convert_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
   const auto& p = x.p;
   const int64_t sq = p.len_q(b), q0 = m * c.bwd_block_q;
@@ -214,6 +289,14 @@ KernelSchedule fa2_schedule(KernelKind kind, const AttentionProblem& p, const Ti
         CtaWork& w = s.ctas.emplace_back(CtaWork{b, h, blk, {}, 0, 0});
         Builder x{p, dtype_bytes(p.dtype), &w};
         switch (kind) {
+          case KernelKind::Fa1Forward:
+            fa1_cta(x, c, b, h);
+            break;
+          case KernelKind::NaiveScores:
+          case KernelKind::NaiveSoftmax:
+          case KernelKind::NaivePv:
+            naive_cta(x, kind, b, h);
+            break;
           case KernelKind::Fa2Forward:
           case KernelKind::ThreePassForward:
           case KernelKind::TwoPassForward:

@@ -46,9 +46,10 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             c.block_k = bk;
             c.bwd_block_q = bk;
             c.bwd_block_k = bq;
-            for (KernelKind k :
-                 {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
-                  KernelKind::Fa2ConvertDq, KernelKind::ThreePassForward, KernelKind::TwoPassForward}) {
+            for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
+                                 KernelKind::Fa2ConvertDq, KernelKind::ThreePassForward,
+                                 KernelKind::TwoPassForward, KernelKind::Fa1Forward, KernelKind::NaiveScores,
+                                 KernelKind::NaiveSoftmax, KernelKind::NaivePv}) {
               expect_equal(analytic_counts(k, p, c), execute_counts(fa2_schedule(k, p, c)),
                            p.describe() + " " + c.describe() + " " + std::string(kernel_kind_name(k)));
               ++cases;
@@ -70,7 +71,8 @@ TEST(Counts, Varlen) {
   p.dtype = DType::F16;
   TileConfig c;
   for (KernelKind k :
-       {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv, KernelKind::Fa2ConvertDq})
+       {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv, KernelKind::Fa2ConvertDq,
+        KernelKind::Fa1Forward, KernelKind::NaiveScores, KernelKind::NaivePv})
     expect_equal(analytic_counts(k, p, c), execute_counts(fa2_schedule(k, p, c)), "varlen");
 }
 

@@ -61,6 +61,10 @@ TEST(Reference, ThreeAndTwoPassMatchSchedules) {
   TileConfig c;
   check_forward(p, c, ref::ForwardAlgorithm::ThreePass, KernelKind::ThreePassForward);
   check_forward(p, c, ref::ForwardAlgorithm::TwoPass, KernelKind::TwoPassForward);
+  check_forward(p, c, ref::ForwardAlgorithm::TiledFa1, KernelKind::Fa1Forward);
+  check_forward(p, c, ref::ForwardAlgorithm::Naive, KernelKind::NaiveScores);
+  check_forward(p, c, ref::ForwardAlgorithm::Naive, KernelKind::NaiveSoftmax);
+  check_forward(p, c, ref::ForwardAlgorithm::Naive, KernelKind::NaivePv);
 }
 
 TEST(Reference, CountsMatchScheduleFull) {

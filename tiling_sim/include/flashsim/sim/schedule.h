@@ -34,7 +34,18 @@ struct SmemBuffer {
 };
 
 // Which kernel of an algorithm; selects the analytic formula.
-enum class KernelKind { Fa2Forward, Fa2DotDoO, Fa2DqDkDv, Fa2ConvertDq, ThreePassForward, TwoPassForward };
+enum class KernelKind {
+  Fa2Forward,
+  Fa2DotDoO,
+  Fa2DqDkDv,
+  Fa2ConvertDq,
+  ThreePassForward,
+  TwoPassForward,
+  Fa1Forward,    // key blocks outer, one CTA per (batch, head): O, m, l re-read and re-written per key block
+  NaiveScores,   // S = scale * Q K^T materialized (fp32), one CTA per (batch, head)
+  NaiveSoftmax,  // P = softmax(S) materialized, lse
+  NaivePv,       // O = P V
+};
 // Passes over the key blocks a forward kernel makes (K is loaded in each, V in the last): 1, 3 or 2.
 int key_passes(KernelKind k);
 std::string_view kernel_kind_name(
