@@ -197,8 +197,8 @@ void add_sim(CLI::App& app) {
   st->tf.add_to(pr);
   pr->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)");
   pr->add_option("--pass", st->pass, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}));
-  pr->add_option("--algorithm", st->algorithm, "Forward kernel: fa2, three-pass or two-pass")
-      ->check(CLI::IsMember({"fa2", "three-pass", "two-pass"}));
+  pr->add_option("--algorithm", st->algorithm, "Forward kernel: fa2, fa1, three-pass, two-pass or naive")
+      ->check(CLI::IsMember({"fa2", "fa1", "three-pass", "two-pass", "naive"}));
   pr->add_flag("--json", st->json, "JSON output");
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
   pr->callback([st] {
@@ -208,6 +208,8 @@ void add_sim(CLI::App& app) {
     std::vector<sim::KernelPrediction> ks;
     const auto fk = st->algorithm == "three-pass" ? sim::KernelKind::ThreePassForward
                     : st->algorithm == "two-pass" ? sim::KernelKind::TwoPassForward
+                    : st->algorithm == "fa1"      ? sim::KernelKind::Fa1Forward
+                    : st->algorithm == "naive"    ? sim::KernelKind::NaiveScores
                                                   : sim::KernelKind::Fa2Forward;
     if (st->pass != "bwd") ks = sim::predict(p, c, hw, false, st->executed, fk);
     if (st->pass != "fwd")

@@ -41,6 +41,7 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
                                 int64_t last_wave_store_bytes = -1);
 
 // The FA2 forward or backward kernels of a problem, analytic counts (fast) or executed schedule.
+// forward_kind: the forward kernel (FA2, FA1 order, three-pass, two-pass; NaiveScores: the 3 naive kernels).
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
                                       const HardwareProfile& hw, bool backward, bool executed = false,
                                       KernelKind forward_kind = KernelKind::Fa2Forward);
