@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/model.h"
 
 namespace flashsim::sim {
@@ -97,7 +98,22 @@ std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfi
     for (int64_t i = std::max<int64_t>(0, n - std::max<int64_t>(1, o.resident_ctas)); i < n; ++i)
       for (const auto& m : s.ctas[static_cast<size_t>(i)].moves)
         if (m.kind == ref::AccessKind::Store) last += m.rows * m.cols * m.elem_bytes;
-    out.push_back(predict_kernel(k, hw, {}, last));
+    KernelPrediction pr = predict_kernel(k, hw, {}, last);
+    if (o.fits) {  // the executed L2 model replaces the closed-form DRAM estimate
+      const L2Result l2 = simulate_l2(s, p, hw, o.resident_ctas);
+      pr.dram_read = l2.dram_read;
+      pr.dram_write = l2.dram_write;
+      pr = predict_kernel(k, hw, {}, last);
+      pr.dram_read = l2.dram_read;
+      pr.dram_write = l2.dram_write;
+      pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / hw.dram_bytes_per_s;
+      pr.time_s = std::max({pr.t_dram, pr.t_l2, pr.t_mma, pr.t_exp});
+      pr.bound = pr.time_s == pr.t_dram  ? "memory"
+                 : pr.time_s == pr.t_l2  ? "l2"
+                 : pr.time_s == pr.t_mma ? "tensor"
+                                         : "exp";
+    }
+    out.push_back(std::move(pr));
   }
   return out;
 }
