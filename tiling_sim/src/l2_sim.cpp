@@ -2,52 +2,114 @@
 #include "flashsim/sim/l2_sim.h"
 
 #include <algorithm>
-#include <list>
-#include <unordered_map>
+#include <vector>
 
 namespace flashsim::sim {
 
 namespace {
 
+// LRU with an intrusive doubly linked list over a node array and an open-addressing index (linear probing,
+// backward-shift deletion): no allocation per access.
 class Lru {
  public:
   explicit Lru(int64_t lines) : cap_(std::max<int64_t>(1, lines)) {
-    map_.reserve(static_cast<size_t>(cap_) * 2);
+    nodes_.resize(static_cast<size_t>(cap_));
+    size_t t = 1;
+    while (t < static_cast<size_t>(cap_) * 2) t <<= 1;
+    table_.assign(t, -1);
+    mask_ = t - 1;
   }
-  // Returns true on hit. kind: 0 load, 1 store, 2 reduce.
   void touch(uint64_t line, int kind, int line_bytes, L2Result& r) {
-    auto it = map_.find(line);
-    if (it != map_.end()) {
-      ++r.hits;
-      order_.splice(order_.begin(), order_, it->second);
-      if (kind != 0) it->second->dirty = true;
-      return;
+    size_t h = slot(line);
+    while (table_[h] >= 0) {
+      Node& n = nodes_[static_cast<size_t>(table_[h])];
+      if (n.line == line) {
+        ++r.hits;
+        if (kind != 0) n.dirty = true;
+        to_front(table_[h]);
+        return;
+      }
+      h = (h + 1) & mask_;
     }
     ++r.misses;
     if (kind != 1) r.dram_read += line_bytes;
-    if (static_cast<int64_t>(map_.size()) >= cap_) {
-      const Entry& victim = order_.back();
-      if (victim.dirty) r.dram_write += line_bytes;
-      map_.erase(victim.line);
-      order_.pop_back();
+    int32_t id;
+    if (used_ < cap_) {
+      id = static_cast<int32_t>(used_++);
+    } else {
+      id = tail_;
+      const Node& v = nodes_[static_cast<size_t>(id)];
+      if (v.dirty) r.dram_write += line_bytes;
+      erase_index(v.line);
+      unlink(id);
+      h = slot(line);  // the table changed: find the free slot again
+      while (table_[h] >= 0) h = (h + 1) & mask_;
     }
-    order_.push_front(Entry{line, kind != 0});
-    map_[line] = order_.begin();
+    nodes_[static_cast<size_t>(id)] = Node{line, -1, -1, kind != 0};
+    table_[h] = id;
+    push_front(id);
   }
   int64_t dirty_lines() const {
     int64_t n = 0;
-    for (const auto& e : order_) n += e.dirty ? 1 : 0;
+    for (int64_t i = 0; i < used_; ++i) n += nodes_[static_cast<size_t>(i)].dirty ? 1 : 0;
     return n;
   }
 
  private:
-  struct Entry {
+  struct Node {
     uint64_t line;
+    int32_t prev, next;
     bool dirty;
   };
-  int64_t cap_;
-  std::list<Entry> order_;
-  std::unordered_map<uint64_t, std::list<Entry>::iterator> map_;
+  size_t slot(uint64_t line) const {
+    return static_cast<size_t>((line * 0x9E3779B97F4A7C15ULL) >> 20) & mask_;
+  }
+  void erase_index(uint64_t line) {
+    size_t h = slot(line);
+    while (nodes_[static_cast<size_t>(table_[h])].line != line) h = (h + 1) & mask_;
+    size_t j = h;
+    for (;;) {  // backward-shift deletion
+      table_[h] = -1;
+      for (;;) {
+        j = (j + 1) & mask_;
+        if (table_[j] < 0) return;
+        const size_t k = slot(nodes_[static_cast<size_t>(table_[j])].line);
+        if ((h <= j) ? (h < k && k <= j) : (h < k || k <= j)) continue;
+        break;
+      }
+      table_[h] = table_[j];
+      h = j;
+    }
+  }
+  void unlink(int32_t id) {
+    Node& n = nodes_[static_cast<size_t>(id)];
+    if (n.prev >= 0)
+      nodes_[static_cast<size_t>(n.prev)].next = n.next;
+    else
+      head_ = n.next;
+    if (n.next >= 0)
+      nodes_[static_cast<size_t>(n.next)].prev = n.prev;
+    else
+      tail_ = n.prev;
+  }
+  void push_front(int32_t id) {
+    Node& n = nodes_[static_cast<size_t>(id)];
+    n.prev = -1;
+    n.next = head_;
+    if (head_ >= 0) nodes_[static_cast<size_t>(head_)].prev = id;
+    head_ = id;
+    if (tail_ < 0) tail_ = id;
+  }
+  void to_front(int32_t id) {
+    if (head_ == id) return;
+    unlink(id);
+    push_front(id);
+  }
+  int64_t cap_, used_ = 0;
+  std::vector<Node> nodes_;
+  std::vector<int32_t> table_;
+  size_t mask_ = 0;
+  int32_t head_ = -1, tail_ = -1;
 };
 
 }  // namespace
