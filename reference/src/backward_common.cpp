@@ -35,6 +35,12 @@ std::vector<Acc> compute_delta(const ProblemContext& ctx, const ForwardResult& f
         obs->release(TensorId::dO);
         obs->release(TensorId::O);
         obs->access({AccessKind::Store, TensorId::Delta, b, h, i0, n, 0, 1});
+        // As FlashAttention-2's dot_do_o kernel: a second fp32 row statistic, and the clear of the fp32 dQ
+        // accumulator (rows padded to a multiple of 128) that the main kernel's atomics add into.
+        obs->access({AccessKind::Store, TensorId::RowSum, b, h, i0, n, 0, 1});
+        const int64_t padded = (hv.lq + 127) / 128 * 128;
+        obs->access({AccessKind::Store, TensorId::DqAccum, b, h, i0, std::min(tile.bwd_block_q, padded - i0),
+                     0, p.head_dim});
         obs->cta_end();
       }
     }

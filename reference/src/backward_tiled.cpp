@@ -138,8 +138,10 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
             if (obs) {
               obs->release(TensorId::Q);
               obs->release(TensorId::dO);
-              obs->access({tile.dq_strategy == DqStrategy::Atomic ? AccessKind::Reduce : AccessKind::Store,
-                           TensorId::DqAccum, b, h, i0, n, 0, d});
+              // FlashAttention-2's atomics cover the whole Br-row tile (the accumulator is padded).
+              const bool atomic = tile.dq_strategy == DqStrategy::Atomic;
+              obs->access({atomic ? AccessKind::Reduce : AccessKind::Store, TensorId::DqAccum, b, h, i0,
+                           atomic ? tile.bwd_block_q : n, 0, d});
               if (dbias.enabled()) obs->access({AccessKind::Store, TensorId::dBias, b, h, i0, n, j0, m});
             }
           }

@@ -1,0 +1,31 @@
+#pragma once
+// Hardware profiles: the numbers of a GPU the memory model needs. Built-ins come from
+// tiling_sim/profiles/*.json (embedded at build time); "host" describes this machine's CPU through hwloc.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace flashsim::sim {
+
+struct HardwareProfile {
+  std::string name, description;
+  int sms = 1;
+  int64_t shared_memory_per_sm = 0, shared_memory_per_block = 0, shared_memory_reserved_per_block = 0;
+  int64_t registers_per_sm = 65536;
+  int max_threads_per_sm = 2048, max_ctas_per_sm = 32;
+  int64_t l2_bytes = 0;
+  int64_t l2_effective_bytes = 0;  // what one kernel's data can keep (partitioning, set conflicts)
+  int sector_bytes = 32, line_bytes = 128;
+  double dram_bytes_per_s = 0, l2_bytes_per_s = 0, tensor_flops_fp16 = 0, fp32_flops = 0, exp_per_s = 0;
+};
+
+HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields
+nlohmann::json to_json(const HardwareProfile& p);
+
+std::vector<std::string> profile_names();             // built-ins, then "host"
+HardwareProfile load_profile(std::string_view name);  // a built-in, "host", or a path to a .json file
+HardwareProfile host_profile();                       // from hwloc
+
+}  // namespace flashsim::sim

@@ -1,0 +1,23 @@
+#pragma once
+// The executed L2 model: the schedule's moves run through an LRU cache of 128-byte lines of the profile's
+// effective L2 capacity. CTAs run in launch order, `resident` at a time, their moves interleaved round-robin.
+// Cold at kernel start; loads and reductions that miss read the line from DRAM; stores allocate without
+// reading; evicted dirty lines are written back; dirty lines still in L2 at kernel end are not counted (as
+// ncu).
+#include <cstdint>
+
+#include "flashsim/sim/hardware.h"
+#include "flashsim/sim/schedule.h"
+
+namespace flashsim::sim {
+
+struct L2Result {
+  int64_t dram_read = 0, dram_write = 0;
+  int64_t hits = 0, misses = 0;  // line lookups
+  int64_t dirty_at_end = 0;      // bytes
+};
+
+L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
+                     int64_t resident_ctas);
+
+}  // namespace flashsim::sim

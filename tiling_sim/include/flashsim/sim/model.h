@@ -1,0 +1,51 @@
+#pragma once
+// From a kernel's counts to what the hardware does: shared-memory capacity check, occupancy, the L2/DRAM
+// model and a roofline time.
+#include <string>
+#include <vector>
+
+#include "flashsim/sim/counts.h"
+#include "flashsim/sim/hardware.h"
+
+namespace flashsim::sim {
+
+struct Occupancy {
+  bool fits = true;
+  std::string reason;  // when it does not fit: the buffers and the overflow in bytes
+  int ctas_per_sm = 0;
+  int64_t resident_ctas = 0;  // SMs x ctas_per_sm
+  std::string limiter;        // "shared memory", "registers", "threads", "CTA slots"
+};
+Occupancy occupancy(const KernelLaunch& l, const HardwareProfile& hw);
+
+// Extra knowledge of the run (from a profile): register spills keep L2 lines busy.
+struct L2Context {
+  double spill_store_bytes_per_cta = 0;
+};
+
+struct KernelPrediction {
+  std::string name;
+  KernelCounts counts;
+  Occupancy occ;
+  int64_t dram_read = 0, dram_write = 0;
+  double t_dram = 0, t_l2 = 0, t_mma = 0, t_exp = 0, time_s = 0, waves = 0;
+  std::string bound;  // "memory" (DRAM), "l2", "tensor", "exp"
+};
+
+// The L2 model. Cold at kernel start (ncu's default): every byte of the footprint of loaded (or atomically
+// reduced) tensors is read from DRAM once, the resident CTAs' working set fitting in L2. Dirty lines are
+// written back, except those still in L2 at kernel end: the plain stores of the last resident wave, at most
+// the plain-store share of the L2's effective capacity; none when register spills of the resident CTAs fill
+// it.
+KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx = {},
+                                int64_t last_wave_store_bytes = -1);
+
+// The FA2 forward or backward kernels of a problem, analytic counts (fast) or executed schedule.
+// forward_kind: the forward kernel (FA2, FA1 order, three-pass, two-pass; NaiveScores: the 3 naive kernels).
+std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
+                                      const HardwareProfile& hw, bool backward, bool executed = false,
+                                      KernelKind forward_kind = KernelKind::Fa2Forward);
+
+nlohmann::json to_json(const KernelPrediction& k);
+
+}  // namespace flashsim::sim

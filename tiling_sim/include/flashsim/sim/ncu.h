@@ -1,0 +1,48 @@
+#pragma once
+// Nsight Compute CSV reports (`ncu --csv --metrics ...`) and their comparison with the model.
+#include <istream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flashsim/sim/model.h"
+
+namespace flashsim::sim {
+
+struct NcuKernel {
+  std::string id, name, block, grid;
+  std::map<std::string, double> metrics;  // values in base units (bytes, sectors, ns)
+};
+
+// Parses ncu's CSV: `==PROF==`-style lines skipped, one row per kernel and metric, thousands separators,
+// units per row (byte, Kbyte, Mbyte, Gbyte, KiB...). Throws InputError("ncu") on a malformed file.
+std::vector<NcuKernel> parse_ncu_csv(std::istream& in);
+
+// A FlashAttention-2 kernel recognized by name, with the tile config from its template arguments.
+struct RecognizedKernel {
+  KernelKind kind;
+  TileConfig config;
+};
+std::optional<RecognizedKernel> recognize_kernel(const std::string& name);
+
+struct MetricComparison {
+  std::string metric;
+  double measured = 0, predicted = 0, ratio = 0, tolerance = 0;  // tolerance 0: informational
+  bool ok = true;
+};
+struct KernelComparison {
+  std::string name;
+  bool recognized = false;
+  std::vector<MetricComparison> metrics;
+};
+struct Comparison {
+  bool ok = true;
+  std::vector<KernelComparison> kernels;
+};
+
+Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
+                       const HardwareProfile& hw);
+nlohmann::json to_json(const Comparison& c);
+
+}  // namespace flashsim::sim

@@ -1,0 +1,157 @@
+// Occupancy, the L2/DRAM model and the roofline time.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "flashsim/sim/l2_sim.h"
+#include "flashsim/sim/model.h"
+
+namespace flashsim::sim {
+
+Occupancy occupancy(const KernelLaunch& l, const HardwareProfile& hw) {
+  Occupancy o;
+  const int64_t smem = l.smem_bytes();
+  if (smem > hw.shared_memory_per_block) {
+    o.fits = false;
+    std::string bufs;
+    for (const auto& b : l.smem) bufs += fmt::format("{}{} {} B", bufs.empty() ? "" : " + ", b.name, b.bytes);
+    o.reason = fmt::format("shared memory per CTA {} B ({}) exceeds the {} B per block by {} B", smem, bufs,
+                           hw.shared_memory_per_block, smem - hw.shared_memory_per_block);
+    return o;
+  }
+  int best = hw.max_ctas_per_sm;
+  o.limiter = "CTA slots";
+  auto limit = [&](int64_t n, const char* why) {
+    if (n < best) {
+      best = static_cast<int>(n);
+      o.limiter = why;
+    }
+  };
+  if (smem > 0)
+    limit(hw.shared_memory_per_sm / (smem + hw.shared_memory_reserved_per_block), "shared memory");
+  limit(hw.max_threads_per_sm / std::max(1, l.threads), "threads");
+  if (l.regs_per_thread > 0) {
+    const int64_t per_warp = (l.regs_per_thread + 7) / 8 * 8 * 32;
+    limit(hw.registers_per_sm / (per_warp * ((l.threads + 31) / 32)), "registers");
+  }
+  o.ctas_per_sm = std::max(best, 0);
+  if (o.ctas_per_sm == 0) {
+    o.fits = false;
+    o.reason = "no CTA fits on an SM (" + o.limiter + ")";
+  }
+  o.resident_ctas = static_cast<int64_t>(o.ctas_per_sm) * hw.sms;
+  return o;
+}
+
+KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx,
+                                int64_t last_wave_store_bytes) {
+  KernelPrediction r;
+  r.name = std::string(kernel_kind_name(k.launch.kind));
+  r.counts = k;
+  r.occ = occupancy(k.launch, hw);
+  const int64_t ctas = k.launch.ctas();
+  const int64_t resident = std::max<int64_t>(1, r.occ.resident_ctas);
+  if (last_wave_store_bytes < 0) {  // analytic: the average CTA
+    last_wave_store_bytes = k.store_bytes() * std::min(resident, ctas) / std::max<int64_t>(1, ctas);
+  }
+  r.dram_read = k.unique_loaded();
+  const double l2 = static_cast<double>(hw.l2_effective_bytes);
+  double retained = 0;
+  if (ctx.spill_store_bytes_per_cta * static_cast<double>(resident) < l2 && k.unique_total() > 0) {
+    const double share = static_cast<double>(k.unique_stored()) / static_cast<double>(k.unique_total());
+    retained = std::min(l2 * share, static_cast<double>(last_wave_store_bytes));
+  }
+  r.dram_write = std::max<int64_t>(0, k.unique_dirty() - static_cast<int64_t>(retained));
+  r.waves = static_cast<double>(ctas) / static_cast<double>(resident);
+  const double quant = r.waves > 0 ? std::ceil(r.waves) / r.waves : 1.0;
+  r.t_dram = static_cast<double>(r.dram_read + r.dram_write) / hw.dram_bytes_per_s;
+  r.t_l2 = static_cast<double>(k.load_bytes() + k.store_bytes() + k.reduce_bytes()) / hw.l2_bytes_per_s;
+  r.t_mma = k.mma_flops / hw.tensor_flops_fp16 * quant;
+  r.t_exp = k.exp_ops / hw.exp_per_s * quant;
+  r.time_s = std::max({r.t_dram, r.t_l2, r.t_mma, r.t_exp});
+  r.bound = r.time_s == r.t_dram  ? "memory"
+            : r.time_s == r.t_l2  ? "l2"
+            : r.time_s == r.t_mma ? "tensor"
+                                  : "exp";
+  return r;
+}
+
+std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
+                                      const HardwareProfile& hw, bool backward, bool executed,
+                                      KernelKind forward_kind) {
+  std::vector<KernelPrediction> out;
+  for (KernelKind kind :
+       backward ? fa2_backward_kernels()
+       : forward_kind == KernelKind::NaiveScores
+           ? std::vector<KernelKind>{KernelKind::NaiveScores, KernelKind::NaiveSoftmax, KernelKind::NaivePv}
+           : std::vector<KernelKind>{forward_kind}) {
+    if (!executed) {
+      out.push_back(predict_kernel(analytic_counts(kind, p, c), hw));
+      continue;
+    }
+    const KernelSchedule s = fa2_schedule(kind, p, c);
+    const KernelCounts k = execute_counts(s);
+    const Occupancy o = occupancy(s.launch, hw);
+    int64_t last = 0;
+    const auto n = static_cast<int64_t>(s.ctas.size());
+    for (int64_t i = std::max<int64_t>(0, n - std::max<int64_t>(1, o.resident_ctas)); i < n; ++i)
+      for (const auto& m : s.ctas[static_cast<size_t>(i)].moves)
+        if (m.kind == ref::AccessKind::Store) last += m.rows * m.cols * m.elem_bytes;
+    KernelPrediction pr = predict_kernel(k, hw, {}, last);
+    if (o.fits) {  // the executed L2 model replaces the closed-form DRAM estimate
+      const L2Result l2 = simulate_l2(s, p, hw, o.resident_ctas);
+      pr.dram_read = l2.dram_read;
+      pr.dram_write = l2.dram_write;
+      pr = predict_kernel(k, hw, {}, last);
+      pr.dram_read = l2.dram_read;
+      pr.dram_write = l2.dram_write;
+      pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / hw.dram_bytes_per_s;
+      pr.time_s = std::max({pr.t_dram, pr.t_l2, pr.t_mma, pr.t_exp});
+      pr.bound = pr.time_s == pr.t_dram  ? "memory"
+                 : pr.time_s == pr.t_l2  ? "l2"
+                 : pr.time_s == pr.t_mma ? "tensor"
+                                         : "exp";
+    }
+    out.push_back(std::move(pr));
+  }
+  return out;
+}
+
+nlohmann::json to_json(const KernelPrediction& k) {
+  nlohmann::json tensors = nlohmann::json::object();
+  for (size_t t = 0; t < k.counts.tensors.size(); ++t) {
+    const auto& tt = k.counts.tensors[t];
+    if (tt.load.bytes + tt.store.bytes + tt.reduce.bytes == 0) continue;
+    tensors[std::string(ref::tensor_name(static_cast<ref::TensorId>(t)))] = {
+        {"load_bytes", tt.load.bytes},     {"load_sectors", tt.load.sectors},
+        {"store_bytes", tt.store.bytes},   {"store_sectors", tt.store.sectors},
+        {"reduce_bytes", tt.reduce.bytes}, {"footprint_bytes", tt.unique_bytes}};
+  }
+  nlohmann::json smem = nlohmann::json::array();
+  for (const auto& b : k.counts.launch.smem) smem.push_back({{"buffer", b.name}, {"bytes", b.bytes}});
+  return {{"kernel", k.name},
+          {"grid", {k.counts.launch.grid_x, k.counts.launch.grid_y, k.counts.launch.grid_z}},
+          {"threads", k.counts.launch.threads},
+          {"shared_memory_bytes", k.counts.launch.smem_bytes()},
+          {"shared_memory_buffers", smem},
+          {"fits", k.occ.fits},
+          {"reason", k.occ.reason},
+          {"ctas_per_sm", k.occ.ctas_per_sm},
+          {"occupancy_limiter", k.occ.limiter},
+          {"load_bytes", k.counts.load_bytes()},
+          {"store_bytes", k.counts.store_bytes()},
+          {"reduce_bytes", k.counts.reduce_bytes()},
+          {"dram_read_bytes", k.dram_read},
+          {"dram_write_bytes", k.dram_write},
+          {"mma_flops", k.counts.mma_flops},
+          {"exp_ops", k.counts.exp_ops},
+          {"intensity_flop_per_dram_byte",
+           k.counts.mma_flops / std::max<double>(1.0, static_cast<double>(k.dram_read + k.dram_write))},
+          {"waves", k.waves},
+          {"time_s", k.time_s},
+          {"bound", k.bound},
+          {"tensors", tensors}};
+}
+
+}  // namespace flashsim::sim

@@ -1,0 +1,95 @@
+// Built-in hardware profiles and their JSON form.
+#include "flashsim/sim/hardware.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "flashsim/error.h"
+#include "profiles_data.h"
+
+namespace flashsim::sim {
+
+HardwareProfile profile_from_json(const nlohmann::json& j) {
+  HardwareProfile p;
+  try {
+    p.name = j.at("name").get<std::string>();
+    p.description = j.value("description", "");
+    p.sms = j.at("sms").get<int>();
+    p.shared_memory_per_sm = j.at("shared_memory_per_sm").get<int64_t>();
+    p.shared_memory_per_block = j.at("shared_memory_per_block").get<int64_t>();
+    p.shared_memory_reserved_per_block = j.value("shared_memory_reserved_per_block", int64_t{0});
+    p.registers_per_sm = j.value("registers_per_sm", int64_t{65536});
+    p.max_threads_per_sm = j.value("max_threads_per_sm", 2048);
+    p.max_ctas_per_sm = j.value("max_ctas_per_sm", 32);
+    p.l2_bytes = j.at("l2_bytes").get<int64_t>();
+    p.l2_effective_bytes = j.value("l2_effective_bytes", p.l2_bytes * 4 / 5);
+    p.sector_bytes = j.value("sector_bytes", 32);
+    p.line_bytes = j.value("line_bytes", 128);
+    p.dram_bytes_per_s = j.at("dram_bytes_per_s").get<double>();
+    p.l2_bytes_per_s = j.value("l2_bytes_per_s", 2.5 * p.dram_bytes_per_s);
+    p.tensor_flops_fp16 = j.at("tensor_flops_fp16").get<double>();
+    p.fp32_flops = j.at("fp32_flops").get<double>();
+    p.exp_per_s = j.at("exp_per_s").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError("hw", std::string("bad hardware profile: ") + e.what());
+  }
+  if (p.sms <= 0 || p.l2_bytes <= 0 || p.dram_bytes_per_s <= 0)
+    throw InputError("hw", "profile " + p.name + ": sms, l2_bytes and dram_bytes_per_s must be positive");
+  return p;
+}
+
+nlohmann::json to_json(const HardwareProfile& p) {
+  return {{"name", p.name},
+          {"description", p.description},
+          {"sms", p.sms},
+          {"shared_memory_per_sm", p.shared_memory_per_sm},
+          {"shared_memory_per_block", p.shared_memory_per_block},
+          {"shared_memory_reserved_per_block", p.shared_memory_reserved_per_block},
+          {"registers_per_sm", p.registers_per_sm},
+          {"max_threads_per_sm", p.max_threads_per_sm},
+          {"max_ctas_per_sm", p.max_ctas_per_sm},
+          {"l2_bytes", p.l2_bytes},
+          {"l2_effective_bytes", p.l2_effective_bytes},
+          {"sector_bytes", p.sector_bytes},
+          {"line_bytes", p.line_bytes},
+          {"dram_bytes_per_s", p.dram_bytes_per_s},
+          {"l2_bytes_per_s", p.l2_bytes_per_s},
+          {"tensor_flops_fp16", p.tensor_flops_fp16},
+          {"fp32_flops", p.fp32_flops},
+          {"exp_per_s", p.exp_per_s}};
+}
+
+namespace {
+std::vector<HardwareProfile> builtins() {
+  std::vector<HardwareProfile> out;
+  for (auto text : detail::embedded_profiles()) out.push_back(profile_from_json(nlohmann::json::parse(text)));
+  return out;
+}
+}  // namespace
+
+std::vector<std::string> profile_names() {
+  std::vector<std::string> names;
+  for (const auto& p : builtins()) names.push_back(p.name);
+  names.emplace_back("host");
+  return names;
+}
+
+HardwareProfile load_profile(std::string_view name) {
+  if (name == "host") return host_profile();
+  for (auto& p : builtins())
+    if (p.name == name) return p;
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".json") {
+    std::ifstream in{std::string(name)};
+    if (!in) throw InputError("hw", "cannot open " + std::string(name));
+    try {
+      return profile_from_json(nlohmann::json::parse(in));
+    } catch (const nlohmann::json::parse_error& e) {
+      throw InputError("hw", std::string(name) + ": " + e.what());
+    }
+  }
+  std::string known;
+  for (const auto& n : profile_names()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError("hw", "unknown hardware profile '" + std::string(name) + "' (known: " + known + ")");
+}
+
+}  // namespace flashsim::sim

@@ -1,0 +1,157 @@
+// LRU simulation of L2 over 128-byte lines.
+#include "flashsim/sim/l2_sim.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace flashsim::sim {
+
+namespace {
+
+// LRU with an intrusive doubly linked list over a node array and an open-addressing index (linear probing,
+// backward-shift deletion): no allocation per access.
+class Lru {
+ public:
+  explicit Lru(int64_t lines) : cap_(std::max<int64_t>(1, lines)) {
+    nodes_.resize(static_cast<size_t>(cap_));
+    size_t t = 1;
+    while (t < static_cast<size_t>(cap_) * 2) t <<= 1;
+    table_.assign(t, -1);
+    mask_ = t - 1;
+  }
+  void touch(uint64_t line, int kind, int line_bytes, L2Result& r) {
+    size_t h = slot(line);
+    while (table_[h] >= 0) {
+      Node& n = nodes_[static_cast<size_t>(table_[h])];
+      if (n.line == line) {
+        ++r.hits;
+        if (kind != 0) n.dirty = true;
+        to_front(table_[h]);
+        return;
+      }
+      h = (h + 1) & mask_;
+    }
+    ++r.misses;
+    if (kind != 1) r.dram_read += line_bytes;
+    int32_t id;
+    if (used_ < cap_) {
+      id = static_cast<int32_t>(used_++);
+    } else {
+      id = tail_;
+      const Node& v = nodes_[static_cast<size_t>(id)];
+      if (v.dirty) r.dram_write += line_bytes;
+      erase_index(v.line);
+      unlink(id);
+      h = slot(line);  // the table changed: find the free slot again
+      while (table_[h] >= 0) h = (h + 1) & mask_;
+    }
+    nodes_[static_cast<size_t>(id)] = Node{line, -1, -1, kind != 0};
+    table_[h] = id;
+    push_front(id);
+  }
+  int64_t dirty_lines() const {
+    int64_t n = 0;
+    for (int64_t i = 0; i < used_; ++i) n += nodes_[static_cast<size_t>(i)].dirty ? 1 : 0;
+    return n;
+  }
+
+ private:
+  struct Node {
+    uint64_t line;
+    int32_t prev, next;
+    bool dirty;
+  };
+  size_t slot(uint64_t line) const {
+    return static_cast<size_t>((line * 0x9E3779B97F4A7C15ULL) >> 20) & mask_;
+  }
+  void erase_index(uint64_t line) {
+    size_t h = slot(line);
+    while (nodes_[static_cast<size_t>(table_[h])].line != line) h = (h + 1) & mask_;
+    size_t j = h;
+    for (;;) {  // backward-shift deletion
+      table_[h] = -1;
+      for (;;) {
+        j = (j + 1) & mask_;
+        if (table_[j] < 0) return;
+        const size_t k = slot(nodes_[static_cast<size_t>(table_[j])].line);
+        if ((h <= j) ? (h < k && k <= j) : (h < k || k <= j)) continue;
+        break;
+      }
+      table_[h] = table_[j];
+      h = j;
+    }
+  }
+  void unlink(int32_t id) {
+    Node& n = nodes_[static_cast<size_t>(id)];
+    if (n.prev >= 0)
+      nodes_[static_cast<size_t>(n.prev)].next = n.next;
+    else
+      head_ = n.next;
+    if (n.next >= 0)
+      nodes_[static_cast<size_t>(n.next)].prev = n.prev;
+    else
+      tail_ = n.prev;
+  }
+  void push_front(int32_t id) {
+    Node& n = nodes_[static_cast<size_t>(id)];
+    n.prev = -1;
+    n.next = head_;
+    if (head_ >= 0) nodes_[static_cast<size_t>(head_)].prev = id;
+    head_ = id;
+    if (tail_ < 0) tail_ = id;
+  }
+  void to_front(int32_t id) {
+    if (head_ == id) return;
+    unlink(id);
+    push_front(id);
+  }
+  int64_t cap_, used_ = 0;
+  std::vector<Node> nodes_;
+  std::vector<int32_t> table_;
+  size_t mask_ = 0;
+  int32_t head_ = -1, tail_ = -1;
+};
+
+}  // namespace
+
+L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
+                     int64_t resident_ctas) {
+  L2Result r;
+  const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
+  Lru cache(hw.l2_effective_bytes / lb);
+  // Each tensor its own address range; rows of a (batch, head) laid out as BSHD with padded sequences.
+  const int64_t rows = std::max(fa2_padded_rows(p.seqlen_q), p.seqlen_k) + 128;
+  const int64_t heads = std::max(p.heads_q, p.heads_kv);
+  const auto n = static_cast<int64_t>(s.ctas.size());
+  const int64_t group = std::max<int64_t>(1, resident_ctas);
+  for (int64_t g0 = 0; g0 < n; g0 += group) {
+    const int64_t g1 = std::min(n, g0 + group);
+    size_t longest = 0;
+    for (int64_t c = g0; c < g1; ++c)
+      longest = std::max(longest, s.ctas[static_cast<size_t>(c)].moves.size());
+    for (size_t i = 0; i < longest; ++i) {
+      for (int64_t c = g0; c < g1; ++c) {
+        const auto& moves = s.ctas[static_cast<size_t>(c)].moves;
+        if (i >= moves.size()) continue;
+        const Move& m = moves[i];
+        const int kind = m.kind == ref::AccessKind::Load ? 0 : m.kind == ref::AccessKind::Store ? 1 : 2;
+        const uint64_t row_bytes = static_cast<uint64_t>(m.cols * m.elem_bytes);
+        const uint64_t base = static_cast<uint64_t>(m.tensor) << 44;
+        for (int64_t row = m.row0; row < m.row0 + m.rows; ++row) {
+          // Row statistics (lse, D, m, l) are [batch, head, seq]; the rest BSHD.
+          const bool stat = m.cols == 1;
+          const uint64_t a0 = base + static_cast<uint64_t>(stat ? (m.batch * heads + m.head) * rows + row
+                                                                : (m.batch * rows + row) * heads + m.head) *
+                                         row_bytes;
+          for (uint64_t line = a0 / static_cast<uint64_t>(lb);
+               line <= (a0 + row_bytes - 1) / static_cast<uint64_t>(lb); ++line)
+            cache.touch(line, kind, lb, r);
+        }
+      }
+    }
+  }
+  r.dirty_at_end = cache.dirty_lines() * lb;
+  return r;
+}
+
+}  // namespace flashsim::sim

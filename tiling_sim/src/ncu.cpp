@@ -1,0 +1,181 @@
+// Reading Nsight Compute CSV and comparing its traffic metrics with the model's prediction.
+#include "flashsim/sim/ncu.h"
+
+#include <cmath>
+#include <regex>
+
+#include "flashsim/error.h"
+
+namespace flashsim::sim {
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        cur += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      out.push_back(cur);
+      cur.clear();
+    } else if (ch != '\r') {
+      cur += ch;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+double unit_scale(const std::string& u) {
+  static const std::map<std::string, double> s = {{"byte", 1},           {"Kbyte", 1e3},
+                                                  {"Mbyte", 1e6},        {"Gbyte", 1e9},
+                                                  {"Tbyte", 1e12},       {"KB", 1e3},
+                                                  {"MB", 1e6},           {"GB", 1e9},
+                                                  {"KiB", 1024.0},       {"MiB", 1048576.0},
+                                                  {"GiB", 1073741824.0}, {"Kibyte", 1024.0},
+                                                  {"Mibyte", 1048576.0}, {"Gibyte", 1073741824.0},
+                                                  {"usecond", 1e3},      {"msecond", 1e6},
+                                                  {"nsecond", 1},        {"ns", 1},
+                                                  {"us", 1e3},           {"ms", 1e6},
+                                                  {"Ksector", 1e3},      {"Msector", 1e6}};
+  auto it = s.find(u);
+  return it == s.end() ? 1.0 : it->second;
+}
+
+}  // namespace
+
+std::vector<NcuKernel> parse_ncu_csv(std::istream& in) {
+  std::vector<NcuKernel> out;
+  std::map<std::string, size_t> col;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line.rfind("==", 0) == 0) continue;
+    auto f = split_csv(line);
+    if (col.empty()) {
+      for (size_t i = 0; i < f.size(); ++i) col[f[i]] = i;
+      for (const char* need : {"ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"})
+        if (!col.count(need))
+          throw InputError("ncu", std::string("no '") + need + "' column in the CSV header");
+      continue;
+    }
+    if (f.size() < col.size()) continue;
+    const std::string id = f[col["ID"]];
+    if (out.empty() || out.back().id != id) {
+      NcuKernel k;
+      k.id = id;
+      k.name = f[col["Kernel Name"]];
+      if (col.count("Block Size")) k.block = f[col["Block Size"]];
+      if (col.count("Grid Size")) k.grid = f[col["Grid Size"]];
+      out.push_back(std::move(k));
+    }
+    std::string v;
+    for (char ch : f[col["Metric Value"]])
+      if (ch != ',') v += ch;
+    try {
+      out.back().metrics[f[col["Metric Name"]]] = std::stod(v) * unit_scale(f[col["Metric Unit"]]);
+    } catch (const std::exception&) {
+      // non-numeric metric values (n/a) are ignored
+    }
+  }
+  if (col.empty()) throw InputError("ncu", "no CSV header found (expected ncu --csv output)");
+  return out;
+}
+
+std::optional<RecognizedKernel> recognize_kernel(const std::string& name) {
+  static const std::regex fwd(
+      R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
+  static const std::regex bwd(R"(Flash_bwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
+  std::smatch m;
+  RecognizedKernel r{KernelKind::Fa2Forward, TileConfig{}};
+  if (std::regex_search(name, m, fwd)) {
+    r.config.block_q = std::stoll(m[2]);
+    r.config.block_k = std::stoll(m[3]);
+    r.config.warps = std::stoi(m[4]);
+    return r;
+  }
+  if (!std::regex_search(name, m, bwd)) return std::nullopt;
+  r.config.bwd_block_q = std::stoll(m[2]);
+  r.config.bwd_block_k = std::stoll(m[3]);
+  r.config.warps = std::stoi(m[4]) / 2;  // fa2_launch doubles the forward warps for backward kernels
+  if (name.find("flash_bwd_dot_do_o_kernel") != std::string::npos) {
+    r.kind = KernelKind::Fa2DotDoO;
+  } else if (name.find("flash_bwd_convert_dq_kernel") != std::string::npos) {
+    r.kind = KernelKind::Fa2ConvertDq;
+  } else if (name.find("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel") != std::string::npos) {
+    r.kind = KernelKind::Fa2DqDkDv;
+  } else {
+    return std::nullopt;
+  }
+  return r;
+}
+
+Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
+                       const HardwareProfile& hw) {
+  Comparison c;
+  for (const auto& k : kernels) {
+    KernelComparison kc;
+    kc.name = k.name;
+    const auto rec = recognize_kernel(k.name);
+    kc.recognized = rec.has_value();
+    if (rec) {
+      const KernelCounts counts = analytic_counts(rec->kind, p, rec->config);
+      L2Context ctx;
+      if (auto it = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"); it != k.metrics.end())
+        ctx.spill_store_bytes_per_cta =
+            it->second / static_cast<double>(std::max<int64_t>(1, counts.launch.ctas()));
+      const KernelPrediction pr = predict_kernel(counts, hw, ctx);
+      kc.name = std::string(kernel_kind_name(rec->kind)) + " (" + k.name.substr(0, k.name.find('<')) + ")";
+      const std::pair<const char*, std::pair<double, double>> rows[] = {
+          {"l1tex__m_xbar2l1tex_read_bytes.sum", {static_cast<double>(counts.load_bytes()), 0.02}},
+          {"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", {static_cast<double>(counts.store_bytes()), 0.02}},
+          {"l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum",
+           {static_cast<double>(counts.reduce_bytes()), 0.02}},
+          {"dram__bytes_read.sum", {static_cast<double>(pr.dram_read), 0.10}},
+          {"dram__bytes_write.sum", {static_cast<double>(pr.dram_write), 0.10}},
+          {"l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", {0.0, 0.0}},
+          {"l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", {0.0, 0.0}}};
+      for (const auto& [metric, pt] : rows) {
+        auto it = k.metrics.find(metric);
+        if (it == k.metrics.end()) continue;
+        MetricComparison m{metric, it->second, pt.first, 0, pt.second, true};
+        m.ratio = m.predicted != 0 ? m.measured / m.predicted : (m.measured == 0 ? 1.0 : INFINITY);
+        if (m.tolerance > 0)
+          m.ok = m.predicted == 0 ? m.measured == 0 : std::fabs(m.ratio - 1.0) <= m.tolerance;
+        c.ok = c.ok && m.ok;
+        kc.metrics.push_back(m);
+      }
+    }
+    c.kernels.push_back(std::move(kc));
+  }
+  return c;
+}
+
+nlohmann::json to_json(const Comparison& c) {
+  nlohmann::json ks = nlohmann::json::array();
+  for (const auto& k : c.kernels) {
+    nlohmann::json ms = nlohmann::json::array();
+    for (const auto& m : k.metrics)
+      ms.push_back({{"metric", m.metric},
+                    {"measured", m.measured},
+                    {"predicted", m.predicted},
+                    {"ratio", std::isfinite(m.ratio) ? nlohmann::json(m.ratio) : nlohmann::json(nullptr)},
+                    {"tolerance", m.tolerance > 0 ? nlohmann::json(m.tolerance) : nlohmann::json(nullptr)},
+                    {"ok", m.ok}});
+    ks.push_back({{"name", k.name}, {"recognized", k.recognized}, {"metrics", ms}});
+  }
+  return {{"ok", c.ok}, {"kernels", ks}};
+}
+
+}  // namespace flashsim::sim

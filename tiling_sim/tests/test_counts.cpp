@@ -1,0 +1,138 @@
+// Analytic counts equal the executed schedule exactly, over a grid of shapes and configs.
+#include <gtest/gtest.h>
+
+#include "flashsim/sim/model.h"
+
+using namespace flashsim;
+using namespace flashsim::sim;
+
+namespace {
+
+void expect_equal(const KernelCounts& a, const KernelCounts& e, const std::string& what) {
+  for (size_t t = 0; t < a.tensors.size(); ++t) {
+    EXPECT_EQ(a.tensors[t].load, e.tensors[t].load) << what << " tensor " << t;
+    EXPECT_EQ(a.tensors[t].store, e.tensors[t].store) << what << " tensor " << t;
+    EXPECT_EQ(a.tensors[t].reduce, e.tensors[t].reduce) << what << " tensor " << t;
+  }
+  EXPECT_DOUBLE_EQ(a.mma_flops, e.mma_flops) << what;
+  EXPECT_DOUBLE_EQ(a.exp_ops, e.exp_ops) << what;
+}
+
+}  // namespace
+
+TEST(Counts, AnalyticEqualsExecutedGrid) {
+  struct Win {
+    int64_t l, r;
+  };
+  int cases = 0;
+  for (int64_t sq : {1, 100, 256, 300})
+    for (int64_t sk : {64, 257, 300})
+      for (Win w : {Win{-1, -1}, Win{-1, 0}, Win{32, 0}, Win{17, 40}})
+        for (auto [hq, hk] : {std::pair<int64_t, int64_t>{4, 4}, {4, 1}})
+          for (auto [bq, bk] : {std::pair<int64_t, int64_t>{128, 64}, {64, 128}, {32, 32}}) {
+            AttentionProblem p;
+            p.batch = 2;
+            p.heads_q = hq;
+            p.heads_kv = hk;
+            p.seqlen_q = sq;
+            p.seqlen_k = sk;
+            p.head_dim = 64;
+            p.head_dim_v = 64;
+            p.window_left = w.l;
+            p.window_right = w.r;
+            p.dtype = DType::BF16;
+            TileConfig c;
+            c.block_q = bq;
+            c.block_k = bk;
+            c.bwd_block_q = bk;
+            c.bwd_block_k = bq;
+            for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
+                                 KernelKind::Fa2ConvertDq, KernelKind::ThreePassForward,
+                                 KernelKind::TwoPassForward, KernelKind::Fa1Forward, KernelKind::NaiveScores,
+                                 KernelKind::NaiveSoftmax, KernelKind::NaivePv}) {
+              expect_equal(analytic_counts(k, p, c), execute_counts(fa2_schedule(k, p, c)),
+                           p.describe() + " " + c.describe() + " " + std::string(kernel_kind_name(k)));
+              ++cases;
+            }
+          }
+  EXPECT_GT(cases, 500);
+}
+
+TEST(Counts, Varlen) {
+  AttentionProblem p;
+  p.batch = 3;
+  p.heads_q = 2;
+  p.heads_kv = 2;
+  p.seqlens_q = {100, 7, 300};
+  p.seqlens_k = {50, 400, 300};
+  p.seqlen_q = 300;
+  p.seqlen_k = 400;
+  p.window_right = 0;
+  p.dtype = DType::F16;
+  TileConfig c;
+  for (KernelKind k :
+       {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv, KernelKind::Fa2ConvertDq,
+        KernelKind::Fa1Forward, KernelKind::NaiveScores, KernelKind::NaivePv})
+    expect_equal(analytic_counts(k, p, c), execute_counts(fa2_schedule(k, p, c)), "varlen");
+}
+
+TEST(Counts, ForwardIsQPlusKvPerQueryBlock) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = p.heads_kv = 16;
+  p.seqlen_q = p.seqlen_k = 4096;
+  p.head_dim = p.head_dim_v = 128;
+  p.dtype = DType::BF16;
+  TileConfig c;  // 128 x 64
+  const auto k = analytic_counts(KernelKind::Fa2Forward, p, c);
+  const int64_t q = 2 * 16 * 4096 * 128 * 2;
+  EXPECT_EQ(k.load_bytes(), q + 2 * q * 32);
+  EXPECT_EQ(k.store_bytes(), q + 2 * 16 * 4096 * 4);
+}
+
+TEST(Counts, CausalSkipsHalf) {
+  AttentionProblem p;
+  p.seqlen_q = p.seqlen_k = 1024;
+  p.window_right = 0;
+  TileConfig c;
+  c.block_q = c.block_k = 64;
+  const auto k = analytic_counts(KernelKind::Fa2Forward, p, c);
+  // 16 query blocks; block m sees m + 1 key blocks.
+  EXPECT_EQ(k.tensors[static_cast<size_t>(ref::TensorId::K)].load.bytes, 136LL * 64 * 64 * 4);
+}
+
+TEST(Model, SharedMemoryOverflowRejected) {
+  AttentionProblem p;
+  p.head_dim = p.head_dim_v = 256;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  c.block_q = 256;
+  c.block_k = 256;
+  c.stages = 2;
+  const auto ks = predict(p, c, load_profile("H100-SXM5-80GB"), false);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_FALSE(ks[0].occ.fits);
+  EXPECT_NE(ks[0].occ.reason.find("exceeds"), std::string::npos);
+}
+
+TEST(Model, AnalyticIsFast) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = p.heads_kv = 16;
+  p.seqlen_q = p.seqlen_k = 4096;
+  p.head_dim = p.head_dim_v = 128;
+  p.dtype = DType::BF16;
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto t0 = std::chrono::steady_clock::now();
+  int n = 0;
+  for (int64_t bq : {64, 128, 192, 256})
+    for (int64_t bk : {32, 64, 128, 256})
+      for (int i = 0; i < 1000; ++i, ++n) {
+        TileConfig c;
+        c.block_q = bq;
+        c.block_k = bk;
+        (void)predict_kernel(analytic_counts(KernelKind::Fa2Forward, p, c), hw);
+      }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GT(n / s, 100000.0) << n / s << " configs/s";
+}

@@ -1,0 +1,40 @@
+#include <gtest/gtest.h>
+
+#include "flashsim/sim/counts.h"
+#include "flashsim/sim/l2_sim.h"
+
+using namespace flashsim;
+using namespace flashsim::sim;
+
+namespace {
+AttentionProblem small() {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = p.heads_kv = 2;
+  p.seqlen_q = p.seqlen_k = 256;
+  p.head_dim = p.head_dim_v = 64;
+  p.dtype = DType::BF16;
+  return p;
+}
+}  // namespace
+
+TEST(L2, ColdReadsEachLineOnceWhenItFits) {
+  const auto p = small();
+  const auto s = fa2_schedule(KernelKind::Fa2Forward, p, TileConfig{});
+  const auto k = execute_counts(s);
+  const auto r = simulate_l2(s, p, load_profile("H100-SXM5-80GB"), 264);
+  EXPECT_EQ(r.dram_read, k.unique_loaded());
+  EXPECT_EQ(r.dram_write, 0);  // everything still in L2 at kernel end
+  EXPECT_EQ(r.dirty_at_end, k.unique_dirty());
+}
+
+TEST(L2, TinyCacheWritesBackAndRereads) {
+  const auto p = small();
+  auto hw = load_profile("H100-SXM5-80GB");
+  hw.l2_effective_bytes = 4 * 128;
+  const auto s = fa2_schedule(KernelKind::Fa2Forward, p, TileConfig{});
+  const auto k = execute_counts(s);
+  const auto r = simulate_l2(s, p, hw, 1);
+  EXPECT_GT(r.dram_read, k.unique_loaded());  // K and V re-read per query block
+  EXPECT_EQ(r.dram_write + r.dirty_at_end, k.unique_dirty());
+}

@@ -1,0 +1,123 @@
+// The CPU reference algorithms, run with a counting observer, move what the FA2 schedules say.
+#include <gtest/gtest.h>
+
+#include "flashsim/inputs.h"
+#include "flashsim/ref/attention.h"
+#include "flashsim/sim/counting_observer.h"
+
+using namespace flashsim;
+using namespace flashsim::sim;
+
+namespace {
+
+void expect_same(const KernelCounts& got, const KernelCounts& want, const std::string& what) {
+  for (size_t t = 0; t < got.tensors.size(); ++t) {
+    const auto name = std::string(ref::tensor_name(static_cast<ref::TensorId>(t)));
+    EXPECT_EQ(got.tensors[t].load, want.tensors[t].load) << what << " load " << name;
+    EXPECT_EQ(got.tensors[t].store, want.tensors[t].store) << what << " store " << name;
+    EXPECT_EQ(got.tensors[t].reduce, want.tensors[t].reduce) << what << " reduce " << name;
+  }
+}
+
+void check(const AttentionProblem& p, const TileConfig& c, const std::string& what) {
+  const auto in = make_random_inputs(p, 1);
+  CountingObserver obs(p);
+  ref::RunOptions opt;
+  opt.observer = &obs;
+  const auto fwd = ref::forward(p, in, ref::ForwardAlgorithm::TiledFa2, c, opt);
+  (void)ref::backward(p, in, fwd, ref::BackwardAlgorithm::Tiled, c, opt);
+  const auto& ks = obs.kernels();
+  for (KernelKind k :
+       {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv, KernelKind::Fa2ConvertDq}) {
+    const auto name = std::string(kernel_kind_name(k));
+    ASSERT_TRUE(ks.count(name)) << what << " no kernel " << name;
+    expect_same(ks.at(name), analytic_counts(k, p, c), what + " " + name);
+  }
+}
+
+void check_forward(const AttentionProblem& p, const TileConfig& c, ref::ForwardAlgorithm a, KernelKind k) {
+  const auto in = make_random_inputs(p, 2);
+  CountingObserver obs(p);
+  ref::RunOptions opt;
+  opt.observer = &obs;
+  (void)ref::forward(p, in, a, c, opt);
+  const auto name = std::string(kernel_kind_name(k));
+  ASSERT_TRUE(obs.kernels().count(name)) << name;
+  expect_same(obs.kernels().at(name), analytic_counts(k, p, c), name);
+}
+
+}  // namespace
+
+TEST(Reference, ThreeAndTwoPassMatchSchedules) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = 2;
+  p.heads_kv = 1;
+  p.seqlen_q = 200;
+  p.seqlen_k = 300;
+  p.head_dim = p.head_dim_v = 32;
+  p.window_right = 0;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  check_forward(p, c, ref::ForwardAlgorithm::ThreePass, KernelKind::ThreePassForward);
+  check_forward(p, c, ref::ForwardAlgorithm::TwoPass, KernelKind::TwoPassForward);
+  check_forward(p, c, ref::ForwardAlgorithm::TiledFa1, KernelKind::Fa1Forward);
+  check_forward(p, c, ref::ForwardAlgorithm::Naive, KernelKind::NaiveScores);
+  check_forward(p, c, ref::ForwardAlgorithm::Naive, KernelKind::NaiveSoftmax);
+  check_forward(p, c, ref::ForwardAlgorithm::Naive, KernelKind::NaivePv);
+}
+
+TEST(Reference, CountsMatchScheduleFull) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = 2;
+  p.heads_kv = 2;
+  p.seqlen_q = p.seqlen_k = 256;
+  p.head_dim = p.head_dim_v = 32;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  check(p, c, "full");
+}
+
+TEST(Reference, CountsMatchScheduleCausalGqa) {
+  AttentionProblem p;
+  p.batch = 1;
+  p.heads_q = 4;
+  p.heads_kv = 2;
+  p.seqlen_q = p.seqlen_k = 256;
+  p.head_dim = p.head_dim_v = 32;
+  p.window_right = 0;
+  p.dtype = DType::F16;
+  TileConfig c;
+  check(p, c, "causal gqa");
+}
+
+TEST(Reference, CountsMatchSchedulePartialWindow) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = 2;
+  p.heads_kv = 1;
+  p.seqlen_q = 200;
+  p.seqlen_k = 300;
+  p.head_dim = p.head_dim_v = 32;
+  p.window_left = 70;
+  p.window_right = 10;
+  p.dtype = DType::F16;
+  TileConfig c;
+  check(p, c, "window");
+}
+
+TEST(Reference, CountsMatchScheduleVarlenCausal) {
+  AttentionProblem p;
+  p.batch = 3;
+  p.heads_q = p.heads_kv = 2;
+  p.seqlens_q = {100, 7, 300};
+  p.seqlens_k = {150, 400, 300};
+  p.seqlen_q = 300;
+  p.seqlen_k = 400;
+  p.head_dim = p.head_dim_v = 32;
+  p.window_right = 0;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  check(p, c, "varlen causal");
+}
