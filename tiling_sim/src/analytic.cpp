@@ -136,7 +136,9 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
       x.add(kStore, TensorId::dV, sk, dv, e);
       break;
     case KernelKind::Fa2ConvertDq:
-      x.add(kLoad, TensorId::DqAccum, sq, d, 4);
+      // Each CTA reads its whole Br-row tile of the (padded) accumulator; the dQ store is predicated.
+      x.add(kLoad, TensorId::DqAccum,
+            std::min(fa2_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), d, 4);
       x.add(kStore, TensorId::dQ, sq, d, e);
       break;
   }
@@ -188,7 +190,7 @@ KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const T
       {TensorId::dQ, tq * hq * p.head_dim * e},
       {TensorId::dK, tk * hq * p.head_dim * e},
       {TensorId::dV, tk * hq * p.head_dim_v * e},
-      {TensorId::DqAccum, (kind == KernelKind::Fa2ConvertDq ? tq : padded) * hq * p.head_dim * 4}};
+      {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
   for (const auto& [t, bytes] : fp)
     if (touched(t)) k.tensors[static_cast<size_t>(t)].unique_bytes = bytes;
   return k;

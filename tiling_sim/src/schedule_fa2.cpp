@@ -274,7 +274,9 @@ void convert_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t 
   const int64_t sq = p.len_q(b), q0 = m * c.bwd_block_q;
   if (q0 >= sq) return;
   const int64_t rq = std::min(c.bwd_block_q, sq - q0);
-  x.add(AccessKind::Load, TensorId::DqAccum, b, h, q0, rq, p.head_dim, 4);
+  // The whole Br-row tile of the padded accumulator is read; only the dQ store is predicated.
+  x.add(AccessKind::Load, TensorId::DqAccum, b, h, q0, std::min(c.bwd_block_q, fa2_padded_rows(sq) - q0),
+        p.head_dim, 4);
   x.add(AccessKind::Store, TensorId::dQ, b, h, q0, rq, p.head_dim, x.e);
 }
 
