@@ -152,27 +152,23 @@ void BM_TiledMemory(benchmark::State& state) {
   state.counters["workspace_MB"] = peak_mb - outputs_mb;
 }
 
-void forward_args(benchmark::internal::Benchmark* b) {
-  for (int64_t algo = 0; algo < 5; ++algo)
-    for (int64_t n : {1024, 4096})
-      for (int64_t d : {64, 128})
-        for (int64_t fp64 : {0, 1}) b->Args({algo, n, d, fp64});
-}
-void backward_args(benchmark::internal::Benchmark* b) {
-  for (int64_t algo = 0; algo < 2; ++algo)
+// {algorithm index, seqlen, head dim, fp64} for the first `algorithms` algorithms of an enum.
+template <int64_t algorithms>
+void grid_args(benchmark::internal::Benchmark* b) {
+  for (int64_t algo = 0; algo < algorithms; ++algo)
     for (int64_t n : {1024, 4096})
       for (int64_t d : {64, 128})
         for (int64_t fp64 : {0, 1}) b->Args({algo, n, d, fp64});
 }
 
 BENCHMARK(BM_Forward)
-    ->Apply(forward_args)
+    ->Apply(grid_args<5>)
     ->ArgNames({"algo", "N", "d", "fp64"})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
     ->UseRealTime();
 BENCHMARK(BM_Backward)
-    ->Apply(backward_args)
+    ->Apply(grid_args<2>)
     ->ArgNames({"algo", "N", "d", "fp64"})
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
