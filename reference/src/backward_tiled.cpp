@@ -180,7 +180,8 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
         for (int64_t i0 = 0; i0 < p.len_q(b); i0 += br) {
           const int64_t n = std::min(br, p.len_q(b) - i0);
           obs->cta_begin(b, h, i0 / br);
-          // The whole Br-row tile of the accumulator (padded to 128 rows) is read; the dQ store is predicated.
+          // The whole Br-row tile of the accumulator (padded to 128 rows) is read; the dQ store is
+          // predicated.
           const int64_t padded = (p.len_q(b) + 127) / 128 * 128;
           obs->access({AccessKind::Load, TensorId::DqAccum, b, h, i0, std::min(br, padded - i0), 0, d});
           obs->access({AccessKind::Store, TensorId::dQ, b, h, i0, n, 0, d});

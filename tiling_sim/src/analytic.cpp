@@ -175,22 +175,21 @@ KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const T
     const auto& tt = k.tensors[static_cast<size_t>(t)];
     return tt.load.bytes + tt.store.bytes + tt.reduce.bytes > 0;
   };
-  const std::pair<TensorId, int64_t> fp[] = {
-      {TensorId::Q, tq * hq * p.head_dim * e},
-      {TensorId::K, tk * hk * p.head_dim * e},
-      {TensorId::V, tk * hk * p.head_dim_v * e},
-      {TensorId::O, tq * hq * p.head_dim_v * e},
-      {TensorId::dO, tq * hq * p.head_dim_v * e},
-      {TensorId::Lse, tq * hq * 4},
-      {TensorId::RowMax, tq * hq * 4},
-      {TensorId::Scores, score_elems * 4},
-      {TensorId::Probs, score_elems * 4},
-      {TensorId::Delta, tq * hq * 4},
-      {TensorId::RowSum, tq * hq * 4},
-      {TensorId::dQ, tq * hq * p.head_dim * e},
-      {TensorId::dK, tk * hq * p.head_dim * e},
-      {TensorId::dV, tk * hq * p.head_dim_v * e},
-      {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
+  const std::pair<TensorId, int64_t> fp[] = {{TensorId::Q, tq * hq * p.head_dim * e},
+                                             {TensorId::K, tk * hk * p.head_dim * e},
+                                             {TensorId::V, tk * hk * p.head_dim_v * e},
+                                             {TensorId::O, tq * hq * p.head_dim_v * e},
+                                             {TensorId::dO, tq * hq * p.head_dim_v * e},
+                                             {TensorId::Lse, tq * hq * 4},
+                                             {TensorId::RowMax, tq * hq * 4},
+                                             {TensorId::Scores, score_elems * 4},
+                                             {TensorId::Probs, score_elems * 4},
+                                             {TensorId::Delta, tq * hq * 4},
+                                             {TensorId::RowSum, tq * hq * 4},
+                                             {TensorId::dQ, tq * hq * p.head_dim * e},
+                                             {TensorId::dK, tk * hq * p.head_dim * e},
+                                             {TensorId::dV, tk * hq * p.head_dim_v * e},
+                                             {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
   for (const auto& [t, bytes] : fp)
     if (touched(t)) k.tensors[static_cast<size_t>(t)].unique_bytes = bytes;
   return k;

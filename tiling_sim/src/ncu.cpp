@@ -62,7 +62,8 @@ std::vector<NcuKernel> parse_ncu_csv(std::istream& in) {
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line.rfind("==", 0) == 0) continue;
-    // Before the header, lines that are not quoted CSV are the profiled program's own output on the same stdout.
+    // Before the header, lines that are not quoted CSV are the profiled program's own output on the same
+    // stdout.
     if (col.empty() && line[0] != '"') continue;
     auto f = split_csv(line);
     if (col.empty()) {
