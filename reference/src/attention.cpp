@@ -1,4 +1,4 @@
-// forward(): validation, the memory guard and dispatch to the algorithms by accumulator type.
+// forward() and backward(): validation, the memory guard and dispatch to the algorithms by accumulator type.
 #include <omp.h>
 
 #include "backward_common.h"
