@@ -1,0 +1,271 @@
+// flashsim golden generate | merge | list | check | verify | candidate: golden suites for kernel authors.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "commands.h"
+#include "flashsim/error.h"
+#include "flashsim/golden/candidate.h"
+#include "flashsim/golden/generate.h"
+#include "flashsim/golden/verify.h"
+#include "problem_flags.h"
+#include "progress_bar.h"
+
+namespace flashsim::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t gib_to_bytes(double gib) {
+  return static_cast<int64_t>(gib * (1 << 30));
+}
+
+void add_generate(CLI::App* golden) {
+  auto* cmd =
+      golden->add_subcommand("generate", "Generate a golden suite (or one shard of it) into a folder");
+  struct State {
+    std::string suite, out, shard = "0/1";
+    int threads = 0;
+    bool force = false;
+    double max_memory_gib = 0;
+  };
+  auto st = std::make_shared<State>();
+  cmd->add_option("--suite", st->suite,
+                  "Built-in suite name (smoke, default, long) or a suite spec JSON file")
+      ->required();
+  cmd->add_option("--out", st->out, "Output folder (written to a temporary folder, renamed when complete)")
+      ->required();
+  cmd->add_option("--threads", st->threads,
+                  "OpenMP threads (0: all cores); files are identical for any count");
+  cmd->add_option("--shard", st->shard,
+                  "I/N: generate every N-th case starting at I (merge with `golden merge`)")
+      ->capture_default_str();
+  cmd->add_flag("--force", st->force, "Replace the output folder if it exists");
+  cmd->add_option("--max-memory", st->max_memory_gib, "Memory limit in GiB (default: 80% of available)");
+  cmd->callback([st] {
+    const golden::SuiteSpec spec = golden::load_suite_spec(st->suite);
+    golden::GenerateOptions opt;
+    opt.run.threads = st->threads;
+    opt.run.max_memory_bytes = gib_to_bytes(st->max_memory_gib);
+    opt.shard = golden::parse_shard(st->shard);
+    opt.force = st->force;
+    opt.progress = ProgressBar("generate " + spec.name);
+    const auto t0 = std::chrono::steady_clock::now();
+    const golden::Manifest m = golden::generate_suite(spec, st->out, opt);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print("wrote {} of the {} cases of suite '{}' v{} to {}{} in {:.1f} s\n", m.cases.size(),
+               m.case_count, m.suite, m.version, st->out,
+               m.shard ? fmt::format(" (shard {})", st->shard) : "", s);
+  });
+}
+
+void add_merge(CLI::App* golden) {
+  auto* cmd = golden->add_subcommand("merge", "Assemble shard folders into one suite folder");
+  struct State {
+    std::string out;
+    std::vector<std::string> shards;
+    bool force = false;
+  };
+  auto st = std::make_shared<State>();
+  cmd->add_option("out", st->out, "Output folder")->required();
+  cmd->add_option("shards", st->shards, "Shard folders written by `golden generate --shard I/N`")->required();
+  cmd->add_flag("--force", st->force, "Replace the output folder if it exists");
+  cmd->callback([st] {
+    std::vector<fs::path> shards(st->shards.begin(), st->shards.end());
+    const golden::Manifest m = golden::merge_shards(shards, st->out, st->force);
+    fmt::print("merged {} shards: {} cases of suite '{}' v{} in {}\n", shards.size(), m.cases.size(), m.suite,
+               m.version, st->out);
+  });
+}
+
+void add_list(CLI::App* golden) {
+  auto* cmd = golden->add_subcommand("list", "List a suite folder's cases");
+  auto dir = std::make_shared<std::string>();
+  cmd->add_option("dir", *dir, "Suite folder")->required();
+  cmd->callback([dir] {
+    const golden::Manifest m = golden::read_manifest(*dir);
+    fmt::print(
+        "suite {} v{}: {} cases{}  ({})\n", m.suite, m.version, m.cases.size(),
+        m.shard ? fmt::format(" (shard {}/{} of {})", m.shard->index, m.shard->count, m.case_count) : "",
+        m.generator);
+    if (!m.description.empty()) fmt::print("{}\n", m.description);
+    fmt::print("\n{:>5}  {:<44} {:>10}  {}\n", "index", "case", "bytes", "description");
+    std::error_code ec;
+    for (const auto& c : m.cases) {
+      const auto size = fs::file_size(fs::path(*dir) / c.file, ec);
+      fmt::print("{:>5}  {:<44} {:>10}  {}\n", c.index, c.name,
+                 ec ? std::string("missing") : std::to_string(size), c.description);
+    }
+  });
+}
+
+void add_check(CLI::App* golden) {
+  auto* cmd = golden->add_subcommand(
+      "check", "Check a suite folder: every sha256, and the exact outputs against the current reference");
+  struct State {
+    std::string dir;
+    int threads = 0;
+  };
+  auto st = std::make_shared<State>();
+  cmd->add_option("dir", st->dir, "Suite folder")->required();
+  cmd->add_option("--threads", st->threads, "OpenMP threads (0: all cores)");
+  cmd->callback([st] {
+    ref::RunOptions run;
+    run.threads = st->threads;
+    const auto checked = golden::check_suite(st->dir, run, ProgressBar("check"));
+    int bad = 0;
+    double worst = 0;
+    for (const auto& c : checked) {
+      worst = std::max(worst, c.worst_rel);
+      if (c.ok()) continue;
+      ++bad;
+      fmt::print("FAIL {}: {}\n", c.name,
+                 !c.problem.empty() ? c.problem
+                                    : fmt::format("{} differs from the current reference by {:.2e} relative",
+                                                  c.worst_output, c.worst_rel));
+    }
+    fmt::print(
+        "{} cases: {} ok, {} failed (sha256 and recomputed exact outputs; largest relative difference "
+        "{:.2e}, limit {:.0e})\n",
+        checked.size(), checked.size() - bad, bad, worst, golden::kCheckTolerance);
+    set_exit_code(bad ? 1 : 0);
+  });
+}
+
+std::string sci(double x) {
+  return std::isfinite(x) ? fmt::format("{:.2e}", x) : fmt::format("{}", x);
+}
+
+void print_report(const golden::VerifyReport& r, bool quiet) {
+  for (const auto& c : r.cases) {
+    if (quiet && c.pass) continue;
+    fmt::print("{}  ({}, compute {})\n", c.name, c.pass ? "pass" : "FAIL", c.compute_dtype);
+    fmt::print("  {:<6} {:<5} {:>10} {:>10} {:>10} {:>10} {:>18} {:>8} {:>7}  {}\n", "output", "dtype",
+               "max|err|", "bound", "relL2", "bound", "worst index", "nan/inf", "over", "");
+    for (const auto& o : c.outputs) {
+      if (quiet && o.pass) continue;
+      if (!o.present) {
+        fmt::print("  {:<6} {:<5} {:>10} {:>10} {:>10} {:>10} {:>18} {:>8} {:>7}  FAIL {}\n", o.output, "-",
+                   "-", "-", "-", "-", "-", "-", "-", o.note);
+        continue;
+      }
+      fmt::print("  {:<6} {:<5} {:>10} {:>10} {:>10} {:>10} {:>18} {:>8} {:>7}  {}{}\n", o.output,
+                 o.candidate_dtype, sci(o.stats.max_abs), sci(o.bound_abs), sci(o.stats.rel_l2),
+                 sci(o.bound_rel), o.worst_index, o.stats.nonfinite + o.stats.inf_mismatch, o.mismatches,
+                 o.pass ? "ok" : "FAIL ", o.pass ? "" : o.note);
+    }
+  }
+  fmt::print("{} cases, {} outputs checked: {} cases passed, {} failed ({} outputs failed)\n", r.cases.size(),
+             r.outputs_checked, r.cases.size() - r.cases_failed, r.cases_failed, r.outputs_failed);
+  fmt::print("{}\n", r.pass() ? "ALL PASS" : "SOME OUTPUTS FAILED");
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string part = s.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!part.empty()) out.push_back(part);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+void add_verify(CLI::App* golden) {
+  auto* cmd = golden->add_subcommand(
+      "verify",
+      "Check a candidate's outputs against a golden suite (exit 0 all pass, 1 any fails, 2 bad input)");
+  struct State {
+    std::string golden, candidate, as, outputs;
+    std::vector<std::string> cases;
+    bool json = false, quiet = false;
+  };
+  auto st = std::make_shared<State>();
+  cmd->add_option("--golden", st->golden, "Golden suite folder")->required();
+  cmd->add_option("--candidate", st->candidate,
+                  "Folder of candidate safetensors files named as the golden cases, holding o lse dq dk dv "
+                  "(dbias) in any float dtype")
+      ->required();
+  cmd->add_option("--as", st->as,
+                  "The dtype the candidate computed in (picks the tolerance; default: the candidate file's "
+                  "__metadata__[\"flashsim.compute_dtype\"], else the case's input dtype)");
+  cmd->add_option("--outputs", st->outputs,
+                  "Comma-separated outputs to check (default: all, e.g. o,lse for a "
+                  "forward-only kernel)");
+  cmd->add_option("--case", st->cases, "Only cases whose name matches this glob (repeatable)");
+  cmd->add_flag("--json", st->json, "Print the report as JSON");
+  cmd->add_flag("--quiet", st->quiet, "Print only failing outputs and the summary");
+  cmd->callback([st] {
+    golden::VerifyOptions opt;
+    if (!st->as.empty()) opt.compute = parse_dtype(st->as);
+    opt.outputs = split_commas(st->outputs);
+    opt.cases = st->cases;
+    const golden::VerifyReport r = golden::verify_suite(st->golden, st->candidate, opt);
+    if (st->json)
+      fmt::print("{}\n", golden::to_json(r).dump(2));
+    else
+      print_report(r, st->quiet);
+    set_exit_code(r.pass() ? 0 : 1);
+  });
+}
+
+void add_candidate(CLI::App* golden) {
+  auto* cmd = golden->add_subcommand(
+      "candidate",
+      "Write the reference's emulated kernel pipeline as a candidate folder (a real candidate for `verify`)");
+  struct State {
+    std::string golden, out, dtype = "bf16", forward = "two-pass", backward = "naive";
+    int threads = 0;
+    bool force = false;
+    TileFlags tile;
+  };
+  auto st = std::make_shared<State>();
+  cmd->add_option("--golden", st->golden, "Golden suite folder")->required();
+  cmd->add_option("--out", st->out, "Candidate folder to write")->required();
+  cmd->add_option("--dtype", st->dtype, "Compute dtype of the emulated pipeline (inputs rounded to it)")
+      ->capture_default_str();
+  cmd->add_option("--forward", st->forward,
+                  "Forward algorithm: naive, three-pass, two-pass, tiled-fa1, tiled-fa2")
+      ->capture_default_str();
+  cmd->add_option("--backward", st->backward, "Backward algorithm: naive or tiled")->capture_default_str();
+  cmd->add_option("--threads", st->threads, "OpenMP threads (0: all cores)");
+  cmd->add_flag("--force", st->force, "Replace the output folder if it exists");
+  st->tile.add_to(cmd);
+  cmd->callback([st] {
+    golden::CandidateOptions opt;
+    opt.compute = parse_dtype(st->dtype);
+    opt.forward = ref::parse_forward_algorithm(st->forward);
+    if (st->backward == "naive")
+      opt.backward = ref::BackwardAlgorithm::Naive;
+    else if (st->backward == "tiled")
+      opt.backward = ref::BackwardAlgorithm::Tiled;
+    else
+      throw InputError("backward", fmt::format("'{}' is not naive or tiled", st->backward));
+    opt.tile = st->tile.config();
+    opt.run.threads = st->threads;
+    opt.force = st->force;
+    opt.progress = ProgressBar("candidate");
+    const int64_t n = golden::write_reference_candidate(st->golden, st->out, opt);
+    fmt::print("wrote {} candidate files ({} forward, {} backward, emulated {}) to {}\n", n, st->forward,
+               st->backward, st->dtype, st->out);
+  });
+}
+
+}  // namespace
+
+void add_golden_commands(CLI::App& app) {
+  auto* golden = app.add_subcommand("golden", "Golden test suites: generate, merge, list, check, verify");
+  golden->require_subcommand(1);
+  add_generate(golden);
+  add_merge(golden);
+  add_list(golden);
+  add_check(golden);
+  add_verify(golden);
+  add_candidate(golden);
+}
+
+}  // namespace flashsim::cli

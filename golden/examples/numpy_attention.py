@@ -1,0 +1,101 @@
+"""Attention forward and backward in NumPy float32, with every feature of a flashsim golden case.
+
+A stand-in for a GPU kernel in the examples and in CI: it computes in float32 (a kernel's accumulation
+precision) straight from the formulas, one (sequence, head) at a time, independent of flashsim's C++ code.
+Score pipeline (DESIGN.md): s = scale q.k; softcap c: s = c tanh(s/c); s += bias + ALiBi; window and boolean
+masks (bottom-right aligned); softmax; o = p v.
+"""
+import numpy as np
+
+
+def _visible(case, lq, lk):
+    i = np.arange(lq)[:, None]
+    j = np.arange(lk)[None, :]
+    shift = lk - lq  # bottom-right alignment
+    vis = np.ones((lq, lk), dtype=bool)
+    if case["window_left"] >= 0:
+        vis &= j >= i + shift - case["window_left"]
+    if case["window_right"] >= 0:
+        vis &= j <= i + shift + case["window_right"]
+    return vis
+
+
+def _slice(t, b, h, lq, lk):
+    """The [lq, lk] corner of a broadcast [B|1, H|1, Sq, Sk] bias or mask for sequence b, head h."""
+    return t[b if t.shape[0] > 1 else 0, h if t.shape[1] > 1 else 0, :lq, :lk]
+
+
+def attention(t, case):
+    """Returns dict o, lse, dq, dk, dv (and dbias), float32, in the golden file's layouts."""
+    f32 = np.float32
+    q, k, v, do = (t[n].astype(f32) for n in ("q", "k", "v", "do"))
+    varlen = "cu_seqlens_q" in t
+    if varlen:
+        cq, ck = t["cu_seqlens_q"].astype(np.int64), t["cu_seqlens_k"].astype(np.int64)
+        seqs = [(cq[b], cq[b + 1], ck[b], ck[b + 1]) for b in range(len(cq) - 1)]
+        q4, k4, v4, do4 = q, k, v, do  # [total, heads, dim]
+    else:
+        B, Sq, Sk = q.shape[0], q.shape[1], k.shape[1]
+        seqs = [(b * Sq, (b + 1) * Sq, b * Sk, (b + 1) * Sk) for b in range(B)]
+        q4, k4, v4, do4 = (x.reshape(-1, x.shape[2], x.shape[3]) for x in (q, k, v, do))
+    hq, hk = q4.shape[1], k4.shape[1]
+    group = hq // hk
+    scale, cap = f32(case["scale"]), f32(case["softcap"])
+    bias = t.get("bias")
+    mask = t.get("mask")
+    slopes = t.get("alibi_slopes")
+    o = np.zeros(do4.shape, f32)
+    dq = np.zeros(q4.shape, f32)
+    dk = np.zeros(k4.shape, f32)
+    dv = np.zeros(v4.shape, f32)
+    total_q = q4.shape[0]
+    lse = np.full((hq, total_q), -np.inf, f32)
+    dbias = np.zeros(bias.shape, f32) if bias is not None else None
+    for b, (q0, q1, k0, k1) in enumerate(seqs):
+        lq, lk = q1 - q0, k1 - k0
+        if lq == 0:
+            continue
+        vis = _visible(case, lq, lk)
+        for h in range(hq):
+            hkv = h // group
+            Q, K, V, dO = q4[q0:q1, h], k4[k0:k1, hkv], v4[k0:k1, hkv], do4[q0:q1, h]
+            raw = scale * (Q @ K.T)
+            s = cap * np.tanh(raw / cap) if cap > 0 else raw
+            if bias is not None:
+                s = s + _slice(bias, b, h, lq, lk).astype(f32)
+            if slopes is not None:
+                i = np.arange(lq)[:, None]
+                j = np.arange(lk)[None, :]
+                s = s - f32(slopes[h]) * np.abs(i + lk - lq - j).astype(f32)
+            keep = vis if mask is None else vis & (_slice(mask, b, h, lq, lk) != 0)
+            s = np.where(keep, s, -np.inf).astype(f32)
+            m = s.max(axis=1, keepdims=True) if lk > 0 else np.full((lq, 1), -np.inf, f32)
+            empty = ~np.isfinite(m[:, 0])
+            m = np.where(np.isfinite(m), m, 0).astype(f32)
+            e = np.exp(s - m)  # exp(-inf) = 0 on masked scores
+            l = e.sum(axis=1, keepdims=True)
+            p = np.where(l > 0, e / np.where(l > 0, l, 1), 0).astype(f32)
+            O = p @ V
+            o[q0:q1, h] = O
+            lse[h, q0:q1] = np.where(empty, -np.inf, m[:, 0] + np.log(np.where(empty, 1, l[:, 0])))
+            # backward: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO o O))
+            dv[k0:k1, hkv] += p.T @ dO
+            dp = dO @ V.T
+            D = (dO * O).sum(axis=1, keepdims=True)
+            ds = p * (dp - D)
+            if dbias is not None:
+                db = _slice(dbias, b, h, lq, lk)
+                db += ds  # summed over the broadcast dims
+            if cap > 0:
+                ds = ds * (1 - np.tanh(raw / cap) ** 2)  # d/dx c tanh(x/c) = 1 - tanh^2(x/c)
+            dq[q0:q1, h] = scale * (ds @ K)
+            dk[k0:k1, hkv] += scale * (ds.T @ Q)
+    if not varlen:
+        B, Sq, Sk = q.shape[0], q.shape[1], k.shape[1]
+        o, dq = o.reshape(B, Sq, hq, -1), dq.reshape(B, Sq, hq, -1)
+        dk, dv = dk.reshape(B, Sk, hk, -1), dv.reshape(B, Sk, hk, -1)
+        lse = lse.reshape(hq, B, Sq).transpose(1, 0, 2)
+    out = {"o": o, "lse": np.ascontiguousarray(lse), "dq": dq, "dk": dk, "dv": dv}
+    if dbias is not None:
+        out["dbias"] = dbias
+    return out

@@ -1,0 +1,28 @@
+#pragma once
+// The reference as a candidate: a folder of candidate files computed by a reference algorithm through the
+// emulated GPU pipeline in a chosen dtype, the way a kernel would produce them (o, dq, dk, dv, dbias stored
+// in that dtype, lse in fp32). Used by the quick start and the tests as a real, independent-path candidate.
+#include <filesystem>
+
+#include "flashsim/dtype.h"
+#include "flashsim/golden/generate.h"
+#include "flashsim/ref/attention.h"
+#include "flashsim/tile_config.h"
+
+namespace flashsim::golden {
+
+struct CandidateOptions {
+  DType compute = DType::BF16;
+  ref::ForwardAlgorithm forward = ref::ForwardAlgorithm::TwoPass;
+  ref::BackwardAlgorithm backward = ref::BackwardAlgorithm::Naive;
+  TileConfig tile;
+  ref::RunOptions run;
+  bool force = false;
+  ProgressFn progress;
+};
+
+// Writes one candidate file per golden case (same file names) into out; returns the number written.
+int64_t write_reference_candidate(const std::filesystem::path& golden, const std::filesystem::path& out,
+                                  const CandidateOptions& opt);
+
+}  // namespace flashsim::golden

@@ -1,0 +1,58 @@
+#pragma once
+// One golden case as a safetensors file: inputs in their stored dtype (q k v do, and bias mask alibi_slopes
+// cu_seqlens_q cu_seqlens_k where the case has them), exact outputs in F64 (o lse dq dk dv, dbias with a
+// bias), and __metadata__["flashsim.case"]: the case (golden::case_to_json), the generator version, the
+// reference algorithms used and the tolerance table.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "flashsim/golden/safetensors.h"
+#include "flashsim/golden/suite.h"
+#include "flashsim/golden/tolerance.h"
+#include "flashsim/inputs.h"
+#include "flashsim/ref/attention.h"
+
+namespace flashsim::golden {
+
+constexpr const char* kCaseMetadataKey = "flashsim.case";
+constexpr const char* kFormatMetadataKey = "format";
+constexpr const char* kFormatName = "flashsim.golden/1";
+std::string generator_version();  // "flashsim 0.1.0, golden format 1"
+
+// Output names in file order; dbias only when the problem has a bias.
+std::vector<std::string> output_names(const AttentionProblem& p);
+std::vector<int64_t> output_shape(const AttentionProblem& p, const std::string& name);
+
+struct AttentionOutputs {
+  ref::ForwardResult fwd;
+  ref::Gradients grads;
+  const std::vector<double>& get(const std::string& name) const;  // "o", "lse", "dq", ...
+};
+
+// The golden outputs: tiled FlashAttention-2 forward and backward in fp64 (tested against naive fp64 and
+// an independent oracle to 1e-12 in tests/).
+AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs& in, ref::RunOptions opt);
+// The reference computed through a GPU kernel's pipeline in `compute`, on the inputs rounded to it.
+// Returns false (and nothing) when the rounded inputs are not finite (e.g. large bf16 values in fp16).
+bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
+                      ref::RunOptions opt, AttentionOutputs& out);
+
+// The compute dtypes a case's tolerance table covers: fp32, fp16, bf16 (and the case's own dtype).
+std::vector<DType> tolerance_dtypes(const AttentionProblem& p);
+
+// Everything a golden file holds, ready to serialize.
+SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt);
+
+// A golden file read back.
+struct LoadedCase {
+  GoldenCase c;
+  AttentionInputs inputs;
+  std::map<std::string, std::vector<double>> outputs;  // exact, by name
+  ToleranceTable tolerances;
+  nlohmann::json metadata;  // the parsed flashsim.case
+};
+LoadedCase load_case(const SafetensorsFile& f, const std::string& source);
+
+}  // namespace flashsim::golden

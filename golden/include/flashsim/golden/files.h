@@ -1,0 +1,22 @@
+#pragma once
+// File helpers for golden suites: whole-file reads with clear errors, SHA-256 (OpenSSL), atomic writes.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace flashsim::golden {
+
+// Reads a whole file; throws InputError(path, ...) when it cannot, or when it is larger than max_bytes.
+std::vector<uint8_t> read_file(const std::filesystem::path& path, uint64_t max_bytes = UINT64_MAX);
+std::string read_text_file(const std::filesystem::path& path);
+// Writes bytes to path (through path + ".tmp" and a rename, so no reader sees half a file).
+void write_file(const std::filesystem::path& path, const void* data, size_t size);
+void write_file(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
+void write_text_file(const std::filesystem::path& path, const std::string& text);
+
+// SHA-256 of the bytes, as 64 lowercase hex digits.
+std::string sha256_hex(const uint8_t* data, size_t size);
+std::string sha256_hex(const std::vector<uint8_t>& bytes);
+
+}  // namespace flashsim::golden

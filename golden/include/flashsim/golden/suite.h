@@ -1,0 +1,49 @@
+#pragma once
+// Golden cases and suite specs.
+//
+// A case is one attention problem, the seed of its inputs and their magnitude. A suite spec (JSON, see
+// golden/suites/README.md) lists cases directly or as groups: a `base` problem and `vary`, a map from field
+// to a list of values, expanded as a cartesian product in the order written. Fields are the problem's
+// (batch heads_q heads_kv seqlen_q seqlen_k head_dim head_dim_v scale causal window_left window_right softcap
+// dtype bias mask mask_keep alibi seqlens_q seqlens_k) plus seed, magnitude, name, description; `seqlen`
+// sets seqlen_q and seqlen_k; unset head_dim_v / heads_kv follow head_dim / heads_q; `causal: true` sets
+// window_right 0; `seqlens_q` (and `seqlens_k`, default the same) make a variable-length batch; a case
+// without a seed gets its position in the suite.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "flashsim/problem.h"
+
+namespace flashsim::golden {
+
+struct GoldenCase {
+  std::string name;         // the file is name + ".safetensors"; letters, digits, '-', '_', '.'
+  std::string description;  // one line
+  AttentionProblem problem;
+  uint64_t seed = 0;
+  double magnitude = 1.0;  // q, k, v, dO are N(0, 1) * magnitude, rounded to the dtype
+};
+
+// The case as JSON: the problem's fields under the names above (scale resolved to its value, causal as
+// window_right == 0), seed, magnitude, name, description.
+nlohmann::ordered_json case_to_json(const GoldenCase& c);
+// The inverse; throws InputError(where + ": " + field) for a missing or bad field.
+GoldenCase case_from_json(const nlohmann::json& j, const std::string& where);
+
+struct SuiteSpec {
+  std::string name;
+  int64_t version = 1;
+  std::string description;
+  std::vector<GoldenCase> cases;
+  std::string spec_sha256;  // of the spec's text: ties generated shards to one spec
+};
+
+// Parses and expands a spec; every case is validated. Throws InputError(source, ...) naming the problem.
+SuiteSpec parse_suite_spec(const std::string& text, const std::string& source);
+// A built-in suite by name (golden/suites/NAME.json, compiled in) or a spec file by path.
+SuiteSpec load_suite_spec(const std::string& name_or_path);
+std::vector<std::string> builtin_suite_names();
+
+}  // namespace flashsim::golden

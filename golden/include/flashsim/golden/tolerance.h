@@ -1,0 +1,64 @@
+#pragma once
+// The tolerance rule of golden suites (see golden/README.md for the reasoning).
+//
+// For each case, output and compute dtype T, the suite stores the error of the emulated reference (the GPU
+// precision pipeline in T: fp32 accumulation, P and dS rounded to T, outputs rounded to T) against the exact
+// fp64 result. A candidate computed in T passes an output when
+//   max|cand - exact|   <= factor * emulated_max_abs + floor_abs,   floor_abs = 2 ulp_S(max|exact|)
+//   relL2(cand, exact)  <= factor * emulated_rel_l2  + floor_rel,   floor_rel = u_S
+// with factor 2 for forward outputs (o, lse) and 3 for gradients (dq, dk, dv, dbias), S the coarser of the
+// emulated output's storage type and the candidate's, and no NaN or Inf where the exact value is finite
+// (where the exact value is -inf, the lse of a fully masked row, the candidate must be -inf too).
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flashsim/dtype.h"
+
+namespace flashsim::golden {
+
+constexpr double kForwardFactor = 2.0;   // flash-attention's tests compare with 2x a same-precision reference
+constexpr double kBackwardFactor = 3.0;  // gradients go through two more rounded products (dS, then dQ/dK)
+constexpr double kFloorUlps = 2.0;       // "a few ulps": the bound never collapses to 0 on easy outputs
+
+// Errors of `got` against `exact` over the elements where exact is finite.
+struct ErrorStats {
+  double max_abs = 0;        // max |got - exact|
+  double rel_l2 = 0;         // ||got - exact|| / ||exact|| (0 when both are 0, inf when only exact is 0)
+  double magnitude = 0;      // max |exact|
+  int64_t worst = -1;        // flat index of the largest |got - exact|
+  int64_t nonfinite = 0;     // NaN or Inf in got where exact is finite
+  int64_t inf_mismatch = 0;  // exact is +-inf and got differs
+};
+ErrorStats error_stats(const std::vector<double>& exact, const std::vector<double>& got);
+// Elements with |got - exact| > bound (non-finite ones count).
+int64_t count_above(const std::vector<double>& exact, const std::vector<double>& got, double bound);
+
+// Spacing of t's numbers at |x| (ulp), for normal x; the smallest subnormal spacing for tiny x.
+double ulp(double x, DType t);
+
+bool is_gradient_output(std::string_view name);  // dq dk dv dbias
+// The type the emulated pipeline stores an output in: lse stays fp32 (as FlashAttention-2), the rest in T.
+DType emulated_storage(std::string_view output, DType compute);
+
+struct OutputTolerance {
+  double emulated_max_abs = 0, emulated_rel_l2 = 0, magnitude = 0;
+  double factor = 0, floor_abs = 0, floor_rel = 0;
+  DType storage = DType::F64;  // of the emulated output
+
+  // The bounds for a candidate stored in `candidate_storage` (a coarser type raises the floor).
+  double bound_max_abs(DType candidate_storage) const;
+  double bound_rel_l2(DType candidate_storage) const;
+};
+OutputTolerance make_tolerance(std::string_view output, DType compute, const ErrorStats& emulated);
+
+nlohmann::ordered_json to_json(const OutputTolerance& t);
+OutputTolerance tolerance_from_json(const nlohmann::json& j, const std::string& where);
+
+// compute dtype name ("bf16") -> output name ("dq") -> tolerance
+using ToleranceTable = std::map<std::string, std::map<std::string, OutputTolerance>>;
+
+}  // namespace flashsim::golden

@@ -1,0 +1,238 @@
+#include "flashsim/golden/case_file.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "flashsim/error.h"
+
+namespace flashsim::golden {
+
+using ojson = nlohmann::ordered_json;
+
+std::string generator_version() {
+  return "flashsim 0.1.0, golden format 1";
+}
+
+std::vector<std::string> output_names(const AttentionProblem& p) {
+  std::vector<std::string> n = {"o", "lse", "dq", "dk", "dv"};
+  if (p.bias != BroadcastShape::None) n.emplace_back("dbias");
+  return n;
+}
+
+std::vector<int64_t> output_shape(const AttentionProblem& p, const std::string& name) {
+  if (name == "o") return p.o_shape();
+  if (name == "lse") return p.lse_shape();
+  if (name == "dq") return p.q_shape();
+  if (name == "dk") return p.k_shape();
+  if (name == "dv") return p.v_shape();
+  if (name == "dbias") return p.broadcast_shape(p.bias);
+  throw InputError("output", fmt::format("unknown output '{}'", name));
+}
+
+const std::vector<double>& AttentionOutputs::get(const std::string& name) const {
+  if (name == "o") return fwd.o;
+  if (name == "lse") return fwd.lse;
+  if (name == "dq") return grads.dq;
+  if (name == "dk") return grads.dk;
+  if (name == "dv") return grads.dv;
+  if (name == "dbias") return grads.dbias;
+  throw InputError("output", fmt::format("unknown output '{}'", name));
+}
+
+AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs& in, ref::RunOptions opt) {
+  opt.precision = ref::Precision::Exact;
+  AttentionOutputs out;
+  const TileConfig tile;
+  out.fwd = ref::forward(p, in, ref::ForwardAlgorithm::TiledFa2, tile, opt);
+  out.grads = ref::backward(p, in, out.fwd, ref::BackwardAlgorithm::Tiled, tile, opt);
+  return out;
+}
+
+namespace {
+bool round_all(std::vector<double>& t, DType d) {
+  for (double& x : t) {
+    x = round_to(x, d);
+    if (!std::isfinite(x)) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
+                      ref::RunOptions opt, AttentionOutputs& out) {
+  AttentionProblem pc = p;
+  pc.dtype = compute;
+  AttentionInputs ic = in;
+  if (!(round_all(ic.q, compute) && round_all(ic.k, compute) && round_all(ic.v, compute) &&
+        round_all(ic.dout, compute) && round_all(ic.bias, compute)))
+    return false;
+  opt.precision = ref::Precision::Emulated;
+  const TileConfig tile;
+  out.fwd = ref::forward(pc, ic, ref::ForwardAlgorithm::TiledFa2, tile, opt);
+  out.grads = ref::backward(pc, ic, out.fwd, ref::BackwardAlgorithm::Tiled, tile, opt);
+  return true;
+}
+
+std::vector<DType> tolerance_dtypes(const AttentionProblem& p) {
+  std::vector<DType> d = {DType::F32, DType::F16, DType::BF16};
+  if (p.dtype == DType::F64) d.insert(d.begin(), DType::F64);
+  return d;
+}
+
+SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) {
+  const AttentionProblem& p = c.problem;
+  const AttentionInputs in = make_random_inputs(p, c.seed, c.magnitude);
+  const AttentionOutputs exact = compute_exact(p, in, opt);
+
+  ojson tol = ojson::object();
+  for (DType d : tolerance_dtypes(p)) {
+    AttentionOutputs emu;
+    if (!compute_emulated(p, in, d, opt, emu)) continue;  // inputs overflow d: no kernel in d can run it
+    ojson row = ojson::object();
+    bool finite = true;
+    for (const auto& name : output_names(p)) {
+      const ErrorStats e = error_stats(exact.get(name), emu.get(name));
+      if (e.nonfinite > 0 || e.inf_mismatch > 0) finite = false;
+      row[name] = to_json(make_tolerance(name, d, e));
+    }
+    if (finite) tol[std::string(dtype_name(d))] = row;
+  }
+
+  SafetensorsFile f;
+  const StDType st = st_dtype_of(p.dtype);
+  f.add("q", Tensor::from_doubles(st, p.q_shape(), in.q));
+  f.add("k", Tensor::from_doubles(st, p.k_shape(), in.k));
+  f.add("v", Tensor::from_doubles(st, p.v_shape(), in.v));
+  f.add("do", Tensor::from_doubles(st, p.o_shape(), in.dout));
+  if (p.bias != BroadcastShape::None)
+    f.add("bias", Tensor::from_doubles(st, p.broadcast_shape(p.bias), in.bias));
+  if (p.mask != BroadcastShape::None)
+    f.add("mask", Tensor::from_bytes(p.broadcast_shape(p.mask), in.mask, StDType::BOOL));
+  if (p.alibi) f.add("alibi_slopes", Tensor::from_doubles(StDType::F32, {p.heads_q}, in.alibi_slopes));
+  if (p.varlen()) {
+    // int32, as flash-attention's varlen API takes them
+    f.add("cu_seqlens_q", Tensor::from_int64(StDType::I32, {p.batch + 1}, p.cu_seqlens_q()));
+    f.add("cu_seqlens_k", Tensor::from_int64(StDType::I32, {p.batch + 1}, p.cu_seqlens_k()));
+  }
+  for (const auto& name : output_names(p))
+    f.add(name, Tensor::from_doubles(StDType::F64, output_shape(p, name), exact.get(name)));
+
+  ojson meta = case_to_json(c);
+  meta["generator"] = generator_version();
+  meta["reference"] = {{"forward", std::string(ref::algorithm_name(ref::ForwardAlgorithm::TiledFa2))},
+                       {"backward", std::string(ref::algorithm_name(ref::BackwardAlgorithm::Tiled))},
+                       {"precision", "exact (fp64 on the inputs as stored)"},
+                       {"emulated", "tiled-fa2 / tiled, fp32 accumulation, P and dS rounded to the dtype"}};
+  meta["tolerance_rule"] = {
+      {"max_abs",
+       "factor * emulated_max_abs + max(floor_abs, 2 ulp(magnitude) in the candidate's storage dtype)"},
+      {"rel_l2", "factor * emulated_rel_l2 + max(floor_rel, u of the candidate's storage dtype)"},
+      {"factor_forward", kForwardFactor},
+      {"factor_backward", kBackwardFactor}};
+  meta["tolerances"] = tol;
+  f.metadata[kFormatMetadataKey] = kFormatName;
+  f.metadata[kCaseMetadataKey] = meta.dump();
+  return f;
+}
+
+namespace {
+
+const Tensor& need(const SafetensorsFile& f, const std::string& name, const std::string& source) {
+  const Tensor* t = f.find(name);
+  if (!t) throw InputError(source, fmt::format("has no tensor '{}'", name));
+  return *t;
+}
+
+void check_shape(const Tensor& t, const std::vector<int64_t>& shape, const std::string& name,
+                 const std::string& source) {
+  if (t.shape != shape)
+    throw InputError(source, fmt::format("tensor '{}' has shape [{}], the case needs [{}]", name,
+                                         fmt::join(t.shape, ", "), fmt::join(shape, ", ")));
+}
+
+std::vector<double> input(const SafetensorsFile& f, const std::string& name,
+                          const std::vector<int64_t>& shape, DType dtype, const std::string& source) {
+  const Tensor& t = need(f, name, source);
+  if (t.dtype != st_dtype_of(dtype))
+    throw InputError(source, fmt::format("tensor '{}' is {}, the case's dtype is {}", name,
+                                         st_dtype_name(t.dtype), st_dtype_name(st_dtype_of(dtype))));
+  check_shape(t, shape, name, source);
+  return t.to_doubles();
+}
+
+}  // namespace
+
+LoadedCase load_case(const SafetensorsFile& f, const std::string& source) {
+  LoadedCase lc;
+  auto it = f.metadata.find(kCaseMetadataKey);
+  if (it == f.metadata.end())
+    throw InputError(
+        source, fmt::format("has no __metadata__[\"{}\"]: not a flashsim golden file", kCaseMetadataKey));
+  try {
+    lc.metadata = nlohmann::json::parse(it->second);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(source,
+                     fmt::format("__metadata__[\"{}\"] is not valid JSON ({})", kCaseMetadataKey, e.what()));
+  }
+  lc.c = case_from_json(lc.metadata, source);
+  const AttentionProblem& p = lc.c.problem;
+  AttentionInputs& in = lc.inputs;
+  in.q = input(f, "q", p.q_shape(), p.dtype, source);
+  in.k = input(f, "k", p.k_shape(), p.dtype, source);
+  in.v = input(f, "v", p.v_shape(), p.dtype, source);
+  in.dout = input(f, "do", p.o_shape(), p.dtype, source);
+  if (p.bias != BroadcastShape::None) in.bias = input(f, "bias", p.broadcast_shape(p.bias), p.dtype, source);
+  if (p.mask != BroadcastShape::None) {
+    const Tensor& t = need(f, "mask", source);
+    if (t.dtype != StDType::BOOL && t.dtype != StDType::U8)
+      throw InputError(source, fmt::format("tensor 'mask' is {}, not BOOL or U8", st_dtype_name(t.dtype)));
+    check_shape(t, p.broadcast_shape(p.mask), "mask", source);
+    in.mask = t.data;
+  }
+  if (p.alibi) {
+    const Tensor& t = need(f, "alibi_slopes", source);
+    if (!st_is_float(t.dtype)) throw InputError(source, "tensor 'alibi_slopes' is not floating point");
+    check_shape(t, {p.heads_q}, "alibi_slopes", source);
+    in.alibi_slopes = t.to_doubles();
+  }
+  if (p.varlen()) {
+    for (const char* name : {"cu_seqlens_q", "cu_seqlens_k"}) {
+      const Tensor& t = need(f, name, source);
+      check_shape(t, {p.batch + 1}, name, source);
+      const auto want = std::string(name) == "cu_seqlens_q" ? p.cu_seqlens_q() : p.cu_seqlens_k();
+      const auto got = t.to_doubles();
+      for (size_t i = 0; i < want.size(); ++i)
+        if (got[i] != static_cast<double>(want[i]))
+          throw InputError(source, fmt::format("tensor '{}' disagrees with the case's seqlens", name));
+    }
+  }
+  try {
+    in.validate(p);
+  } catch (const InputError& e) {
+    throw InputError(source, e.what());
+  }
+  for (const auto& name : output_names(p)) {
+    const Tensor& t = need(f, name, source);
+    if (!st_is_float(t.dtype))
+      throw InputError(source, fmt::format("output '{}' is not floating point", name));
+    check_shape(t, output_shape(p, name), name, source);
+    lc.outputs[name] = t.to_doubles();
+  }
+  if (lc.metadata.contains("tolerances")) {
+    const auto& tj = lc.metadata["tolerances"];
+    if (!tj.is_object()) throw InputError(source, "tolerances is not a JSON object");
+    for (const auto& [dname, row] : tj.items()) {
+      const DType d = parse_dtype(dname);
+      auto& out = lc.tolerances[std::string(dtype_name(d))];
+      for (const auto& name : output_names(p)) {
+        if (!row.contains(name))
+          throw InputError(source, fmt::format("tolerances.{} has no entry for '{}'", dname, name));
+        out[name] = tolerance_from_json(row[name], fmt::format("{}: tolerances.{}.{}", source, dname, name));
+      }
+    }
+  }
+  return lc;
+}
+
+}  // namespace flashsim::golden

@@ -1,0 +1,198 @@
+#include "flashsim/golden/generate.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <map>
+
+#include "flashsim/error.h"
+#include "flashsim/golden/case_file.h"
+#include "flashsim/golden/files.h"
+#include "flashsim/golden/safetensors.h"
+
+namespace flashsim::golden {
+
+namespace fs = std::filesystem;
+
+double generation_work(const GoldenCase& c) {
+  // one exact and tolerance_dtypes() emulated runs, each a forward and a backward (2.5x the forward)
+  const double runs = 1.0 + static_cast<double>(tolerance_dtypes(c.problem).size());
+  return runs * 3.5 * std::max(c.problem.forward_flops(), 1.0);
+}
+
+namespace {
+
+// A temporary folder beside `out`, removed unless release() is called.
+class TempDir {
+ public:
+  explicit TempDir(const fs::path& out) {
+    const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
+    fs::create_directories(parent);
+    path_ = parent / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid());
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    if (!released_) {
+      std::error_code ec;
+      fs::remove_all(path_, ec);
+    }
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  // Moves the folder to out (replacing what is there).
+  void commit(const fs::path& out) {
+    std::error_code ec;
+    if (fs::exists(out, ec)) fs::remove_all(out);
+    fs::rename(path_, out);
+    released_ = true;
+  }
+
+ private:
+  fs::path path_;
+  bool released_ = false;
+};
+
+void refuse_existing(const fs::path& out, bool force) {
+  std::error_code ec;
+  if (fs::exists(out, ec) && !force)
+    throw InputError(out.string(), "already exists; pass --force to replace it");
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
+    throw InputError(out.string(), "exists and is not a folder; refusing to replace it");
+}
+
+}  // namespace
+
+Manifest generate_suite(const SuiteSpec& spec, const fs::path& out, const GenerateOptions& opt) {
+  refuse_existing(out, opt.force);
+  if (opt.shard.count < 1 || opt.shard.index < 0 || opt.shard.index >= opt.shard.count)
+    throw InputError("shard", "needs 0 <= I < N");
+  Manifest m;
+  m.suite = spec.name;
+  m.version = spec.version;
+  m.description = spec.description;
+  m.generator = generator_version();
+  m.spec_sha256 = spec.spec_sha256;
+  m.case_count = static_cast<int64_t>(spec.cases.size());
+  if (opt.shard.count > 1) m.shard = opt.shard;
+
+  std::vector<int64_t> mine;
+  Progress pr;
+  for (int64_t i = opt.shard.index; i < m.case_count; i += opt.shard.count) {
+    mine.push_back(i);
+    pr.work_total += generation_work(spec.cases[i]);
+  }
+  pr.total = static_cast<int64_t>(mine.size());
+
+  TempDir tmp(out);
+  for (int64_t i : mine) {
+    const GoldenCase& c = spec.cases[i];
+    pr.current = c.name;
+    if (opt.progress) opt.progress(pr);
+    const std::vector<uint8_t> bytes = serialize(make_case_file(c, opt.run));
+    const std::string file = c.name + ".safetensors";
+    write_file(tmp.path() / file, bytes);
+    m.cases.push_back({i, c.name, file, sha256_hex(bytes), c.description});
+    ++pr.done;
+    pr.work_done += generation_work(c);
+  }
+  write_text_file(tmp.path() / "manifest.json", m.to_json_text());
+  tmp.commit(out);
+  pr.current.clear();
+  if (opt.progress) opt.progress(pr);
+  return m;
+}
+
+Manifest merge_shards(const std::vector<fs::path>& shards, const fs::path& out, bool force) {
+  if (shards.empty()) throw InputError("merge", "no shard folders given");
+  refuse_existing(out, force);
+  std::vector<Manifest> ms;
+  for (const auto& s : shards) ms.push_back(read_manifest(s));
+  const Manifest& first = ms[0];
+  std::map<int64_t, std::pair<ManifestEntry, fs::path>> entries;
+  for (size_t k = 0; k < ms.size(); ++k) {
+    const Manifest& m = ms[k];
+    const std::string src = shards[k].string();
+    if (m.suite != first.suite || m.version != first.version || m.spec_sha256 != first.spec_sha256 ||
+        m.generator != first.generator || m.case_count != first.case_count)
+      throw InputError(
+          src, fmt::format("is a shard of a different suite, spec or generator than {}", shards[0].string()));
+    for (const auto& e : m.cases) {
+      if (m.shard && e.index % m.shard->count != m.shard->index)
+        throw InputError(src, fmt::format("case {} does not belong to shard {}/{}", e.name, m.shard->index,
+                                          m.shard->count));
+      if (entries.count(e.index))
+        throw InputError(src, fmt::format("case {} (index {}) is also in {}", e.name, e.index,
+                                          entries[e.index].second.string()));
+      entries[e.index] = {e, shards[k]};
+    }
+  }
+  if (static_cast<int64_t>(entries.size()) != first.case_count) {
+    int64_t missing = -1;
+    for (int64_t i = 0; i < first.case_count; ++i)
+      if (!entries.count(i)) {
+        missing = i;
+        break;
+      }
+    throw InputError("merge",
+                     fmt::format("the shards hold {} of the suite's {} cases (first missing index {})",
+                                 entries.size(), first.case_count, missing));
+  }
+  Manifest m = first;
+  m.shard.reset();
+  m.cases.clear();
+  TempDir tmp(out);
+  for (const auto& [index, ep] : entries) {
+    const auto& [e, dir] = ep;
+    const std::vector<uint8_t> bytes = read_file(dir / e.file);
+    if (sha256_hex(bytes) != e.sha256)
+      throw InputError((dir / e.file).string(), "sha256 does not match its manifest");
+    write_file(tmp.path() / e.file, bytes);
+    m.cases.push_back(e);
+  }
+  write_text_file(tmp.path() / "manifest.json", m.to_json_text());
+  tmp.commit(out);
+  return m;
+}
+
+std::vector<CheckedCase> check_suite(const fs::path& dir, const ref::RunOptions& run,
+                                     const ProgressFn& progress) {
+  const Manifest m = read_manifest(dir);
+  std::vector<CheckedCase> out;
+  Progress pr;
+  pr.total = static_cast<int64_t>(m.cases.size());
+  for (const auto& e : m.cases) {
+    CheckedCase cc;
+    cc.name = e.name;
+    pr.current = e.name;
+    if (progress) progress(pr);
+    const fs::path path = dir / e.file;
+    try {
+      const std::vector<uint8_t> bytes = read_file(path);
+      cc.sha_ok = sha256_hex(bytes) == e.sha256;
+      if (!cc.sha_ok) cc.problem = "sha256 does not match the manifest";
+      const LoadedCase lc = load_case(parse(bytes, path.string()), path.string());
+      const AttentionOutputs now = compute_exact(lc.c.problem, lc.inputs, run);
+      for (const auto& [name, stored] : lc.outputs) {
+        const ErrorStats s = error_stats(stored, now.get(name));
+        double rel = s.magnitude > 0 ? s.max_abs / s.magnitude : s.max_abs;
+        if (s.nonfinite > 0 || s.inf_mismatch > 0) rel = INFINITY;
+        if (rel > cc.worst_rel || cc.worst_output.empty()) {
+          cc.worst_rel = rel;
+          cc.worst_output = name;
+        }
+      }
+    } catch (const InputError& err) {
+      cc.problem = err.what();
+    }
+    out.push_back(cc);
+    ++pr.done;
+  }
+  pr.current.clear();
+  if (progress) progress(pr);
+  return out;
+}
+
+}  // namespace flashsim::golden

@@ -1,0 +1,131 @@
+#include "flashsim/golden/tolerance.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "flashsim/error.h"
+
+namespace flashsim::golden {
+
+ErrorStats error_stats(const std::vector<double>& exact, const std::vector<double>& got) {
+  ErrorStats s;
+  double diff2 = 0, exact2 = 0;  // sequential sums: the same bits on every run
+  for (size_t n = 0; n < exact.size(); ++n) {
+    const double e = exact[n], g = got[n];
+    if (!std::isfinite(e)) {
+      if (!(g == e)) ++s.inf_mismatch;
+      continue;
+    }
+    if (!std::isfinite(g)) {
+      ++s.nonfinite;
+      continue;
+    }
+    const double d = std::fabs(g - e);
+    if (s.worst < 0 || d > s.max_abs) {
+      s.worst = static_cast<int64_t>(n);
+      s.max_abs = d;
+    }
+    s.magnitude = std::max(s.magnitude, std::fabs(e));
+    diff2 += d * d;
+    exact2 += e * e;
+  }
+  // relL2 = ||got - exact||_2 / ||exact||_2
+  s.rel_l2 = exact2 > 0 ? std::sqrt(diff2 / exact2) : (diff2 > 0 ? INFINITY : 0.0);
+  return s;
+}
+
+int64_t count_above(const std::vector<double>& exact, const std::vector<double>& got, double bound) {
+  int64_t n = 0;
+  for (size_t i = 0; i < exact.size(); ++i) {
+    if (!std::isfinite(exact[i])) {
+      n += !(got[i] == exact[i]);
+      continue;
+    }
+    n += !(std::fabs(got[i] - exact[i]) <= bound);  // NaN counts
+  }
+  return n;
+}
+
+double ulp(double x, DType t) {
+  const double u = unit_roundoff(t);  // 2^-p: the spacing just above 1 is 2u
+  // Smallest exponent of normal numbers: fp64 -1022, fp32 -126, fp16 -14, bf16 -126.
+  const int emin = t == DType::F64 ? -1022 : t == DType::F16 ? -14 : -126;
+  const double ax = std::fabs(x);
+  int e = ax > 0 ? std::ilogb(ax) : emin;
+  if (e < emin) e = emin;
+  return std::ldexp(2 * u, e);  // ulp(x) = 2u * 2^floor(log2|x|)
+}
+
+bool is_gradient_output(std::string_view name) {
+  return name == "dq" || name == "dk" || name == "dv" || name == "dbias";
+}
+
+DType emulated_storage(std::string_view output, DType compute) {
+  if (output == "lse") return compute == DType::F64 ? DType::F64 : DType::F32;
+  return compute;
+}
+
+namespace {
+DType coarser(DType a, DType b) {
+  return unit_roundoff(a) >= unit_roundoff(b) ? a : b;
+}
+}  // namespace
+
+double OutputTolerance::bound_max_abs(DType candidate_storage) const {
+  const double floor = std::max(floor_abs, kFloorUlps * ulp(magnitude, coarser(storage, candidate_storage)));
+  return factor * emulated_max_abs + floor;
+}
+double OutputTolerance::bound_rel_l2(DType candidate_storage) const {
+  const double floor = std::max(floor_rel, unit_roundoff(coarser(storage, candidate_storage)));
+  return factor * emulated_rel_l2 + floor;
+}
+
+OutputTolerance make_tolerance(std::string_view output, DType compute, const ErrorStats& emulated) {
+  OutputTolerance t;
+  t.emulated_max_abs = emulated.max_abs;
+  t.emulated_rel_l2 = emulated.rel_l2;
+  t.magnitude = emulated.magnitude;
+  t.factor = is_gradient_output(output) ? kBackwardFactor : kForwardFactor;
+  t.storage = emulated_storage(output, compute);
+  t.floor_abs = kFloorUlps * ulp(emulated.magnitude, t.storage);
+  t.floor_rel = unit_roundoff(t.storage);  // one rounding of every element: relL2 <= u
+  return t;
+}
+
+nlohmann::ordered_json to_json(const OutputTolerance& t) {
+  nlohmann::ordered_json j;
+  j["emulated_max_abs"] = t.emulated_max_abs;
+  j["emulated_rel_l2"] = t.emulated_rel_l2;
+  j["magnitude"] = t.magnitude;
+  j["factor"] = t.factor;
+  j["floor_abs"] = t.floor_abs;
+  j["floor_rel"] = t.floor_rel;
+  j["storage"] = std::string(dtype_name(t.storage));
+  j["max_abs"] = t.bound_max_abs(t.storage);
+  j["rel_l2"] = t.bound_rel_l2(t.storage);
+  return j;
+}
+
+OutputTolerance tolerance_from_json(const nlohmann::json& j, const std::string& where) {
+  OutputTolerance t;
+  auto num = [&](const char* k) {
+    if (!j.is_object() || !j.contains(k) || !j[k].is_number())
+      throw InputError(where, fmt::format("tolerance has no number '{}'", k));
+    const double v = j[k].get<double>();
+    if (!(std::isfinite(v) && v >= 0)) throw InputError(where, fmt::format("tolerance '{}' is {}", k, v));
+    return v;
+  };
+  t.emulated_max_abs = num("emulated_max_abs");
+  t.emulated_rel_l2 = num("emulated_rel_l2");
+  t.magnitude = num("magnitude");
+  t.factor = num("factor");
+  t.floor_abs = num("floor_abs");
+  t.floor_rel = num("floor_rel");
+  if (!j.contains("storage") || !j["storage"].is_string())
+    throw InputError(where, "tolerance has no storage");
+  t.storage = parse_dtype(j["storage"].get<std::string>());
+  return t;
+}
+
+}  // namespace flashsim::golden
