@@ -96,14 +96,21 @@ OutputTolerance make_tolerance(std::string_view output, DType compute, const Err
 nlohmann::ordered_json to_json(const OutputTolerance& t) {
   nlohmann::ordered_json j;
   j["emulated_max_abs"] = t.emulated_max_abs;
-  j["emulated_rel_l2"] = t.emulated_rel_l2;
+  // relL2 is undefined on an all-zero exact output (JSON null: only the max-abs bound applies there)
+  if (std::isfinite(t.emulated_rel_l2))
+    j["emulated_rel_l2"] = t.emulated_rel_l2;
+  else
+    j["emulated_rel_l2"] = nullptr;
   j["magnitude"] = t.magnitude;
   j["factor"] = t.factor;
   j["floor_abs"] = t.floor_abs;
   j["floor_rel"] = t.floor_rel;
   j["storage"] = std::string(dtype_name(t.storage));
   j["max_abs"] = t.bound_max_abs(t.storage);
-  j["rel_l2"] = t.bound_rel_l2(t.storage);
+  if (std::isfinite(t.emulated_rel_l2))
+    j["rel_l2"] = t.bound_rel_l2(t.storage);
+  else
+    j["rel_l2"] = nullptr;
   return j;
 }
 
@@ -117,7 +124,9 @@ OutputTolerance tolerance_from_json(const nlohmann::json& j, const std::string& 
     return v;
   };
   t.emulated_max_abs = num("emulated_max_abs");
-  t.emulated_rel_l2 = num("emulated_rel_l2");
+  t.emulated_rel_l2 = j.is_object() && j.contains("emulated_rel_l2") && j["emulated_rel_l2"].is_null()
+                          ? INFINITY
+                          : num("emulated_rel_l2");
   t.magnitude = num("magnitude");
   t.factor = num("factor");
   t.floor_abs = num("floor_abs");

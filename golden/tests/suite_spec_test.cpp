@@ -1,0 +1,139 @@
+// Suite specs: expansion, naming, defaults and errors; the built-in suites cover what the issue asks.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "flashsim/error.h"
+#include "flashsim/golden/suite.h"
+
+namespace flashsim::golden {
+namespace {
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_suite_spec(text, "spec.json");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SuiteSpec, GroupsExpandAsACartesianProduct) {
+  const SuiteSpec s = parse_suite_spec(R"({"name": "t", "defaults": {"seqlen": 10, "head_dim": 8},
+    "groups": [{"name": "g", "base": {"heads_q": 4}, "vary": {"dtype": ["fp16", "bf16"], "heads_kv": [1, 2, 4]}}],
+    "cases": [{"name": "one", "seqlens_q": [3, 0, 5], "causal": true, "seed": 99}]})",
+                                       "t");
+  ASSERT_EQ(s.cases.size(), 7u);
+  EXPECT_EQ(s.cases[0].name, "g-fp16-kv1");
+  EXPECT_EQ(s.cases[1].name, "g-fp16-kv2");  // the last axis varies fastest
+  EXPECT_EQ(s.cases[3].name, "g-bf16-kv1");
+  EXPECT_EQ(s.cases[3].problem.dtype, DType::BF16);
+  EXPECT_EQ(s.cases[3].problem.heads_q, 4);
+  EXPECT_EQ(s.cases[5].problem.heads_kv, 4);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(s.cases[i].seed, i) << "default seed: the position in the suite";
+  const GoldenCase& one = s.cases[6];
+  EXPECT_EQ(one.seed, 99u);
+  EXPECT_TRUE(one.problem.varlen());
+  EXPECT_EQ(one.problem.batch, 3);
+  EXPECT_EQ(one.problem.seqlen_q, 5);
+  EXPECT_EQ(one.problem.seqlens_k, one.problem.seqlens_q);
+  EXPECT_TRUE(one.problem.causal());
+  EXPECT_EQ(one.problem.head_dim_v, 8);
+  EXPECT_NE(one.description.find("varlen"), std::string::npos);
+}
+
+TEST(SuiteSpec, CaseJsonRoundTrips) {
+  const SuiteSpec s = parse_suite_spec(R"({"name": "t", "cases": [
+      {"name": "a", "heads_q": 6, "heads_kv": 2, "seqlen_q": 7, "seqlen_k": 9, "head_dim": 16, "head_dim_v": 24,
+       "window_left": 3, "window_right": 0, "softcap": 2.5, "bias": "1hqk", "mask": "b1qk", "mask_keep": 0.25,
+       "alibi": true, "dtype": "fp16", "magnitude": 3.0, "scale": 0.5, "batch": 2}]})",
+                                       "t");
+  const GoldenCase& c = s.cases[0];
+  const GoldenCase back = case_from_json(nlohmann::json::parse(case_to_json(c).dump()), "m");
+  EXPECT_EQ(back.problem.describe(), c.problem.describe());
+  EXPECT_EQ(back.problem.softmax_scale(), 0.5);
+  EXPECT_EQ(back.problem.mask_keep, 0.25);
+  EXPECT_EQ(back.magnitude, 3.0);
+  EXPECT_EQ(back.seed, c.seed);
+  const auto j = case_to_json(c);
+  for (const char* f : {"batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v",
+                        "scale", "causal", "window_left", "window_right", "softcap", "dtype", "seed"})
+    EXPECT_TRUE(j.contains(f)) << f;
+  EXPECT_EQ(j["causal"], true);
+}
+
+TEST(SuiteSpec, BadSpecsNameTheProblem) {
+  EXPECT_NE(error_of("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "t"})").find("no cases"), std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "t", "cases": [{"name": "a", "hedas": 2}]})").find("unknown field 'hedas'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "t", "cases": [{"name": "a"}, {"name": "a"}]})").find("duplicate"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"name": "t", "cases": [{"name": "a", "heads_q": 3, "heads_kv": 2}]})").find("heads_kv"),
+      std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "t", "cases": [{"name": "a/b"}]})").find("may only hold"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "t", "cases": [{"name": "a", "dtype": "fp8"}]})").find("dtype"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "t", "cases": [{"name": "a", "seqlen": -4}]})").find("seqlen"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "t", "groups": [{"name": "g", "vary": {"seqlen": []}}]})").find("non-empty"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "t", "cases": [{"name": "a", "magnitude": 0}]})").find("magnitude"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"name": "t", "cases": [{"name": "a", "causal": true, "window_right": 3}]})")
+                .find("causal"),
+            std::string::npos);
+}
+
+TEST(SuiteSpec, BuiltInSuitesCoverTheFeatures) {
+  const auto names = builtin_suite_names();
+  for (const char* n : {"smoke", "default", "long"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  const SuiteSpec smoke = load_suite_spec("smoke");
+  EXPECT_LE(smoke.cases.size(), 20u);
+  const SuiteSpec d = load_suite_spec("default");
+  EXPECT_GE(d.cases.size(), 150u);
+  std::set<DType> dtypes;
+  std::set<int64_t> dims;
+  int64_t min_len = 1 << 30, max_len = 0;
+  bool q_lt_k = false, q_gt_k = false, gqa = false, mqa = false, varlen = false, masked_rows = false,
+       large = false, dma = false, odd_len = false, window = false, softcap = false, alibi = false;
+  for (const auto& c : d.cases) {
+    const AttentionProblem& p = c.problem;
+    dtypes.insert(p.dtype);
+    dims.insert(p.head_dim);
+    min_len = std::min({min_len, p.seqlen_q, p.seqlen_k});
+    max_len = std::max({max_len, p.seqlen_q, p.seqlen_k});
+    q_lt_k |= p.seqlen_q < p.seqlen_k;
+    q_gt_k |= p.seqlen_q > p.seqlen_k;
+    gqa |= p.heads_kv > 1 && p.heads_kv < p.heads_q;
+    mqa |= p.heads_kv == 1 && p.heads_q > 1;
+    varlen |= p.varlen();
+    masked_rows |=
+        (p.causal() && p.seqlen_q > p.seqlen_k) || (p.mask != BroadcastShape::None && p.mask_keep < 0.05);
+    large |= c.magnitude >= 16;
+    dma |= p.mask != BroadcastShape::None && p.bias != BroadcastShape::None;
+    odd_len |= p.seqlen_q % 64 != 0 && p.seqlen_q > 128;
+    window |= p.window_left >= 0;
+    softcap |= p.softcap > 0;
+    alibi |= p.alibi;
+  }
+  EXPECT_EQ(dtypes, (std::set<DType>{DType::F32, DType::F16, DType::BF16}));
+  EXPECT_TRUE(dims.count(32) && dims.count(256) && dims.count(17) && dims.count(111));
+  EXPECT_EQ(min_len, 1);
+  EXPECT_EQ(max_len, 2048);
+  for (bool b : {q_lt_k, q_gt_k, gqa, mqa, varlen, masked_rows, large, dma, odd_len, window, softcap, alibi})
+    EXPECT_TRUE(b);
+  const SuiteSpec l = load_suite_spec("long");
+  for (const auto& c : l.cases) {
+    EXPECT_GE(c.problem.seqlen_q, 8192);
+    EXPECT_LE(c.problem.seqlen_q, 32768);
+  }
+  EXPECT_THROW(load_suite_spec("no-such-suite"), InputError);
+}
+
+}  // namespace
+}  // namespace flashsim::golden
