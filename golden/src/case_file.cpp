@@ -85,6 +85,16 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
   const AttentionInputs in = make_random_inputs(p, c.seed, c.magnitude);
   const AttentionOutputs exact = compute_exact(p, in, opt);
 
+  // The floor's scale M: each forward output's own magnitude; for gradients the largest of them all.
+  std::map<std::string, double> magnitude;
+  double grad_magnitude = 0;
+  for (const auto& name : output_names(p)) {
+    magnitude[name] = error_stats(exact.get(name), exact.get(name)).magnitude;
+    if (is_gradient_output(name)) grad_magnitude = std::max(grad_magnitude, magnitude[name]);
+  }
+  for (auto& [name, m] : magnitude)
+    if (is_gradient_output(name)) m = grad_magnitude;
+
   ojson tol = ojson::object();
   for (DType d : tolerance_dtypes(p)) {
     AttentionOutputs emu;
@@ -94,7 +104,7 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
     for (const auto& name : output_names(p)) {
       const ErrorStats e = error_stats(exact.get(name), emu.get(name));
       if (e.nonfinite > 0 || e.inf_mismatch > 0) finite = false;
-      row[name] = to_json(make_tolerance(name, d, e));
+      row[name] = to_json(make_tolerance(name, d, e, magnitude[name]));
     }
     if (finite) tol[std::string(dtype_name(d))] = row;
   }

@@ -32,6 +32,7 @@ ErrorStats error_stats(const std::vector<double>& exact, const std::vector<doubl
   }
   // relL2 = ||got - exact||_2 / ||exact||_2
   s.rel_l2 = exact2 > 0 ? std::sqrt(diff2 / exact2) : (diff2 > 0 ? INFINITY : 0.0);
+  s.rel_defined = exact2 > 0;
   return s;
 }
 
@@ -81,14 +82,15 @@ double OutputTolerance::bound_rel_l2(DType candidate_storage) const {
   return factor * emulated_rel_l2 + floor;
 }
 
-OutputTolerance make_tolerance(std::string_view output, DType compute, const ErrorStats& emulated) {
+OutputTolerance make_tolerance(std::string_view output, DType compute, const ErrorStats& emulated,
+                               double magnitude) {
   OutputTolerance t;
   t.emulated_max_abs = emulated.max_abs;
   t.emulated_rel_l2 = emulated.rel_l2;
-  t.magnitude = emulated.magnitude;
+  t.magnitude = magnitude >= 0 ? magnitude : emulated.magnitude;
   t.factor = is_gradient_output(output) ? kBackwardFactor : kForwardFactor;
   t.storage = emulated_storage(output, compute);
-  t.floor_abs = kFloorUlps * ulp(emulated.magnitude, t.storage);
+  t.floor_abs = kFloorUlps * ulp(t.magnitude, t.storage);
   t.floor_rel = unit_roundoff(t.storage);  // one rounding of every element: relL2 <= u
   return t;
 }

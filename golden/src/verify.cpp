@@ -118,15 +118,16 @@ VerifyReport verify_suite(const fs::path& golden, const fs::path& candidate, con
           ov.bound_abs = tol.bound_max_abs(storage);
           ov.bound_rel = tol.bound_rel_l2(storage);
           ov.mismatches = count_above(exact, got, ov.bound_abs);
+          const bool rel_ok = !ov.stats.rel_defined || ov.stats.rel_l2 <= ov.bound_rel;
           ov.pass = ov.stats.nonfinite == 0 && ov.stats.inf_mismatch == 0 &&
-                    ov.stats.max_abs <= ov.bound_abs && ov.stats.rel_l2 <= ov.bound_rel;
+                    ov.stats.max_abs <= ov.bound_abs && rel_ok;
           if (ov.stats.nonfinite > 0)
             ov.note = fmt::format("{} NaN/Inf where the exact value is finite", ov.stats.nonfinite);
           else if (ov.stats.inf_mismatch > 0)
             ov.note = fmt::format("{} elements not -inf where the exact value is", ov.stats.inf_mismatch);
           else if (ov.stats.max_abs > ov.bound_abs)
             ov.note = "max abs error over bound";
-          else if (ov.stats.rel_l2 > ov.bound_rel)
+          else if (!rel_ok)
             ov.note = "relative L2 error over bound";
         }
       }
@@ -165,18 +166,19 @@ nlohmann::ordered_json to_json(const VerifyReport& r) {
     cj["ok"] = c.pass;
     cj["outputs"] = nlohmann::ordered_json::array();
     for (const auto& o : c.outputs) {
-      cj["outputs"].push_back({{"output", o.output},
-                               {"present", o.present},
-                               {"candidate_dtype", o.candidate_dtype},
-                               {"max_abs", num(o.stats.max_abs)},
-                               {"rel_l2", num(o.stats.rel_l2)},
-                               {"bound_max_abs", num(o.bound_abs)},
-                               {"bound_rel_l2", num(o.bound_rel)},
-                               {"worst_index", o.worst_index},
-                               {"mismatches", o.mismatches},
-                               {"nonfinite", o.stats.nonfinite + o.stats.inf_mismatch},
-                               {"ok", o.pass},
-                               {"note", o.note}});
+      cj["outputs"].push_back(
+          {{"output", o.output},
+           {"present", o.present},
+           {"candidate_dtype", o.candidate_dtype},
+           {"max_abs", num(o.stats.max_abs)},
+           {"rel_l2", o.stats.rel_defined ? num(o.stats.rel_l2) : nlohmann::ordered_json(nullptr)},
+           {"bound_max_abs", num(o.bound_abs)},
+           {"bound_rel_l2", num(o.bound_rel)},
+           {"worst_index", o.worst_index},
+           {"mismatches", o.mismatches},
+           {"nonfinite", o.stats.nonfinite + o.stats.inf_mismatch},
+           {"ok", o.pass},
+           {"note", o.note}});
     }
     j["cases"].push_back(cj);
   }

@@ -4,11 +4,14 @@
 // For each case, output and compute dtype T, the suite stores the error of the emulated reference (the GPU
 // precision pipeline in T: fp32 accumulation, P and dS rounded to T, outputs rounded to T) against the exact
 // fp64 result. A candidate computed in T passes an output when
-//   max|cand - exact|   <= factor * emulated_max_abs + floor_abs,   floor_abs = 2 ulp_S(max|exact|)
+//   max|cand - exact|   <= factor * emulated_max_abs + floor_abs,   floor_abs = 2 ulp_S(M)
 //   relL2(cand, exact)  <= factor * emulated_rel_l2  + floor_rel,   floor_rel = u_S
-// with factor 2 for forward outputs (o, lse) and 3 for gradients (dq, dk, dv, dbias), S the coarser of the
-// emulated output's storage type and the candidate's, and no NaN or Inf where the exact value is finite
-// (where the exact value is -inf, the lse of a fully masked row, the candidate must be -inf too).
+// with M the output's magnitude, max|exact| (for a gradient, the largest of dq, dk, dv, dbias: a gradient
+// that is exactly 0 in exact arithmetic, like dq with one visible key per row where dS = dP - D cancels,
+// still carries the rounding noise of that difference in any real kernel), factor 2 for forward outputs (o,
+// lse) and 3 for gradients (dq, dk, dv, dbias), S the coarser of the emulated output's storage type and the
+// candidate's, and no NaN or Inf where the exact value is finite (where the exact value is -inf, the lse of a
+// fully masked row, the candidate must be -inf too).
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -28,6 +31,7 @@ constexpr double kFloorUlps = 2.0;       // "a few ulps": the bound never collap
 struct ErrorStats {
   double max_abs = 0;        // max |got - exact|
   double rel_l2 = 0;         // ||got - exact|| / ||exact|| (0 when both are 0, inf when only exact is 0)
+  bool rel_defined = false;  // ||exact|| > 0; on an all-zero exact output only the max-abs bound applies
   double magnitude = 0;      // max |exact|
   int64_t worst = -1;        // flat index of the largest |got - exact|
   int64_t nonfinite = 0;     // NaN or Inf in got where exact is finite
@@ -45,7 +49,8 @@ bool is_gradient_output(std::string_view name);  // dq dk dv dbias
 DType emulated_storage(std::string_view output, DType compute);
 
 struct OutputTolerance {
-  double emulated_max_abs = 0, emulated_rel_l2 = 0, magnitude = 0;
+  double emulated_max_abs = 0, emulated_rel_l2 = 0;
+  double magnitude = 0;  // M: the scale the floor is measured at
   double factor = 0, floor_abs = 0, floor_rel = 0;
   DType storage = DType::F64;  // of the emulated output
 
@@ -53,7 +58,9 @@ struct OutputTolerance {
   double bound_max_abs(DType candidate_storage) const;
   double bound_rel_l2(DType candidate_storage) const;
 };
-OutputTolerance make_tolerance(std::string_view output, DType compute, const ErrorStats& emulated);
+// `magnitude` is M above (defaults to emulated.magnitude, the output's own max|exact|).
+OutputTolerance make_tolerance(std::string_view output, DType compute, const ErrorStats& emulated,
+                               double magnitude = -1);
 
 nlohmann::ordered_json to_json(const OutputTolerance& t);
 OutputTolerance tolerance_from_json(const nlohmann::json& j, const std::string& where);
