@@ -10,6 +10,7 @@
 #include "flashsim/golden/case_file.h"
 #include "flashsim/golden/files.h"
 #include "flashsim/golden/safetensors.h"
+#include "flashsim/memory.h"
 
 namespace flashsim::golden {
 
@@ -19,6 +20,18 @@ double generation_work(const GoldenCase& c) {
   // one exact and tolerance_dtypes() emulated runs, each a forward and a backward (2.5x the forward)
   const double runs = 1.0 + static_cast<double>(tolerance_dtypes(c.problem).size());
   return runs * 3.5 * std::max(c.problem.forward_flops(), 1.0);
+}
+
+int64_t generation_memory_bytes(const GoldenCase& c) {
+  const AttentionProblem& p = c.problem;
+  const double in =
+      static_cast<double>(p.q_elems() + p.k_elems() + p.v_elems() + p.o_elems() + p.bias_elems());
+  const double out = static_cast<double>(p.o_elems() + p.lse_elems() + p.q_elems() + p.k_elems() +
+                                         p.v_elems() + p.bias_elems());
+  const double file = in * dtype_bytes(p.dtype) + out * 8 + static_cast<double>(p.mask_elems());
+  // inputs + rounded copy, exact + emulated outputs (8 bytes each), the file twice (tensors, then bytes)
+  const double bytes = 8 * (2 * in + 2 * out) + 2 * file + 3 * static_cast<double>(p.mask_elems());
+  return bytes > 9e18 ? INT64_MAX : static_cast<int64_t>(bytes);
 }
 
 namespace {
@@ -80,9 +93,17 @@ Manifest generate_suite(const SuiteSpec& spec, const fs::path& out, const Genera
 
   std::vector<int64_t> mine;
   Progress pr;
+  const int64_t limit = opt.run.max_memory_bytes > 0 ? opt.run.max_memory_bytes : default_memory_limit();
   for (int64_t i = opt.shard.index; i < m.case_count; i += opt.shard.count) {
     mine.push_back(i);
     pr.work_total += generation_work(spec.cases[i]);
+    const int64_t need = generation_memory_bytes(spec.cases[i]);
+    if (need > limit)
+      throw MemoryLimitError(
+          fmt::format("case {} needs {} bytes ({:.2f} GiB), over the memory limit of {} bytes "
+                      "({:.2f} GiB)",
+                      spec.cases[i].name, need, static_cast<double>(need) / (1 << 30), limit,
+                      static_cast<double>(limit) / (1 << 30)));
   }
   pr.total = static_cast<int64_t>(mine.size());
 

@@ -138,7 +138,8 @@ std::string token(const std::string& field, const ojson& v) {
     value = v.dump();
   }
   std::string out = abbrev.count(field) ? abbrev.at(field) : field;
-  for (char ch : value) out += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.') ? ch : '_';
+  for (char ch : value)
+    out += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.') ? ch : ch == '-' ? 'm' : '_';
   return out;
 }
 

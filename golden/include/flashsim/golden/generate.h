@@ -28,8 +28,13 @@ struct GenerateOptions {
 // The FLOPs one case's generation costs (exact + emulated runs, forward and backward): for the ETA.
 double generation_work(const GoldenCase& c);
 
+// Bytes one case's generation holds at once, beyond the reference's own workspace (which it guards itself):
+// inputs as doubles and their rounded copy, exact and emulated outputs, the file in memory and serialized.
+int64_t generation_memory_bytes(const GoldenCase& c);
+
 // Writes the suite (or one shard of it) into out: into a temporary folder beside it, renamed when complete.
-// Throws InputError when out exists and !force; nothing is written then.
+// Throws InputError when out exists and !force, MemoryLimitError when a case would need more than the memory
+// limit (opt.run.max_memory_bytes, default 80% of available); nothing is written then.
 Manifest generate_suite(const SuiteSpec& spec, const std::filesystem::path& out, const GenerateOptions& opt);
 
 // Assembles shard folders of one suite into out (byte-identical to a suite generated in one go). Checks that
