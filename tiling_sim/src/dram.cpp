@@ -52,14 +52,21 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   r.occ = occupancy(k.launch, hw);
   const int64_t ctas = k.launch.ctas();
   const int64_t resident = std::max<int64_t>(1, r.occ.resident_ctas);
-  if (last_wave_store_bytes < 0) {  // analytic: the average CTA
-    last_wave_store_bytes = k.store_bytes() * std::min(resident, ctas) / std::max<int64_t>(1, ctas);
-  }
+  // CTAs of the last wave: their dirty lines (plain stores and the lines their atomics reduced into) were
+  // touched last and are still in L2 when the kernel ends.
+  const int64_t full_waves = (ctas + resident - 1) / resident - 1;
+  const int64_t last_ctas = std::max<int64_t>(0, ctas - full_waves * resident);
+  if (last_wave_store_bytes < 0)
+    last_wave_store_bytes =
+        static_cast<int64_t>(static_cast<double>(k.unique_dirty()) * static_cast<double>(last_ctas) /
+                             static_cast<double>(std::max<int64_t>(1, ctas)));
   r.dram_read = k.unique_loaded();
   const double l2 = static_cast<double>(hw.l2_effective_bytes);
   double retained = 0;
+  // Spilled registers of the resident CTAs, when they alone fill L2, push the dirty lines out.
   if (ctx.spill_store_bytes_per_cta * static_cast<double>(resident) < l2 && k.unique_total() > 0) {
-    const double share = static_cast<double>(k.unique_stored()) / static_cast<double>(k.unique_total());
+    // What stays is the newest part of L2: at most the dirty share of its capacity.
+    const double share = static_cast<double>(k.unique_dirty()) / static_cast<double>(k.unique_total());
     retained = std::min(l2 * share, static_cast<double>(last_wave_store_bytes));
   }
   r.dram_write = std::max<int64_t>(0, k.unique_dirty() - static_cast<int64_t>(retained));
@@ -93,17 +100,11 @@ std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfi
     const KernelSchedule s = fa2_schedule(kind, p, c);
     const KernelCounts k = execute_counts(s);
     const Occupancy o = occupancy(s.launch, hw);
-    int64_t last = 0;
-    const auto n = static_cast<int64_t>(s.ctas.size());
-    for (int64_t i = std::max<int64_t>(0, n - std::max<int64_t>(1, o.resident_ctas)); i < n; ++i)
-      for (const auto& m : s.ctas[static_cast<size_t>(i)].moves)
-        if (m.kind == ref::AccessKind::Store) last += m.rows * m.cols * m.elem_bytes;
-    KernelPrediction pr = predict_kernel(k, hw, {}, last);
+    KernelPrediction pr = predict_kernel(k, hw, {});
     if (o.fits) {  // the executed L2 model replaces the closed-form DRAM estimate
       const L2Result l2 = simulate_l2(s, p, hw, o.resident_ctas);
       pr.dram_read = l2.dram_read;
       pr.dram_write = l2.dram_write;
-      pr = predict_kernel(k, hw, {}, last);
       pr.dram_read = l2.dram_read;
       pr.dram_write = l2.dram_write;
       pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / hw.dram_bytes_per_s;

@@ -123,31 +123,45 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
   const int64_t rows = std::max(fa2_padded_rows(p.seqlen_q), p.seqlen_k) + 128;
   const int64_t heads = std::max(p.heads_q, p.heads_kv);
   const auto n = static_cast<int64_t>(s.ctas.size());
+  const auto touch_move = [&](const Move& m) {
+    const int kind = m.kind == ref::AccessKind::Load ? 0 : m.kind == ref::AccessKind::Store ? 1 : 2;
+    const uint64_t row_bytes = static_cast<uint64_t>(m.cols * m.elem_bytes);
+    const uint64_t base = static_cast<uint64_t>(m.tensor) << 44;
+    const bool stat = m.cols == 1;  // row statistics (lse, D, m, l) are [batch, head, seq]; the rest BSHD
+    for (int64_t row = m.row0; row < m.row0 + m.rows; ++row) {
+      const uint64_t a0 = base + static_cast<uint64_t>(stat ? (m.batch * heads + m.head) * rows + row
+                                                            : (m.batch * rows + row) * heads + m.head) *
+                                     row_bytes;
+      for (uint64_t line = a0 / static_cast<uint64_t>(lb);
+           line <= (a0 + row_bytes - 1) / static_cast<uint64_t>(lb); ++line)
+        cache.touch(line, kind, lb, r);
+    }
+  };
+  // `resident` slots; each issues one move per round; a slot whose CTA has finished takes the next CTA in
+  // launch order (the hardware's block scheduler), so CTAs of unequal length drift apart as on the GPU.
+  struct Slot {
+    int64_t cta;
+    size_t pos;
+  };
+  std::vector<Slot> slots;
+  int64_t next = 0;
   const int64_t group = std::max<int64_t>(1, resident_ctas);
-  for (int64_t g0 = 0; g0 < n; g0 += group) {
-    const int64_t g1 = std::min(n, g0 + group);
-    size_t longest = 0;
-    for (int64_t c = g0; c < g1; ++c)
-      longest = std::max(longest, s.ctas[static_cast<size_t>(c)].moves.size());
-    for (size_t i = 0; i < longest; ++i) {
-      for (int64_t c = g0; c < g1; ++c) {
-        const auto& moves = s.ctas[static_cast<size_t>(c)].moves;
-        if (i >= moves.size()) continue;
-        const Move& m = moves[i];
-        const int kind = m.kind == ref::AccessKind::Load ? 0 : m.kind == ref::AccessKind::Store ? 1 : 2;
-        const uint64_t row_bytes = static_cast<uint64_t>(m.cols * m.elem_bytes);
-        const uint64_t base = static_cast<uint64_t>(m.tensor) << 44;
-        for (int64_t row = m.row0; row < m.row0 + m.rows; ++row) {
-          // Row statistics (lse, D, m, l) are [batch, head, seq]; the rest BSHD.
-          const bool stat = m.cols == 1;
-          const uint64_t a0 = base + static_cast<uint64_t>(stat ? (m.batch * heads + m.head) * rows + row
-                                                                : (m.batch * rows + row) * heads + m.head) *
-                                         row_bytes;
-          for (uint64_t line = a0 / static_cast<uint64_t>(lb);
-               line <= (a0 + row_bytes - 1) / static_cast<uint64_t>(lb); ++line)
-            cache.touch(line, kind, lb, r);
+  while (next < n && static_cast<int64_t>(slots.size()) < group) slots.push_back({next++, 0});
+  while (!slots.empty()) {
+    for (size_t i = 0; i < slots.size();) {
+      Slot& sl = slots[i];
+      const auto& moves = s.ctas[static_cast<size_t>(sl.cta)].moves;
+      if (sl.pos < moves.size()) touch_move(moves[sl.pos++]);
+      if (sl.pos >= moves.size()) {
+        if (next < n) {
+          sl = Slot{next++, 0};
+        } else {
+          slots[i] = slots.back();
+          slots.pop_back();
+          continue;
         }
       }
+      ++i;
     }
   }
   r.dirty_at_end = cache.dirty_lines() * lb;

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "flashsim/error.h"
+#include "flashsim/sim/l2_sim.h"
 
 namespace flashsim::sim {
 

@@ -165,7 +165,9 @@ void fwd_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m, i
   if (n1 > n0) {
     x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
     for (int pass = 1; pass <= passes; ++pass)
-      for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t i = n0; i < n1; ++i) {
+        // FA2 walks the key blocks from the last visible one down (the masked diagonal block first).
+        const int64_t n = passes == 1 ? n1 - 1 - (i - n0) : i;
         const int64_t k0 = n * c.block_k, rk = std::min(c.block_k, sk - k0);
         const bool last = pass == passes;
         x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
@@ -201,7 +203,8 @@ void main_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) 
   if (m1 > m0) {
     x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
     x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
-    for (int64_t m = m0; m < m1; ++m) {
+    for (int64_t i = m0; i < m1; ++i) {
+      const int64_t m = m1 - 1 - (i - m0);  // FA2 walks the query blocks from the last one down
       const int64_t q0 = m * c.bwd_block_q, rq = std::min(c.bwd_block_q, sq - q0);
       x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
       x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
