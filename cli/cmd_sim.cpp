@@ -197,7 +197,10 @@ void add_sim(CLI::App& app) {
   st->tf.add_to(pr);
   pr->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)");
   pr->add_option("--pass", st->pass, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}));
-  pr->add_option("--algorithm", st->algorithm, "Forward kernel: fa2, fa1, three-pass, two-pass or naive")
+  pr->add_option(
+        "--algorithm", st->algorithm,
+        "Forward kernel: fa2, fa1, three-pass, two-pass or naive (naive: standard attention, forward and "
+        "backward; the others use FA2's backward)")
       ->check(CLI::IsMember({"fa2", "fa1", "three-pass", "two-pass", "naive"}));
   pr->add_flag("--json", st->json, "JSON output");
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
@@ -216,7 +219,9 @@ void add_sim(CLI::App& app) {
       throw InputError("dq-strategy",
                        "the simulator models FA2's fp32 atomics only (use --pass fwd or atomic)");
     if (st->pass != "fwd")
-      for (auto& k : sim::predict(p, c, hw, true, st->executed)) ks.push_back(std::move(k));
+      for (auto& k : sim::predict(p, c, hw, true, st->executed,
+                                  fk == sim::KernelKind::NaiveScores ? fk : sim::KernelKind::Fa2Forward))
+        ks.push_back(std::move(k));
     bool fits = true;
     for (const auto& k : ks) fits = fits && k.occ.fits;
     if (st->json) {

@@ -105,6 +105,62 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
       }
       break;
     }
+    case KernelKind::NaiveBwdScores:
+    case KernelKind::NaiveBwdSoftmax:
+    case KernelKind::NaiveBwdDp:
+    case KernelKind::NaiveBwdDs:
+    case KernelKind::NaiveBwdDv:
+    case KernelKind::NaiveBwdDq:
+    case KernelKind::NaiveBwdDk: {
+      if (sk == 0) break;
+      const double pairs = static_cast<double>(sq) * static_cast<double>(sk);
+      // Every kernel but the softmax reads or writes one N x N fp32 matrix besides P/S: see the schedule.
+      switch (kind) {
+        case KernelKind::NaiveBwdScores:
+          x.add(kLoad, TensorId::Q, sq, d, e);
+          x.add(kLoad, TensorId::K, sk, d, e);
+          x.add(kStore, TensorId::Scores, sq, sk, 4);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(d);
+          break;
+        case KernelKind::NaiveBwdSoftmax:
+          x.add(kLoad, TensorId::Scores, sq, sk, 4);
+          x.add(kStore, TensorId::Probs, sq, sk, 4);
+          one.exp_ops += pairs;
+          break;
+        case KernelKind::NaiveBwdDp:
+          x.add(kLoad, TensorId::dO, sq, dv, e);
+          x.add(kLoad, TensorId::V, sk, dv, e);
+          x.add(kStore, TensorId::Scores, sq, sk, 4);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(dv);
+          break;
+        case KernelKind::NaiveBwdDs:
+          x.add(kLoad, TensorId::Probs, sq, sk, 4);
+          x.add(kLoad, TensorId::Scores, sq, sk, 4);
+          x.add(kLoad, TensorId::dO, sq, dv, e);
+          x.add(kLoad, TensorId::O, sq, dv, e);
+          x.add(kStore, TensorId::Scores, sq, sk, 4);
+          break;
+        case KernelKind::NaiveBwdDv:
+          x.add(kLoad, TensorId::Probs, sq, sk, 4);
+          x.add(kLoad, TensorId::dO, sq, dv, e);
+          x.add(kStore, TensorId::dV, sk, dv, e);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(dv);
+          break;
+        case KernelKind::NaiveBwdDq:
+          x.add(kLoad, TensorId::Scores, sq, sk, 4);
+          x.add(kLoad, TensorId::K, sk, d, e);
+          x.add(kStore, TensorId::dQ, sq, d, e);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(d);
+          break;
+        default:
+          x.add(kLoad, TensorId::Scores, sq, sk, 4);
+          x.add(kLoad, TensorId::Q, sq, d, e);
+          x.add(kStore, TensorId::dK, sk, d, e);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(d);
+          break;
+      }
+      break;
+    }
     case KernelKind::Fa2DotDoO: {
       x.add(kLoad, TensorId::O, sq, dv, e);
       x.add(kLoad, TensorId::dO, sq, dv, e);

@@ -88,11 +88,10 @@ std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfi
                                       const HardwareProfile& hw, bool backward, bool executed,
                                       KernelKind forward_kind) {
   std::vector<KernelPrediction> out;
-  for (KernelKind kind :
-       backward ? fa2_backward_kernels()
-       : forward_kind == KernelKind::NaiveScores
-           ? std::vector<KernelKind>{KernelKind::NaiveScores, KernelKind::NaiveSoftmax, KernelKind::NaivePv}
-           : std::vector<KernelKind>{forward_kind}) {
+  for (KernelKind kind : forward_kind == KernelKind::NaiveScores
+                             ? (backward ? naive_backward_kernels() : naive_forward_kernels())
+                         : backward ? fa2_backward_kernels()
+                                    : std::vector<KernelKind>{forward_kind}) {
     if (!executed) {
       out.push_back(predict_kernel(analytic_counts(kind, p, c), hw));
       continue;

@@ -31,6 +31,20 @@ std::string_view kernel_kind_name(KernelKind k) {
       return "naive_softmax";
     case KernelKind::NaivePv:
       return "naive_pv";
+    case KernelKind::NaiveBwdScores:
+      return "naive_bwd_scores";
+    case KernelKind::NaiveBwdSoftmax:
+      return "naive_bwd_softmax";
+    case KernelKind::NaiveBwdDp:
+      return "naive_bwd_dp";
+    case KernelKind::NaiveBwdDs:
+      return "naive_bwd_ds";
+    case KernelKind::NaiveBwdDv:
+      return "naive_bwd_dv";
+    case KernelKind::NaiveBwdDq:
+      return "naive_bwd_dq";
+    case KernelKind::NaiveBwdDk:
+      return "naive_bwd_dk";
   }
   return "?";
 }
@@ -48,6 +62,16 @@ int64_t KernelLaunch::smem_bytes() const {
 std::vector<KernelKind> fa2_forward_kernels() {
   return {KernelKind::Fa2Forward};
 }
+std::vector<KernelKind> naive_forward_kernels() {
+  return {KernelKind::NaiveScores, KernelKind::NaiveSoftmax, KernelKind::NaivePv};
+}
+
+std::vector<KernelKind> naive_backward_kernels() {
+  return {KernelKind::NaiveBwdScores, KernelKind::NaiveBwdSoftmax, KernelKind::NaiveBwdDp,
+          KernelKind::NaiveBwdDs,     KernelKind::NaiveBwdDv,      KernelKind::NaiveBwdDq,
+          KernelKind::NaiveBwdDk};
+}
+
 std::vector<KernelKind> fa2_backward_kernels() {
   return {KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv, KernelKind::Fa2ConvertDq};
 }
@@ -99,6 +123,13 @@ KernelLaunch fa2_launch(KernelKind kind, const AttentionProblem& p, const TileCo
     case KernelKind::NaiveScores:
     case KernelKind::NaiveSoftmax:
     case KernelKind::NaivePv:
+    case KernelKind::NaiveBwdScores:
+    case KernelKind::NaiveBwdSoftmax:
+    case KernelKind::NaiveBwdDp:
+    case KernelKind::NaiveBwdDs:
+    case KernelKind::NaiveBwdDv:
+    case KernelKind::NaiveBwdDq:
+    case KernelKind::NaiveBwdDk:
       l.grid_x = 1;
       l.threads = c.warps * 32;
       break;
@@ -263,11 +294,53 @@ void naive_cta(Builder& x, KernelKind kind, int64_t b, int64_t h) {
       x.add(AccessKind::Store, TensorId::Lse, b, h, 0, sq, 1, 4);
       x.w->exp_ops += pairs;
       break;
-    default:
+    case KernelKind::NaivePv:
       x.add(AccessKind::Load, TensorId::Probs, b, h, 0, sq, sk, 4);
       x.add(AccessKind::Load, TensorId::V, b, hk, 0, sk, p.head_dim_v, x.e);
       x.add(AccessKind::Store, TensorId::O, b, h, 0, sq, p.head_dim_v, x.e);
       x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim_v);
+      break;
+    case KernelKind::NaiveBwdScores:
+      x.add(AccessKind::Load, TensorId::Q, b, h, 0, sq, p.head_dim, x.e);
+      x.add(AccessKind::Load, TensorId::K, b, hk, 0, sk, p.head_dim, x.e);
+      x.add(AccessKind::Store, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim);
+      break;
+    case KernelKind::NaiveBwdSoftmax:
+      x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Store, TensorId::Probs, b, h, 0, sq, sk, 4);
+      x.w->exp_ops += pairs;
+      break;
+    case KernelKind::NaiveBwdDp:
+      x.add(AccessKind::Load, TensorId::dO, b, h, 0, sq, p.head_dim_v, x.e);
+      x.add(AccessKind::Load, TensorId::V, b, hk, 0, sk, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim_v);
+      break;
+    case KernelKind::NaiveBwdDs:
+      x.add(AccessKind::Load, TensorId::Probs, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::dO, b, h, 0, sq, p.head_dim_v, x.e);
+      x.add(AccessKind::Load, TensorId::O, b, h, 0, sq, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::Scores, b, h, 0, sq, sk, 4);
+      break;
+    case KernelKind::NaiveBwdDv:
+      x.add(AccessKind::Load, TensorId::Probs, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::dO, b, h, 0, sq, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::dV, b, h, 0, sk, p.head_dim_v, x.e);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim_v);
+      break;
+    case KernelKind::NaiveBwdDq:
+      x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::K, b, hk, 0, sk, p.head_dim, x.e);
+      x.add(AccessKind::Store, TensorId::dQ, b, h, 0, sq, p.head_dim, x.e);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim);
+      break;
+    default:  // NaiveBwdDk
+      x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::Q, b, h, 0, sq, p.head_dim, x.e);
+      x.add(AccessKind::Store, TensorId::dK, b, h, 0, sk, p.head_dim, x.e);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim);
       break;
   }
 }
@@ -300,6 +373,13 @@ KernelSchedule fa2_schedule(KernelKind kind, const AttentionProblem& p, const Ti
           case KernelKind::NaiveScores:
           case KernelKind::NaiveSoftmax:
           case KernelKind::NaivePv:
+          case KernelKind::NaiveBwdScores:
+          case KernelKind::NaiveBwdSoftmax:
+          case KernelKind::NaiveBwdDp:
+          case KernelKind::NaiveBwdDs:
+          case KernelKind::NaiveBwdDv:
+          case KernelKind::NaiveBwdDq:
+          case KernelKind::NaiveBwdDk:
             naive_cta(x, kind, b, h);
             break;
           case KernelKind::Fa2Forward:

@@ -49,7 +49,9 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
                                  KernelKind::Fa2ConvertDq, KernelKind::ThreePassForward,
                                  KernelKind::TwoPassForward, KernelKind::Fa1Forward, KernelKind::NaiveScores,
-                                 KernelKind::NaiveSoftmax, KernelKind::NaivePv}) {
+                                 KernelKind::NaiveSoftmax, KernelKind::NaivePv, KernelKind::NaiveBwdScores,
+                                 KernelKind::NaiveBwdSoftmax, KernelKind::NaiveBwdDp, KernelKind::NaiveBwdDs,
+                                 KernelKind::NaiveBwdDv, KernelKind::NaiveBwdDq, KernelKind::NaiveBwdDk}) {
               expect_equal(analytic_counts(k, p, c), execute_counts(fa2_schedule(k, p, c)),
                            p.describe() + " " + c.describe() + " " + std::string(kernel_kind_name(k)));
               ++cases;
@@ -70,9 +72,9 @@ TEST(Counts, Varlen) {
   p.window_right = 0;
   p.dtype = DType::F16;
   TileConfig c;
-  for (KernelKind k :
-       {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv, KernelKind::Fa2ConvertDq,
-        KernelKind::Fa1Forward, KernelKind::NaiveScores, KernelKind::NaivePv})
+  for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
+                       KernelKind::Fa2ConvertDq, KernelKind::Fa1Forward, KernelKind::NaiveScores,
+                       KernelKind::NaivePv, KernelKind::NaiveBwdDs, KernelKind::NaiveBwdDk})
     expect_equal(analytic_counts(k, p, c), execute_counts(fa2_schedule(k, p, c)), "varlen");
 }
 

@@ -45,6 +45,14 @@ enum class KernelKind {
   NaiveScores,   // S = scale * Q K^T materialized (fp32), one CTA per (batch, head)
   NaiveSoftmax,  // P = softmax(S) materialized, lse
   NaivePv,       // O = P V
+  // Standard attention's backward, every matrix materialized (dP and dS reuse S's buffer, "scores"):
+  NaiveBwdScores,   // S = scale * Q K^T again
+  NaiveBwdSoftmax,  // P = softmax(S)
+  NaiveBwdDp,       // dP = dO V^T
+  NaiveBwdDs,       // dS = P o (dP - rowsum(dO o O))
+  NaiveBwdDv,       // dV = P^T dO
+  NaiveBwdDq,       // dQ = scale dS K
+  NaiveBwdDk,       // dK = scale dS^T Q
 };
 // Passes over the key blocks a forward kernel makes (K is loaded in each, V in the last): 1, 3 or 2.
 int key_passes(KernelKind k);
@@ -71,6 +79,8 @@ struct KernelSchedule {
 KernelLaunch fa2_launch(KernelKind kind, const AttentionProblem& p, const TileConfig& c);
 std::vector<KernelKind> fa2_forward_kernels();
 std::vector<KernelKind> fa2_backward_kernels();
+std::vector<KernelKind> naive_forward_kernels();
+std::vector<KernelKind> naive_backward_kernels();
 
 // The full schedule of one kernel.
 KernelSchedule fa2_schedule(KernelKind kind, const AttentionProblem& p, const TileConfig& c);
