@@ -215,9 +215,6 @@ void add_sim(CLI::App& app) {
                     : st->algorithm == "naive"    ? sim::KernelKind::NaiveScores
                                                   : sim::KernelKind::Fa2Forward;
     if (st->pass != "bwd") ks = sim::predict(p, c, hw, false, st->executed, fk);
-    if (st->pass != "fwd" && c.dq_strategy != DqStrategy::Atomic)
-      throw InputError("dq-strategy",
-                       "the simulator models FA2's fp32 atomics only (use --pass fwd or atomic)");
     if (st->pass != "fwd")
       for (auto& k : sim::predict(p, c, hw, true, st->executed,
                                   fk == sim::KernelKind::NaiveScores ? fk : sim::KernelKind::Fa2Forward))

@@ -166,8 +166,9 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
       x.add(kLoad, TensorId::dO, sq, dv, e);
       x.add(kStore, TensorId::Delta, sq, 1, 4);
       x.add(kStore, TensorId::RowSum, sq, 1, 4);
-      x.add(kStore, TensorId::DqAccum,
-            std::min(fa2_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), d, 4);
+      if (c.dq_strategy == DqStrategy::Atomic)
+        x.add(kStore, TensorId::DqAccum,
+              std::min(fa2_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), d, 4);
       break;
     }
     case KernelKind::Fa2DqDkDv:
@@ -183,7 +184,11 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
         x.add(kLoad, TensorId::dO, rq, dv, e);
         x.add(kLoad, TensorId::Lse, rq, 1, 4);
         x.add(kLoad, TensorId::Delta, rq, 1, 4);
-        x.add(kReduce, TensorId::DqAccum, (m1 - m0) * c.bwd_block_q, d, 4);
+        if (c.dq_strategy == DqStrategy::Atomic) {
+          x.add(kReduce, TensorId::DqAccum, (m1 - m0) * c.bwd_block_q, d, 4);
+        } else {
+          x.add(kStore, TensorId::DqAccum, rq, d, 4);
+        }
         one.mma_flops +=
             2.0 * static_cast<double>(rq) * static_cast<double>(rk) * static_cast<double>(3 * d + 2 * dv);
         one.exp_ops += static_cast<double>(rq * rk);
@@ -192,6 +197,14 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
       x.add(kStore, TensorId::dV, sk, dv, e);
       break;
     case KernelKind::Fa2ConvertDq:
+      if (c.dq_strategy == DqStrategy::Partials) {  // the reduction of the key blocks' partials
+        for (int64_t q0 = 0; q0 < sq; q0 += c.bwd_block_q) {
+          const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.bwd_block_q, c.bwd_block_k);
+          x.add(kLoad, TensorId::DqAccum, (n1 - n0) * std::min(c.bwd_block_q, sq - q0), d, 4);
+        }
+        x.add(kStore, TensorId::dQ, sq, d, e);
+        break;
+      }
       // Each CTA reads its whole Br-row tile of the (padded) accumulator; the dQ store is predicated.
       x.add(kLoad, TensorId::DqAccum,
             std::min(fa2_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), d, 4);
@@ -248,6 +261,10 @@ KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const T
                                              {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
   for (const auto& [t, bytes] : fp)
     if (touched(t)) k.tensors[static_cast<size_t>(t)].unique_bytes = bytes;
+  if (c.dq_strategy == DqStrategy::Partials) {  // each partial row is written once, then read once
+    auto& acc = k.tensors[static_cast<size_t>(TensorId::DqAccum)];
+    acc.unique_bytes = acc.load.bytes + acc.store.bytes;
+  }
   return k;
 }
 

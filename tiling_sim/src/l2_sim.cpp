@@ -142,7 +142,10 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
   const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
   Lru cache(hw.l2_effective_bytes / lb);
   // Each tensor its own address range; rows of a (batch, head) laid out as BSHD with padded sequences.
-  const int64_t rows = std::max(fa2_padded_rows(p.seqlen_q), p.seqlen_k) + 128;
+  int64_t rows = std::max(fa2_padded_rows(p.seqlen_q), p.seqlen_k);
+  for (const auto& cta : s.ctas)  // the partials dQ strategy stores rows beyond a sequence
+    for (const auto& m : cta.moves) rows = std::max(rows, m.row0 + m.rows);
+  rows += 128;
   const int64_t heads = std::max(p.heads_q, p.heads_kv);
   const auto n = static_cast<int64_t>(s.ctas.size());
   const auto touch_move = [&](const Move& m) {

@@ -221,8 +221,10 @@ void dot_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
   x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
   x.add(AccessKind::Store, TensorId::Delta, b, h, q0, rq, 1, 4);
   x.add(AccessKind::Store, TensorId::RowSum, b, h, q0, rq, 1, 4);  // FA2 writes a second fp32 row statistic
-  const int64_t rz = std::min(c.bwd_block_q, fa2_padded_rows(sq) - q0);
-  x.add(AccessKind::Store, TensorId::DqAccum, b, h, q0, rz, p.head_dim, 4);  // clears the dQ accumulator
+  if (c.dq_strategy == DqStrategy::Atomic) {  // clears the dQ accumulator (partials need no clearing)
+    const int64_t rz = std::min(c.bwd_block_q, fa2_padded_rows(sq) - q0);
+    x.add(AccessKind::Store, TensorId::DqAccum, b, h, q0, rz, p.head_dim, 4);
+  }
 }
 
 void main_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) {
@@ -241,7 +243,11 @@ void main_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) 
       x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
       x.add(AccessKind::Load, TensorId::Lse, b, h, q0, rq, 1, 4);
       x.add(AccessKind::Load, TensorId::Delta, b, h, q0, rq, 1, 4);
-      x.add(AccessKind::Reduce, TensorId::DqAccum, b, h, q0, c.bwd_block_q, p.head_dim, 4);  // unpredicated
+      if (c.dq_strategy == DqStrategy::Atomic) {
+        x.add(AccessKind::Reduce, TensorId::DqAccum, b, h, q0, c.bwd_block_q, p.head_dim, 4);  // unpredicated
+      } else {  // this key block's own fp32 partial of dQ: plain stores, no atomics
+        x.add(AccessKind::Store, TensorId::DqAccum, b, h, dq_partial_row(p, b, n, q0), rq, p.head_dim, 4);
+      }
       x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
                         static_cast<double>(3 * p.head_dim + 2 * p.head_dim_v);
       x.w->exp_ops += static_cast<double>(rq * rk);
@@ -350,6 +356,15 @@ void convert_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t 
   const int64_t sq = p.len_q(b), q0 = m * c.bwd_block_q;
   if (q0 >= sq) return;
   const int64_t rq = std::min(c.bwd_block_q, sq - q0);
+  if (c.dq_strategy == DqStrategy::Partials) {
+    // The reduction kernel: the partials of every key block that sees this query block, summed in key-block
+    // order (deterministic), then converted.
+    const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.bwd_block_q, c.bwd_block_k);
+    for (int64_t n = n0; n < n1; ++n)
+      x.add(AccessKind::Load, TensorId::DqAccum, b, h, dq_partial_row(p, b, n, q0), rq, p.head_dim, 4);
+    x.add(AccessKind::Store, TensorId::dQ, b, h, q0, rq, p.head_dim, x.e);
+    return;
+  }
   // The whole Br-row tile of the padded accumulator is read; only the dQ store is predicated.
   x.add(AccessKind::Load, TensorId::DqAccum, b, h, q0, std::min(c.bwd_block_q, fa2_padded_rows(sq) - q0),
         p.head_dim, 4);

@@ -56,6 +56,13 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
                            p.describe() + " " + c.describe() + " " + std::string(kernel_kind_name(k)));
               ++cases;
             }
+            TileConfig partials = c;  // deterministic dQ: per-key-block partials and a reduction kernel
+            partials.dq_strategy = DqStrategy::Partials;
+            for (KernelKind k : fa2_backward_kernels()) {
+              expect_equal(analytic_counts(k, p, partials), execute_counts(fa2_schedule(k, p, partials)),
+                           p.describe() + " " + partials.describe() + " " + std::string(kernel_kind_name(k)));
+              ++cases;
+            }
           }
   EXPECT_GT(cases, 500);
 }
@@ -137,4 +144,25 @@ TEST(Model, AnalyticIsFast) {
       }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GT(n / s, 100000.0) << n / s << " configs/s";
+}
+
+// The partials strategy trades the atomics for plain stores: no reductions, the same dQ, and the reduction
+// kernel reads each partial row the main kernel wrote exactly once.
+TEST(Counts, PartialsStoreWhatTheReductionReads) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = p.heads_kv = 4;
+  p.seqlen_q = p.seqlen_k = 1000;
+  p.head_dim = p.head_dim_v = 128;
+  p.window_right = 0;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  c.dq_strategy = DqStrategy::Partials;
+  const auto main = analytic_counts(KernelKind::Fa2DqDkDv, p, c);
+  const auto red = analytic_counts(KernelKind::Fa2ConvertDq, p, c);
+  const auto acc = static_cast<size_t>(ref::TensorId::DqAccum);
+  EXPECT_EQ(main.reduce_bytes(), 0);
+  EXPECT_GT(main.tensors[acc].store.bytes, 0);
+  EXPECT_EQ(main.tensors[acc].store.bytes, red.tensors[acc].load.bytes);
+  EXPECT_EQ(analytic_counts(KernelKind::Fa2DotDoO, p, c).tensors[acc].store.bytes, 0);
 }

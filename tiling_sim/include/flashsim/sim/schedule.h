@@ -90,6 +90,12 @@ inline int64_t fa2_padded_rows(int64_t len) {
   return (len + 127) / 128 * 128;
 }
 
+// The partials dQ strategy: key block n's fp32 partial of query row q lives at this row of the DqAccum
+// tensor (one padded sequence per key block).
+inline int64_t dq_partial_row(const AttentionProblem& p, int64_t b, int64_t n, int64_t q) {
+  return n * fa2_padded_rows(p.len_q(b)) + q;
+}
+
 // Visible block ranges under causal / sliding windows (bottom-right aligned): [first, last) block indices.
 std::pair<int64_t, int64_t> visible_key_blocks(const AttentionProblem& p, int64_t b, int64_t q0, int64_t q1,
                                                int64_t block_k);
