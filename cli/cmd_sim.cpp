@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <tuple>
 
 #include "commands.h"
 #include "flashsim/error.h"
@@ -42,6 +43,18 @@ void add_hw(CLI::App& app) {
   auto name = std::make_shared<std::string>();
   show->add_option("name", *name, "Profile name (see hw list) or a .json file")->required();
   show->callback([name] { fmt::print("{}\n", sim::to_json(sim::load_profile(*name)).dump(2)); });
+}
+
+void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::HardwareProfile& hw) {
+  const bool calibrated = std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.calibrated; });
+  fmt::print(
+      "time: an estimate, max(DRAM, L2, MMA + exp + vector work) per kernel with the CTAs' load imbalance; "
+      "{}\n",
+      calibrated
+          ? fmt::format("MMA at the FA2 rate measured on this GPU ({:.0f} / {:.0f} TFLOP/s fwd / bwd), "
+                        "validated in bench/results/ncu_h100_2026-11-22/README.md",
+                        hw.achieved_mma_flops_fwd / 1e12, hw.achieved_mma_flops_bwd / 1e12)
+          : std::string("MMA at the tensor peak (no measured rate for this profile): a lower bound"));
 }
 
 void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
@@ -145,8 +158,11 @@ void add_sweep(CLI::App* sim) {
       if (fits) rows.push_back(r);
     }
     if (st->progress) fmt::print(stderr, "\n");
-    std::stable_sort(rows.begin(), rows.end(),
-                     [](const SweepRow& a, const SweepRow& b) { return a.time_s < b.time_s; });
+    // Equal times (compute-bound configs of the same FLOPs): less DRAM traffic, then less shared memory
+    // first.
+    std::stable_sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) {
+      return std::tie(a.time_s, a.dram, a.smem) < std::tie(b.time_s, b.dram, b.smem);
+    });
     // FlashAttention lower bound on HBM traffic: every input read and every output written once.
     const int e = dtype_bytes(p.dtype);
     const double lb =
@@ -223,12 +239,20 @@ void add_sim(CLI::App& app) {
     for (const auto& k : ks) fits = fits && k.occ.fits;
     if (st->json) {
       nlohmann::json j = {
-          {"problem", p.describe()}, {"config", c.describe()}, {"hw", hw.name}, {"fits", fits}};
+          {"problem", p.describe()},
+          {"config", c.describe()},
+          {"hw", hw.name},
+          {"fits", fits},
+          {"time_note",
+           "time_s is an estimate: max(DRAM, L2, MMA + exp + vector work) with load imbalance; MMA "
+           "at the profile's measured FA2 rate where it has one (time_calibrated), else at the "
+           "tensor peak (a lower bound)"}};
       for (const auto& k : ks) j["kernels"].push_back(sim::to_json(k));
       fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print("{}\n{}\nhardware: {}\n", p.describe(), c.describe(), hw.name);
       print_predictions(ks);
+      print_time_note(ks, hw);
     }
     if (!fits) set_exit_code(1);
   });

@@ -38,7 +38,7 @@ int64_t block_rows(int64_t first, int64_t last, int64_t blk, int64_t len) {
 
 // One sequence (batch entry) of one kernel, for one query head; scaled by `times` (heads, equal batches).
 void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, int64_t b, int64_t times,
-              Acc& a) {
+              Acc& a, std::vector<double>* work = nullptr) {
   const int e = dtype_bytes(p.dtype);
   const int64_t sq = p.len_q(b), sk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v;
   KernelCounts one;
@@ -56,8 +56,10 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
         x.add(kLoad, TensorId::K, rk * passes, d, e);
         x.add(kLoad, TensorId::V, rk, dv, e);
         const double pairs = static_cast<double>(rq) * static_cast<double>(rk);
+        if (work) work->push_back(2.0 * pairs * static_cast<double>(passes * d + dv));
         one.mma_flops += 2.0 * pairs * static_cast<double>(passes * d + dv);
         one.exp_ops += pairs * (passes == 1 ? 1 : passes - 1);
+        if (n1 > n0) one.vector_ops += 3.0 * pairs + static_cast<double>(rq * dv * (n1 - n0));
       }
       x.add(kStore, TensorId::O, sq, dv, e);
       x.add(kStore, TensorId::Lse, sq, 1, 4);
@@ -189,9 +191,13 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
         } else {
           x.add(kStore, TensorId::DqAccum, rq, d, 4);
         }
+        if (work)
+          work->push_back(2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
+                          static_cast<double>(3 * d + 2 * dv));
         one.mma_flops +=
             2.0 * static_cast<double>(rq) * static_cast<double>(rk) * static_cast<double>(3 * d + 2 * dv);
         one.exp_ops += static_cast<double>(rq * rk);
+        one.vector_ops += 3.0 * static_cast<double>(rq * rk);
       }
       x.add(kStore, TensorId::dK, sk, d, e);
       x.add(kStore, TensorId::dV, sk, dv, e);
@@ -219,6 +225,7 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
   }
   a.k.mma_flops += one.mma_flops * static_cast<double>(times);
   a.k.exp_ops += one.exp_ops * static_cast<double>(times);
+  a.k.vector_ops += one.vector_ops * static_cast<double>(times);
 }
 
 }  // namespace
@@ -227,10 +234,28 @@ KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const T
   KernelCounts k;
   k.launch = fa2_launch(kind, p, c);
   Acc a{k};
+  // CTAs of unequal work (masked blocks skipped, varlen): their work in launch order (heads, batch, blocks).
+  const bool blocked = kind == KernelKind::Fa2Forward || kind == KernelKind::ThreePassForward ||
+                       kind == KernelKind::TwoPassForward || kind == KernelKind::Fa2DqDkDv;
+  const bool bwd = kind == KernelKind::Fa2DqDkDv;
+  const int64_t bq = bwd ? c.bwd_block_q : c.block_q, bk = bwd ? c.bwd_block_k : c.block_k;
+  const bool uneven = blocked && (p.varlen() || p.window_left >= 0 || p.window_right >= 0 ||
+                                  p.seqlen_q % bq != 0 || p.seqlen_k % bk != 0);
+  std::vector<std::vector<double>> work(uneven ? static_cast<size_t>(p.varlen() ? p.batch : 1) : 0);
   if (p.varlen()) {
-    for (int64_t b = 0; b < p.batch; ++b) sequence(kind, p, c, b, p.heads_q, a);
+    for (int64_t b = 0; b < p.batch; ++b)
+      sequence(kind, p, c, b, p.heads_q, a, uneven ? &work[static_cast<size_t>(b)] : nullptr);
   } else {
-    sequence(kind, p, c, 0, p.batch * p.heads_q, a);
+    sequence(kind, p, c, 0, p.batch * p.heads_q, a, uneven ? &work[0] : nullptr);
+  }
+  if (uneven) {
+    k.cta_work.reserve(static_cast<size_t>(k.launch.ctas()));
+    for (int64_t h = 0; h < k.launch.grid_z; ++h)
+      for (int64_t b = 0; b < k.launch.grid_y; ++b) {
+        const auto& w = work[p.varlen() ? static_cast<size_t>(b) : 0];
+        for (int64_t x = 0; x < k.launch.grid_x; ++x)
+          k.cta_work.push_back(x < static_cast<int64_t>(w.size()) ? w[static_cast<size_t>(x)] : 0.0);
+      }
   }
   // Footprints (what a cold L2 must fetch or eventually write back) of the tensors the kernel touches.
   const int e = dtype_bytes(p.dtype);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <queue>
 
 #include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/model.h"
@@ -19,6 +21,19 @@ Occupancy occupancy(const KernelLaunch& l, const HardwareProfile& hw) {
     o.reason = fmt::format("shared memory per CTA {} B ({}) exceeds the {} B per block by {} B", smem, bufs,
                            hw.shared_memory_per_block, smem - hw.shared_memory_per_block);
     return o;
+  }
+  // Accumulators live in registers: a thread holds its share of the fp32 tiles its warp accumulates (forward:
+  // the warp's Br/warps rows of O and of S/P; backward: dK and dV of the Bc key rows and S, dP of the tile).
+  // A thread has at most 255 registers; beyond that the kernel spills every iteration or cannot be built.
+  if (l.accumulator_elems > 0 && l.threads > 0) {
+    const int64_t regs = (l.accumulator_elems + l.threads - 1) / l.threads;
+    if (regs > 255) {
+      o.fits = false;
+      o.reason = fmt::format(
+          "the fp32 accumulators need {} registers per thread ({} elements over {} threads), more than 255",
+          regs, l.accumulator_elems, l.threads);
+      return o;
+    }
   }
   int best = hw.max_ctas_per_sm;
   o.limiter = "CTA slots";
@@ -42,6 +57,17 @@ Occupancy occupancy(const KernelLaunch& l, const HardwareProfile& hw) {
   }
   o.resident_ctas = static_cast<int64_t>(o.ctas_per_sm) * hw.sms;
   return o;
+}
+
+// A warp of an FA2-class kernel runs its MMAs and its softmax (exp, rescale) in turn, so they add; memory
+// traffic overlaps with both.
+static void finish_time(KernelPrediction& r) {
+  const double compute = r.t_mma + r.t_exp + r.t_vec;
+  r.time_s = std::max({r.t_dram, r.t_l2, compute});
+  r.bound = r.time_s == r.t_dram           ? "memory"
+            : r.time_s == r.t_l2           ? "l2"
+            : r.t_mma >= r.t_exp + r.t_vec ? "tensor"
+                                           : "softmax";
 }
 
 KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx,
@@ -71,16 +97,37 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   }
   r.dram_write = std::max<int64_t>(0, k.unique_dirty() - static_cast<int64_t>(retained));
   r.waves = static_cast<double>(ctas) / static_cast<double>(resident);
-  const double quant = r.waves > 0 ? std::ceil(r.waves) / r.waves : 1.0;
+  // Load imbalance: equal CTAs fill ceil(waves) waves; unequal ones (causal, windows, partial tiles, varlen)
+  // are dealt to the resident slots in launch order as the block scheduler does, each slot taking the next
+  // CTA when its last one ends; the makespan against the perfectly balanced time.
+  double imbalance = r.waves > 0 ? std::ceil(r.waves) / r.waves : 1.0;
+  if (!k.cta_work.empty()) {
+    std::priority_queue<double, std::vector<double>, std::greater<>> slots;
+    double total = 0, makespan = 0;
+    for (const double w : k.cta_work) {
+      double t = 0;
+      if (static_cast<int64_t>(slots.size()) >= resident) {
+        t = slots.top();
+        slots.pop();
+      }
+      slots.push(t + w);
+      makespan = std::max(makespan, t + w);
+      total += w;
+    }
+    imbalance = total > 0 ? makespan * static_cast<double>(resident) / total : 1.0;
+  }
+  r.imbalance = imbalance;
+  // The matrix rate FA2-class kernels achieve on this GPU (calibrated), else the tensor peak.
+  const bool backward = k.launch.kind == KernelKind::Fa2DqDkDv;
+  const double achieved = backward ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd;
+  r.calibrated = achieved > 0;
+  const double mma_rate = r.calibrated ? achieved : hw.tensor_flops_fp16;
   r.t_dram = static_cast<double>(r.dram_read + r.dram_write) / hw.dram_bytes_per_s;
   r.t_l2 = static_cast<double>(k.load_bytes() + k.store_bytes() + k.reduce_bytes()) / hw.l2_bytes_per_s;
-  r.t_mma = k.mma_flops / hw.tensor_flops_fp16 * quant;
-  r.t_exp = k.exp_ops / hw.exp_per_s * quant;
-  r.time_s = std::max({r.t_dram, r.t_l2, r.t_mma, r.t_exp});
-  r.bound = r.time_s == r.t_dram  ? "memory"
-            : r.time_s == r.t_l2  ? "l2"
-            : r.time_s == r.t_mma ? "tensor"
-                                  : "exp";
+  r.t_mma = k.mma_flops / mma_rate * imbalance;
+  r.t_exp = k.exp_ops / hw.exp_per_s * imbalance;
+  r.t_vec = k.vector_ops / (hw.fp32_flops / 2) * imbalance;  // one op per FMA slot
+  finish_time(r);
   return r;
 }
 
@@ -107,11 +154,7 @@ std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfi
       pr.dram_read = l2.dram_read;
       pr.dram_write = l2.dram_write;
       pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / hw.dram_bytes_per_s;
-      pr.time_s = std::max({pr.t_dram, pr.t_l2, pr.t_mma, pr.t_exp});
-      pr.bound = pr.time_s == pr.t_dram  ? "memory"
-                 : pr.time_s == pr.t_l2  ? "l2"
-                 : pr.time_s == pr.t_mma ? "tensor"
-                                         : "exp";
+      finish_time(pr);
     }
     out.push_back(std::move(pr));
   }
@@ -146,10 +189,19 @@ nlohmann::json to_json(const KernelPrediction& k) {
           {"dram_write_bytes", k.dram_write},
           {"mma_flops", k.counts.mma_flops},
           {"exp_ops", k.counts.exp_ops},
+          {"vector_ops", k.counts.vector_ops},
+          {"t_dram_s", k.t_dram},
+          {"t_l2_s", k.t_l2},
+          {"t_mma_s", k.t_mma},
+          {"t_exp_s", k.t_exp},
+          {"t_vector_s", k.t_vec},
           {"intensity_flop_per_dram_byte",
            k.counts.mma_flops / std::max<double>(1.0, static_cast<double>(k.dram_read + k.dram_write))},
           {"waves", k.waves},
           {"time_s", k.time_s},
+          {"time_is_estimate", true},
+          {"time_calibrated", k.calibrated},
+          {"imbalance", k.imbalance},
           {"bound", k.bound},
           {"tensors", tensors}};
 }

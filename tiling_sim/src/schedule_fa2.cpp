@@ -139,6 +139,8 @@ KernelLaunch fa2_launch(KernelKind kind, const AttentionProblem& p, const TileCo
       l.grid_x = ceil_div(p.seqlen_q, c.block_q);
       l.threads = c.warps * 32;
       l.regs_per_thread = 255;
+      // O (Br x dv) and S/P (Br x Bc) in fp32; Q too when kept in registers (in the input dtype).
+      l.accumulator_elems = c.block_q * (dv + c.block_k) + (c.q_in_registers ? c.block_q * d * e / 4 : 0);
       const int64_t q = c.block_q * d * e, k = c.block_k * d * e * c.stages,
                     v = c.block_k * dv * e * c.stages;
       if (c.kv_shared_buffer) {
@@ -159,6 +161,7 @@ KernelLaunch fa2_launch(KernelKind kind, const AttentionProblem& p, const TileCo
       l.grid_x = ceil_div(p.seqlen_k, bc);
       l.threads = bwd_warps * 32;
       l.regs_per_thread = 255;
+      l.accumulator_elems = bc * (d + dv) + 2 * br * bc;  // dK, dV; S and dP
       l.smem = {{"Q (double buffer)", 2 * br * d * e},
                 {"dO", br * dv * e},
                 {"K", bc * d * e},
@@ -206,6 +209,9 @@ void fwd_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m, i
         x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
                           static_cast<double>(p.head_dim + (last ? p.head_dim_v : 0));
         if (pass > 1 || passes == 1) x.w->exp_ops += static_cast<double>(rq * rk);
+        // Per score: max, scale-and-subtract, sum; per key block: O's rows rescaled.
+        if (last)
+          x.w->vector_ops += 3.0 * static_cast<double>(rq * rk) + static_cast<double>(rq * p.head_dim_v);
       }
   }
   x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
@@ -251,6 +257,7 @@ void main_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) 
       x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
                         static_cast<double>(3 * p.head_dim + 2 * p.head_dim_v);
       x.w->exp_ops += static_cast<double>(rq * rk);
+      x.w->vector_ops += 3.0 * static_cast<double>(rq * rk);  // P = exp(S - lse): FMA; dS = P o (dP - D)
     }
   }
   x.add(AccessKind::Store, TensorId::dK, b, h, k0, rk, p.head_dim, x.e);

@@ -16,6 +16,7 @@ void expect_equal(const KernelCounts& a, const KernelCounts& e, const std::strin
   }
   EXPECT_DOUBLE_EQ(a.mma_flops, e.mma_flops) << what;
   EXPECT_DOUBLE_EQ(a.exp_ops, e.exp_ops) << what;
+  EXPECT_DOUBLE_EQ(a.vector_ops, e.vector_ops) << what;
 }
 
 }  // namespace

@@ -123,3 +123,34 @@ TEST(Ncu, RecordedH100ShapesWithinTolerance) {
   EXPECT_EQ(dram_total, 56);
   EXPECT_EQ(dram_ok, 56 - static_cast<int>(kKnownDramMisses.size()));
 }
+
+// The time estimate against ncu's gpu__time_duration of the two FA2 kernels that do the math, on the 7
+// recorded shapes (the profile's achieved MMA rates come from the calibration file, not from these): within
+// 35%.
+TEST(Ncu, RecordedH100KernelTimes) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  ASSERT_GT(hw.achieved_mma_flops_fwd, 0);
+  int checked = 0;
+  for (const auto& s : kRecorded) {
+    std::ifstream in(std::string(FLASHSIM_NCU_RESULTS "/ncu_") + s.name + ".csv");
+    ASSERT_TRUE(in) << s.name;
+    AttentionProblem p;
+    p.batch = s.batch;
+    p.heads_q = s.heads;
+    p.heads_kv = s.heads_kv;
+    p.seqlen_q = p.seqlen_k = s.seqlen;
+    p.head_dim = p.head_dim_v = s.head_dim;
+    p.dtype = DType::BF16;
+    if (s.causal) p.window_right = 0;
+    for (const auto& k : parse_ncu_csv(in)) {
+      const auto rec = recognize_kernel(k.name);
+      ASSERT_TRUE(rec) << k.name;
+      if (rec->kind != KernelKind::Fa2Forward && rec->kind != KernelKind::Fa2DqDkDv) continue;
+      const double measured = k.metrics.at("gpu__time_duration.sum") * 1e-9;
+      const double predicted = predict_kernel(analytic_counts(rec->kind, p, rec->config), hw).time_s;
+      EXPECT_NEAR(measured / predicted, 1.0, 0.35) << s.name << " " << k.name.substr(0, 40);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 14);
+}

@@ -28,8 +28,10 @@ struct KernelPrediction {
   KernelCounts counts;
   Occupancy occ;
   int64_t dram_read = 0, dram_write = 0;
-  double t_dram = 0, t_l2 = 0, t_mma = 0, t_exp = 0, time_s = 0, waves = 0;
-  std::string bound;  // "memory" (DRAM), "l2", "tensor", "exp"
+  double t_dram = 0, t_l2 = 0, t_mma = 0, t_exp = 0, t_vec = 0, time_s = 0, waves = 0;
+  double imbalance = 1;     // makespan of the CTAs on the resident slots / perfectly balanced time
+  bool calibrated = false;  // the matrix rate is a measured FA2 rate (else the peak: a lower bound)
+  std::string bound;        // "memory" (DRAM), "l2", "tensor" (MMA), "softmax" (exp + vector work)
 };
 
 // The L2 model. Cold at kernel start (ncu's default): every byte of the footprint of loaded (or atomically

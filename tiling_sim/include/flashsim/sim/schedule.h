@@ -25,7 +25,7 @@ struct Move {
 struct CtaWork {
   int64_t batch = 0, head = 0, block = 0;
   std::vector<Move> moves;
-  double mma_flops = 0, exp_ops = 0;
+  double mma_flops = 0, exp_ops = 0, vector_ops = 0;
 };
 
 struct SmemBuffer {
@@ -64,7 +64,8 @@ struct KernelLaunch {
   KernelKind kind;
   int64_t grid_x = 1, grid_y = 1, grid_z = 1;
   int threads = 128;
-  int regs_per_thread = 0;  // 0: not modeled (occupancy from shared memory and threads only)
+  int regs_per_thread = 0;        // 0: not modeled (occupancy from shared memory and threads only)
+  int64_t accumulator_elems = 0;  // fp32 elements a CTA accumulates in registers (0: not modeled)
   std::vector<SmemBuffer> smem;
   int64_t ctas() const { return grid_x * grid_y * grid_z; }
   int64_t smem_bytes() const;
