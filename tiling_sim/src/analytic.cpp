@@ -248,14 +248,16 @@ KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const T
   } else {
     sequence(kind, p, c, 0, p.batch * p.heads_q, a, uneven ? &work[0] : nullptr);
   }
-  if (uneven) {
-    k.cta_work.reserve(static_cast<size_t>(k.launch.ctas()));
-    for (int64_t h = 0; h < k.launch.grid_z; ++h)
-      for (int64_t b = 0; b < k.launch.grid_y; ++b) {
-        const auto& w = work[p.varlen() ? static_cast<size_t>(b) : 0];
+  if (uneven) {  // equal sequences: one (batch, head)'s blocks, repeated; varlen: every CTA
+    const int64_t pattern_heads = p.varlen() ? k.launch.grid_z : 1, pattern_batch = p.varlen() ? p.batch : 1;
+    k.cta_work.reserve(static_cast<size_t>(pattern_heads * pattern_batch * k.launch.grid_x));
+    for (int64_t h = 0; h < pattern_heads; ++h)
+      for (int64_t b = 0; b < pattern_batch; ++b) {
+        const auto& w = work[static_cast<size_t>(b)];
         for (int64_t x = 0; x < k.launch.grid_x; ++x)
           k.cta_work.push_back(x < static_cast<int64_t>(w.size()) ? w[static_cast<size_t>(x)] : 0.0);
       }
+    k.cta_work_repeat = p.varlen() ? 1 : k.launch.grid_y * k.launch.grid_z;
   }
   // Footprints (what a cold L2 must fetch or eventually write back) of the tensors the kernel touches.
   const int e = dtype_bytes(p.dtype);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <queue>
 
 #include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/model.h"
@@ -59,6 +58,41 @@ Occupancy occupancy(const KernelLaunch& l, const HardwareProfile& hw) {
   return o;
 }
 
+// CTAs dealt in launch order to `resident` slots, each taking the next CTA when its last one ends (a min-heap
+// of slot end times, the top replaced in place). Long launches: the CTAs before the last 2 x resident keep
+// every slot busy (balanced), so only that tail is scheduled, from equal start times. Returns the makespan
+// over the perfectly balanced time.
+static double list_schedule_imbalance(const std::vector<double>& pattern, int64_t repeat, int64_t resident) {
+  const auto m = static_cast<int64_t>(pattern.size());
+  const int64_t n = m * repeat;
+  const auto work = [&](int64_t i) { return pattern[static_cast<size_t>(i % m)]; };
+  const int64_t tail = std::min(n, 2 * resident);
+  double once = 0, prefix = 0;
+  for (const double w : pattern) once += w;
+  const double total = once * static_cast<double>(repeat);
+  for (int64_t i = n - tail; i < n; ++i) prefix -= work(i);
+  prefix += total;
+  if (total <= 0) return 1.0;
+  const double start = prefix / static_cast<double>(resident);
+  std::vector<double> heap;  // slot end times, smallest on top
+  heap.reserve(static_cast<size_t>(resident));
+  double makespan = start;
+  for (int64_t i = n - tail; i < n; ++i) {
+    const double w = work(i);
+    if (static_cast<int64_t>(heap.size()) < resident) {
+      heap.push_back(start + w);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      makespan = std::max(makespan, start + w);
+      continue;
+    }
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    heap.back() += w;
+    makespan = std::max(makespan, heap.back());
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
+  }
+  return makespan * static_cast<double>(resident) / total;
+}
+
 // A warp of an FA2-class kernel runs its MMAs and its softmax (exp, rescale) in turn, so they add; memory
 // traffic overlaps with both.
 static void finish_time(KernelPrediction& r) {
@@ -101,21 +135,7 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   // are dealt to the resident slots in launch order as the block scheduler does, each slot taking the next
   // CTA when its last one ends; the makespan against the perfectly balanced time.
   double imbalance = r.waves > 0 ? std::ceil(r.waves) / r.waves : 1.0;
-  if (!k.cta_work.empty()) {
-    std::priority_queue<double, std::vector<double>, std::greater<>> slots;
-    double total = 0, makespan = 0;
-    for (const double w : k.cta_work) {
-      double t = 0;
-      if (static_cast<int64_t>(slots.size()) >= resident) {
-        t = slots.top();
-        slots.pop();
-      }
-      slots.push(t + w);
-      makespan = std::max(makespan, t + w);
-      total += w;
-    }
-    imbalance = total > 0 ? makespan * static_cast<double>(resident) / total : 1.0;
-  }
+  if (!k.cta_work.empty()) imbalance = list_schedule_imbalance(k.cta_work, k.cta_work_repeat, resident);
   r.imbalance = imbalance;
   // The matrix rate FA2-class kernels achieve on this GPU (calibrated), else the tensor peak.
   const bool backward = k.launch.kind == KernelKind::Fa2DqDkDv;

@@ -32,6 +32,7 @@ struct KernelCounts {
   // Matrix FLOPs of each CTA in launch order, when the CTAs differ (causal or windowed blocks, varlen); empty
   // when all CTAs do the same work. The time model schedules them on the resident slots.
   std::vector<double> cta_work;
+  int64_t cta_work_repeat = 1;  // the launch's CTAs are cta_work repeated this many times
 
   int64_t load_bytes() const;
   int64_t store_bytes() const;
