@@ -62,6 +62,11 @@ Occupancy occupancy(const KernelLaunch& l, const HardwareProfile& hw) {
 // of slot end times, the top replaced in place). Long launches: the CTAs before the last 2 x resident keep
 // every slot busy (balanced), so only that tail is scheduled, from equal start times. Returns the makespan
 // over the perfectly balanced time.
+// DRAM bytes per second a kernel can move: the measured copy bandwidth where the profile has one.
+static double dram_rate(const HardwareProfile& hw) {
+  return hw.achieved_dram_bytes_per_s > 0 ? hw.achieved_dram_bytes_per_s : hw.dram_bytes_per_s;
+}
+
 static double list_schedule_imbalance(const std::vector<double>& pattern, int64_t repeat, int64_t resident) {
   const auto m = static_cast<int64_t>(pattern.size());
   const int64_t n = m * repeat;
@@ -142,7 +147,7 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   const double achieved = backward ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd;
   r.calibrated = achieved > 0;
   const double mma_rate = r.calibrated ? achieved : hw.tensor_flops_fp16;
-  r.t_dram = static_cast<double>(r.dram_read + r.dram_write) / hw.dram_bytes_per_s;
+  r.t_dram = static_cast<double>(r.dram_read + r.dram_write) / dram_rate(hw);
   r.t_l2 = static_cast<double>(k.load_bytes() + k.store_bytes() + k.reduce_bytes()) / hw.l2_bytes_per_s;
   r.t_mma = k.mma_flops / mma_rate * imbalance;
   r.t_exp = k.exp_ops / hw.exp_per_s * imbalance;
@@ -173,7 +178,7 @@ std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfi
       pr.dram_write = l2.dram_write;
       pr.dram_read = l2.dram_read;
       pr.dram_write = l2.dram_write;
-      pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / hw.dram_bytes_per_s;
+      pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / dram_rate(hw);
       finish_time(pr);
     }
     out.push_back(std::move(pr));

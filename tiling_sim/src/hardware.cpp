@@ -32,6 +32,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.exp_per_s = j.at("exp_per_s").get<double>();
     p.achieved_mma_flops_fwd = j.value("achieved_mma_flops_fwd", 0.0);
     p.achieved_mma_flops_bwd = j.value("achieved_mma_flops_bwd", 0.0);
+    p.achieved_dram_bytes_per_s = j.value("achieved_dram_bytes_per_s", 0.0);
     p.achieved_source = j.value("achieved_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
@@ -62,6 +63,7 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"exp_per_s", p.exp_per_s},
           {"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
           {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
+          {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
           {"achieved_source", p.achieved_source}};
 }
 

@@ -23,6 +23,7 @@ struct HardwareProfile {
   // forward and backward, measured (see the profile's "achieved_source"); 0: not calibrated, the tensor peak
   // is used and the time is a lower bound.
   double achieved_mma_flops_fwd = 0, achieved_mma_flops_bwd = 0;
+  double achieved_dram_bytes_per_s = 0;  // measured copy bandwidth (read + write); 0: dram_bytes_per_s
   std::string achieved_source;
 };
 
