@@ -109,8 +109,7 @@ static void finish_time(KernelPrediction& r) {
                                            : "softmax";
 }
 
-KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx,
-                                int64_t last_wave_store_bytes) {
+KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx) {
   KernelPrediction r;
   r.name = std::string(kernel_kind_name(k.launch.kind));
   r.counts = k;
@@ -121,10 +120,9 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   // touched last and are still in L2 when the kernel ends.
   const int64_t full_waves = (ctas + resident - 1) / resident - 1;
   const int64_t last_ctas = std::max<int64_t>(0, ctas - full_waves * resident);
-  if (last_wave_store_bytes < 0)
-    last_wave_store_bytes =
-        static_cast<int64_t>(static_cast<double>(k.unique_dirty()) * static_cast<double>(last_ctas) /
-                             static_cast<double>(std::max<int64_t>(1, ctas)));
+  const auto last_wave_dirty =
+      static_cast<int64_t>(static_cast<double>(k.unique_dirty()) * static_cast<double>(last_ctas) /
+                           static_cast<double>(std::max<int64_t>(1, ctas)));
   r.dram_read = k.unique_loaded();
   const double l2 = static_cast<double>(hw.l2_effective_bytes);
   double retained = 0;
@@ -132,7 +130,7 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   if (ctx.spill_store_bytes_per_cta * static_cast<double>(resident) < l2 && k.unique_total() > 0) {
     // What stays is the newest part of L2: at most the dirty share of its capacity.
     const double share = static_cast<double>(k.unique_dirty()) / static_cast<double>(k.unique_total());
-    retained = std::min(l2 * share, static_cast<double>(last_wave_store_bytes));
+    retained = std::min(l2 * share, static_cast<double>(last_wave_dirty));
   }
   r.dram_write = std::max<int64_t>(0, k.unique_dirty() - static_cast<int64_t>(retained));
   r.waves = static_cast<double>(ctas) / static_cast<double>(resident);

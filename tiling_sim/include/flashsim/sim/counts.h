@@ -28,7 +28,6 @@ struct KernelCounts {
   std::array<TensorTraffic, kNumTensors> tensors{};
   double mma_flops = 0, exp_ops = 0;
   double vector_ops = 0;  // fp32 non-matrix work: softmax max/scale/sum per score, rescaling O per key block
-  int64_t last_wave_store_bytes = 0;  // plain-store bytes of the last `resident` CTAs (set by the DRAM model)
   // Matrix FLOPs of each CTA in launch order, when the CTAs differ (causal or windowed blocks, varlen); empty
   // when all CTAs do the same work. The time model schedules them on the resident slots.
   std::vector<double> cta_work;
