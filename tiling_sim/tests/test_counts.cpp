@@ -1,6 +1,8 @@
 // Analytic counts equal the executed schedule exactly, over a grid of shapes and configs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "flashsim/sim/model.h"
 
 using namespace flashsim;
@@ -166,4 +168,58 @@ TEST(Counts, PartialsStoreWhatTheReductionReads) {
   EXPECT_GT(main.tensors[acc].store.bytes, 0);
   EXPECT_EQ(main.tensors[acc].store.bytes, red.tensors[acc].load.bytes);
   EXPECT_EQ(analytic_counts(KernelKind::Fa2DotDoO, p, c).tensors[acc].store.bytes, 0);
+}
+
+// A thread holds at most 255 registers: FA2's own tiles fit, 2 warps holding 256 query rows of O and S do
+// not.
+TEST(Model, AccumulatorRegistersLimitTiles) {
+  AttentionProblem p;
+  p.head_dim = p.head_dim_v = 128;
+  p.seqlen_q = p.seqlen_k = 4096;
+  p.dtype = DType::BF16;
+  const auto hw = load_profile("H100-SXM5-80GB");
+  TileConfig fa2;  // Br128 Bc64 4 warps forward, Br64 Bc128 8 warps backward
+  for (const auto& k : predict(p, fa2, hw, false)) EXPECT_TRUE(k.occ.fits) << k.occ.reason;
+  for (const auto& k : predict(p, fa2, hw, true)) EXPECT_TRUE(k.occ.fits) << k.occ.reason;
+  TileConfig wide = fa2;
+  wide.block_q = 256;
+  wide.block_k = 64;
+  wide.warps = 2;
+  const auto ks = predict(p, wide, hw, false);
+  EXPECT_FALSE(ks[0].occ.fits);
+  EXPECT_NE(ks[0].occ.reason.find("registers per thread"), std::string::npos);
+}
+
+// The time model's load imbalance: equal CTAs give ceil(waves) / waves; unequal ones (causal, partial tiles,
+// varlen) are list-scheduled, and the closed form's per-CTA work gives the same imbalance as the schedule's.
+TEST(Model, ImbalanceAnalyticEqualsExecuted) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = p.heads_kv = 16;
+  p.seqlen_q = p.seqlen_k = 4096;
+  p.head_dim = p.head_dim_v = 128;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  const auto uniform = predict_kernel(analytic_counts(KernelKind::Fa2Forward, p, c), hw);
+  EXPECT_DOUBLE_EQ(uniform.imbalance, std::ceil(uniform.waves) / uniform.waves);
+  for (int shape = 0; shape < 3; ++shape) {
+    AttentionProblem q = p;
+    if (shape == 0) q.window_right = 0;              // causal
+    if (shape == 1) q.seqlen_q = q.seqlen_k = 1000;  // partial tiles
+    if (shape == 2) {                                // varlen, causal
+      q.seqlens_q = q.seqlens_k = {300, 2000};
+      q.seqlen_q = q.seqlen_k = 2000;
+      q.window_right = 0;
+    }
+    for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DqDkDv}) {
+      const auto a = predict_kernel(analytic_counts(k, q, c), hw);
+      const auto e = predict_kernel(execute_counts(fa2_schedule(k, q, c)), hw);
+      EXPECT_NEAR(a.imbalance, e.imbalance, 1e-9) << q.describe() << " " << kernel_kind_name(k);
+      EXPECT_NEAR(a.time_s, e.time_s, 1e-9 * e.time_s) << q.describe();
+      if (shape == 0) {
+        EXPECT_GT(a.imbalance, 1.1) << kernel_kind_name(k);  // long CTAs launched last
+      }
+    }
+  }
 }
