@@ -45,7 +45,10 @@ def chart_br_bc(flashsim, out):
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.6))
     for ax, data, title, unit in ((axes[0], load, "L2 -> SM load bytes", "GiB"),
                                   (axes[1], dram, "DRAM read + write bytes", "MiB")):
-        im = ax.imshow(data, origin="lower", cmap="viridis")
+        cmap = matplotlib.colormaps["viridis"].copy()
+        cmap.set_bad("0.85")  # does not fit: grey
+        shown = np.ma.masked_where(~fits, data)
+        im = ax.imshow(shown, origin="lower", cmap=cmap)
         ax.set_xticks(range(len(blocks)), blocks)
         ax.set_yticks(range(len(blocks)), blocks)
         ax.set_xlabel("Bc (key rows per tile)")
@@ -54,12 +57,12 @@ def chart_br_bc(flashsim, out):
         for i in range(len(blocks)):
             for j in range(len(blocks)):
                 label = f"{data[i, j]:.1f}" if fits[i, j] else "no fit"
-                mid = (data.min() + data.max()) / 2
+                mid = (shown.min() + shown.max()) / 2
                 ax.text(j, i, label, ha="center", va="center", fontsize=8,
-                        color="white" if data[i, j] < mid else "black")
+                        color="white" if fits[i, j] and data[i, j] < mid else "black")
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.suptitle("FA2 forward, batch 1, 16 heads, seqlen 4096, head dim 128, bf16, H100-SXM5-80GB "
-                 "(4 warps, 1 stage)")
+                 "(4 warps, 1 stage); grey: does not fit (shared memory or 255 registers per thread)")
     fig.tight_layout(rect=(0, 0, 1, 0.96))
     fig.savefig(os.path.join(out, "traffic_br_bc.png"), dpi=110, bbox_inches="tight")
     plt.close(fig)
