@@ -161,7 +161,7 @@ void add_sweep(CLI::App* sim) {
     // Equal times (compute-bound configs of the same FLOPs): less DRAM traffic, then less shared memory
     // first.
     std::stable_sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) {
-      return std::tie(a.time_s, a.dram, a.smem) < std::tie(b.time_s, b.dram, b.smem);
+      return std::tie(a.time_s, a.dram, a.load, a.smem) < std::tie(b.time_s, b.dram, b.load, b.smem);
     });
     // FlashAttention lower bound on HBM traffic: every input read and every output written once.
     const int e = dtype_bytes(p.dtype);
@@ -171,11 +171,14 @@ void add_sweep(CLI::App* sim) {
                                 : (p.q_elems() + p.k_elems() + p.v_elems() + p.o_elems()) * e);
     const size_t n = st->top > 0 ? std::min(rows.size(), static_cast<size_t>(st->top)) : rows.size();
     if (st->json) {
-      nlohmann::json j = {{"problem", p.describe()},
-                          {"hw", hw.name},
-                          {"configs", configs.size()},
-                          {"legal", rows.size()},
-                          {"lower_bound_dram_bytes", lb}};
+      nlohmann::json j = {
+          {"problem", p.describe()},
+          {"hw", hw.name},
+          {"configs", configs.size()},
+          {"legal", rows.size()},
+          {"lower_bound_dram_bytes", lb},
+          {"time_is_estimate", true},
+          {"time_calibrated", (bwd ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd) > 0}};
       j["ranked"] = nlohmann::json::array();
       for (size_t i = 0; i < n; ++i)
         j["ranked"].push_back({{"config", rows[i].c.describe()},
@@ -200,6 +203,9 @@ void add_sweep(CLI::App* sim) {
         fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1, rows[i].c.describe(),
                    rows[i].time_s * 1e6, human(double(rows[i].load)), human(double(rows[i].dram)),
                    rows[i].smem, rows[i].occ, rows[i].bound);
+      fmt::print("time: an estimate ({}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
+                 hw.achieved_mma_flops_fwd > 0 ? "MMA at the FA2 rate measured on this GPU"
+                                               : "MMA at the tensor peak: a lower bound");
     }
   });
 }
