@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
+#include <tuple>
 
 #include "commands.h"
 #include "flashsim/error.h"
@@ -42,6 +43,18 @@ void add_hw(CLI::App& app) {
   auto name = std::make_shared<std::string>();
   show->add_option("name", *name, "Profile name (see hw list) or a .json file")->required();
   show->callback([name] { fmt::print("{}\n", sim::to_json(sim::load_profile(*name)).dump(2)); });
+}
+
+void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::HardwareProfile& hw) {
+  const bool calibrated = std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.calibrated; });
+  fmt::print(
+      "time: an estimate, max(DRAM, L2, MMA + exp + vector work) per kernel with the CTAs' load imbalance; "
+      "{}\n",
+      calibrated
+          ? fmt::format("MMA at the FA2 rate measured on this GPU ({:.0f} / {:.0f} TFLOP/s fwd / bwd), "
+                        "validated in bench/results/ncu_h100_2026-11-22/README.md",
+                        hw.achieved_mma_flops_fwd / 1e12, hw.achieved_mma_flops_bwd / 1e12)
+          : std::string("MMA at the tensor peak (no measured rate for this profile): a lower bound"));
 }
 
 void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
@@ -145,8 +158,11 @@ void add_sweep(CLI::App* sim) {
       if (fits) rows.push_back(r);
     }
     if (st->progress) fmt::print(stderr, "\n");
-    std::stable_sort(rows.begin(), rows.end(),
-                     [](const SweepRow& a, const SweepRow& b) { return a.time_s < b.time_s; });
+    // Equal times (compute-bound configs of the same FLOPs): less DRAM traffic, then less shared memory
+    // first.
+    std::stable_sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) {
+      return std::tie(a.time_s, a.dram, a.load, a.smem) < std::tie(b.time_s, b.dram, b.load, b.smem);
+    });
     // FlashAttention lower bound on HBM traffic: every input read and every output written once.
     const int e = dtype_bytes(p.dtype);
     const double lb =
@@ -155,11 +171,14 @@ void add_sweep(CLI::App* sim) {
                                 : (p.q_elems() + p.k_elems() + p.v_elems() + p.o_elems()) * e);
     const size_t n = st->top > 0 ? std::min(rows.size(), static_cast<size_t>(st->top)) : rows.size();
     if (st->json) {
-      nlohmann::json j = {{"problem", p.describe()},
-                          {"hw", hw.name},
-                          {"configs", configs.size()},
-                          {"legal", rows.size()},
-                          {"lower_bound_dram_bytes", lb}};
+      nlohmann::json j = {
+          {"problem", p.describe()},
+          {"hw", hw.name},
+          {"configs", configs.size()},
+          {"legal", rows.size()},
+          {"lower_bound_dram_bytes", lb},
+          {"time_is_estimate", true},
+          {"time_calibrated", (bwd ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd) > 0}};
       j["ranked"] = nlohmann::json::array();
       for (size_t i = 0; i < n; ++i)
         j["ranked"].push_back({{"config", rows[i].c.describe()},
@@ -184,6 +203,9 @@ void add_sweep(CLI::App* sim) {
         fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1, rows[i].c.describe(),
                    rows[i].time_s * 1e6, human(double(rows[i].load)), human(double(rows[i].dram)),
                    rows[i].smem, rows[i].occ, rows[i].bound);
+      fmt::print("time: an estimate ({}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
+                 hw.achieved_mma_flops_fwd > 0 ? "MMA at the FA2 rate measured on this GPU"
+                                               : "MMA at the tensor peak: a lower bound");
     }
   });
 }
@@ -197,7 +219,10 @@ void add_sim(CLI::App& app) {
   st->tf.add_to(pr);
   pr->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)");
   pr->add_option("--pass", st->pass, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}));
-  pr->add_option("--algorithm", st->algorithm, "Forward kernel: fa2, fa1, three-pass, two-pass or naive")
+  pr->add_option(
+        "--algorithm", st->algorithm,
+        "Forward kernel: fa2, fa1, three-pass, two-pass or naive (naive: standard attention, forward and "
+        "backward; the others use FA2's backward)")
       ->check(CLI::IsMember({"fa2", "fa1", "three-pass", "two-pass", "naive"}));
   pr->add_flag("--json", st->json, "JSON output");
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
@@ -212,21 +237,28 @@ void add_sim(CLI::App& app) {
                     : st->algorithm == "naive"    ? sim::KernelKind::NaiveScores
                                                   : sim::KernelKind::Fa2Forward;
     if (st->pass != "bwd") ks = sim::predict(p, c, hw, false, st->executed, fk);
-    if (st->pass != "fwd" && c.dq_strategy != DqStrategy::Atomic)
-      throw InputError("dq-strategy",
-                       "the simulator models FA2's fp32 atomics only (use --pass fwd or atomic)");
     if (st->pass != "fwd")
-      for (auto& k : sim::predict(p, c, hw, true, st->executed)) ks.push_back(std::move(k));
+      for (auto& k : sim::predict(p, c, hw, true, st->executed,
+                                  fk == sim::KernelKind::NaiveScores ? fk : sim::KernelKind::Fa2Forward))
+        ks.push_back(std::move(k));
     bool fits = true;
     for (const auto& k : ks) fits = fits && k.occ.fits;
     if (st->json) {
       nlohmann::json j = {
-          {"problem", p.describe()}, {"config", c.describe()}, {"hw", hw.name}, {"fits", fits}};
+          {"problem", p.describe()},
+          {"config", c.describe()},
+          {"hw", hw.name},
+          {"fits", fits},
+          {"time_note",
+           "time_s is an estimate: max(DRAM, L2, MMA + exp + vector work) with load imbalance; MMA "
+           "at the profile's measured FA2 rate where it has one (time_calibrated), else at the "
+           "tensor peak (a lower bound)"}};
       for (const auto& k : ks) j["kernels"].push_back(sim::to_json(k));
       fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print("{}\n{}\nhardware: {}\n", p.describe(), c.describe(), hw.name);
       print_predictions(ks);
+      print_time_note(ks, hw);
     }
     if (!fits) set_exit_code(1);
   });
@@ -266,7 +298,9 @@ void add_traffic(CLI::App& app) {
         for (const auto& m : k.metrics)
           fmt::print("  {:<48} {:>16.0f} {:>16.0f} {:>8.4f} {:>6} {}\n", m.metric, m.measured, m.predicted,
                      m.ratio, m.tolerance > 0 ? fmt::format("{:.0f}%", m.tolerance * 100) : "-",
-                     m.tolerance > 0 ? (m.ok ? "ok" : "FAIL") : "unexplained (spills)");
+                     m.tolerance > 0                        ? (m.ok ? "ok" : "FAIL")
+                     : m.metric == "gpu__time_duration.sum" ? "estimate (ns), not held"
+                                                            : "unexplained (spills)");
       }
       fmt::print("{}\n", c.ok ? "all metrics within tolerance" : "SOME METRICS OUT OF TOLERANCE");
     }

@@ -35,52 +35,87 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
     ColArray<Acc> m(lq), l(lq), shift(lq), delta(lq);
     for (int64_t h = hk * p.group_size(); h < (hk + 1) * p.group_size(); ++h) {
       HeadView<Acc> hv(ctx, b, h);
-      if (obs) {
-        obs->kernel_begin("naive_bwd");
+      // With an observer, the steps are reported as the kernels of standard attention's backward, every
+      // matrix materialized in global memory between them (S, P, dP and dS; dP and dS reuse S's buffer).
+      const auto kernel = [&](const char* name) {
+        if (!obs) return;
+        obs->kernel_begin(name);
         obs->cta_begin(b, h, 0);
-      }
+      };
+      const auto done = [&] {
+        if (!obs) return;
+        obs->cta_end();
+        obs->kernel_end();
+      };
+      const auto move = [&](AccessKind a, TensorId id, int64_t head, int64_t rows, int64_t cols) {
+        if (obs) obs->access({a, id, b, head, 0, rows, 0, cols});
+      };
+      kernel("naive_bwd_scores");
       hv.load_q(0, lq, q.data());
       hv.load_k(0, lk, k.data());
-      hv.load_v(0, lk, v.data());
-      hv.load_do(0, lq, dout.data());
-      hv.load_o(fwd.o, 0, lq, o.data());
       hv.scores(q.data(), 0, lq, k.data(), 0, lk, s.data(), p.softcap > 0 ? dcap.data() : nullptr);
+      move(AccessKind::Store, TensorId::Scores, h, lq, lk);
+      done();
       // P = softmax(S), recomputed from scratch (not from the forward's lse).
+      kernel("naive_bwd_softmax");
+      move(AccessKind::Load, TensorId::Scores, h, lq, lk);
       row_max(s.data(), lq, lk, m);
       for (int64_t r = 0; r < lq; ++r) shift(r) = safe_shift(m(r));
       exp_rows(s.data(), lq, lk, shift, true, pr.data());
       row_sum(pr.data(), lq, lk, l);
       for (int64_t r = 0; r < lq; ++r) pr.row(r) *= l(r) > 0 ? Acc(1) / l(r) : Acc(0);
-      // D = rowsum(dO o O)
-      delta = (dout * o).rowwise().sum();
-      // dP = dO V^T;  dS = P o (dP - D)
+      move(AccessKind::Store, TensorId::Probs, h, lq, lk);
+      done();
+      // dP = dO V^T
+      kernel("naive_bwd_dp");
+      hv.load_do(0, lq, dout.data());
+      hv.load_v(0, lk, v.data());
       gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, lq, lk, dv, Acc(1), dout.data(), dv, v.data(), dv,
                 Acc(0), dp.data(), lk);
+      move(AccessKind::Store, TensorId::Scores, h, lq, lk);
+      done();
+      // D = rowsum(dO o O);  dS = P o (dP - D)
+      kernel("naive_bwd_ds");
+      move(AccessKind::Load, TensorId::Probs, h, lq, lk);
+      move(AccessKind::Load, TensorId::Scores, h, lq, lk);
+      move(AccessKind::Load, TensorId::dO, h, lq, dv);
+      hv.load_o(fwd.o, 0, lq, o.data());
+      delta = (dout * o).rowwise().sum();
       softmax_grad_rows(pr.data(), dp.data(), lq, lk, delta);
       if (dbias.enabled()) {
         for (int64_t i = 0; i < lq; ++i)
           for (int64_t j = 0; j < lk; ++j) dbias.at(b, h, i, j) = dp(i, j);
       }
+      move(AccessKind::Store, TensorId::Scores, h, lq, lk);
+      done();
       // dV += P^T dO
+      kernel("naive_bwd_dv");
+      move(AccessKind::Load, TensorId::Probs, h, lq, lk);
+      move(AccessKind::Load, TensorId::dO, h, lq, dv);
       if (emu) round_to_dtype(pr.data(), lq * lk, p.dtype);
       gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, dv, lq, Acc(1), pr.data(), lk, dout.data(), dv,
                 Acc(1), dvv.data(), dv);
+      move(AccessKind::Store, TensorId::dV, h, lk, dv);
+      done();
       if (p.softcap > 0) dp *= dcap;
       if (emu) round_to_dtype(dp.data(), lq * lk, p.dtype);
       // dQ = scale dS K;  dK += scale dS^T Q
+      kernel("naive_bwd_dq");
+      move(AccessKind::Load, TensorId::Scores, h, lq, lk);
+      move(AccessKind::Load, TensorId::K, hk, lk, d);
       gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, lq, d, lk, scale, dp.data(), lk, k.data(), d, Acc(0),
                 dq.data(), d);
-      gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, d, lq, scale, dp.data(), lk, q.data(), d, Acc(1),
-                dk.data(), d);
       for (int64_t i = 0; i < lq; ++i)
         for (int64_t c = 0; c < d; ++c) out.dq[hv.q_index(i, d, c)] = stored_output<Acc>(dq(i, c), ctx);
-      if (obs) {
-        obs->access({AccessKind::Store, TensorId::dQ, b, h, 0, lq, 0, d});
-        obs->access({AccessKind::Store, TensorId::dK, b, h, 0, lk, 0, d});
-        obs->access({AccessKind::Store, TensorId::dV, b, h, 0, lk, 0, dv});
-        obs->cta_end();
-        obs->kernel_end();
-      }
+      move(AccessKind::Store, TensorId::dQ, h, lq, d);
+      done();
+      kernel("naive_bwd_dk");
+      move(AccessKind::Load, TensorId::Scores, h, lq, lk);
+      move(AccessKind::Load, TensorId::Q, h, lq, d);
+      gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, d, lq, scale, dp.data(), lk, q.data(), d, Acc(1),
+                dk.data(), d);
+      move(AccessKind::Store, TensorId::dK, h, lk, d);
+      done();
     }
     HeadView<Acc> hv0(ctx, b, hk * p.group_size());
     for (int64_t j = 0; j < lk; ++j) {

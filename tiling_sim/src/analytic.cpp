@@ -38,7 +38,7 @@ int64_t block_rows(int64_t first, int64_t last, int64_t blk, int64_t len) {
 
 // One sequence (batch entry) of one kernel, for one query head; scaled by `times` (heads, equal batches).
 void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, int64_t b, int64_t times,
-              Acc& a) {
+              Acc& a, std::vector<double>* work = nullptr) {
   const int e = dtype_bytes(p.dtype);
   const int64_t sq = p.len_q(b), sk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v;
   KernelCounts one;
@@ -56,8 +56,10 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
         x.add(kLoad, TensorId::K, rk * passes, d, e);
         x.add(kLoad, TensorId::V, rk, dv, e);
         const double pairs = static_cast<double>(rq) * static_cast<double>(rk);
+        if (work) work->push_back(2.0 * pairs * static_cast<double>(passes * d + dv));
         one.mma_flops += 2.0 * pairs * static_cast<double>(passes * d + dv);
         one.exp_ops += pairs * (passes == 1 ? 1 : passes - 1);
+        if (n1 > n0) one.vector_ops += 3.0 * pairs + static_cast<double>(rq * dv * (n1 - n0));
       }
       x.add(kStore, TensorId::O, sq, dv, e);
       x.add(kStore, TensorId::Lse, sq, 1, 4);
@@ -105,13 +107,70 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
       }
       break;
     }
+    case KernelKind::NaiveBwdScores:
+    case KernelKind::NaiveBwdSoftmax:
+    case KernelKind::NaiveBwdDp:
+    case KernelKind::NaiveBwdDs:
+    case KernelKind::NaiveBwdDv:
+    case KernelKind::NaiveBwdDq:
+    case KernelKind::NaiveBwdDk: {
+      if (sk == 0) break;
+      const double pairs = static_cast<double>(sq) * static_cast<double>(sk);
+      // Every kernel but the softmax reads or writes one N x N fp32 matrix besides P/S: see the schedule.
+      switch (kind) {
+        case KernelKind::NaiveBwdScores:
+          x.add(kLoad, TensorId::Q, sq, d, e);
+          x.add(kLoad, TensorId::K, sk, d, e);
+          x.add(kStore, TensorId::Scores, sq, sk, 4);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(d);
+          break;
+        case KernelKind::NaiveBwdSoftmax:
+          x.add(kLoad, TensorId::Scores, sq, sk, 4);
+          x.add(kStore, TensorId::Probs, sq, sk, 4);
+          one.exp_ops += pairs;
+          break;
+        case KernelKind::NaiveBwdDp:
+          x.add(kLoad, TensorId::dO, sq, dv, e);
+          x.add(kLoad, TensorId::V, sk, dv, e);
+          x.add(kStore, TensorId::Scores, sq, sk, 4);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(dv);
+          break;
+        case KernelKind::NaiveBwdDs:
+          x.add(kLoad, TensorId::Probs, sq, sk, 4);
+          x.add(kLoad, TensorId::Scores, sq, sk, 4);
+          x.add(kLoad, TensorId::dO, sq, dv, e);
+          x.add(kLoad, TensorId::O, sq, dv, e);
+          x.add(kStore, TensorId::Scores, sq, sk, 4);
+          break;
+        case KernelKind::NaiveBwdDv:
+          x.add(kLoad, TensorId::Probs, sq, sk, 4);
+          x.add(kLoad, TensorId::dO, sq, dv, e);
+          x.add(kStore, TensorId::dV, sk, dv, e);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(dv);
+          break;
+        case KernelKind::NaiveBwdDq:
+          x.add(kLoad, TensorId::Scores, sq, sk, 4);
+          x.add(kLoad, TensorId::K, sk, d, e);
+          x.add(kStore, TensorId::dQ, sq, d, e);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(d);
+          break;
+        default:
+          x.add(kLoad, TensorId::Scores, sq, sk, 4);
+          x.add(kLoad, TensorId::Q, sq, d, e);
+          x.add(kStore, TensorId::dK, sk, d, e);
+          one.mma_flops += 2.0 * pairs * static_cast<double>(d);
+          break;
+      }
+      break;
+    }
     case KernelKind::Fa2DotDoO: {
       x.add(kLoad, TensorId::O, sq, dv, e);
       x.add(kLoad, TensorId::dO, sq, dv, e);
       x.add(kStore, TensorId::Delta, sq, 1, 4);
       x.add(kStore, TensorId::RowSum, sq, 1, 4);
-      x.add(kStore, TensorId::DqAccum,
-            std::min(fa2_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), d, 4);
+      if (c.dq_strategy == DqStrategy::Atomic)
+        x.add(kStore, TensorId::DqAccum,
+              std::min(fa2_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), d, 4);
       break;
     }
     case KernelKind::Fa2DqDkDv:
@@ -127,15 +186,31 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
         x.add(kLoad, TensorId::dO, rq, dv, e);
         x.add(kLoad, TensorId::Lse, rq, 1, 4);
         x.add(kLoad, TensorId::Delta, rq, 1, 4);
-        x.add(kReduce, TensorId::DqAccum, (m1 - m0) * c.bwd_block_q, d, 4);
+        if (c.dq_strategy == DqStrategy::Atomic) {
+          x.add(kReduce, TensorId::DqAccum, (m1 - m0) * c.bwd_block_q, d, 4);
+        } else {
+          x.add(kStore, TensorId::DqAccum, rq, d, 4);
+        }
+        if (work)
+          work->push_back(2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
+                          static_cast<double>(3 * d + 2 * dv));
         one.mma_flops +=
             2.0 * static_cast<double>(rq) * static_cast<double>(rk) * static_cast<double>(3 * d + 2 * dv);
         one.exp_ops += static_cast<double>(rq * rk);
+        one.vector_ops += 3.0 * static_cast<double>(rq * rk);
       }
       x.add(kStore, TensorId::dK, sk, d, e);
       x.add(kStore, TensorId::dV, sk, dv, e);
       break;
     case KernelKind::Fa2ConvertDq:
+      if (c.dq_strategy == DqStrategy::Partials) {  // the reduction of the key blocks' partials
+        for (int64_t q0 = 0; q0 < sq; q0 += c.bwd_block_q) {
+          const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.bwd_block_q, c.bwd_block_k);
+          x.add(kLoad, TensorId::DqAccum, (n1 - n0) * std::min(c.bwd_block_q, sq - q0), d, 4);
+        }
+        x.add(kStore, TensorId::dQ, sq, d, e);
+        break;
+      }
       // Each CTA reads its whole Br-row tile of the (padded) accumulator; the dQ store is predicated.
       x.add(kLoad, TensorId::DqAccum,
             std::min(fa2_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), d, 4);
@@ -150,6 +225,7 @@ void sequence(KernelKind kind, const AttentionProblem& p, const TileConfig& c, i
   }
   a.k.mma_flops += one.mma_flops * static_cast<double>(times);
   a.k.exp_ops += one.exp_ops * static_cast<double>(times);
+  a.k.vector_ops += one.vector_ops * static_cast<double>(times);
 }
 
 }  // namespace
@@ -158,10 +234,30 @@ KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const T
   KernelCounts k;
   k.launch = fa2_launch(kind, p, c);
   Acc a{k};
+  // CTAs of unequal work (masked blocks skipped, varlen): their work in launch order (heads, batch, blocks).
+  const bool blocked = kind == KernelKind::Fa2Forward || kind == KernelKind::ThreePassForward ||
+                       kind == KernelKind::TwoPassForward || kind == KernelKind::Fa2DqDkDv;
+  const bool bwd = kind == KernelKind::Fa2DqDkDv;
+  const int64_t bq = bwd ? c.bwd_block_q : c.block_q, bk = bwd ? c.bwd_block_k : c.block_k;
+  const bool uneven = blocked && (p.varlen() || p.window_left >= 0 || p.window_right >= 0 ||
+                                  p.seqlen_q % bq != 0 || p.seqlen_k % bk != 0);
+  std::vector<std::vector<double>> work(uneven ? static_cast<size_t>(p.varlen() ? p.batch : 1) : 0);
   if (p.varlen()) {
-    for (int64_t b = 0; b < p.batch; ++b) sequence(kind, p, c, b, p.heads_q, a);
+    for (int64_t b = 0; b < p.batch; ++b)
+      sequence(kind, p, c, b, p.heads_q, a, uneven ? &work[static_cast<size_t>(b)] : nullptr);
   } else {
-    sequence(kind, p, c, 0, p.batch * p.heads_q, a);
+    sequence(kind, p, c, 0, p.batch * p.heads_q, a, uneven ? &work[0] : nullptr);
+  }
+  if (uneven) {  // equal sequences: one (batch, head)'s blocks, repeated; varlen: every CTA
+    const int64_t pattern_heads = p.varlen() ? k.launch.grid_z : 1, pattern_batch = p.varlen() ? p.batch : 1;
+    k.cta_work.reserve(static_cast<size_t>(pattern_heads * pattern_batch * k.launch.grid_x));
+    for (int64_t h = 0; h < pattern_heads; ++h)
+      for (int64_t b = 0; b < pattern_batch; ++b) {
+        const auto& w = work[static_cast<size_t>(b)];
+        for (int64_t x = 0; x < k.launch.grid_x; ++x)
+          k.cta_work.push_back(x < static_cast<int64_t>(w.size()) ? w[static_cast<size_t>(x)] : 0.0);
+      }
+    k.cta_work_repeat = p.varlen() ? 1 : k.launch.grid_y * k.launch.grid_z;
   }
   // Footprints (what a cold L2 must fetch or eventually write back) of the tensors the kernel touches.
   const int e = dtype_bytes(p.dtype);
@@ -192,6 +288,10 @@ KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const T
                                              {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
   for (const auto& [t, bytes] : fp)
     if (touched(t)) k.tensors[static_cast<size_t>(t)].unique_bytes = bytes;
+  if (c.dq_strategy == DqStrategy::Partials) {  // each partial row is written once, then read once
+    auto& acc = k.tensors[static_cast<size_t>(TensorId::DqAccum)];
+    acc.unique_bytes = acc.load.bytes + acc.store.bytes;
+  }
   return k;
 }
 

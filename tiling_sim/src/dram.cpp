@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/model.h"
@@ -19,6 +20,19 @@ Occupancy occupancy(const KernelLaunch& l, const HardwareProfile& hw) {
     o.reason = fmt::format("shared memory per CTA {} B ({}) exceeds the {} B per block by {} B", smem, bufs,
                            hw.shared_memory_per_block, smem - hw.shared_memory_per_block);
     return o;
+  }
+  // Accumulators live in registers: a thread holds its share of the fp32 tiles its warp accumulates (forward:
+  // the warp's Br/warps rows of O and of S/P; backward: dK and dV of the Bc key rows and S, dP of the tile).
+  // A thread has at most 255 registers; beyond that the kernel spills every iteration or cannot be built.
+  if (l.accumulator_elems > 0 && l.threads > 0) {
+    const int64_t regs = (l.accumulator_elems + l.threads - 1) / l.threads;
+    if (regs > 255) {
+      o.fits = false;
+      o.reason = fmt::format(
+          "the fp32 accumulators need {} registers per thread ({} elements over {} threads), more than 255",
+          regs, l.accumulator_elems, l.threads);
+      return o;
+    }
   }
   int best = hw.max_ctas_per_sm;
   o.limiter = "CTA slots";
@@ -44,36 +58,99 @@ Occupancy occupancy(const KernelLaunch& l, const HardwareProfile& hw) {
   return o;
 }
 
-KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx,
-                                int64_t last_wave_store_bytes) {
+// CTAs dealt in launch order to `resident` slots, each taking the next CTA when its last one ends (a min-heap
+// of slot end times, the top replaced in place). Long launches: the CTAs before the last 2 x resident keep
+// every slot busy (balanced), so only that tail is scheduled, from equal start times. Returns the makespan
+// over the perfectly balanced time.
+// DRAM bytes per second a kernel can move: the measured copy bandwidth where the profile has one.
+static double dram_rate(const HardwareProfile& hw) {
+  return hw.achieved_dram_bytes_per_s > 0 ? hw.achieved_dram_bytes_per_s : hw.dram_bytes_per_s;
+}
+
+static double list_schedule_imbalance(const std::vector<double>& pattern, int64_t repeat, int64_t resident) {
+  const auto m = static_cast<int64_t>(pattern.size());
+  const int64_t n = m * repeat;
+  const auto work = [&](int64_t i) { return pattern[static_cast<size_t>(i % m)]; };
+  const int64_t tail = std::min(n, 2 * resident);
+  double once = 0, prefix = 0;
+  for (const double w : pattern) once += w;
+  const double total = once * static_cast<double>(repeat);
+  for (int64_t i = n - tail; i < n; ++i) prefix -= work(i);
+  prefix += total;
+  if (total <= 0) return 1.0;
+  const double start = prefix / static_cast<double>(resident);
+  std::vector<double> heap;  // slot end times, smallest on top
+  heap.reserve(static_cast<size_t>(resident));
+  double makespan = start;
+  for (int64_t i = n - tail; i < n; ++i) {
+    const double w = work(i);
+    if (static_cast<int64_t>(heap.size()) < resident) {
+      heap.push_back(start + w);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+      makespan = std::max(makespan, start + w);
+      continue;
+    }
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    heap.back() += w;
+    makespan = std::max(makespan, heap.back());
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
+  }
+  return makespan * static_cast<double>(resident) / total;
+}
+
+// A warp of an FA2-class kernel runs its MMAs and its softmax (exp, rescale) in turn, so they add; memory
+// traffic overlaps with both.
+static void finish_time(KernelPrediction& r) {
+  const double compute = r.t_mma + r.t_exp + r.t_vec;
+  r.time_s = std::max({r.t_dram, r.t_l2, compute});
+  r.bound = r.time_s == r.t_dram           ? "memory"
+            : r.time_s == r.t_l2           ? "l2"
+            : r.t_mma >= r.t_exp + r.t_vec ? "tensor"
+                                           : "softmax";
+}
+
+KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx) {
   KernelPrediction r;
   r.name = std::string(kernel_kind_name(k.launch.kind));
   r.counts = k;
   r.occ = occupancy(k.launch, hw);
   const int64_t ctas = k.launch.ctas();
   const int64_t resident = std::max<int64_t>(1, r.occ.resident_ctas);
-  if (last_wave_store_bytes < 0) {  // analytic: the average CTA
-    last_wave_store_bytes = k.store_bytes() * std::min(resident, ctas) / std::max<int64_t>(1, ctas);
-  }
+  // CTAs of the last wave: their dirty lines (plain stores and the lines their atomics reduced into) were
+  // touched last and are still in L2 when the kernel ends.
+  const int64_t full_waves = (ctas + resident - 1) / resident - 1;
+  const int64_t last_ctas = std::max<int64_t>(0, ctas - full_waves * resident);
+  const auto last_wave_dirty =
+      static_cast<int64_t>(static_cast<double>(k.unique_dirty()) * static_cast<double>(last_ctas) /
+                           static_cast<double>(std::max<int64_t>(1, ctas)));
   r.dram_read = k.unique_loaded();
   const double l2 = static_cast<double>(hw.l2_effective_bytes);
   double retained = 0;
+  // Spilled registers of the resident CTAs, when they alone fill L2, push the dirty lines out.
   if (ctx.spill_store_bytes_per_cta * static_cast<double>(resident) < l2 && k.unique_total() > 0) {
-    const double share = static_cast<double>(k.unique_stored()) / static_cast<double>(k.unique_total());
-    retained = std::min(l2 * share, static_cast<double>(last_wave_store_bytes));
+    // What stays is the newest part of L2: at most the dirty share of its capacity.
+    const double share = static_cast<double>(k.unique_dirty()) / static_cast<double>(k.unique_total());
+    retained = std::min(l2 * share, static_cast<double>(last_wave_dirty));
   }
   r.dram_write = std::max<int64_t>(0, k.unique_dirty() - static_cast<int64_t>(retained));
   r.waves = static_cast<double>(ctas) / static_cast<double>(resident);
-  const double quant = r.waves > 0 ? std::ceil(r.waves) / r.waves : 1.0;
-  r.t_dram = static_cast<double>(r.dram_read + r.dram_write) / hw.dram_bytes_per_s;
+  // Load imbalance: equal CTAs fill ceil(waves) waves; unequal ones (causal, windows, partial tiles, varlen)
+  // are dealt to the resident slots in launch order as the block scheduler does, each slot taking the next
+  // CTA when its last one ends; the makespan against the perfectly balanced time.
+  double imbalance = r.waves > 0 ? std::ceil(r.waves) / r.waves : 1.0;
+  if (!k.cta_work.empty()) imbalance = list_schedule_imbalance(k.cta_work, k.cta_work_repeat, resident);
+  r.imbalance = imbalance;
+  // The matrix rate FA2-class kernels achieve on this GPU (calibrated), else the tensor peak.
+  const bool backward = k.launch.kind == KernelKind::Fa2DqDkDv;
+  const double achieved = backward ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd;
+  r.calibrated = achieved > 0;
+  const double mma_rate = r.calibrated ? achieved : hw.tensor_flops_fp16;
+  r.t_dram = static_cast<double>(r.dram_read + r.dram_write) / dram_rate(hw);
   r.t_l2 = static_cast<double>(k.load_bytes() + k.store_bytes() + k.reduce_bytes()) / hw.l2_bytes_per_s;
-  r.t_mma = k.mma_flops / hw.tensor_flops_fp16 * quant;
-  r.t_exp = k.exp_ops / hw.exp_per_s * quant;
-  r.time_s = std::max({r.t_dram, r.t_l2, r.t_mma, r.t_exp});
-  r.bound = r.time_s == r.t_dram  ? "memory"
-            : r.time_s == r.t_l2  ? "l2"
-            : r.time_s == r.t_mma ? "tensor"
-                                  : "exp";
+  r.t_mma = k.mma_flops / mma_rate * imbalance;
+  r.t_exp = k.exp_ops / hw.exp_per_s * imbalance;
+  r.t_vec = k.vector_ops / (hw.fp32_flops / 2) * imbalance;  // one op per FMA slot
+  finish_time(r);
   return r;
 }
 
@@ -81,11 +158,10 @@ std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfi
                                       const HardwareProfile& hw, bool backward, bool executed,
                                       KernelKind forward_kind) {
   std::vector<KernelPrediction> out;
-  for (KernelKind kind :
-       backward ? fa2_backward_kernels()
-       : forward_kind == KernelKind::NaiveScores
-           ? std::vector<KernelKind>{KernelKind::NaiveScores, KernelKind::NaiveSoftmax, KernelKind::NaivePv}
-           : std::vector<KernelKind>{forward_kind}) {
+  for (KernelKind kind : forward_kind == KernelKind::NaiveScores
+                             ? (backward ? naive_backward_kernels() : naive_forward_kernels())
+                         : backward ? fa2_backward_kernels()
+                                    : std::vector<KernelKind>{forward_kind}) {
     if (!executed) {
       out.push_back(predict_kernel(analytic_counts(kind, p, c), hw));
       continue;
@@ -93,25 +169,15 @@ std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfi
     const KernelSchedule s = fa2_schedule(kind, p, c);
     const KernelCounts k = execute_counts(s);
     const Occupancy o = occupancy(s.launch, hw);
-    int64_t last = 0;
-    const auto n = static_cast<int64_t>(s.ctas.size());
-    for (int64_t i = std::max<int64_t>(0, n - std::max<int64_t>(1, o.resident_ctas)); i < n; ++i)
-      for (const auto& m : s.ctas[static_cast<size_t>(i)].moves)
-        if (m.kind == ref::AccessKind::Store) last += m.rows * m.cols * m.elem_bytes;
-    KernelPrediction pr = predict_kernel(k, hw, {}, last);
+    KernelPrediction pr = predict_kernel(k, hw, {});
     if (o.fits) {  // the executed L2 model replaces the closed-form DRAM estimate
       const L2Result l2 = simulate_l2(s, p, hw, o.resident_ctas);
       pr.dram_read = l2.dram_read;
       pr.dram_write = l2.dram_write;
-      pr = predict_kernel(k, hw, {}, last);
       pr.dram_read = l2.dram_read;
       pr.dram_write = l2.dram_write;
-      pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / hw.dram_bytes_per_s;
-      pr.time_s = std::max({pr.t_dram, pr.t_l2, pr.t_mma, pr.t_exp});
-      pr.bound = pr.time_s == pr.t_dram  ? "memory"
-                 : pr.time_s == pr.t_l2  ? "l2"
-                 : pr.time_s == pr.t_mma ? "tensor"
-                                         : "exp";
+      pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / dram_rate(hw);
+      finish_time(pr);
     }
     out.push_back(std::move(pr));
   }
@@ -146,10 +212,19 @@ nlohmann::json to_json(const KernelPrediction& k) {
           {"dram_write_bytes", k.dram_write},
           {"mma_flops", k.counts.mma_flops},
           {"exp_ops", k.counts.exp_ops},
+          {"vector_ops", k.counts.vector_ops},
+          {"t_dram_s", k.t_dram},
+          {"t_l2_s", k.t_l2},
+          {"t_mma_s", k.t_mma},
+          {"t_exp_s", k.t_exp},
+          {"t_vector_s", k.t_vec},
           {"intensity_flop_per_dram_byte",
            k.counts.mma_flops / std::max<double>(1.0, static_cast<double>(k.dram_read + k.dram_write))},
           {"waves", k.waves},
           {"time_s", k.time_s},
+          {"time_is_estimate", true},
+          {"time_calibrated", k.calibrated},
+          {"imbalance", k.imbalance},
           {"bound", k.bound},
           {"tensors", tensors}};
 }

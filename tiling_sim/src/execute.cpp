@@ -56,9 +56,12 @@ KernelCounts execute_counts(const KernelSchedule& s) {
   k.launch = s.launch;
   std::unordered_map<int64_t, std::vector<uint8_t>> touched;  // (tensor, batch, head) -> rows touched
   std::array<int64_t, kNumTensors> row_bytes{};
+  bool uneven = false;
   for (const auto& cta : s.ctas) {
+    uneven = uneven || cta.mma_flops != s.ctas.front().mma_flops;
     k.mma_flops += cta.mma_flops;
     k.exp_ops += cta.exp_ops;
+    k.vector_ops += cta.vector_ops;
     for (const auto& m : cta.moves) {
       const int t = static_cast<int>(m.tensor);
       auto& tt = k.tensors[static_cast<size_t>(t)];
@@ -74,6 +77,8 @@ KernelCounts execute_counts(const KernelSchedule& s) {
       for (int64_t r = m.row0; r < m.row0 + m.rows; ++r) rows[static_cast<size_t>(r)] = 1;
     }
   }
+  if (uneven)
+    for (const auto& cta : s.ctas) k.cta_work.push_back(cta.mma_flops);
   for (const auto& [key, rows] : touched) {
     const auto t = static_cast<size_t>(key >> 48);
     int64_t n = 0;

@@ -30,6 +30,10 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.tensor_flops_fp16 = j.at("tensor_flops_fp16").get<double>();
     p.fp32_flops = j.at("fp32_flops").get<double>();
     p.exp_per_s = j.at("exp_per_s").get<double>();
+    p.achieved_mma_flops_fwd = j.value("achieved_mma_flops_fwd", 0.0);
+    p.achieved_mma_flops_bwd = j.value("achieved_mma_flops_bwd", 0.0);
+    p.achieved_dram_bytes_per_s = j.value("achieved_dram_bytes_per_s", 0.0);
+    p.achieved_source = j.value("achieved_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }
@@ -56,7 +60,11 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"l2_bytes_per_s", p.l2_bytes_per_s},
           {"tensor_flops_fp16", p.tensor_flops_fp16},
           {"fp32_flops", p.fp32_flops},
-          {"exp_per_s", p.exp_per_s}};
+          {"exp_per_s", p.exp_per_s},
+          {"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
+          {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
+          {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
+          {"achieved_source", p.achieved_source}};
 }
 
 namespace {

@@ -9,7 +9,9 @@ namespace flashsim::sim {
 namespace {
 
 // LRU with an intrusive doubly linked list over a node array and an open-addressing index (linear probing,
-// backward-shift deletion): no allocation per access.
+// backward-shift deletion): no allocation per access. An entry is one line or, for a row whose bytes are a
+// whole number of lines (aligned, always touched together), the row's `weight` lines: fewer lookups, the same
+// capacity in lines.
 class Lru {
  public:
   explicit Lru(int64_t lines) : cap_(std::max<int64_t>(1, lines)) {
@@ -19,39 +21,55 @@ class Lru {
     table_.assign(t, -1);
     mask_ = t - 1;
   }
-  void touch(uint64_t line, int kind, int line_bytes, L2Result& r) {
+  void touch(uint64_t line, int64_t weight, int kind, int line_bytes, L2Result& r) {
     size_t h = slot(line);
     while (table_[h] >= 0) {
       Node& n = nodes_[static_cast<size_t>(table_[h])];
       if (n.line == line) {
-        ++r.hits;
+        r.hits += weight;
         if (kind != 0) n.dirty = true;
+        if (weight > n.weight) {  // a partial chunk at a sequence end, touched whole later
+          used_lines_ += weight - n.weight;
+          n.weight = static_cast<int32_t>(weight);
+        }
         to_front(table_[h]);
         return;
       }
       h = (h + 1) & mask_;
     }
-    ++r.misses;
-    if (kind != 1) r.dram_read += line_bytes;
+    r.misses += weight;
+    if (kind != 1) r.dram_read += weight * line_bytes;
+    bool moved = false;
+    while (used_lines_ + weight > cap_ && tail_ >= 0) {
+      const int32_t v = tail_;
+      const Node& n = nodes_[static_cast<size_t>(v)];
+      if (n.dirty) r.dram_write += n.weight * line_bytes;
+      used_lines_ -= n.weight;
+      erase_index(n.line);
+      unlink(v);
+      free_.push_back(v);
+      moved = true;
+    }
     int32_t id;
-    if (used_ < cap_) {
-      id = static_cast<int32_t>(used_++);
+    if (!free_.empty()) {
+      id = free_.back();
+      free_.pop_back();
     } else {
-      id = tail_;
-      const Node& v = nodes_[static_cast<size_t>(id)];
-      if (v.dirty) r.dram_write += line_bytes;
-      erase_index(v.line);
-      unlink(id);
-      h = slot(line);  // the table changed: find the free slot again
+      id = static_cast<int32_t>(used_nodes_++);
+    }
+    if (moved) {  // the table changed: find the free slot again
+      h = slot(line);
       while (table_[h] >= 0) h = (h + 1) & mask_;
     }
-    nodes_[static_cast<size_t>(id)] = Node{line, -1, -1, kind != 0};
+    nodes_[static_cast<size_t>(id)] = Node{line, -1, -1, static_cast<int32_t>(weight), kind != 0};
+    used_lines_ += weight;
     table_[h] = id;
     push_front(id);
   }
   int64_t dirty_lines() const {
     int64_t n = 0;
-    for (int64_t i = 0; i < used_; ++i) n += nodes_[static_cast<size_t>(i)].dirty ? 1 : 0;
+    for (int32_t i = head_; i >= 0; i = nodes_[static_cast<size_t>(i)].next)
+      n += nodes_[static_cast<size_t>(i)].dirty ? nodes_[static_cast<size_t>(i)].weight : 0;
     return n;
   }
 
@@ -59,6 +77,7 @@ class Lru {
   struct Node {
     uint64_t line;
     int32_t prev, next;
+    int32_t weight;
     bool dirty;
   };
   size_t slot(uint64_t line) const {
@@ -105,12 +124,15 @@ class Lru {
     unlink(id);
     push_front(id);
   }
-  int64_t cap_, used_ = 0;
+  int64_t cap_, used_lines_ = 0, used_nodes_ = 0;
   std::vector<Node> nodes_;
+  std::vector<int32_t> free_;
   std::vector<int32_t> table_;
   size_t mask_ = 0;
   int32_t head_ = -1, tail_ = -1;
 };
+
+constexpr int64_t kChunkRows = 16;
 
 }  // namespace
 
@@ -120,34 +142,65 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
   const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
   Lru cache(hw.l2_effective_bytes / lb);
   // Each tensor its own address range; rows of a (batch, head) laid out as BSHD with padded sequences.
-  const int64_t rows = std::max(fa2_padded_rows(p.seqlen_q), p.seqlen_k) + 128;
+  int64_t rows = std::max(fa2_padded_rows(p.seqlen_q), p.seqlen_k);
+  for (const auto& cta : s.ctas)  // the partials dQ strategy stores rows beyond a sequence
+    for (const auto& m : cta.moves) rows = std::max(rows, m.row0 + m.rows);
+  rows += 128;
   const int64_t heads = std::max(p.heads_q, p.heads_kv);
   const auto n = static_cast<int64_t>(s.ctas.size());
+  const auto touch_move = [&](const Move& m) {
+    const int kind = m.kind == ref::AccessKind::Load ? 0 : m.kind == ref::AccessKind::Store ? 1 : 2;
+    const uint64_t row_bytes = static_cast<uint64_t>(m.cols * m.elem_bytes);
+    const uint64_t base = static_cast<uint64_t>(m.tensor) << 44;
+    const bool whole_lines = row_bytes % static_cast<uint64_t>(lb) == 0;  // rows are row_bytes-aligned
+    const bool stat = m.cols == 1;  // row statistics (lse, D, m, l) are [batch, head, seq]; the rest BSHD
+    const auto addr = [&](int64_t row) {
+      return base + static_cast<uint64_t>(stat ? (m.batch * heads + m.head) * rows + row
+                                               : (m.batch * rows + row) * heads + m.head) *
+                        row_bytes;
+    };
+    if (whole_lines && !stat) {
+      // Rows of whole lines in chunks of kChunkRows: every schedule moves tiles whose row ranges start at
+      // multiples of the chunk, so a chunk's lines are always touched together (one entry of their weight).
+      const int64_t lines_per_row = static_cast<int64_t>(row_bytes) / lb;
+      for (int64_t c0 = m.row0 / kChunkRows * kChunkRows; c0 < m.row0 + m.rows; c0 += kChunkRows) {
+        const int64_t r0 = std::max(c0, m.row0), r1 = std::min(c0 + kChunkRows, m.row0 + m.rows);
+        cache.touch(addr(c0) / static_cast<uint64_t>(lb), (r1 - r0) * lines_per_row, kind, lb, r);
+      }
+      return;
+    }
+    for (int64_t row = m.row0; row < m.row0 + m.rows; ++row) {
+      const uint64_t a0 = addr(row);
+      const uint64_t first = a0 / static_cast<uint64_t>(lb),
+                     last = (a0 + row_bytes - 1) / static_cast<uint64_t>(lb);
+      for (uint64_t line = first; line <= last; ++line) cache.touch(line, 1, kind, lb, r);
+    }
+  };
+  // `resident` slots; each issues one move per round; a slot whose CTA has finished takes the next CTA in
+  // launch order (the hardware's block scheduler), so CTAs of unequal length drift apart as on the GPU.
+  struct Slot {
+    int64_t cta;
+    size_t pos;
+  };
+  std::vector<Slot> slots;
+  int64_t next = 0;
   const int64_t group = std::max<int64_t>(1, resident_ctas);
-  for (int64_t g0 = 0; g0 < n; g0 += group) {
-    const int64_t g1 = std::min(n, g0 + group);
-    size_t longest = 0;
-    for (int64_t c = g0; c < g1; ++c)
-      longest = std::max(longest, s.ctas[static_cast<size_t>(c)].moves.size());
-    for (size_t i = 0; i < longest; ++i) {
-      for (int64_t c = g0; c < g1; ++c) {
-        const auto& moves = s.ctas[static_cast<size_t>(c)].moves;
-        if (i >= moves.size()) continue;
-        const Move& m = moves[i];
-        const int kind = m.kind == ref::AccessKind::Load ? 0 : m.kind == ref::AccessKind::Store ? 1 : 2;
-        const uint64_t row_bytes = static_cast<uint64_t>(m.cols * m.elem_bytes);
-        const uint64_t base = static_cast<uint64_t>(m.tensor) << 44;
-        for (int64_t row = m.row0; row < m.row0 + m.rows; ++row) {
-          // Row statistics (lse, D, m, l) are [batch, head, seq]; the rest BSHD.
-          const bool stat = m.cols == 1;
-          const uint64_t a0 = base + static_cast<uint64_t>(stat ? (m.batch * heads + m.head) * rows + row
-                                                                : (m.batch * rows + row) * heads + m.head) *
-                                         row_bytes;
-          for (uint64_t line = a0 / static_cast<uint64_t>(lb);
-               line <= (a0 + row_bytes - 1) / static_cast<uint64_t>(lb); ++line)
-            cache.touch(line, kind, lb, r);
+  while (next < n && static_cast<int64_t>(slots.size()) < group) slots.push_back({next++, 0});
+  while (!slots.empty()) {
+    for (size_t i = 0; i < slots.size();) {
+      Slot& sl = slots[i];
+      const auto& moves = s.ctas[static_cast<size_t>(sl.cta)].moves;
+      if (sl.pos < moves.size()) touch_move(moves[sl.pos++]);
+      if (sl.pos >= moves.size()) {
+        if (next < n) {
+          sl = Slot{next++, 0};
+        } else {
+          slots[i] = slots.back();
+          slots.pop_back();
+          continue;
         }
       }
+      ++i;
     }
   }
   r.dirty_at_end = cache.dirty_lines() * lb;

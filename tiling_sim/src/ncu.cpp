@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "flashsim/error.h"
+#include "flashsim/sim/l2_sim.h"
 
 namespace flashsim::sim {
 
@@ -148,7 +149,8 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
           {"dram__bytes_read.sum", {static_cast<double>(pr.dram_read), 0.10}},
           {"dram__bytes_write.sum", {static_cast<double>(pr.dram_write), 0.10}},
           {"l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", {0.0, 0.0}},
-          {"l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", {0.0, 0.0}}};
+          {"l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", {0.0, 0.0}},
+          {"gpu__time_duration.sum", {pr.time_s * 1e9, 0.0}}};
       for (const auto& [metric, pt] : rows) {
         auto it = k.metrics.find(metric);
         if (it == k.metrics.end()) continue;

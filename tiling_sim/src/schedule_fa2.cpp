@@ -31,6 +31,20 @@ std::string_view kernel_kind_name(KernelKind k) {
       return "naive_softmax";
     case KernelKind::NaivePv:
       return "naive_pv";
+    case KernelKind::NaiveBwdScores:
+      return "naive_bwd_scores";
+    case KernelKind::NaiveBwdSoftmax:
+      return "naive_bwd_softmax";
+    case KernelKind::NaiveBwdDp:
+      return "naive_bwd_dp";
+    case KernelKind::NaiveBwdDs:
+      return "naive_bwd_ds";
+    case KernelKind::NaiveBwdDv:
+      return "naive_bwd_dv";
+    case KernelKind::NaiveBwdDq:
+      return "naive_bwd_dq";
+    case KernelKind::NaiveBwdDk:
+      return "naive_bwd_dk";
   }
   return "?";
 }
@@ -48,6 +62,16 @@ int64_t KernelLaunch::smem_bytes() const {
 std::vector<KernelKind> fa2_forward_kernels() {
   return {KernelKind::Fa2Forward};
 }
+std::vector<KernelKind> naive_forward_kernels() {
+  return {KernelKind::NaiveScores, KernelKind::NaiveSoftmax, KernelKind::NaivePv};
+}
+
+std::vector<KernelKind> naive_backward_kernels() {
+  return {KernelKind::NaiveBwdScores, KernelKind::NaiveBwdSoftmax, KernelKind::NaiveBwdDp,
+          KernelKind::NaiveBwdDs,     KernelKind::NaiveBwdDv,      KernelKind::NaiveBwdDq,
+          KernelKind::NaiveBwdDk};
+}
+
 std::vector<KernelKind> fa2_backward_kernels() {
   return {KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv, KernelKind::Fa2ConvertDq};
 }
@@ -99,6 +123,13 @@ KernelLaunch fa2_launch(KernelKind kind, const AttentionProblem& p, const TileCo
     case KernelKind::NaiveScores:
     case KernelKind::NaiveSoftmax:
     case KernelKind::NaivePv:
+    case KernelKind::NaiveBwdScores:
+    case KernelKind::NaiveBwdSoftmax:
+    case KernelKind::NaiveBwdDp:
+    case KernelKind::NaiveBwdDs:
+    case KernelKind::NaiveBwdDv:
+    case KernelKind::NaiveBwdDq:
+    case KernelKind::NaiveBwdDk:
       l.grid_x = 1;
       l.threads = c.warps * 32;
       break;
@@ -108,6 +139,8 @@ KernelLaunch fa2_launch(KernelKind kind, const AttentionProblem& p, const TileCo
       l.grid_x = ceil_div(p.seqlen_q, c.block_q);
       l.threads = c.warps * 32;
       l.regs_per_thread = 255;
+      // O (Br x dv) and S/P (Br x Bc) in fp32; Q too when kept in registers (in the input dtype).
+      l.accumulator_elems = c.block_q * (dv + c.block_k) + (c.q_in_registers ? c.block_q * d * e / 4 : 0);
       const int64_t q = c.block_q * d * e, k = c.block_k * d * e * c.stages,
                     v = c.block_k * dv * e * c.stages;
       if (c.kv_shared_buffer) {
@@ -128,6 +161,7 @@ KernelLaunch fa2_launch(KernelKind kind, const AttentionProblem& p, const TileCo
       l.grid_x = ceil_div(p.seqlen_k, bc);
       l.threads = bwd_warps * 32;
       l.regs_per_thread = 255;
+      l.accumulator_elems = bc * (d + dv) + 2 * br * bc;  // dK, dV; S and dP
       l.smem = {{"Q (double buffer)", 2 * br * d * e},
                 {"dO", br * dv * e},
                 {"K", bc * d * e},
@@ -165,7 +199,9 @@ void fwd_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m, i
   if (n1 > n0) {
     x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
     for (int pass = 1; pass <= passes; ++pass)
-      for (int64_t n = n0; n < n1; ++n) {
+      for (int64_t i = n0; i < n1; ++i) {
+        // FA2 walks the key blocks from the last visible one down (the masked diagonal block first).
+        const int64_t n = passes == 1 ? n1 - 1 - (i - n0) : i;
         const int64_t k0 = n * c.block_k, rk = std::min(c.block_k, sk - k0);
         const bool last = pass == passes;
         x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
@@ -173,6 +209,9 @@ void fwd_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m, i
         x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
                           static_cast<double>(p.head_dim + (last ? p.head_dim_v : 0));
         if (pass > 1 || passes == 1) x.w->exp_ops += static_cast<double>(rq * rk);
+        // Per score: max, scale-and-subtract, sum; per key block: O's rows rescaled.
+        if (last)
+          x.w->vector_ops += 3.0 * static_cast<double>(rq * rk) + static_cast<double>(rq * p.head_dim_v);
       }
   }
   x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
@@ -188,8 +227,10 @@ void dot_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
   x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
   x.add(AccessKind::Store, TensorId::Delta, b, h, q0, rq, 1, 4);
   x.add(AccessKind::Store, TensorId::RowSum, b, h, q0, rq, 1, 4);  // FA2 writes a second fp32 row statistic
-  const int64_t rz = std::min(c.bwd_block_q, fa2_padded_rows(sq) - q0);
-  x.add(AccessKind::Store, TensorId::DqAccum, b, h, q0, rz, p.head_dim, 4);  // clears the dQ accumulator
+  if (c.dq_strategy == DqStrategy::Atomic) {  // clears the dQ accumulator (partials need no clearing)
+    const int64_t rz = std::min(c.bwd_block_q, fa2_padded_rows(sq) - q0);
+    x.add(AccessKind::Store, TensorId::DqAccum, b, h, q0, rz, p.head_dim, 4);
+  }
 }
 
 void main_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) {
@@ -201,16 +242,22 @@ void main_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) 
   if (m1 > m0) {
     x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
     x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
-    for (int64_t m = m0; m < m1; ++m) {
+    for (int64_t i = m0; i < m1; ++i) {
+      const int64_t m = m1 - 1 - (i - m0);  // FA2 walks the query blocks from the last one down
       const int64_t q0 = m * c.bwd_block_q, rq = std::min(c.bwd_block_q, sq - q0);
       x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
       x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
       x.add(AccessKind::Load, TensorId::Lse, b, h, q0, rq, 1, 4);
       x.add(AccessKind::Load, TensorId::Delta, b, h, q0, rq, 1, 4);
-      x.add(AccessKind::Reduce, TensorId::DqAccum, b, h, q0, c.bwd_block_q, p.head_dim, 4);  // unpredicated
+      if (c.dq_strategy == DqStrategy::Atomic) {
+        x.add(AccessKind::Reduce, TensorId::DqAccum, b, h, q0, c.bwd_block_q, p.head_dim, 4);  // unpredicated
+      } else {  // this key block's own fp32 partial of dQ: plain stores, no atomics
+        x.add(AccessKind::Store, TensorId::DqAccum, b, h, dq_partial_row(p, b, n, q0), rq, p.head_dim, 4);
+      }
       x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
                         static_cast<double>(3 * p.head_dim + 2 * p.head_dim_v);
       x.w->exp_ops += static_cast<double>(rq * rk);
+      x.w->vector_ops += 3.0 * static_cast<double>(rq * rk);  // P = exp(S - lse): FMA; dS = P o (dP - D)
     }
   }
   x.add(AccessKind::Store, TensorId::dK, b, h, k0, rk, p.head_dim, x.e);
@@ -260,11 +307,53 @@ void naive_cta(Builder& x, KernelKind kind, int64_t b, int64_t h) {
       x.add(AccessKind::Store, TensorId::Lse, b, h, 0, sq, 1, 4);
       x.w->exp_ops += pairs;
       break;
-    default:
+    case KernelKind::NaivePv:
       x.add(AccessKind::Load, TensorId::Probs, b, h, 0, sq, sk, 4);
       x.add(AccessKind::Load, TensorId::V, b, hk, 0, sk, p.head_dim_v, x.e);
       x.add(AccessKind::Store, TensorId::O, b, h, 0, sq, p.head_dim_v, x.e);
       x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim_v);
+      break;
+    case KernelKind::NaiveBwdScores:
+      x.add(AccessKind::Load, TensorId::Q, b, h, 0, sq, p.head_dim, x.e);
+      x.add(AccessKind::Load, TensorId::K, b, hk, 0, sk, p.head_dim, x.e);
+      x.add(AccessKind::Store, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim);
+      break;
+    case KernelKind::NaiveBwdSoftmax:
+      x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Store, TensorId::Probs, b, h, 0, sq, sk, 4);
+      x.w->exp_ops += pairs;
+      break;
+    case KernelKind::NaiveBwdDp:
+      x.add(AccessKind::Load, TensorId::dO, b, h, 0, sq, p.head_dim_v, x.e);
+      x.add(AccessKind::Load, TensorId::V, b, hk, 0, sk, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim_v);
+      break;
+    case KernelKind::NaiveBwdDs:
+      x.add(AccessKind::Load, TensorId::Probs, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::dO, b, h, 0, sq, p.head_dim_v, x.e);
+      x.add(AccessKind::Load, TensorId::O, b, h, 0, sq, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::Scores, b, h, 0, sq, sk, 4);
+      break;
+    case KernelKind::NaiveBwdDv:
+      x.add(AccessKind::Load, TensorId::Probs, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::dO, b, h, 0, sq, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::dV, b, h, 0, sk, p.head_dim_v, x.e);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim_v);
+      break;
+    case KernelKind::NaiveBwdDq:
+      x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::K, b, hk, 0, sk, p.head_dim, x.e);
+      x.add(AccessKind::Store, TensorId::dQ, b, h, 0, sq, p.head_dim, x.e);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim);
+      break;
+    default:  // NaiveBwdDk
+      x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
+      x.add(AccessKind::Load, TensorId::Q, b, h, 0, sq, p.head_dim, x.e);
+      x.add(AccessKind::Store, TensorId::dK, b, h, 0, sk, p.head_dim, x.e);
+      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim);
       break;
   }
 }
@@ -274,6 +363,15 @@ void convert_cta(Builder& x, const TileConfig& c, int64_t b, int64_t h, int64_t 
   const int64_t sq = p.len_q(b), q0 = m * c.bwd_block_q;
   if (q0 >= sq) return;
   const int64_t rq = std::min(c.bwd_block_q, sq - q0);
+  if (c.dq_strategy == DqStrategy::Partials) {
+    // The reduction kernel: the partials of every key block that sees this query block, summed in key-block
+    // order (deterministic), then converted.
+    const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.bwd_block_q, c.bwd_block_k);
+    for (int64_t n = n0; n < n1; ++n)
+      x.add(AccessKind::Load, TensorId::DqAccum, b, h, dq_partial_row(p, b, n, q0), rq, p.head_dim, 4);
+    x.add(AccessKind::Store, TensorId::dQ, b, h, q0, rq, p.head_dim, x.e);
+    return;
+  }
   // The whole Br-row tile of the padded accumulator is read; only the dQ store is predicated.
   x.add(AccessKind::Load, TensorId::DqAccum, b, h, q0, std::min(c.bwd_block_q, fa2_padded_rows(sq) - q0),
         p.head_dim, 4);
@@ -297,6 +395,13 @@ KernelSchedule fa2_schedule(KernelKind kind, const AttentionProblem& p, const Ti
           case KernelKind::NaiveScores:
           case KernelKind::NaiveSoftmax:
           case KernelKind::NaivePv:
+          case KernelKind::NaiveBwdScores:
+          case KernelKind::NaiveBwdSoftmax:
+          case KernelKind::NaiveBwdDp:
+          case KernelKind::NaiveBwdDs:
+          case KernelKind::NaiveBwdDv:
+          case KernelKind::NaiveBwdDq:
+          case KernelKind::NaiveBwdDk:
             naive_cta(x, kind, b, h);
             break;
           case KernelKind::Fa2Forward:

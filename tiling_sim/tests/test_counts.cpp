@@ -1,6 +1,8 @@
 // Analytic counts equal the executed schedule exactly, over a grid of shapes and configs.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "flashsim/sim/model.h"
 
 using namespace flashsim;
@@ -16,6 +18,7 @@ void expect_equal(const KernelCounts& a, const KernelCounts& e, const std::strin
   }
   EXPECT_DOUBLE_EQ(a.mma_flops, e.mma_flops) << what;
   EXPECT_DOUBLE_EQ(a.exp_ops, e.exp_ops) << what;
+  EXPECT_DOUBLE_EQ(a.vector_ops, e.vector_ops) << what;
 }
 
 }  // namespace
@@ -49,9 +52,18 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
                                  KernelKind::Fa2ConvertDq, KernelKind::ThreePassForward,
                                  KernelKind::TwoPassForward, KernelKind::Fa1Forward, KernelKind::NaiveScores,
-                                 KernelKind::NaiveSoftmax, KernelKind::NaivePv}) {
+                                 KernelKind::NaiveSoftmax, KernelKind::NaivePv, KernelKind::NaiveBwdScores,
+                                 KernelKind::NaiveBwdSoftmax, KernelKind::NaiveBwdDp, KernelKind::NaiveBwdDs,
+                                 KernelKind::NaiveBwdDv, KernelKind::NaiveBwdDq, KernelKind::NaiveBwdDk}) {
               expect_equal(analytic_counts(k, p, c), execute_counts(fa2_schedule(k, p, c)),
                            p.describe() + " " + c.describe() + " " + std::string(kernel_kind_name(k)));
+              ++cases;
+            }
+            TileConfig partials = c;  // deterministic dQ: per-key-block partials and a reduction kernel
+            partials.dq_strategy = DqStrategy::Partials;
+            for (KernelKind k : fa2_backward_kernels()) {
+              expect_equal(analytic_counts(k, p, partials), execute_counts(fa2_schedule(k, p, partials)),
+                           p.describe() + " " + partials.describe() + " " + std::string(kernel_kind_name(k)));
               ++cases;
             }
           }
@@ -70,9 +82,9 @@ TEST(Counts, Varlen) {
   p.window_right = 0;
   p.dtype = DType::F16;
   TileConfig c;
-  for (KernelKind k :
-       {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv, KernelKind::Fa2ConvertDq,
-        KernelKind::Fa1Forward, KernelKind::NaiveScores, KernelKind::NaivePv})
+  for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
+                       KernelKind::Fa2ConvertDq, KernelKind::Fa1Forward, KernelKind::NaiveScores,
+                       KernelKind::NaivePv, KernelKind::NaiveBwdDs, KernelKind::NaiveBwdDk})
     expect_equal(analytic_counts(k, p, c), execute_counts(fa2_schedule(k, p, c)), "varlen");
 }
 
@@ -135,4 +147,79 @@ TEST(Model, AnalyticIsFast) {
       }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_GT(n / s, 100000.0) << n / s << " configs/s";
+}
+
+// The partials strategy trades the atomics for plain stores: no reductions, the same dQ, and the reduction
+// kernel reads each partial row the main kernel wrote exactly once.
+TEST(Counts, PartialsStoreWhatTheReductionReads) {
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = p.heads_kv = 4;
+  p.seqlen_q = p.seqlen_k = 1000;
+  p.head_dim = p.head_dim_v = 128;
+  p.window_right = 0;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  c.dq_strategy = DqStrategy::Partials;
+  const auto main = analytic_counts(KernelKind::Fa2DqDkDv, p, c);
+  const auto red = analytic_counts(KernelKind::Fa2ConvertDq, p, c);
+  const auto acc = static_cast<size_t>(ref::TensorId::DqAccum);
+  EXPECT_EQ(main.reduce_bytes(), 0);
+  EXPECT_GT(main.tensors[acc].store.bytes, 0);
+  EXPECT_EQ(main.tensors[acc].store.bytes, red.tensors[acc].load.bytes);
+  EXPECT_EQ(analytic_counts(KernelKind::Fa2DotDoO, p, c).tensors[acc].store.bytes, 0);
+}
+
+// A thread holds at most 255 registers: FA2's own tiles fit, 2 warps holding 256 query rows of O and S do
+// not.
+TEST(Model, AccumulatorRegistersLimitTiles) {
+  AttentionProblem p;
+  p.head_dim = p.head_dim_v = 128;
+  p.seqlen_q = p.seqlen_k = 4096;
+  p.dtype = DType::BF16;
+  const auto hw = load_profile("H100-SXM5-80GB");
+  TileConfig fa2;  // Br128 Bc64 4 warps forward, Br64 Bc128 8 warps backward
+  for (const auto& k : predict(p, fa2, hw, false)) EXPECT_TRUE(k.occ.fits) << k.occ.reason;
+  for (const auto& k : predict(p, fa2, hw, true)) EXPECT_TRUE(k.occ.fits) << k.occ.reason;
+  TileConfig wide = fa2;
+  wide.block_q = 256;
+  wide.block_k = 64;
+  wide.warps = 2;
+  const auto ks = predict(p, wide, hw, false);
+  EXPECT_FALSE(ks[0].occ.fits);
+  EXPECT_NE(ks[0].occ.reason.find("registers per thread"), std::string::npos);
+}
+
+// The time model's load imbalance: equal CTAs give ceil(waves) / waves; unequal ones (causal, partial tiles,
+// varlen) are list-scheduled, and the closed form's per-CTA work gives the same imbalance as the schedule's.
+TEST(Model, ImbalanceAnalyticEqualsExecuted) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = p.heads_kv = 16;
+  p.seqlen_q = p.seqlen_k = 4096;
+  p.head_dim = p.head_dim_v = 128;
+  p.dtype = DType::BF16;
+  TileConfig c;
+  const auto uniform = predict_kernel(analytic_counts(KernelKind::Fa2Forward, p, c), hw);
+  EXPECT_DOUBLE_EQ(uniform.imbalance, std::ceil(uniform.waves) / uniform.waves);
+  for (int shape = 0; shape < 3; ++shape) {
+    AttentionProblem q = p;
+    if (shape == 0) q.window_right = 0;              // causal
+    if (shape == 1) q.seqlen_q = q.seqlen_k = 1000;  // partial tiles
+    if (shape == 2) {                                // varlen, causal
+      q.seqlens_q = q.seqlens_k = {300, 2000};
+      q.seqlen_q = q.seqlen_k = 2000;
+      q.window_right = 0;
+    }
+    for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DqDkDv}) {
+      const auto a = predict_kernel(analytic_counts(k, q, c), hw);
+      const auto e = predict_kernel(execute_counts(fa2_schedule(k, q, c)), hw);
+      EXPECT_NEAR(a.imbalance, e.imbalance, 1e-9) << q.describe() << " " << kernel_kind_name(k);
+      EXPECT_NEAR(a.time_s, e.time_s, 1e-9 * e.time_s) << q.describe();
+      if (shape == 0) {
+        EXPECT_GT(a.imbalance, 1.1) << kernel_kind_name(k);  // long CTAs launched last
+      }
+    }
+  }
 }

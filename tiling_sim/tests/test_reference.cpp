@@ -121,3 +121,36 @@ TEST(Reference, CountsMatchScheduleVarlenCausal) {
   TileConfig c;
   check(p, c, "varlen causal");
 }
+
+// Standard attention's backward (every matrix materialized): the reference's naive backward reports the
+// schedule's seven kernels, GQA and unequal lengths included.
+TEST(Reference, NaiveBackwardMatchesSchedule) {
+  for (const bool causal : {false, true}) {
+    AttentionProblem p;
+    p.batch = 2;
+    p.heads_q = 4;
+    p.heads_kv = 2;
+    p.seqlen_q = 70;
+    p.seqlen_k = 90;
+    p.head_dim = 32;
+    p.head_dim_v = 48;
+    if (causal) p.window_right = 0;
+    p.dtype = DType::F16;
+    TileConfig c;
+    const auto in = make_random_inputs(p, 3);
+    const auto fwd = ref::forward(p, in, ref::ForwardAlgorithm::Naive, c, {});
+    CountingObserver obs(p);
+    ref::RunOptions opt;
+    opt.observer = &obs;
+    const auto g = ref::backward(p, in, fwd, ref::BackwardAlgorithm::Naive, c, opt);
+    const auto plain = ref::backward(p, in, fwd, ref::BackwardAlgorithm::Naive, c, {});
+    EXPECT_EQ(g.dq, plain.dq);  // the same numbers with and without the observer
+    EXPECT_EQ(g.dk, plain.dk);
+    for (KernelKind k : naive_backward_kernels()) {
+      const auto name = std::string(kernel_kind_name(k));
+      ASSERT_TRUE(obs.kernels().count(name)) << name;
+      expect_same(obs.kernels().at(name), analytic_counts(k, p, c), name);
+      expect_same(obs.kernels().at(name), execute_counts(fa2_schedule(k, p, c)), name + " executed");
+    }
+  }
+}

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "flashsim/sim/schedule.h"
 
@@ -26,7 +27,11 @@ struct KernelCounts {
   KernelLaunch launch;
   std::array<TensorTraffic, kNumTensors> tensors{};
   double mma_flops = 0, exp_ops = 0;
-  int64_t last_wave_store_bytes = 0;  // plain-store bytes of the last `resident` CTAs (set by the DRAM model)
+  double vector_ops = 0;  // fp32 non-matrix work: softmax max/scale/sum per score, rescaling O per key block
+  // Matrix FLOPs of each CTA in launch order, when the CTAs differ (causal or windowed blocks, varlen); empty
+  // when all CTAs do the same work. The time model schedules them on the resident slots.
+  std::vector<double> cta_work;
+  int64_t cta_work_repeat = 1;  // the launch's CTAs are cta_work repeated this many times
 
   int64_t load_bytes() const;
   int64_t store_bytes() const;

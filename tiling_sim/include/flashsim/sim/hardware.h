@@ -19,6 +19,12 @@ struct HardwareProfile {
   int64_t l2_effective_bytes = 0;  // what one kernel's data can keep (partitioning, set conflicts)
   int sector_bytes = 32, line_bytes = 128;
   double dram_bytes_per_s = 0, l2_bytes_per_s = 0, tensor_flops_fp16 = 0, fp32_flops = 0, exp_per_s = 0;
+  // Matrix FLOP/s that FlashAttention-2-class kernels (mma.sync, softmax between the MMAs of a warp) achieve,
+  // forward and backward, measured (see the profile's "achieved_source"); 0: not calibrated, the tensor peak
+  // is used and the time is a lower bound.
+  double achieved_mma_flops_fwd = 0, achieved_mma_flops_bwd = 0;
+  double achieved_dram_bytes_per_s = 0;  // measured copy bandwidth (read + write); 0: dram_bytes_per_s
+  std::string achieved_source;
 };
 
 HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields

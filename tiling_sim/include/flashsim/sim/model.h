@@ -28,17 +28,21 @@ struct KernelPrediction {
   KernelCounts counts;
   Occupancy occ;
   int64_t dram_read = 0, dram_write = 0;
-  double t_dram = 0, t_l2 = 0, t_mma = 0, t_exp = 0, time_s = 0, waves = 0;
-  std::string bound;  // "memory" (DRAM), "l2", "tensor", "exp"
+  double t_dram = 0, t_l2 = 0, t_mma = 0, t_exp = 0, t_vec = 0, time_s = 0, waves = 0;
+  double imbalance = 1;     // makespan of the CTAs on the resident slots / perfectly balanced time
+  bool calibrated = false;  // the matrix rate is a measured FA2 rate (else the peak: a lower bound)
+  std::string bound;        // "memory" (DRAM), "l2", "tensor" (MMA), "softmax" (exp + vector work)
 };
 
-// The L2 model. Cold at kernel start (ncu's default): every byte of the footprint of loaded (or atomically
-// reduced) tensors is read from DRAM once, the resident CTAs' working set fitting in L2. Dirty lines are
-// written back, except those still in L2 at kernel end: the plain stores of the last resident wave, at most
-// the plain-store share of the L2's effective capacity; none when register spills of the resident CTAs fill
-// it.
-KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx = {},
-                                int64_t last_wave_store_bytes = -1);
+// The closed-form L2/DRAM model and the time estimate of one kernel.
+// DRAM: L2 is cold at kernel start (ncu's default): every byte of the footprint of loaded (or atomically
+// reduced) tensors is read from DRAM once, the resident CTAs' working set assumed to fit. Every dirty byte
+// (plain stores, lines reduced into) is written back, except those still in L2 at kernel end, which ncu does
+// not count: the dirty lines of the last wave's CTAs, at most the dirty share of L2's effective capacity;
+// none when register spills of the resident CTAs fill L2 (ctx, from a profile). Time: max(DRAM, L2, MMA + exp
+// + vector work) x the CTAs' load imbalance on the resident slots; MMA at the profile's measured FA2 rate
+// where it has one, else at the tensor peak.
+KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx = {});
 
 // The FA2 forward or backward kernels of a problem, analytic counts (fast) or executed schedule.
 // forward_kind: the forward kernel (FA2, FA1 order, three-pass, two-pass; NaiveScores: the 3 naive kernels).
