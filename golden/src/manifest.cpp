@@ -67,13 +67,18 @@ Manifest parse_manifest(const std::string& text, const std::string& source) {
       throw InputError(source, fmt::format("{} has no integer '{}'", where, k));
     return o[k].get<int64_t>();
   };
+  auto optional_str = [&](const nlohmann::json& o, const char* k, const std::string& where) {
+    if (o.contains(k) && !o[k].is_string())
+      throw InputError(source, fmt::format("{} has a '{}' that is not a string", where, k));
+    return o.value(k, std::string());
+  };
   if (!j.is_object()) throw InputError(source, "a manifest must be a JSON object");
   if (str(j, "format", "the manifest") != "flashsim.golden.manifest/1")
     throw InputError(source, "unknown manifest format (expected flashsim.golden.manifest/1)");
   Manifest m;
   m.suite = str(j, "suite", "the manifest");
   m.version = integer(j, "version", "the manifest");
-  m.description = j.value("description", "");
+  m.description = optional_str(j, "description", "the manifest");
   m.generator = str(j, "generator", "the manifest");
   m.spec_sha256 = str(j, "spec_sha256", "the manifest");
   m.case_count = integer(j, "case_count", "the manifest");
@@ -92,7 +97,7 @@ Manifest parse_manifest(const std::string& text, const std::string& source) {
     const std::string where = fmt::format("cases[{}]", i);
     if (!c.is_object()) throw InputError(source, where + " is not an object");
     ManifestEntry e{integer(c, "index", where), str(c, "name", where), str(c, "file", where),
-                    str(c, "sha256", where), c.value("description", "")};
+                    str(c, "sha256", where), optional_str(c, "description", where)};
     if (e.index < 0 || e.index >= m.case_count)
       throw InputError(source,
                        fmt::format("{} has index {} outside 0..{}", where, e.index, m.case_count - 1));

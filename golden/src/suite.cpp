@@ -128,7 +128,7 @@ std::string token(const std::string& field, const ojson& v) {
       {"mask", "mask-"},     {"mask_keep", "keep"},   {"magnitude", "x"},      {"scale", "scale"},
       {"seed", "seed"},      {"seqlens_q", "varlen"}, {"seqlens_k", "varlenk"}};
   std::string value;
-  if (field == "dtype") return v.get<std::string>();
+  if (field == "dtype" && v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? field : "no" + field;
   if (v.is_array()) {
     for (const auto& e : v) value += (value.empty() ? "" : "_") + e.dump();

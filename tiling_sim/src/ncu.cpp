@@ -60,6 +60,7 @@ double unit_scale(const std::string& u) {
 std::vector<NcuKernel> parse_ncu_csv(std::istream& in) {
   std::vector<NcuKernel> out;
   std::map<std::string, size_t> col;
+  size_t columns = 0;  // fields a row needs: one past the largest column index used (names may repeat)
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line.rfind("==", 0) == 0) continue;
@@ -72,9 +73,10 @@ std::vector<NcuKernel> parse_ncu_csv(std::istream& in) {
       for (const char* need : {"ID", "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"})
         if (!col.count(need))
           throw InputError("ncu", std::string("no '") + need + "' column in the CSV header");
+      for (const auto& [name, i] : col) columns = std::max(columns, i + 1);
       continue;
     }
-    if (f.size() < col.size()) continue;
+    if (f.size() < columns) continue;
     const std::string id = f[col["ID"]];
     if (out.empty() || out.back().id != id) {
       NcuKernel k;
@@ -103,16 +105,32 @@ std::optional<RecognizedKernel> recognize_kernel(const std::string& name) {
   static const std::regex bwd(R"(Flash_bwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
   std::smatch m;
   RecognizedKernel r{KernelKind::Fa2Forward, TileConfig{}};
+  // Template arguments past int64 or giving an impossible tile config make the report unusable.
+  auto num = [&](const std::ssub_match& s) {
+    const std::string digits = s.str();
+    if (digits.size() > 9)
+      throw InputError("ncu", "kernel '" + name.substr(0, 200) + "' has a template argument out of range");
+    return std::stoll(digits);
+  };
+  auto checked = [&](RecognizedKernel k) {
+    try {
+      k.config.validate();
+    } catch (const InputError& e) {
+      throw InputError("ncu", "kernel '" + name.substr(0, 200) + "' has a bad tile config: " + e.what());
+    }
+    return k;
+  };
   if (std::regex_search(name, m, fwd)) {
-    r.config.block_q = std::stoll(m[2]);
-    r.config.block_k = std::stoll(m[3]);
-    r.config.warps = std::stoi(m[4]);
-    return r;
+    r.config.block_q = num(m[2]);
+    r.config.block_k = num(m[3]);
+    r.config.warps = static_cast<int>(num(m[4]));
+    return checked(r);
   }
   if (!std::regex_search(name, m, bwd)) return std::nullopt;
-  r.config.bwd_block_q = std::stoll(m[2]);
-  r.config.bwd_block_k = std::stoll(m[3]);
-  r.config.warps = std::stoi(m[4]) / 2;  // fa2_launch doubles the forward warps for backward kernels
+  r.config.bwd_block_q = num(m[2]);
+  r.config.bwd_block_k = num(m[3]);
+  r.config.warps =
+      static_cast<int>(num(m[4]) / 2);  // fa2_launch doubles the forward warps for backward kernels
   if (name.find("flash_bwd_dot_do_o_kernel") != std::string::npos) {
     r.kind = KernelKind::Fa2DotDoO;
   } else if (name.find("flash_bwd_convert_dq_kernel") != std::string::npos) {
@@ -122,7 +140,7 @@ std::optional<RecognizedKernel> recognize_kernel(const std::string& name) {
   } else {
     return std::nullopt;
   }
-  return r;
+  return checked(r);
 }
 
 Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
