@@ -23,9 +23,10 @@ import numpy as np  # noqa: E402
 
 
 def predict(flashsim, *args):
-    # Exit status 1 means "does not fit in this GPU's shared memory"; the JSON still has the counts.
+    # Exit status 2 with "fits": false means "does not fit in this GPU's shared memory"; the JSON still has the
+    # counts.
     r = subprocess.run([flashsim, "sim", "predict", "--json", *map(str, args)], capture_output=True, text=True)
-    if r.returncode not in (0, 1):
+    if r.returncode not in (0, 2) or not r.stdout.strip():
         raise RuntimeError(r.stderr)
     return json.loads(r.stdout)
 

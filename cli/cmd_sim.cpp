@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <tuple>
@@ -242,7 +243,14 @@ void add_sim(CLI::App& app) {
                                   fk == sim::KernelKind::NaiveScores ? fk : sim::KernelKind::Fa2Forward))
         ks.push_back(std::move(k));
     bool fits = true;
-    for (const auto& k : ks) fits = fits && k.occ.fits;
+    std::string misfit;  // the first kernel that does not fit, and why
+    for (const auto& k : ks) {
+      if (!k.occ.fits && misfit.empty()) misfit = fmt::format("{} does not fit: {}", k.name, k.occ.reason);
+      fits = fits && k.occ.fits;
+    }
+    // A config that does not fit is bad input (exit 2): one line, except that --json still prints the counts
+    // (explorers such as bench/sim_charts.py chart them) before the error line on stderr.
+    if (!fits && !st->json) throw InputError("tile", misfit);
     if (st->json) {
       nlohmann::json j = {
           {"problem", p.describe()},
@@ -260,7 +268,10 @@ void add_sim(CLI::App& app) {
       print_predictions(ks);
       print_time_note(ks, hw);
     }
-    if (!fits) set_exit_code(1);
+    if (!fits) {
+      std::fprintf(stderr, "flashsim: error: tile: %s\n", misfit.c_str());
+      set_exit_code(2);
+    }
   });
   add_sweep(sim);
 }

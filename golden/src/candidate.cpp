@@ -19,7 +19,7 @@ int64_t write_reference_candidate(const fs::path& golden, const fs::path& out, c
   std::error_code ec;
   if (fs::exists(out, ec) && !opt.force)
     throw InputError(out.string(), "already exists; pass --force to replace it");
-  fs::create_directories(out);
+  TempDir tmp(out);  // renamed to out when every file is written: a failed run leaves nothing
   Progress pr;
   pr.total = static_cast<int64_t>(m.cases.size());
   int64_t written = 0;
@@ -53,10 +53,11 @@ int64_t write_reference_candidate(const fs::path& golden, const fs::path& out, c
       if (p.bias != BroadcastShape::None)
         f.add("dbias", Tensor::from_doubles(st, p.broadcast_shape(p.bias), g.dbias));
     }  // else: inputs overflow the dtype; an empty file (every output missing) is what such a kernel gives
-    write_file(out / e.file, serialize(f));
+    write_file(tmp.path() / e.file, serialize(f));
     ++written;
     ++pr.done;
   }
+  tmp.commit(out);
   pr.current.clear();
   if (opt.progress) opt.progress(pr);
   return written;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -61,6 +62,28 @@ void write_file(const std::filesystem::path& path, const std::vector<uint8_t>& b
 
 void write_text_file(const std::filesystem::path& path, const std::string& text) {
   write_file(path, text.data(), text.size());
+}
+
+TempDir::TempDir(const std::filesystem::path& out) {
+  const std::filesystem::path parent = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
+  std::filesystem::create_directories(parent);
+  path_ = parent / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid());
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  if (!committed_) {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+}
+
+void TempDir::commit(const std::filesystem::path& out) {
+  std::error_code ec;
+  if (std::filesystem::exists(out, ec)) std::filesystem::remove_all(out);
+  std::filesystem::rename(path_, out);
+  committed_ = true;
 }
 
 std::string sha256_hex(const uint8_t* data, size_t size) {

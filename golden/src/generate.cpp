@@ -36,38 +36,6 @@ int64_t generation_memory_bytes(const GoldenCase& c) {
 
 namespace {
 
-// A temporary folder beside `out`, removed unless release() is called.
-class TempDir {
- public:
-  explicit TempDir(const fs::path& out) {
-    const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
-    fs::create_directories(parent);
-    path_ = parent / fmt::format(".{}.tmp-{}", out.filename().string(), ::getpid());
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    if (!released_) {
-      std::error_code ec;
-      fs::remove_all(path_, ec);
-    }
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  // Moves the folder to out (replacing what is there).
-  void commit(const fs::path& out) {
-    std::error_code ec;
-    if (fs::exists(out, ec)) fs::remove_all(out);
-    fs::rename(path_, out);
-    released_ = true;
-  }
-
- private:
-  fs::path path_;
-  bool released_ = false;
-};
-
 void refuse_existing(const fs::path& out, bool force) {
   std::error_code ec;
   if (fs::exists(out, ec) && !force)

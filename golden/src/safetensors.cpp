@@ -244,7 +244,9 @@ SafetensorsFile parse(const uint8_t* bytes, size_t size, const std::string& sour
   try {
     header = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    fail(fmt::format("header is not valid JSON ({})", e.what()));
+    std::string why = e.what();  // nlohmann quotes what it last read, which can be kilobytes of header
+    if (why.size() > 160) why = why.substr(0, 157) + "...";
+    fail(fmt::format("header is not valid JSON ({})", why));
   }
   if (!header.is_object()) fail("header is not a JSON object");
   const uint64_t data_size = size - 8 - n;

@@ -29,13 +29,12 @@ def load_cases(path):
         parts = [p.strip() for p in line.split("|", 2)]
         if len(parts) != 3:
             sys.exit(f"{path}:{lineno}: expected EXIT | FRAGMENT | ARGS")
-        code = parts[0].split()
-        cases.append((lineno, int(code[0]), parts[1], parts[2], "leaves-output" in code[1:]))
+        cases.append((lineno, int(parts[0]), parts[1], parts[2]))
     return cases
 
 
 def run_case(flashsim, src, files, timeout, case):
-    lineno, want_rc, fragment, argline, may_leave = case
+    lineno, want_rc, fragment, argline = case
     tmp = tempfile.mkdtemp(prefix="flashsim-bad-")
     try:
         args = [a.replace("{files}", files).replace("{src}", src).replace("{tmp}", tmp)
@@ -62,7 +61,7 @@ def run_case(flashsim, src, files, timeout, case):
                 problems.append(f"message lacks '{fragment}'")
         elif fragment.lower() not in (out + err).lower():
             problems.append(f"output lacks '{fragment}'")
-        if p.returncode != 0 and os.listdir(tmp) and not may_leave:
+        if p.returncode != 0 and os.listdir(tmp):
             problems.append(f"left {sorted(os.listdir(tmp))} behind after failing")
         if problems:
             tail = (err.strip().splitlines() or ["(no stderr)"])[-1][:300]

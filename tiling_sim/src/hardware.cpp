@@ -1,6 +1,9 @@
 // Built-in hardware profiles and their JSON form.
 #include "flashsim/sim/hardware.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -37,8 +40,38 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }
-  if (p.sms <= 0 || p.l2_bytes <= 0 || p.dram_bytes_per_s <= 0)
-    throw InputError("hw", "profile " + p.name + ": sms, l2_bytes and dram_bytes_per_s must be positive");
+  auto positive = [&](const char* field, double v) {
+    if (!(v > 0 && std::isfinite(v)))
+      throw InputError("hw", fmt::format("profile {}: {} must be positive, got {}", p.name, field, v));
+  };
+  auto non_negative = [&](const char* field, double v) {
+    if (!(v >= 0 && std::isfinite(v)))
+      throw InputError("hw", fmt::format("profile {}: {} must be >= 0, got {}", p.name, field, v));
+  };
+  positive("sms", p.sms);
+  positive("shared_memory_per_sm", static_cast<double>(p.shared_memory_per_sm));
+  positive("shared_memory_per_block", static_cast<double>(p.shared_memory_per_block));
+  non_negative("shared_memory_reserved_per_block", static_cast<double>(p.shared_memory_reserved_per_block));
+  positive("registers_per_sm", static_cast<double>(p.registers_per_sm));
+  positive("max_threads_per_sm", p.max_threads_per_sm);
+  positive("max_ctas_per_sm", p.max_ctas_per_sm);
+  positive("l2_bytes", static_cast<double>(p.l2_bytes));
+  positive("l2_effective_bytes", static_cast<double>(p.l2_effective_bytes));
+  positive("sector_bytes", p.sector_bytes);
+  positive("line_bytes", p.line_bytes);
+  for (auto [field, v] : {std::pair{"dram_bytes_per_s", p.dram_bytes_per_s},
+                          {"l2_bytes_per_s", p.l2_bytes_per_s},
+                          {"tensor_flops_fp16", p.tensor_flops_fp16},
+                          {"fp32_flops", p.fp32_flops},
+                          {"exp_per_s", p.exp_per_s}})
+    positive(field, v);
+  for (auto [field, v] : {std::pair{"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
+                          {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
+                          {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s}})
+    non_negative(field, v);
+  if (p.shared_memory_per_block > p.shared_memory_per_sm)
+    throw InputError("hw",
+                     fmt::format("profile {}: shared_memory_per_block exceeds shared_memory_per_sm", p.name));
   return p;
 }
 

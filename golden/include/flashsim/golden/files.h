@@ -15,6 +15,22 @@ void write_file(const std::filesystem::path& path, const void* data, size_t size
 void write_file(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
+// A temporary folder beside `out` (".NAME.tmp-PID"), removed on destruction unless commit() moved it to out:
+// commands that write a folder write here first, so a failed run leaves nothing behind.
+class TempDir {
+ public:
+  explicit TempDir(const std::filesystem::path& out);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  void commit(const std::filesystem::path& out);  // replaces what is at out
+
+ private:
+  std::filesystem::path path_;
+  bool committed_ = false;
+};
+
 // SHA-256 of the bytes, as 64 lowercase hex digits.
 std::string sha256_hex(const uint8_t* data, size_t size);
 std::string sha256_hex(const std::vector<uint8_t>& bytes);
