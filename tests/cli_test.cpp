@@ -1,30 +1,22 @@
 // The command line: a good run exits 0 and prints the table; bad input prints one line and exits 2.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <string>
 
+#include "run_cli.h"
+
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = flashsim::test::CliResult;
 
 Result run(const std::string& args) {
-  const std::string cmd = std::string(FLASHSIM_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return flashsim::test::run_cli(args);
 }
 
 int lines(const std::string& s) {
-  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+  return flashsim::test::count_lines(s);
 }
 
 TEST(Cli, RefPrintsEveryAlgorithm) {

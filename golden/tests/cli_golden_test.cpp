@@ -2,7 +2,6 @@
 // bad input, shards merged through the command line.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
@@ -10,6 +9,7 @@
 
 #include "flashsim/golden/files.h"
 #include "golden_test_util.h"
+#include "run_cli.h"
 
 namespace flashsim::golden {
 namespace {
@@ -18,23 +18,14 @@ using test::folder_bytes;
 using test::Scratch;
 namespace fs = std::filesystem;
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = flashsim::test::CliResult;
 
 Result run(const std::string& args) {
-  const std::string cmd = std::string(FLASHSIM_CLI) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return flashsim::test::run_cli(args);
 }
 
 int lines(const std::string& s) {
-  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+  return flashsim::test::count_lines(s);
 }
 
 TEST(GoldenCli, GenerateShardMergeListCheckVerify) {
