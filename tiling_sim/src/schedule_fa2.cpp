@@ -296,6 +296,7 @@ void naive_cta(Builder& x, KernelKind kind, int64_t b, int64_t h) {
   const double pairs = static_cast<double>(sq) * static_cast<double>(sk);
   switch (kind) {
     case KernelKind::NaiveScores:
+    case KernelKind::NaiveBwdScores:  // the backward recomputes S the same way
       x.add(AccessKind::Load, TensorId::Q, b, h, 0, sq, p.head_dim, x.e);
       x.add(AccessKind::Load, TensorId::K, b, hk, 0, sk, p.head_dim, x.e);
       x.add(AccessKind::Store, TensorId::Scores, b, h, 0, sq, sk, 4);
@@ -312,12 +313,6 @@ void naive_cta(Builder& x, KernelKind kind, int64_t b, int64_t h) {
       x.add(AccessKind::Load, TensorId::V, b, hk, 0, sk, p.head_dim_v, x.e);
       x.add(AccessKind::Store, TensorId::O, b, h, 0, sq, p.head_dim_v, x.e);
       x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim_v);
-      break;
-    case KernelKind::NaiveBwdScores:
-      x.add(AccessKind::Load, TensorId::Q, b, h, 0, sq, p.head_dim, x.e);
-      x.add(AccessKind::Load, TensorId::K, b, hk, 0, sk, p.head_dim, x.e);
-      x.add(AccessKind::Store, TensorId::Scores, b, h, 0, sq, sk, 4);
-      x.w->mma_flops += 2.0 * pairs * static_cast<double>(p.head_dim);
       break;
     case KernelKind::NaiveBwdSoftmax:
       x.add(AccessKind::Load, TensorId::Scores, b, h, 0, sq, sk, 4);
