@@ -27,7 +27,8 @@ int64_t write_reference_candidate(const fs::path& golden, const fs::path& out, c
     pr.current = e.name;
     if (opt.progress) opt.progress(pr);
     const fs::path gpath = golden / e.file;
-    const LoadedCase lc = load_case(parse(read_file(gpath), gpath.string()), gpath.string());
+    const LoadedCase lc =
+        load_case(parse(read_case_file(gpath, opt.run.max_memory_bytes), gpath.string()), gpath.string());
     AttentionProblem p = lc.c.problem;
     p.dtype = opt.compute;
     AttentionInputs in = lc.inputs;

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "flashsim/error.h"
+#include "flashsim/memory.h"
 
 namespace flashsim::golden {
 
@@ -40,6 +41,18 @@ std::vector<uint8_t> read_file(const std::filesystem::path& path, uint64_t max_b
 std::string read_text_file(const std::filesystem::path& path) {
   const auto bytes = read_file(path, 64u << 20);  // specs and manifests are small; 64 MiB is absurd for one
   return std::string(bytes.begin(), bytes.end());
+}
+
+std::vector<uint8_t> read_case_file(const std::filesystem::path& path, int64_t max_memory_bytes) {
+  const int64_t limit = max_memory_bytes > 0 ? max_memory_bytes : default_memory_limit();
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && static_cast<double>(size) * kCaseBytesPerFileByte > static_cast<double>(limit))
+    throw MemoryLimitError(
+        fmt::format("{} is {} bytes; reading it needs about {} bytes, over the memory limit of {} "
+                    "bytes",
+                    path.string(), size, static_cast<double>(size) * kCaseBytesPerFileByte, limit));
+  return read_file(path);
 }
 
 void write_file(const std::filesystem::path& path, const void* data, size_t size) {

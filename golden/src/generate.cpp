@@ -159,7 +159,7 @@ std::vector<CheckedCase> check_suite(const fs::path& dir, const ref::RunOptions&
     if (progress) progress(pr);
     const fs::path path = dir / e.file;
     try {
-      const std::vector<uint8_t> bytes = read_file(path);
+      const std::vector<uint8_t> bytes = read_case_file(path, run.max_memory_bytes);
       cc.sha_ok = sha256_hex(bytes) == e.sha256;
       if (!cc.sha_ok) cc.problem = "sha256 does not match the manifest";
       const LoadedCase lc = load_case(parse(bytes, path.string()), path.string());

@@ -51,7 +51,7 @@ VerifyReport verify_suite(const fs::path& golden, const fs::path& candidate, con
     if (!selected(e.name, opt.cases)) continue;
     ++matched;
     const fs::path gpath = golden / e.file;
-    const std::vector<uint8_t> gbytes = read_file(gpath);
+    const std::vector<uint8_t> gbytes = read_case_file(gpath, opt.max_memory_bytes);
     if (sha256_hex(gbytes) != e.sha256)
       throw InputError(gpath.string(), "sha256 does not match the manifest (the golden file was changed)");
     const LoadedCase lc = load_case(parse(gbytes, gpath.string()), gpath.string());
@@ -62,7 +62,7 @@ VerifyReport verify_suite(const fs::path& golden, const fs::path& candidate, con
     cv.file = e.file;
     const fs::path cpath = candidate / e.file;
     std::optional<SafetensorsFile> cand;
-    if (fs::exists(cpath, ec)) cand = parse(read_file(cpath), cpath.string());
+    if (fs::exists(cpath, ec)) cand = parse(read_case_file(cpath, opt.max_memory_bytes), cpath.string());
 
     DType compute = p.dtype;
     if (cand) {

@@ -10,6 +10,11 @@ namespace flashsim::golden {
 // Reads a whole file; throws InputError(path, ...) when it cannot, or when it is larger than max_bytes.
 std::vector<uint8_t> read_file(const std::filesystem::path& path, uint64_t max_bytes = UINT64_MAX);
 std::string read_text_file(const std::filesystem::path& path);
+// Reads a golden or candidate file that is about to be parsed and widened to doubles, which takes up to
+// kCaseBytesPerFileByte times its size; throws MemoryLimitError first when that exceeds max_memory_bytes
+// (0: the default limit, 80% of available memory).
+constexpr int64_t kCaseBytesPerFileByte = 6;  // the bytes, the parsed tensors, and doubles from 2-byte values
+std::vector<uint8_t> read_case_file(const std::filesystem::path& path, int64_t max_memory_bytes);
 // Writes bytes to path (through path + ".tmp" and a rename, so no reader sees half a file).
 void write_file(const std::filesystem::path& path, const void* data, size_t size);
 void write_file(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);

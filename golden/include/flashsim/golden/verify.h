@@ -19,6 +19,7 @@ struct VerifyOptions {
   std::optional<DType> compute;  // the candidate's compute dtype; default: metadata, else the case's dtype
   std::vector<std::string> outputs;  // outputs to check (default: all of each case's)
   std::vector<std::string> cases;    // case-name globs to check (default: all)
+  int64_t max_memory_bytes = 0;  // a file too large for it is refused before reading (0: 80% of available)
 };
 
 struct OutputVerdict {
