@@ -85,6 +85,7 @@ struct PredictState {
   TileFlags tf;
   std::string hw = "H100-SXM5-80GB", pass = "both", algorithm = "fa2";
   bool json = false, executed = false;
+  double max_memory_gib = 0;
 };
 
 struct SweepState {
@@ -227,6 +228,8 @@ void add_sim(CLI::App& app) {
       ->check(CLI::IsMember({"fa2", "fa1", "three-pass", "two-pass", "naive"}));
   pr->add_flag("--json", st->json, "JSON output");
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
+  pr->add_option("--max-memory", st->max_memory_gib,
+                 "Memory limit in GiB for --executed (default: 80% of available)");
   pr->callback([st] {
     const auto p = st->pf.problem();
     const auto c = st->tf.config();
@@ -237,10 +240,12 @@ void add_sim(CLI::App& app) {
                     : st->algorithm == "fa1"      ? sim::KernelKind::Fa1Forward
                     : st->algorithm == "naive"    ? sim::KernelKind::NaiveScores
                                                   : sim::KernelKind::Fa2Forward;
-    if (st->pass != "bwd") ks = sim::predict(p, c, hw, false, st->executed, fk);
+    const auto max_memory = static_cast<int64_t>(st->max_memory_gib * (1 << 30));
+    if (st->pass != "bwd") ks = sim::predict(p, c, hw, false, st->executed, fk, max_memory);
     if (st->pass != "fwd")
-      for (auto& k : sim::predict(p, c, hw, true, st->executed,
-                                  fk == sim::KernelKind::NaiveScores ? fk : sim::KernelKind::Fa2Forward))
+      for (auto& k :
+           sim::predict(p, c, hw, true, st->executed,
+                        fk == sim::KernelKind::NaiveScores ? fk : sim::KernelKind::Fa2Forward, max_memory))
         ks.push_back(std::move(k));
     bool fits = true;
     std::string misfit;  // the first kernel that does not fit, and why

@@ -5,8 +5,11 @@
 #include <cmath>
 #include <functional>
 
+#include "flashsim/error.h"
+#include "flashsim/memory.h"
 #include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/model.h"
+#include "flashsim/sim/schedule.h"
 
 namespace flashsim::sim {
 
@@ -154,9 +157,22 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   return r;
 }
 
+int64_t executed_schedule_bytes(const KernelCounts& analytic, const AttentionProblem& p,
+                                const TileConfig& c) {
+  const int64_t smallest =
+      std::max<int64_t>(1, std::min({c.block_q, c.block_k, c.bwd_block_q, c.bwd_block_k}));
+  const double blocks =
+      std::ceil(static_cast<double>(std::max(p.seqlen_q, p.seqlen_k)) / static_cast<double>(smallest)) + 1;
+  const double ctas = static_cast<double>(analytic.launch.ctas());
+  const double bytes =
+      ctas * (static_cast<double>(sizeof(CtaWork)) + 8 * blocks * static_cast<double>(sizeof(Move)));
+  return bytes > 9e18 ? INT64_MAX : static_cast<int64_t>(bytes);
+}
+
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
                                       const HardwareProfile& hw, bool backward, bool executed,
-                                      KernelKind forward_kind) {
+                                      KernelKind forward_kind, int64_t max_memory_bytes) {
+  const int64_t limit = max_memory_bytes > 0 ? max_memory_bytes : default_memory_limit();
   std::vector<KernelPrediction> out;
   for (KernelKind kind : forward_kind == KernelKind::NaiveScores
                              ? (backward ? naive_backward_kernels() : naive_forward_kernels())
@@ -166,14 +182,20 @@ std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfi
       out.push_back(predict_kernel(analytic_counts(kind, p, c), hw));
       continue;
     }
+    const int64_t need = executed_schedule_bytes(analytic_counts(kind, p, c), p, c);
+    if (need > limit)
+      throw MemoryLimitError(
+          fmt::format("the executed schedule of {} needs up to {} bytes ({:.2f} GiB), over the "
+                      "memory limit of {} bytes ({:.2f} GiB); the analytic model (without "
+                      "--executed) needs none",
+                      kernel_kind_name(kind), need, static_cast<double>(need) / (1 << 30), limit,
+                      static_cast<double>(limit) / (1 << 30)));
     const KernelSchedule s = fa2_schedule(kind, p, c);
     const KernelCounts k = execute_counts(s);
     const Occupancy o = occupancy(s.launch, hw);
     KernelPrediction pr = predict_kernel(k, hw, {});
     if (o.fits) {  // the executed L2 model replaces the closed-form DRAM estimate
       const L2Result l2 = simulate_l2(s, p, hw, o.resident_ctas);
-      pr.dram_read = l2.dram_read;
-      pr.dram_write = l2.dram_write;
       pr.dram_read = l2.dram_read;
       pr.dram_write = l2.dram_write;
       pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / dram_rate(hw);

@@ -46,9 +46,18 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
 
 // The FA2 forward or backward kernels of a problem, analytic counts (fast) or executed schedule.
 // forward_kind: the forward kernel (FA2, FA1 order, three-pass, two-pass; NaiveScores: the 3 naive kernels).
+// The executed schedule holds every CTA's moves: before building one, its size is bounded from the launch
+// (executed_schedule_bytes) and a MemoryLimitError thrown when that exceeds max_memory_bytes (0: 80% of the
+// memory available).
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
                                       const HardwareProfile& hw, bool backward, bool executed = false,
-                                      KernelKind forward_kind = KernelKind::Fa2Forward);
+                                      KernelKind forward_kind = KernelKind::Fa2Forward,
+                                      int64_t max_memory_bytes = 0);
+
+// An upper bound on the bytes an executed schedule of the kernel holds: every CTA's record plus at most
+// 8 moves per key or query block it loops over (the FA2 backward moves 6 per query block: Q, dO, lse, D, the
+// dQ reduction, and one spare; the forward 2 per key block).
+int64_t executed_schedule_bytes(const KernelCounts& analytic, const AttentionProblem& p, const TileConfig& c);
 
 nlohmann::json to_json(const KernelPrediction& k);
 
