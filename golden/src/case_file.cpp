@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "flashsim/error.h"
@@ -95,6 +96,10 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
   for (auto& [name, m] : magnitude)
     if (is_gradient_output(name)) m = grad_magnitude;
 
+  // L: the longest sum of the case (over keys for o and dq, over queries for dk and dv, over the head dim for
+  // S)
+  const int64_t accumulation_length = std::max({p.seqlen_q, p.seqlen_k, p.head_dim, p.head_dim_v});
+
   ojson tol = ojson::object();
   for (DType d : tolerance_dtypes(p)) {
     AttentionOutputs emu;
@@ -104,7 +109,7 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
     for (const auto& name : output_names(p)) {
       const ErrorStats e = error_stats(exact.get(name), emu.get(name));
       if (e.nonfinite > 0 || e.inf_mismatch > 0) finite = false;
-      row[name] = to_json(make_tolerance(name, d, e, magnitude[name]));
+      row[name] = to_json(make_tolerance(name, d, e, magnitude[name], accumulation_length));
     }
     if (finite) tol[std::string(dtype_name(d))] = row;
   }

@@ -74,24 +74,29 @@ DType coarser(DType a, DType b) {
 }  // namespace
 
 double OutputTolerance::bound_max_abs(DType candidate_storage) const {
-  const double floor = std::max(floor_abs, kFloorUlps * ulp(magnitude, coarser(storage, candidate_storage)));
+  const double floor = std::max(
+      floor_abs, kFloorUlps * ulp(magnitude, coarser(storage, candidate_storage)) + accumulation * magnitude);
   return factor * emulated_max_abs + floor;
 }
 double OutputTolerance::bound_rel_l2(DType candidate_storage) const {
-  const double floor = std::max(floor_rel, unit_roundoff(coarser(storage, candidate_storage)));
+  const double floor = std::max(floor_rel, unit_roundoff(coarser(storage, candidate_storage)) + accumulation);
   return factor * emulated_rel_l2 + floor;
 }
 
 OutputTolerance make_tolerance(std::string_view output, DType compute, const ErrorStats& emulated,
-                               double magnitude) {
+                               double magnitude, int64_t accumulation_length) {
   OutputTolerance t;
   t.emulated_max_abs = emulated.max_abs;
   t.emulated_rel_l2 = emulated.rel_l2;
   t.magnitude = magnitude >= 0 ? magnitude : emulated.magnitude;
   t.factor = is_gradient_output(output) ? kBackwardFactor : kForwardFactor;
   t.storage = emulated_storage(output, compute);
-  t.floor_abs = kFloorUlps * ulp(t.magnitude, t.storage);
-  t.floor_rel = unit_roundoff(t.storage);  // one rounding of every element: relL2 <= u
+  // A = 2 sqrt(L) u_acc: the pipeline accumulates in fp32 (fp64 when computing in fp64)
+  const double u_acc = unit_roundoff(compute == DType::F64 ? DType::F64 : DType::F32);
+  t.accumulation =
+      kAccumulationFactor * std::sqrt(static_cast<double>(std::max<int64_t>(accumulation_length, 0))) * u_acc;
+  t.floor_abs = kFloorUlps * ulp(t.magnitude, t.storage) + t.accumulation * t.magnitude;
+  t.floor_rel = unit_roundoff(t.storage) + t.accumulation;  // one rounding of every element, plus A
   return t;
 }
 
@@ -107,6 +112,7 @@ nlohmann::ordered_json to_json(const OutputTolerance& t) {
   j["factor"] = t.factor;
   j["floor_abs"] = t.floor_abs;
   j["floor_rel"] = t.floor_rel;
+  j["accumulation"] = t.accumulation;
   j["storage"] = std::string(dtype_name(t.storage));
   j["max_abs"] = t.bound_max_abs(t.storage);
   if (std::isfinite(t.emulated_rel_l2))
@@ -133,6 +139,7 @@ OutputTolerance tolerance_from_json(const nlohmann::json& j, const std::string& 
   t.factor = num("factor");
   t.floor_abs = num("floor_abs");
   t.floor_rel = num("floor_rel");
+  t.accumulation = num("accumulation");
   if (!j.contains("storage") || !j["storage"].is_string())
     throw InputError(where, "tolerance has no storage");
   t.storage = parse_dtype(j["storage"].get<std::string>());

@@ -110,8 +110,10 @@ VerifyReport verify_suite(const fs::path& golden, const fs::path& candidate, con
         ov.stats = error_stats(exact, got);
         ov.worst_index = multi_index(ov.stats.worst, shape);
         if (row == lc.tolerances.end()) {
-          ov.note = fmt::format("the suite has no tolerance for compute dtype {} (its inputs overflow it)",
-                                cv.compute_dtype);
+          ov.note = fmt::format(
+              "the suite has no tolerance for compute dtype {} (the emulated {} pipeline overflows on this "
+              "case)",
+              cv.compute_dtype, cv.compute_dtype);
         } else {
           const OutputTolerance& tol = row->second.at(name);
           const DType storage = float_dtype_of(t->dtype);

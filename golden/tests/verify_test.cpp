@@ -78,6 +78,29 @@ TEST_F(Verify, IndependentAlgorithmsPassInEveryDtype) {
   }
 }
 
+TEST(VerifyFp32, OtherSummationOrdersPassWhereGradientsCancel) {
+  // One visible key per row: dq and dk are exactly 0 (dS = dP - rowsum(dO o O) cancels), and what a kernel
+  // gets there is fp32 rounding noise that depends on its summation order. The tiled reference happens to
+  // cancel exactly; naive rows do not. Both are correct fp32 kernels and must pass.
+  Scratch s("verify-fp32");
+  GenerateOptions gen;
+  generate_suite(parse_suite_spec(R"({"name": "t", "defaults": {"dtype": "fp32", "heads_q": 2, "head_dim": 64},
+    "cases": [{"name": "one-key", "seqlen": 300, "window_left": 0, "window_right": 0},
+              {"name": "varlen", "seqlens_q": [64, 200, 13], "seqlens_k": [128, 150, 13], "causal": true}]})",
+                                  "t"),
+                 s / "g", gen);
+  for (auto fwd : {ref::ForwardAlgorithm::Naive, ref::ForwardAlgorithm::TwoPass}) {
+    CandidateOptions opt;
+    opt.compute = DType::F32;
+    opt.forward = fwd;
+    opt.backward = ref::BackwardAlgorithm::Naive;
+    opt.force = true;
+    write_reference_candidate(s / "g", s / "c", opt);
+    const VerifyReport r = verify_suite(s / "g", s / "c", {});
+    EXPECT_TRUE(r.pass()) << to_json(r).dump(1);
+  }
+}
+
 TEST_F(Verify, KernelBugsFail) {
   struct Bug {
     const char* name;

@@ -4,14 +4,18 @@
 // For each case, output and compute dtype T, the suite stores the error of the emulated reference (the GPU
 // precision pipeline in T: fp32 accumulation, P and dS rounded to T, outputs rounded to T) against the exact
 // fp64 result. A candidate computed in T passes an output when
-//   max|cand - exact|   <= factor * emulated_max_abs + floor_abs,   floor_abs = 2 ulp_S(M)
-//   relL2(cand, exact)  <= factor * emulated_rel_l2  + floor_rel,   floor_rel = u_S
+//   max|cand - exact|   <= factor * emulated_max_abs + floor_abs,   floor_abs = 2 ulp_S(M) + A M
+//   relL2(cand, exact)  <= factor * emulated_rel_l2  + floor_rel,   floor_rel = u_S + A
+//   A = 2 sqrt(L) u_acc   (the accumulation floor)
 // with M the output's magnitude, max|exact| (for a gradient, the largest of dq, dk, dv, dbias: a gradient
 // that is exactly 0 in exact arithmetic, like dq with one visible key per row where dS = dP - D cancels,
 // still carries the rounding noise of that difference in any real kernel), factor 2 for forward outputs (o,
 // lse) and 3 for gradients (dq, dk, dv, dbias), S the coarser of the emulated output's storage type and the
 // candidate's, and no NaN or Inf where the exact value is finite (where the exact value is -inf, the lse of a
-// fully masked row, the candidate must be -inf too).
+// fully masked row, the candidate must be -inf too). A covers summation order: a sum of L terms in the
+// accumulation precision (fp32; fp64 for fp64) carries rounding of order sqrt(L) u_acc that another correct
+// order (naive rows vs tiles) redistributes; L is the longest sum of the case, max(seqlen_q, seqlen_k,
+// head_dim, head_dim_v). It matters for fp32 candidates only: in bf16/fp16 the output rounding dwarfs it.
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -26,6 +30,7 @@ namespace flashsim::golden {
 constexpr double kForwardFactor = 2.0;   // flash-attention's tests compare with 2x a same-precision reference
 constexpr double kBackwardFactor = 3.0;  // gradients go through two more rounded products (dS, then dQ/dK)
 constexpr double kFloorUlps = 2.0;       // "a few ulps": the bound never collapses to 0 on easy outputs
+constexpr double kAccumulationFactor = 2.0;  // 2 sqrt(L) u: twice the random-walk size of L roundings
 
 // Errors of `got` against `exact` over the elements where exact is finite.
 struct ErrorStats {
@@ -52,15 +57,17 @@ struct OutputTolerance {
   double emulated_max_abs = 0, emulated_rel_l2 = 0;
   double magnitude = 0;  // M: the scale the floor is measured at
   double factor = 0, floor_abs = 0, floor_rel = 0;
+  double accumulation = 0;     // A above
   DType storage = DType::F64;  // of the emulated output
 
   // The bounds for a candidate stored in `candidate_storage` (a coarser type raises the floor).
   double bound_max_abs(DType candidate_storage) const;
   double bound_rel_l2(DType candidate_storage) const;
 };
-// `magnitude` is M above (defaults to emulated.magnitude, the output's own max|exact|).
+// `magnitude` is M above (defaults to emulated.magnitude, the output's own max|exact|); accumulation_length
+// is L (0: no accumulation floor).
 OutputTolerance make_tolerance(std::string_view output, DType compute, const ErrorStats& emulated,
-                               double magnitude = -1);
+                               double magnitude = -1, int64_t accumulation_length = 0);
 
 nlohmann::ordered_json to_json(const OutputTolerance& t);
 OutputTolerance tolerance_from_json(const nlohmann::json& j, const std::string& where);
