@@ -107,8 +107,12 @@ def write(name, text):
 
 
 def main():
-    shutil.rmtree(OUT, ignore_errors=True)
-    os.makedirs(OUT)
+    # Everything but fuzz/ (inputs fuzzing once crashed on, kept as they were found) is written anew.
+    os.makedirs(OUT, exist_ok=True)
+    for entry in os.listdir(OUT):
+        if entry != "fuzz":
+            path = os.path.join(OUT, entry)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
     meta, tensors = fresh()
     good = st_bytes(meta, tensors)
     suite("good", good)  # the baseline: every case below differs from it in one way
