@@ -50,9 +50,9 @@ TEST_P(PrecisionBand, ErrorWithinExpectedBand) {
   const double err_o = max_abs_diff(r.o, exact.o);
   EXPECT_LT(err_o, 4 * u * max_abs(in.v));
   EXPECT_GT(err_o, 0.05 * u * max_abs(exact.o));
-  // Gradients: dS rounded too; a wider band (sums over seqlen = 300 terms, whose fp32 rounding errors grow like
-  // sqrt(300) u ~ 17u in a random walk, in an order that depends on the CPU's BLAS kernel: 1.5e-6 = 8.1u was
-  // seen with OpenBLAS's AVX-512 sgemm), still a small multiple of u.
+  // Gradients: dS rounded too; a wider band (sums over seqlen = 300 terms, whose fp32 rounding errors grow
+  // like sqrt(300) u ~ 17u in a random walk, in an order that depends on the CPU's BLAS kernel: 1.5e-6 = 8.1u
+  // was seen with OpenBLAS's AVX-512 sgemm), still a small multiple of u.
   for (auto [got, want] : {std::pair{&g.dq, &g_exact.dq}, {&g.dk, &g_exact.dk}, {&g.dv, &g_exact.dv}}) {
     const double err = max_abs_diff(*got, *want);
     EXPECT_LT(err, 16 * u * max_abs(*want));

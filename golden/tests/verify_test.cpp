@@ -84,11 +84,12 @@ TEST(VerifyFp32, OtherSummationOrdersPassWhereGradientsCancel) {
   // cancel exactly; naive rows do not. Both are correct fp32 kernels and must pass.
   Scratch s("verify-fp32");
   GenerateOptions gen;
-  generate_suite(parse_suite_spec(R"({"name": "t", "defaults": {"dtype": "fp32", "heads_q": 2, "head_dim": 64},
+  generate_suite(
+      parse_suite_spec(R"({"name": "t", "defaults": {"dtype": "fp32", "heads_q": 2, "head_dim": 64},
     "cases": [{"name": "one-key", "seqlen": 300, "window_left": 0, "window_right": 0},
               {"name": "varlen", "seqlens_q": [64, 200, 13], "seqlens_k": [128, 150, 13], "causal": true}]})",
-                                  "t"),
-                 s / "g", gen);
+                       "t"),
+      s / "g", gen);
   for (auto fwd : {ref::ForwardAlgorithm::Naive, ref::ForwardAlgorithm::TwoPass}) {
     CandidateOptions opt;
     opt.compute = DType::F32;

@@ -103,7 +103,8 @@ nlohmann::json to_json(const HardwareProfile& p) {
 namespace {
 std::vector<HardwareProfile> builtins() {
   std::vector<HardwareProfile> out;
-  for (const auto& [file, text] : detail::embedded_profiles()) out.push_back(profile_from_json(nlohmann::json::parse(text)));
+  for (const auto& [file, text] : detail::embedded_profiles())
+    out.push_back(profile_from_json(nlohmann::json::parse(text)));
   return out;
 }
 }  // namespace

@@ -7,4 +7,4 @@
 namespace flashsim::sim::detail {
 // (file name, JSON text) pairs, sorted by name.
 const std::vector<std::pair<std::string_view, std::string_view>>& embedded_profiles();
-}
+}  // namespace flashsim::sim::detail
