@@ -68,6 +68,19 @@ constexpr RecordedShape kRecorded[] = {
     {"gqa_d128_n2048", 2, 32, 8, 2048, 128, false},    {"d128_n1000", 4, 16, 16, 1000, 128, false},
     {"d64_n3000_causal", 2, 16, 16, 3000, 64, true}};
 
+// The problem a recorded shape measured (bf16, bottom-right causal where marked).
+AttentionProblem recorded_problem(const RecordedShape& s) {
+  AttentionProblem p;
+  p.batch = s.batch;
+  p.heads_q = s.heads;
+  p.heads_kv = s.heads_kv;
+  p.seqlen_q = p.seqlen_k = s.seqlen;
+  p.head_dim = p.head_dim_v = s.head_dim;
+  p.dtype = DType::BF16;
+  if (s.causal) p.window_right = 0;
+  return p;
+}
+
 // DRAM figures the model does not bring within 10%, each explained in
 // bench/results/ncu_h100_2026-11-22/README.md ("shape/kernel/metric").
 const std::set<std::string> kKnownDramMisses = {
@@ -94,14 +107,7 @@ TEST(Ncu, RecordedH100ShapesWithinTolerance) {
   for (const auto& s : kRecorded) {
     std::ifstream in(std::string(FLASHSIM_NCU_RESULTS "/ncu_") + s.name + ".csv");
     ASSERT_TRUE(in) << s.name;
-    AttentionProblem p;
-    p.batch = s.batch;
-    p.heads_q = s.heads;
-    p.heads_kv = s.heads_kv;
-    p.seqlen_q = p.seqlen_k = s.seqlen;
-    p.head_dim = p.head_dim_v = s.head_dim;
-    p.dtype = DType::BF16;
-    if (s.causal) p.window_right = 0;
+    const AttentionProblem p = recorded_problem(s);
     const auto c = compare_ncu(parse_ncu_csv(in), p, hw);
     ASSERT_EQ(c.kernels.size(), 4u) << s.name;
     for (const auto& k : c.kernels) {
@@ -134,14 +140,7 @@ TEST(Ncu, RecordedH100KernelTimes) {
   for (const auto& s : kRecorded) {
     std::ifstream in(std::string(FLASHSIM_NCU_RESULTS "/ncu_") + s.name + ".csv");
     ASSERT_TRUE(in) << s.name;
-    AttentionProblem p;
-    p.batch = s.batch;
-    p.heads_q = s.heads;
-    p.heads_kv = s.heads_kv;
-    p.seqlen_q = p.seqlen_k = s.seqlen;
-    p.head_dim = p.head_dim_v = s.head_dim;
-    p.dtype = DType::BF16;
-    if (s.causal) p.window_right = 0;
+    const AttentionProblem p = recorded_problem(s);
     for (const auto& k : parse_ncu_csv(in)) {
       const auto rec = recognize_kernel(k.name);
       ASSERT_TRUE(rec) << k.name;
