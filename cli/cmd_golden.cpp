@@ -18,10 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int64_t gib_to_bytes(double gib) {
-  return static_cast<int64_t>(gib * (1 << 30));
-}
-
 void add_generate(CLI::App* golden) {
   auto* cmd =
       golden->add_subcommand("generate", "Generate a golden suite (or one shard of it) into a folder");
@@ -29,7 +25,7 @@ void add_generate(CLI::App* golden) {
     std::string suite, out, shard = "0/1";
     int threads = 0;
     bool force = false;
-    double max_memory_gib = 0;
+    MemoryFlag memory;
   };
   auto st = std::make_shared<State>();
   cmd->add_option("--suite", st->suite,
@@ -43,12 +39,12 @@ void add_generate(CLI::App* golden) {
                   "I/N: generate every N-th case starting at I (merge with `golden merge`)")
       ->capture_default_str();
   cmd->add_flag("--force", st->force, "Replace the output folder if it exists");
-  cmd->add_option("--max-memory", st->max_memory_gib, "Memory limit in GiB (default: 80% of available)");
+  st->memory.add_to(cmd);
   cmd->callback([st] {
     const golden::SuiteSpec spec = golden::load_suite_spec(st->suite);
     golden::GenerateOptions opt;
     opt.run.threads = st->threads;
-    opt.run.max_memory_bytes = gib_to_bytes(st->max_memory_gib);
+    opt.run.max_memory_bytes = st->memory.bytes();
     opt.shard = golden::parse_shard(st->shard);
     opt.force = st->force;
     opt.progress = ProgressBar("generate " + spec.name);
@@ -107,16 +103,16 @@ void add_check(CLI::App* golden) {
   struct State {
     std::string dir;
     int threads = 0;
-    double max_memory_gib = 0;
+    MemoryFlag memory;
   };
   auto st = std::make_shared<State>();
   cmd->add_option("dir", st->dir, "Suite folder")->required();
   cmd->add_option("--threads", st->threads, "OpenMP threads (0: all cores)");
-  cmd->add_option("--max-memory", st->max_memory_gib, "Memory limit in GiB (default: 80% of available)");
+  st->memory.add_to(cmd);
   cmd->callback([st] {
     ref::RunOptions run;
     run.threads = st->threads;
-    run.max_memory_bytes = gib_to_bytes(st->max_memory_gib);
+    run.max_memory_bytes = st->memory.bytes();
     const auto checked = golden::check_suite(st->dir, run, ProgressBar("check"));
     int bad = 0;
     double worst = 0;
@@ -186,7 +182,7 @@ void add_verify(CLI::App* golden) {
     std::string golden, candidate, as, outputs;
     std::vector<std::string> cases;
     bool json = false, quiet = false;
-    double max_memory_gib = 0;
+    MemoryFlag memory;
   };
   auto st = std::make_shared<State>();
   cmd->add_option("--golden", st->golden, "Golden suite folder")->required();
@@ -203,13 +199,13 @@ void add_verify(CLI::App* golden) {
   cmd->add_option("--case", st->cases, "Only cases whose name matches this glob (repeatable)");
   cmd->add_flag("--json", st->json, "Print the report as JSON");
   cmd->add_flag("--quiet", st->quiet, "Print only failing outputs and the summary");
-  cmd->add_option("--max-memory", st->max_memory_gib, "Memory limit in GiB (default: 80% of available)");
+  st->memory.add_to(cmd);
   cmd->callback([st] {
     golden::VerifyOptions opt;
     if (!st->as.empty()) opt.compute = parse_dtype(st->as);
     opt.outputs = split_commas(st->outputs);
     opt.cases = st->cases;
-    opt.max_memory_bytes = gib_to_bytes(st->max_memory_gib);
+    opt.max_memory_bytes = st->memory.bytes();
     const golden::VerifyReport r = golden::verify_suite(st->golden, st->candidate, opt);
     if (st->json)
       fmt::print("{}\n", golden::to_json(r).dump(2));
@@ -227,7 +223,7 @@ void add_candidate(CLI::App* golden) {
     std::string golden, out, dtype = "bf16", forward = "two-pass", backward = "naive";
     int threads = 0;
     bool force = false;
-    double max_memory_gib = 0;
+    MemoryFlag memory;
     TileFlags tile;
   };
   auto st = std::make_shared<State>();
@@ -241,7 +237,7 @@ void add_candidate(CLI::App* golden) {
   cmd->add_option("--backward", st->backward, "Backward algorithm: naive or tiled")->capture_default_str();
   cmd->add_option("--threads", st->threads, "OpenMP threads (0: all cores)");
   cmd->add_flag("--force", st->force, "Replace the output folder if it exists");
-  cmd->add_option("--max-memory", st->max_memory_gib, "Memory limit in GiB (default: 80% of available)");
+  st->memory.add_to(cmd);
   st->tile.add_to(cmd);
   cmd->callback([st] {
     golden::CandidateOptions opt;
@@ -255,7 +251,7 @@ void add_candidate(CLI::App* golden) {
       throw InputError("backward", fmt::format("'{}' is not naive or tiled", st->backward));
     opt.tile = st->tile.config();
     opt.run.threads = st->threads;
-    opt.run.max_memory_bytes = gib_to_bytes(st->max_memory_gib);
+    opt.run.max_memory_bytes = st->memory.bytes();
     opt.force = st->force;
     opt.progress = ProgressBar("candidate");
     const int64_t n = golden::write_reference_candidate(st->golden, st->out, opt);

@@ -101,7 +101,7 @@ void add_ref_command(CLI::App& app) {
     std::string precision = "exact";
     int threads = 0;
     bool no_blas = false, no_backward = false;
-    double max_memory_gib = 0;
+    MemoryFlag memory;
   };
   auto st = std::make_shared<State>();
   st->problem.add_to(cmd);
@@ -111,13 +111,13 @@ void add_ref_command(CLI::App& app) {
   cmd->add_option("--threads", st->threads, "OpenMP threads (0: all cores)");
   cmd->add_flag("--no-blas", st->no_blas, "Plain loops instead of OpenBLAS for the matrix products");
   cmd->add_flag("--no-backward", st->no_backward, "Forward only");
-  cmd->add_option("--max-memory", st->max_memory_gib, "Memory limit in GiB (default: 80% of available)");
+  st->memory.add_to(cmd);
   cmd->callback([st] {
     ref::RunOptions opt;
     opt.precision = ref::parse_precision(st->precision);
     opt.threads = st->threads;
     opt.use_blas = !st->no_blas;
-    opt.max_memory_bytes = static_cast<int64_t>(st->max_memory_gib * (1 << 30));
+    opt.max_memory_bytes = st->memory.bytes();
     const double worst = print_reference_table(st->problem.problem(), st->problem.seed, st->tile.config(),
                                                opt, !st->no_backward);
     set_exit_code(std::isfinite(worst) ? 0 : 1);

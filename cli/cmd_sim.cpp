@@ -85,7 +85,7 @@ struct PredictState {
   TileFlags tf;
   std::string hw = "H100-SXM5-80GB", pass = "both", algorithm = "fa2";
   bool json = false, executed = false;
-  double max_memory_gib = 0;
+  MemoryFlag memory;  // for --executed
 };
 
 struct SweepState {
@@ -228,8 +228,7 @@ void add_sim(CLI::App& app) {
       ->check(CLI::IsMember({"fa2", "fa1", "three-pass", "two-pass", "naive"}));
   pr->add_flag("--json", st->json, "JSON output");
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
-  pr->add_option("--max-memory", st->max_memory_gib,
-                 "Memory limit in GiB for --executed (default: 80% of available)");
+  st->memory.add_to(pr);
   pr->callback([st] {
     const auto p = st->pf.problem();
     const auto c = st->tf.config();
@@ -240,7 +239,7 @@ void add_sim(CLI::App& app) {
                     : st->algorithm == "fa1"      ? sim::KernelKind::Fa1Forward
                     : st->algorithm == "naive"    ? sim::KernelKind::NaiveScores
                                                   : sim::KernelKind::Fa2Forward;
-    const auto max_memory = static_cast<int64_t>(st->max_memory_gib * (1 << 30));
+    const int64_t max_memory = st->memory.bytes();
     if (st->pass != "bwd") ks = sim::predict(p, c, hw, false, st->executed, fk, max_memory);
     if (st->pass != "fwd")
       for (auto& k :

@@ -135,4 +135,9 @@ TileConfig TileFlags::config() const {
   return t;
 }
 
+void MemoryFlag::add_to(CLI::App* cmd) {
+  cmd->add_option("--max-memory", gib, "Memory limit in GiB (default: 80% of available)")
+      ->check(CLI::NonNegativeNumber);
+}
+
 }  // namespace flashsim::cli

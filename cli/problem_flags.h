@@ -37,4 +37,12 @@ struct TileFlags {
   TileConfig config() const;
 };
 
+// --max-memory GiB, the same on every command that allocates; bytes() is 0 (the default limit, 80% of the
+// memory available) when the flag is not given.
+struct MemoryFlag {
+  double gib = 0;
+  void add_to(CLI::App* cmd);
+  int64_t bytes() const { return static_cast<int64_t>(gib * (1 << 30)); }
+};
+
 }  // namespace flashsim::cli

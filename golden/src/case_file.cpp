@@ -61,7 +61,8 @@ bool round_all(std::vector<double>& t, DType d) {
 }  // namespace
 
 bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
-                      ref::RunOptions opt, AttentionOutputs& out) {
+                      ref::RunOptions opt, AttentionOutputs& out, ref::ForwardAlgorithm fwd,
+                      ref::BackwardAlgorithm bwd, const TileConfig& tile) {
   AttentionProblem pc = p;
   pc.dtype = compute;
   AttentionInputs ic = in;
@@ -69,9 +70,8 @@ bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DTyp
         round_all(ic.dout, compute) && round_all(ic.bias, compute)))
     return false;
   opt.precision = ref::Precision::Emulated;
-  const TileConfig tile;
-  out.fwd = ref::forward(pc, ic, ref::ForwardAlgorithm::TiledFa2, tile, opt);
-  out.grads = ref::backward(pc, ic, out.fwd, ref::BackwardAlgorithm::Tiled, tile, opt);
+  out.fwd = ref::forward(pc, ic, fwd, tile, opt);
+  out.grads = ref::backward(pc, ic, out.fwd, bwd, tile, opt);
   return true;
 }
 
@@ -140,9 +140,11 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
                        {"precision", "exact (fp64 on the inputs as stored)"},
                        {"emulated", "tiled-fa2 / tiled, fp32 accumulation, P and dS rounded to the dtype"}};
   meta["tolerance_rule"] = {
-      {"max_abs",
-       "factor * emulated_max_abs + max(floor_abs, 2 ulp(magnitude) in the candidate's storage dtype)"},
-      {"rel_l2", "factor * emulated_rel_l2 + max(floor_rel, u of the candidate's storage dtype)"},
+      {"max_abs", "factor * emulated_max_abs + 2 ulp_S(magnitude) + accumulation * magnitude"},
+      {"rel_l2", "factor * emulated_rel_l2 + u_S + accumulation"},
+      {"S", "the coarser of storage (the emulated output's dtype) and the candidate's storage dtype"},
+      {"magnitude", "max|exact| of the output; for gradients the largest over dq, dk, dv, dbias"},
+      {"accumulation", "2 sqrt(L) u_fp32, L = max(seqlen_q, seqlen_k, head_dim, head_dim_v)"},
       {"factor_forward", kForwardFactor},
       {"factor_backward", kBackwardFactor}};
   meta["tolerances"] = tol;

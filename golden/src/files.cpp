@@ -77,6 +77,14 @@ void write_text_file(const std::filesystem::path& path, const std::string& text)
   write_file(path, text.data(), text.size());
 }
 
+void refuse_existing(const std::filesystem::path& out, bool force) {
+  std::error_code ec;
+  if (!std::filesystem::exists(out, ec)) return;
+  if (!force) throw InputError(out.string(), "already exists; pass --force to replace it");
+  if (!std::filesystem::is_directory(out, ec))
+    throw InputError(out.string(), "exists and is not a folder; refusing to replace it");
+}
+
 TempDir::TempDir(const std::filesystem::path& out) {
   const std::filesystem::path parent = out.has_parent_path() ? out.parent_path() : std::filesystem::path(".");
   std::filesystem::create_directories(parent);

@@ -34,18 +34,6 @@ int64_t generation_memory_bytes(const GoldenCase& c) {
   return bytes > 9e18 ? INT64_MAX : static_cast<int64_t>(bytes);
 }
 
-namespace {
-
-void refuse_existing(const fs::path& out, bool force) {
-  std::error_code ec;
-  if (fs::exists(out, ec) && !force)
-    throw InputError(out.string(), "already exists; pass --force to replace it");
-  if (fs::exists(out, ec) && !fs::is_directory(out, ec))
-    throw InputError(out.string(), "exists and is not a folder; refusing to replace it");
-}
-
-}  // namespace
-
 Manifest generate_suite(const SuiteSpec& spec, const fs::path& out, const GenerateOptions& opt) {
   refuse_existing(out, opt.force);
   if (opt.shard.count < 1 || opt.shard.index < 0 || opt.shard.index >= opt.shard.count)

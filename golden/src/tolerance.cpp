@@ -73,14 +73,18 @@ DType coarser(DType a, DType b) {
 }
 }  // namespace
 
+double OutputTolerance::floor_max_abs(DType candidate_storage) const {
+  return kFloorUlps * ulp(magnitude, coarser(storage, candidate_storage)) + accumulation * magnitude;
+}
+double OutputTolerance::floor_rel_l2(DType candidate_storage) const {
+  return unit_roundoff(coarser(storage, candidate_storage)) +
+         accumulation;  // one rounding per element, plus A
+}
 double OutputTolerance::bound_max_abs(DType candidate_storage) const {
-  const double floor = std::max(
-      floor_abs, kFloorUlps * ulp(magnitude, coarser(storage, candidate_storage)) + accumulation * magnitude);
-  return factor * emulated_max_abs + floor;
+  return factor * emulated_max_abs + floor_max_abs(candidate_storage);
 }
 double OutputTolerance::bound_rel_l2(DType candidate_storage) const {
-  const double floor = std::max(floor_rel, unit_roundoff(coarser(storage, candidate_storage)) + accumulation);
-  return factor * emulated_rel_l2 + floor;
+  return factor * emulated_rel_l2 + floor_rel_l2(candidate_storage);
 }
 
 OutputTolerance make_tolerance(std::string_view output, DType compute, const ErrorStats& emulated,
@@ -95,8 +99,6 @@ OutputTolerance make_tolerance(std::string_view output, DType compute, const Err
   const double u_acc = unit_roundoff(compute == DType::F64 ? DType::F64 : DType::F32);
   t.accumulation =
       kAccumulationFactor * std::sqrt(static_cast<double>(std::max<int64_t>(accumulation_length, 0))) * u_acc;
-  t.floor_abs = kFloorUlps * ulp(t.magnitude, t.storage) + t.accumulation * t.magnitude;
-  t.floor_rel = unit_roundoff(t.storage) + t.accumulation;  // one rounding of every element, plus A
   return t;
 }
 
@@ -110,8 +112,9 @@ nlohmann::ordered_json to_json(const OutputTolerance& t) {
     j["emulated_rel_l2"] = nullptr;
   j["magnitude"] = t.magnitude;
   j["factor"] = t.factor;
-  j["floor_abs"] = t.floor_abs;
-  j["floor_rel"] = t.floor_rel;
+  j["floor_abs"] =
+      t.floor_max_abs(t.storage);  // for readers: verify derives the floors from the fields below
+  j["floor_rel"] = t.floor_rel_l2(t.storage);
   j["accumulation"] = t.accumulation;
   j["storage"] = std::string(dtype_name(t.storage));
   j["max_abs"] = t.bound_max_abs(t.storage);
@@ -137,8 +140,6 @@ OutputTolerance tolerance_from_json(const nlohmann::json& j, const std::string& 
                           : num("emulated_rel_l2");
   t.magnitude = num("magnitude");
   t.factor = num("factor");
-  t.floor_abs = num("floor_abs");
-  t.floor_rel = num("floor_rel");
   t.accumulation = num("accumulation");
   if (!j.contains("storage") || !j["storage"].is_string())
     throw InputError(where, "tolerance has no storage");

@@ -32,12 +32,7 @@ void write_candidates(const fs::path& golden, const fs::path& out, DType compute
     bug(p);
     AttentionOutputs got;
     ASSERT_TRUE(compute_emulated(p, lc.inputs, compute, {}, got));
-    SafetensorsFile f;
-    for (const auto& name : output_names(lc.c.problem)) {
-      const StDType st = name == "lse" ? StDType::F32 : st_dtype_of(compute);
-      f.add(name, Tensor::from_doubles(st, output_shape(lc.c.problem, name), got.get(name)));
-    }
-    f.metadata[kComputeDtypeKey] = std::string(dtype_name(compute));
+    SafetensorsFile f = candidate_file(lc.c.problem, got, compute);
     if (edit) edit(f);
     write_file(out / e.file, serialize(f));
   }

@@ -5,7 +5,9 @@
 #include <filesystem>
 
 #include "flashsim/dtype.h"
+#include "flashsim/golden/case_file.h"
 #include "flashsim/golden/generate.h"
+#include "flashsim/golden/safetensors.h"
 #include "flashsim/ref/attention.h"
 #include "flashsim/tile_config.h"
 
@@ -20,6 +22,10 @@ struct CandidateOptions {
   bool force = false;
   ProgressFn progress;
 };
+
+// A candidate file as a kernel in `compute` writes one: o, dq, dk, dv, dbias stored in that dtype, lse in
+// fp32, and __metadata__["flashsim.compute_dtype"].
+SafetensorsFile candidate_file(const AttentionProblem& p, const AttentionOutputs& out, DType compute);
 
 // Writes one candidate file per golden case (same file names) into out; returns the number written.
 int64_t write_reference_candidate(const std::filesystem::path& golden, const std::filesystem::path& out,

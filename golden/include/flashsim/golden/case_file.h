@@ -34,10 +34,14 @@ struct AttentionOutputs {
 // The golden outputs: tiled FlashAttention-2 forward and backward in fp64 (tested against naive fp64 and
 // an independent oracle to 1e-12 in tests/).
 AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs& in, ref::RunOptions opt);
-// The reference computed through a GPU kernel's pipeline in `compute`, on the inputs rounded to it.
-// Returns false (and nothing) when the rounded inputs are not finite (e.g. large bf16 values in fp16).
+// The reference computed through a GPU kernel's pipeline in `compute`, on the inputs rounded to it, by the
+// given algorithms (default: tiled FlashAttention-2, the tolerances' reference). Returns false (and nothing)
+// when the rounded inputs are not finite (e.g. large bf16 values in fp16).
 bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
-                      ref::RunOptions opt, AttentionOutputs& out);
+                      ref::RunOptions opt, AttentionOutputs& out,
+                      ref::ForwardAlgorithm fwd = ref::ForwardAlgorithm::TiledFa2,
+                      ref::BackwardAlgorithm bwd = ref::BackwardAlgorithm::Tiled,
+                      const TileConfig& tile = {});
 
 // The compute dtypes a case's tolerance table covers: fp32, fp16, bf16 (and the case's own dtype).
 std::vector<DType> tolerance_dtypes(const AttentionProblem& p);

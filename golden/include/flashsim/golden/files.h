@@ -20,6 +20,9 @@ void write_file(const std::filesystem::path& path, const void* data, size_t size
 void write_file(const std::filesystem::path& path, const std::vector<uint8_t>& bytes);
 void write_text_file(const std::filesystem::path& path, const std::string& text);
 
+// Throws InputError unless `out` is absent, or a folder and force is set (a file is never replaced).
+void refuse_existing(const std::filesystem::path& out, bool force);
+
 // A temporary folder beside `out` (".NAME.tmp-PID"), removed on destruction unless commit() moved it to out:
 // commands that write a folder write here first, so a failed run leaves nothing behind.
 class TempDir {

@@ -56,11 +56,13 @@ DType emulated_storage(std::string_view output, DType compute);
 struct OutputTolerance {
   double emulated_max_abs = 0, emulated_rel_l2 = 0;
   double magnitude = 0;  // M: the scale the floor is measured at
-  double factor = 0, floor_abs = 0, floor_rel = 0;
+  double factor = 0;
   double accumulation = 0;     // A above
   DType storage = DType::F64;  // of the emulated output
 
-  // The bounds for a candidate stored in `candidate_storage` (a coarser type raises the floor).
+  // The floors and bounds for a candidate stored in `candidate_storage` (a coarser type raises the floor).
+  double floor_max_abs(DType candidate_storage) const;  // 2 ulp_S(M) + A M
+  double floor_rel_l2(DType candidate_storage) const;   // u_S + A
   double bound_max_abs(DType candidate_storage) const;
   double bound_rel_l2(DType candidate_storage) const;
 };
