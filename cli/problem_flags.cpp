@@ -137,7 +137,7 @@ TileConfig TileFlags::config() const {
 
 void MemoryFlag::add_to(CLI::App* cmd) {
   cmd->add_option("--max-memory", gib, "Memory limit in GiB (default: 80% of available)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0.0, 1.0e6));  // up to a PiB: a clear message for negatives
 }
 
 }  // namespace flashsim::cli
