@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# Compares every recorded H100 ncu CSV with flashsim's prediction: bash bench/gpu/compare_recorded.sh [FLASHSIM]
+# Compares every recorded H100 ncu CSV with flashsim's prediction:
+#   bash bench/gpu/compare_recorded.sh [FLASHSIM] [SET]
+# SET: "" (the first run of the 7 shapes, the default), repeat (the same 7 shapes measured again) or validation
+# (5 shapes measured after the model was fixed, never used to choose it); prints one block per shape.
 set -u
 cd "$(dirname "$0")/../.."
 F=${1:-build/default/flashsim}
-R=bench/results/ncu_h100_2026-11-22
-shapes=(
-  "causal_d128_n4096:--batch 2 --heads 16 --seqlen 4096 --head-dim 128 --causal"
-  "d64_n1024:--batch 8 --heads 16 --seqlen 1024 --head-dim 64"
-  "d256_n1024:--batch 4 --heads 8 --seqlen 1024 --head-dim 256"
-  "d128_n16384_causal:--batch 1 --heads 8 --seqlen 16384 --head-dim 128 --causal"
-  "gqa_d128_n2048:--batch 2 --heads 32 --heads-kv 8 --seqlen 2048 --head-dim 128"
-  "d128_n1000:--batch 4 --heads 16 --seqlen 1000 --head-dim 128"
-  "d64_n3000_causal:--batch 2 --heads 16 --seqlen 3000 --head-dim 64 --causal"
-)
+set_name=${2:-}
+R=bench/results/ncu_h100_2026-11-22${set_name:+/$set_name}
+if [ "$set_name" = validation ]; then
+  shapes=(
+    "causal_d128_n8192:--batch 1 --heads 16 --seqlen 8192 --head-dim 128 --causal"
+    "gqa_causal_d64_n4096:--batch 2 --heads 16 --heads-kv 4 --seqlen 4096 --head-dim 64 --causal"
+    "d96_n2048:--batch 2 --heads 16 --seqlen 2048 --head-dim 96"
+    "d128_n512:--batch 16 --heads 16 --seqlen 512 --head-dim 128"
+    "causal_d256_n2000:--batch 2 --heads 8 --seqlen 2000 --head-dim 256 --causal"
+  )
+else
+  shapes=(
+    "causal_d128_n4096:--batch 2 --heads 16 --seqlen 4096 --head-dim 128 --causal"
+    "d64_n1024:--batch 8 --heads 16 --seqlen 1024 --head-dim 64"
+    "d256_n1024:--batch 4 --heads 8 --seqlen 1024 --head-dim 256"
+    "d128_n16384_causal:--batch 1 --heads 8 --seqlen 16384 --head-dim 128 --causal"
+    "gqa_d128_n2048:--batch 2 --heads 32 --heads-kv 8 --seqlen 2048 --head-dim 128"
+    "d128_n1000:--batch 4 --heads 16 --seqlen 1000 --head-dim 128"
+    "d64_n3000_causal:--batch 2 --heads 16 --seqlen 3000 --head-dim 64 --causal"
+  )
+fi
 for spec in "${shapes[@]}"; do
   name=${spec%%:*}
   args=${spec#*:}

@@ -12,6 +12,17 @@ l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum,launch__registers_per_thread,launch_
 lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
 only=${2:-}  # optional: a regex of shape names to run
 # name batch heads heads_kv seqlen head_dim causal
+# SHAPES=validation: shapes measured after the L2 model was calibrated on the probes (bench/gpu/l2_probe.sh),
+# never used to choose it.
+if [ "${SHAPES:-}" = validation ]; then
+shapes=(
+  "causal_d128_n8192 1 16 16 8192 128 1"
+  "gqa_causal_d64_n4096 2 16 4 4096 64 1"
+  "d96_n2048 2 16 16 2048 96 0"
+  "d128_n512 16 16 16 512 128 0"
+  "causal_d256_n2000 2 8 8 2000 256 1"
+)
+else
 shapes=(
   "causal_d128_n4096 2 16 16 4096 128 1"
   "d64_n1024 8 16 16 1024 64 0"
@@ -21,6 +32,7 @@ shapes=(
   "d128_n1000 4 16 16 1000 128 0"
   "d64_n3000_causal 2 16 16 3000 64 1"
 )
+fi
 for s in "${shapes[@]}"; do
   set -- $s
   name=$1; shift

@@ -1,0 +1,131 @@
+// L2 probes for the H100 profile: how much dirty data a kernel leaves in L2 at its end (write retention), and how
+// often data read again by another SM after S bytes of other reads comes from DRAM (read reuse). Each launch
+// below is one line of ncu's CSV, in the order printed on stderr; bench/gpu/l2_probe.sh runs it under ncu.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(x)                                                                        \
+  do {                                                                                  \
+    cudaError_t e_ = (x);                                                               \
+    if (e_ != cudaSuccess) {                                                            \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
+      std::exit(1);                                                                     \
+    }                                                                                   \
+  } while (0)
+
+constexpr int kThreads = 256;
+
+// CTA b reads in[b*rd, (b+1)*rd) and writes out[b*wr, (b+1)*wr) (16-byte vectors, reads and writes interleaved
+// in one loop), as a streaming kernel (the dQ convert kernel, the dot kernel) does.
+__global__ void stream_rw(const float4* in, float4* out, long rd, long wr) {
+  const long n = rd > wr ? rd : wr;
+  float4 acc = make_float4(0, 0, 0, 0);
+  for (long i = threadIdx.x; i < n; i += kThreads) {
+    if (i < rd) {
+      const float4 x = in[blockIdx.x * rd + i];
+      acc.x += x.x; acc.y += x.y; acc.z += x.z; acc.w += x.w;
+    }
+    if (i < wr) out[blockIdx.x * wr + i] = make_float4(acc.x, acc.y, acc.z, float(i));
+  }
+}
+
+// CTA b reads chunk (b mod chunks) of the buffer: each chunk is read `grid / chunks` times, by CTAs on other
+// SMs, with the whole buffer read in between (a reuse distance of chunks x chunk bytes).
+__global__ void reuse_read(const float4* buf, long chunk, long chunks, float* sink) {
+  const long c = blockIdx.x % chunks;
+  float acc = 0;
+  for (long i = threadIdx.x; i < chunk; i += kThreads) acc += buf[c * chunk + i].x;
+  if (acc == 1234.5f) sink[0] = acc;  // never true on the zero-filled buffer; keeps the loads
+}
+
+// Writes `wr` float4 per CTA, then spins `spin_cycles` clock cycles before exiting: whether L2 writes dirty
+// lines back while DRAM is idle (eager write-back), which decides how much of a compute-bound kernel's output is
+// still dirty at its end.
+__global__ void write_then_spin(float4* out, long wr, long long spin_cycles) {
+  for (long i = threadIdx.x; i < wr; i += kThreads) out[blockIdx.x * wr + i] = make_float4(1, 2, 3, float(i));
+  const long long t0 = clock64();
+  while (clock64() - t0 < spin_cycles) {
+  }
+}
+
+// reuse_read plus a dirty frame per CTA slot (as register spills): CTA b rewrites frame (b mod slots), `frame`
+// float4, `rewrites` times while it reads its chunk; the frames' lines stay dirty and hot in L2.
+__global__ void reuse_read_with_frames(const float4* buf, long chunk, long chunks, float4* frames, long frame,
+                                       long slots, int rewrites, float* sink) {
+  const long c = blockIdx.x % chunks;
+  float4* f = frames + (blockIdx.x % slots) * frame;
+  float acc = 0;
+  const long step = chunk / rewrites;
+  for (int r = 0; r < rewrites; ++r) {
+    for (long i = r * step + threadIdx.x; i < (r + 1) * step; i += kThreads) acc += buf[c * chunk + i].x;
+    for (long i = threadIdx.x; i < frame; i += kThreads) f[i] = make_float4(acc, 0, 0, float(r));
+  }
+  if (acc == 1234.5f) sink[0] = acc;
+}
+
+int main() {
+  const long MB = 1 << 20;
+  const long max_bytes = 160 * MB;
+  float4 *a = nullptr, *b = nullptr;
+  float* sink = nullptr;
+  CHECK(cudaMalloc(&a, max_bytes));
+  CHECK(cudaMalloc(&b, max_bytes));
+  CHECK(cudaMalloc(&sink, 4));
+  CHECK(cudaMemset(a, 0, max_bytes));
+  CHECK(cudaMemset(b, 0, max_bytes));
+  CHECK(cudaDeviceSynchronize());
+  int id = 0;
+  // Write retention: footprint T (read + written bytes) with written share 1/3, 1/2 and 1, 48 KB per CTA.
+  const long per_cta = 48 * 1024 / 16;  // float4 per CTA: 48 KB, divisible by 3 and 2
+  for (int share : {3, 2, 1}) {
+    for (long t_mb : {12, 24, 36, 48, 60, 72, 96, 144}) {
+      const long wr = per_cta / share, rd = per_cta - wr;
+      const long ctas = t_mb * MB / 16 / per_cta;
+      stream_rw<<<ctas, kThreads>>>(a, b, rd, wr);
+      CHECK(cudaGetLastError());
+      CHECK(cudaDeviceSynchronize());
+      std::fprintf(stderr, "launch %d stream_rw footprint_bytes %ld read_bytes %ld write_bytes %ld\n", id++,
+                   ctas * per_cta * 16, ctas * rd * 16, ctas * wr * 16);
+    }
+  }
+  // Read reuse: buffer S read 3 times, 64 KB chunks.
+  const long chunk = 64 * 1024 / 16;
+  for (long s_mb : {8, 16, 20, 24, 28, 32, 36, 40, 44, 48, 56, 64, 96}) {
+    const long chunks = s_mb * MB / 16 / chunk;
+    reuse_read<<<chunks * 3, kThreads>>>(a, chunk, chunks, sink);
+    CHECK(cudaGetLastError());
+    CHECK(cudaDeviceSynchronize());
+    std::fprintf(stderr, "launch %d reuse_read buffer_bytes %ld reads 3\n", id++, chunks * chunk * 16);
+  }
+  // Eager write-back: 8 and 16 MiB written, then 0 .. 400 us of idle DRAM (clock64 at about 1.7 GHz).
+  int device = 0, clock_khz = 0;
+  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+  for (long w_mb : {8, 16}) {
+    for (long us : {0, 20, 100, 400}) {
+      const long wr = 16 * 1024 / 16;  // 16 KB per CTA
+      const long ctas = w_mb * MB / 16 / wr;
+      write_then_spin<<<ctas, kThreads>>>(b, wr, static_cast<long long>(us) * clock_khz / 1000);
+      CHECK(cudaGetLastError());
+      CHECK(cudaDeviceSynchronize());
+      std::fprintf(stderr, "launch %d write_then_spin write_bytes %ld spin_us %ld\n", id++, ctas * wr * 16, us);
+    }
+  }
+  // Read reuse with hot dirty frames: 1056 slots (8 CTAs of 256 threads on 132 SMs), 0 / 8 / 16 KB each.
+  const long slots = 1056;
+  for (long frame_kb : {0, 8, 16}) {
+    for (long s_mb : {16, 20, 24, 28, 32}) {
+      const long chunks = s_mb * MB / 16 / chunk;
+      reuse_read_with_frames<<<chunks * 3, kThreads>>>(a, chunk, chunks, b, frame_kb * 1024 / 16, slots, 8,
+                                                         sink);
+      CHECK(cudaGetLastError());
+      CHECK(cudaDeviceSynchronize());
+      std::fprintf(stderr, "launch %d reuse_frames buffer_bytes %ld frame_bytes %ld slots %ld\n", id++,
+                   chunks * chunk * 16, frame_kb * 1024, slots);
+    }
+  }
+  std::fprintf(stderr, "ok %d launches\n", id);
+  return 0;
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs the L2 probes (bench/gpu/l2_probe.cu) under Nsight Compute with its default cache control (L2 flushed
+# before each launch), one CSV row per launch and metric, into $1/l2_probe.csv; the launch list goes to
+# $1/l2_probe.err. Build here first: nvcc -O2 -arch=sm_90 -o build/gpu_probe/l2_probe bench/gpu/l2_probe.cu
+set -u
+out=${1:-${OUT:-.}}
+bin=${2:-build/gpu_probe/l2_probe}
+ncu --clock-control none --csv \
+    --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum \
+    "$bin" > "$out/l2_probe.csv" 2> "$out/l2_probe.err"
+echo "l2_probe rc=$? $(grep -c dram__bytes_write "$out/l2_probe.csv") launches"

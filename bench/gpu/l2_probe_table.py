@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Prints one line per L2 probe launch: what it did (from the launch list l2_probe.sh wrote on stderr) and what
+ncu measured (DRAM bytes read and written, time), plus the derived figure each probe exists for.
+
+usage: l2_probe_table.py PROBE.csv LAUNCHES.txt
+"""
+import csv
+import sys
+
+UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1, "usecond": 1e3, "msecond": 1e6}
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    rows = list(csv.reader(line for line in open(sys.argv[1]) if line.startswith('"')))
+    head = rows[0]
+    col = {name: head.index(name) for name in ("ID", "Metric Name", "Metric Unit", "Metric Value")}
+    metrics = {}
+    for r in rows[1:]:
+        value = float(r[col["Metric Value"]].replace(",", "")) * UNITS.get(r[col["Metric Unit"]], 1)
+        metrics.setdefault(int(r[col["ID"]]), {})[r[col["Metric Name"]]] = value
+    mib = 2**20
+    for line in open(sys.argv[2]):
+        if not line.startswith("launch"):
+            continue
+        f = line.split()
+        launch, kind, args = int(f[1]), f[2], dict(zip(f[3::2], (int(x) for x in f[4::2])))
+        m = metrics[launch]
+        rd, wr, t = m["dram__bytes_read.sum"], m["dram__bytes_write.sum"], m["gpu__time_duration.sum"]
+        if kind == "stream_rw":
+            what = (f"footprint {args['footprint_bytes'] / mib:5.0f} MiB, written {args['write_bytes'] / mib:5.1f} MiB"
+                    f" -> still dirty at end {(args['write_bytes'] - wr) / 1e6:6.2f} MB")
+        elif kind == "reuse_read":
+            s = args["buffer_bytes"]
+            what = f"buffer {s / mib:5.0f} MiB read 3x -> miss per re-read {(rd / s - 1) / 2:5.3f}"
+        elif kind == "write_then_spin":
+            what = f"written {args['write_bytes'] / mib:4.0f} MiB, then idle {args['spin_us']:3d} us"
+        else:  # reuse_frames
+            s = args["buffer_bytes"]
+            what = (f"buffer {s / mib:3.0f} MiB read 3x, dirty frames {args['frame_bytes'] * args['slots'] / 1e6:4.1f}"
+                    f" MB -> miss per re-read {(rd / s - 1) / 2:5.3f}")
+        print(f"{launch:2d} {kind:15s} {what:74s} DRAM read {rd / 1e6:7.2f} MB, write {wr / 1e6:7.2f} MB, "
+              f"{t / 1e3:6.1f} us")
+
+
+if __name__ == "__main__":
+    main()
