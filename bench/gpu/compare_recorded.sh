@@ -2,7 +2,8 @@
 # Compares every recorded H100 ncu CSV with flashsim's prediction:
 #   bash bench/gpu/compare_recorded.sh [FLASHSIM] [SET]
 # SET: "" (the first run of the 7 shapes, the default), repeat (the same 7 shapes measured again) or validation
-# (5 shapes measured after the model was fixed, never used to choose it); prints one block per shape.
+# (5 shapes measured later); prints one block per shape. DRAM counters come from the one-pass reports in
+# single_pass/ (--ncu-dram), except for the repeat set, which compares its own multi-pass counters.
 set -u
 cd "$(dirname "$0")/../.."
 F=${1:-build/default/flashsim}
@@ -30,8 +31,10 @@ fi
 for spec in "${shapes[@]}"; do
   name=${spec%%:*}
   args=${spec#*:}
-  echo "== $name: flashsim traffic compare --ncu $R/ncu_$name.csv $args --dtype bf16"
-  $F traffic compare --ncu "$R/ncu_$name.csv" $args --dtype bf16
+  dram=()
+  [ "$set_name" != repeat ] && dram=(--ncu-dram "bench/results/ncu_h100_2026-11-22/single_pass/ncu_dram_$name.csv")
+  echo "== $name: flashsim traffic compare --ncu $R/ncu_$name.csv ${dram[*]} $args --dtype bf16"
+  $F traffic compare --ncu "$R/ncu_$name.csv" "${dram[@]}" $args --dtype bf16
   echo "exit code $?"
   echo
 done

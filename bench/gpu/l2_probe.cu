@@ -66,6 +66,27 @@ __global__ void reuse_read_with_frames(const float4* buf, long chunk, long chunk
   if (acc == 1234.5f) sink[0] = acc;
 }
 
+// The memory pattern of a FlashAttention forward CTA, without the math: read a Q chunk, then `iters` K/V tiles of
+// its group's (head's) K/V (or, private_kv, of a private copy of the same size: no CTA shares a line), spinning
+// `spin` cycles per tile as the MMAs would, then write an O chunk. 128 threads; the caller's dynamic shared
+// memory sets the CTAs per SM.
+__global__ void fa_mimic(const float4* q, const float4* kv, float4* o, long q16, long tile16, int iters,
+                         int ctas_per_group, int private_kv, long long spin) {
+  extern __shared__ float4 smem[];
+  const long b = blockIdx.x, g = private_kv ? b : b / ctas_per_group;
+  float4 acc = make_float4(0, 0, 0, 0);
+  for (long i = threadIdx.x; i < q16; i += blockDim.x) acc.x += q[b * q16 + i].x;
+  for (int it = 0; it < iters; ++it) {
+    for (long i = threadIdx.x; i < tile16; i += blockDim.x) acc.y += kv[(g * iters + it) * tile16 + i].y;
+    const long long t0 = clock64();
+    while (clock64() - t0 < spin) {
+    }
+  }
+  smem[threadIdx.x] = acc;
+  __syncthreads();
+  for (long i = threadIdx.x; i < q16; i += blockDim.x) o[b * q16 + i] = smem[(threadIdx.x + 1) % blockDim.x];
+}
+
 int main() {
   const long MB = 1 << 20;
   const long max_bytes = 160 * MB;
@@ -124,6 +145,38 @@ int main() {
       CHECK(cudaDeviceSynchronize());
       std::fprintf(stderr, "launch %d reuse_frames buffer_bytes %ld frame_bytes %ld slots %ld\n", id++,
                    chunks * chunk * 16, frame_kb * 1024, slots);
+    }
+  }
+  // FlashAttention-forward mimics, 2 CTAs per SM (100 KB of shared memory each), `spin` cycles of "math" per
+  // K/V tile: d96 n2048 b2 h16 (512 CTAs, 16 per head, Q/O 24 KB per CTA, 32 K/V tiles of 24 KB) and d256 n1024
+  // b4 h8 (512 CTAs, 16 per head, Q/O 32 KB, 16 tiles of 64 KB), as SDPA's FA2 kernels run them.
+  {
+    float4 *kvp = nullptr, *op = nullptr;
+    const size_t kv_room = 512ul * 32 * 64 * 1024;  // private copies of the largest
+    CHECK(cudaMalloc(&kvp, kv_room));
+    CHECK(cudaMalloc(&op, 32 * MB));
+    CHECK(cudaMemset(kvp, 0, kv_room));
+    const int smem = 100 * 1024;
+    CHECK(cudaFuncSetAttribute(fa_mimic, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    struct V {
+      const char* what;
+      long q_kb, tile_kb;
+      int iters, ctas, per_group, private_kv;
+      long long spin;
+    };
+    for (const V v : {V{"d96_shared_kv_spin", 24, 24, 32, 512, 16, 0, 4000},
+                      V{"d96_shared_kv_nospin", 24, 24, 32, 512, 16, 0, 0},
+                      V{"d96_private_kv_spin", 24, 24, 32, 512, 16, 1, 4000},
+                      V{"d96_no_kv_spin", 24, 0, 32, 512, 16, 0, 4000},
+                      V{"d96_shared_kv_spin_one_wave", 24, 24, 32, 264, 16, 0, 4000},
+                      V{"d256_shared_kv_spin", 32, 64, 16, 512, 16, 0, 8000},
+                      V{"d256_private_kv_spin", 32, 64, 16, 512, 16, 1, 8000}}) {
+      const long q16 = v.q_kb * 1024 / 16, tile16 = v.tile_kb * 1024 / 16;
+      fa_mimic<<<v.ctas, 128, smem>>>(a, kvp, op, q16, tile16, v.iters, v.per_group, v.private_kv, v.spin);
+      CHECK(cudaGetLastError());
+      CHECK(cudaDeviceSynchronize());
+      std::fprintf(stderr, "launch %d fa_mimic %s o_bytes %ld kv_bytes %ld\n", id++, v.what, v.ctas * q16 * 16,
+                   (v.private_kv ? v.ctas : v.ctas / v.per_group) * static_cast<long>(v.iters) * tile16 * 16);
     }
   }
   std::fprintf(stderr, "ok %d launches\n", id);

@@ -5,7 +5,12 @@
 set -u
 out=${1:-${OUT:-.}}
 bin=${2:-build/gpu_probe/l2_probe}
-ncu --clock-control none --csv \
-    --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum \
-    "$bin" > "$out/l2_probe.csv" 2> "$out/l2_probe.err"
-echo "l2_probe rc=$? $(grep -c dram__bytes_write "$out/l2_probe.csv") launches"
+# METRICS=dram: only the two DRAM counters (one replay pass), into l2_probe_dram.csv / .err.
+metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum
+name=l2_probe
+if [ "${METRICS:-}" = dram ]; then
+  metrics=dram__bytes_read.sum,dram__bytes_write.sum
+  name=l2_probe_dram
+fi
+ncu --clock-control none --csv --metrics "$metrics" "$bin" > "$out/$name.csv" 2> "$out/$name.err"
+echo "$name rc=$? $(grep -c dram__bytes_write "$out/$name.csv") launches"

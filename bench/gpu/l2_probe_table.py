@@ -25,9 +25,12 @@ def main():
         if not line.startswith("launch"):
             continue
         f = line.split()
-        launch, kind, args = int(f[1]), f[2], dict(zip(f[3::2], (int(x) for x in f[4::2])))
+        launch, kind = int(f[1]), f[2]
+        if kind == "fa_mimic":
+            variant, f = f[3], f[:3] + f[4:]
+        args = dict(zip(f[3::2], (int(x) for x in f[4::2])))
         m = metrics[launch]
-        rd, wr, t = m["dram__bytes_read.sum"], m["dram__bytes_write.sum"], m["gpu__time_duration.sum"]
+        rd, wr, t = m["dram__bytes_read.sum"], m["dram__bytes_write.sum"], m.get("gpu__time_duration.sum", 0)
         if kind == "stream_rw":
             what = (f"footprint {args['footprint_bytes'] / mib:5.0f} MiB, written {args['write_bytes'] / mib:5.1f} MiB"
                     f" -> still dirty at end {(args['write_bytes'] - wr) / 1e6:6.2f} MB")
@@ -36,6 +39,9 @@ def main():
             what = f"buffer {s / mib:5.0f} MiB read 3x -> miss per re-read {(rd / s - 1) / 2:5.3f}"
         elif kind == "write_then_spin":
             what = f"written {args['write_bytes'] / mib:4.0f} MiB, then idle {args['spin_us']:3d} us"
+        elif kind == "fa_mimic":
+            what = (f"{variant:28s} O {args['o_bytes'] / 1e6:5.1f} MB, K/V {args['kv_bytes'] / 1e6:6.1f} MB -> O still "
+                    f"dirty at end {(args['o_bytes'] - wr) / 1e6:5.2f} MB")
         else:  # reuse_frames
             s = args["buffer_bytes"]
             what = (f"buffer {s / mib:3.0f} MiB read 3x, dirty frames {args['frame_bytes'] * args['slots'] / 1e6:4.1f}"

@@ -10,11 +10,21 @@ l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum,l1tex__t_bytes_pipe_lsu_mem_global_
 l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,\
 l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,\
 lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
+# METRICS=dram: only dram__bytes_read/write, which ncu then collects in one pass (ncu_dram_<shape>.csv). With the
+# full set ncu replays each kernel several times, and the backward kernels' DRAM writes come out about 2.4 MB
+# higher than in one pass (bench/results/ncu_h100_2026-11-22/README.md): take the DRAM figures from this run.
+prefix=ncu
+if [ "${METRICS:-}" = dram ]; then
+  metrics=dram__bytes_read.sum,dram__bytes_write.sum
+  prefix=ncu_dram
+fi
 only=${2:-}  # optional: a regex of shape names to run
 # name batch heads heads_kv seqlen head_dim causal
 # SHAPES=validation: shapes measured after the L2 model was calibrated on the probes (bench/gpu/l2_probe.sh),
 # never used to choose it.
-if [ "${SHAPES:-}" = validation ]; then
+if [ "${SHAPES:-}" = calibration ]; then  # the problem of ../shared/data/ncu_fa2_h100_calibration.csv
+shapes=("calibration_d128_n4096 2 16 16 4096 128 0")
+elif [ "${SHAPES:-}" = validation ]; then
 shapes=(
   "causal_d128_n8192 1 16 16 8192 128 1"
   "gqa_causal_d64_n4096 2 16 4 4096 64 1"
@@ -39,8 +49,8 @@ for s in "${shapes[@]}"; do
   [ -n "$only" ] && ! [[ $name =~ $only ]] && continue
   echo "== $name: $*"
   ncu --clock-control none -k regex:flash --csv --metrics "$metrics" \
-      python3 bench/gpu/one_sdpa.py "$@" > "$out/ncu_$name.csv" 2> "$out/ncu_$name.err"
-  echo "rc=$? $(grep -c 'void flash' "$out/ncu_$name.csv") rows"; tail -2 "$out/ncu_$name.err"
+      python3 bench/gpu/one_sdpa.py "$@" > "$out/${prefix}_$name.csv" 2> "$out/${prefix}_$name.err"
+  echo "rc=$? $(grep -c 'void flash' "$out/${prefix}_$name.csv") rows"; tail -2 "$out/${prefix}_$name.err"
 done
 # One archive, so that every CSV comes back from the GPU machine.
-tar -C "$out" -czf "$out/ncu_csvs.tar.gz" $(cd "$out" && ls ncu_*.csv) && rm -f "$out"/ncu_*.csv "$out"/ncu_*.err
+tar -C "$out" -czf "$out/${prefix}_csvs.tar.gz" $(cd "$out" && ls ${prefix}_*.csv) && rm -f "$out"/${prefix}_*.csv "$out"/${prefix}_*.err

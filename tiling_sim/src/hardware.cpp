@@ -26,6 +26,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.max_ctas_per_sm = j.value("max_ctas_per_sm", 32);
     p.l2_bytes = j.at("l2_bytes").get<int64_t>();
     p.l2_effective_bytes = j.value("l2_effective_bytes", p.l2_bytes * 4 / 5);
+    p.l2_dirty_bytes = j.value("l2_dirty_bytes", int64_t{0});
     p.sector_bytes = j.value("sector_bytes", 32);
     p.line_bytes = j.value("line_bytes", 128);
     p.dram_bytes_per_s = j.at("dram_bytes_per_s").get<double>();
@@ -37,6 +38,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.achieved_mma_flops_bwd = j.value("achieved_mma_flops_bwd", 0.0);
     p.achieved_dram_bytes_per_s = j.value("achieved_dram_bytes_per_s", 0.0);
     p.achieved_source = j.value("achieved_source", std::string());
+    p.l2_source = j.value("l2_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }
@@ -57,6 +59,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   positive("max_ctas_per_sm", p.max_ctas_per_sm);
   positive("l2_bytes", static_cast<double>(p.l2_bytes));
   positive("l2_effective_bytes", static_cast<double>(p.l2_effective_bytes));
+  non_negative("l2_dirty_bytes", static_cast<double>(p.l2_dirty_bytes));
   positive("sector_bytes", p.sector_bytes);
   positive("line_bytes", p.line_bytes);
   for (auto [field, v] : {std::pair{"dram_bytes_per_s", p.dram_bytes_per_s},
@@ -87,6 +90,7 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"max_ctas_per_sm", p.max_ctas_per_sm},
           {"l2_bytes", p.l2_bytes},
           {"l2_effective_bytes", p.l2_effective_bytes},
+          {"l2_dirty_bytes", p.l2_dirty_bytes},
           {"sector_bytes", p.sector_bytes},
           {"line_bytes", p.line_bytes},
           {"dram_bytes_per_s", p.dram_bytes_per_s},
@@ -97,7 +101,8 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
           {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
           {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
-          {"achieved_source", p.achieved_source}};
+          {"achieved_source", p.achieved_source},
+          {"l2_source", p.l2_source}};
 }
 
 namespace {

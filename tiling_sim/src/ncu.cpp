@@ -143,6 +143,27 @@ std::optional<RecognizedKernel> recognize_kernel(const std::string& name) {
   return checked(r);
 }
 
+std::vector<NcuKernel> with_dram_counters(std::vector<NcuKernel> full, const std::vector<NcuKernel>& dram) {
+  if (full.size() != dram.size())
+    throw InputError("ncu-dram", "the DRAM report has " + std::to_string(dram.size()) +
+                                     " kernels, the report " + std::to_string(full.size()) +
+                                     ": profile the same run with the same -k filter");
+  for (size_t i = 0; i < full.size(); ++i) {
+    if (full[i].name != dram[i].name)
+      throw InputError("ncu-dram", "kernel " + std::to_string(i + 1) + " differs between the reports ('" +
+                                       full[i].name.substr(0, 60) + "' vs '" + dram[i].name.substr(0, 60) +
+                                       "')");
+    for (const char* m : {"dram__bytes_read.sum", "dram__bytes_write.sum"}) {
+      const auto it = dram[i].metrics.find(m);
+      if (it == dram[i].metrics.end())
+        throw InputError("ncu-dram",
+                         std::string("the DRAM report has no ") + m + " for kernel " + std::to_string(i + 1));
+      full[i].metrics[m] = it->second;
+    }
+  }
+  return full;
+}
+
 Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
                        const HardwareProfile& hw) {
   Comparison c;

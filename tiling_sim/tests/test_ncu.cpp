@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "flashsim/error.h"
 #include "flashsim/sim/ncu.h"
 
 using namespace flashsim;
@@ -37,22 +38,73 @@ TEST(Ncu, RecognizesFa2) {
   EXPECT_FALSE(recognize_kernel("void other_kernel<int>"));
 }
 
-TEST(Ncu, CalibrationH100WithinTolerance) {
-  std::ifstream in(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
-  ASSERT_TRUE(in);
+namespace {
+AttentionProblem calibration_problem() {
   AttentionProblem p;
   p.batch = 2;
   p.heads_q = p.heads_kv = 16;
   p.seqlen_q = p.seqlen_k = 4096;
   p.head_dim = p.head_dim_v = 128;
   p.dtype = DType::BF16;
-  const auto c = compare_ncu(parse_ncu_csv(in), p, load_profile("H100-SXM5-80GB"));
+  return p;
+}
+std::vector<NcuKernel> read_report(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  return parse_ncu_csv(in);
+}
+}  // namespace
+
+// The calibration problem with its DRAM counters measured in one ncu pass (the same kernels, re-run on an
+// H100 the same day): every metric of the four kernels within tolerance.
+TEST(Ncu, CalibrationH100WithinTolerance) {
+  const auto kernels = with_dram_counters(
+      read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv"),
+      read_report(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_calibration_d128_n4096.csv"));
+  const auto c = compare_ncu(kernels, calibration_problem(), load_profile("H100-SXM5-80GB"));
   ASSERT_EQ(c.kernels.size(), 4u);
   for (const auto& k : c.kernels) {
     EXPECT_TRUE(k.recognized) << k.name;
     for (const auto& m : k.metrics) EXPECT_TRUE(m.ok) << k.name << " " << m.metric << " ratio " << m.ratio;
   }
   EXPECT_TRUE(c.ok);
+}
+
+// The calibration file alone: its DRAM counters were collected with 16 metrics, so ncu replayed each kernel
+// and the backward kernels' DRAM writes carry about 2.3 MB more than one pass measures (the single-pass
+// report of the same problem). Everything is within tolerance there except the dQ convert kernel's
+// writes, 10.4% over.
+TEST(Ncu, CalibrationFileDramWritesCarryReplayArtifact) {
+  const auto file = read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
+  const auto one_pass = read_report(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_calibration_d128_n4096.csv");
+  ASSERT_EQ(file.size(), one_pass.size());
+  for (size_t i = 1; i < file.size(); ++i) {  // the three backward kernels
+    const double extra =
+        file[i].metrics.at("dram__bytes_write.sum") - one_pass[i].metrics.at("dram__bytes_write.sum");
+    EXPECT_GT(extra, 1.5e6) << file[i].name.substr(0, 40);
+    EXPECT_LT(extra, 3.5e6) << file[i].name.substr(0, 40);
+  }
+  const auto c = compare_ncu(file, calibration_problem(), load_profile("H100-SXM5-80GB"));
+  for (const auto& k : c.kernels)
+    for (const auto& m : k.metrics)
+      EXPECT_EQ(m.ok, !(k.name.rfind("bwd_convert_dq", 0) == 0 && m.metric == "dram__bytes_write.sum"))
+          << k.name << " " << m.metric << " ratio " << m.ratio;
+}
+
+TEST(Ncu, DramReportMustMatchKernels) {
+  auto file = read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
+  auto fewer = file;
+  fewer.pop_back();
+  EXPECT_THROW((void)with_dram_counters(file, fewer), InputError);
+  auto renamed = file;
+  renamed[1].name = "other_kernel";
+  EXPECT_THROW((void)with_dram_counters(file, renamed), InputError);
+  auto no_dram = file;
+  no_dram[0].metrics.erase("dram__bytes_write.sum");
+  EXPECT_THROW((void)with_dram_counters(file, no_dram), InputError);
+  auto scaled = file;
+  scaled[2].metrics["dram__bytes_read.sum"] = 123;
+  EXPECT_EQ(with_dram_counters(file, scaled)[2].metrics.at("dram__bytes_read.sum"), 123);
 }
 
 namespace {
@@ -103,42 +155,59 @@ AttentionProblem recorded_problem(const RecordedShape& s) {
   return p;
 }
 
-// DRAM figures the model does not bring within 10%, each explained in
-// bench/results/ncu_h100_2026-11-22/README.md ("shape/kernel/metric"; the repeat run misses the same 11).
+// DRAM figures (one-pass counters, single_pass/) the model does not bring within 10%, each explained in
+// bench/results/ncu_h100_2026-11-22/README.md ("shape/kernel/metric").
 const std::set<std::string> kKnownDramMisses = {
+    // the forward of long causal shapes reads K and V again (1.25 .. 1.69x)
     "causal_d128_n4096/fwd_fa2/dram__bytes_read.sum",
+    "causal_d128_n8192/fwd_fa2/dram__bytes_read.sum",
     "d128_n16384_causal/fwd_fa2/dram__bytes_read.sum",
+    // forward write-backs: how much of O stays in L2, and register-spill frames written back
     "d128_n16384_causal/fwd_fa2/dram__bytes_write.sum",
+    "d64_n1024/fwd_fa2/dram__bytes_write.sum",
     "d64_n3000_causal/fwd_fa2/dram__bytes_write.sum",
     "gqa_d128_n2048/fwd_fa2/dram__bytes_write.sum",
-    "d64_n1024/fwd_fa2/dram__bytes_write.sum",
+    "causal_d256_n2000/fwd_fa2/dram__bytes_write.sum",
+    "d128_n512/fwd_fa2/dram__bytes_write.sum",
+    "d96_n2048/fwd_fa2/dram__bytes_write.sum",
+    "gqa_causal_d64_n4096/fwd_fa2/dram__bytes_write.sum",
+    // the dot kernel's writes: 1 .. 10 MB, the difference of ~25 MB dirty and ~24 MB kept dirty
+    "d256_n1024/bwd_dot_do_o/dram__bytes_write.sum",
+    "d64_n3000_causal/bwd_dot_do_o/dram__bytes_write.sum",
+    "causal_d256_n2000/bwd_dot_do_o/dram__bytes_write.sum",
+    "d96_n2048/bwd_dot_do_o/dram__bytes_write.sum",
+    // the main backward kernel keeps 15 .. 20 MB dirty, more than its last wave's share
     "d64_n1024/bwd_dq_dk_dv/dram__bytes_write.sum",
     "d64_n3000_causal/bwd_dq_dk_dv/dram__bytes_write.sum",
-    "d64_n3000_causal/bwd_dot_do_o/dram__bytes_write.sum",
-    "d64_n3000_causal/bwd_convert_dq/dram__bytes_write.sum",
-    "d256_n1024/bwd_convert_dq/dram__bytes_write.sum",
-    // validation shapes
-    "causal_d128_n8192/fwd_fa2/dram__bytes_read.sum",
-    "gqa_causal_d64_n4096/fwd_fa2/dram__bytes_write.sum",
+    "causal_d256_n2000/bwd_dq_dk_dv/dram__bytes_write.sum",
+    "d96_n2048/bwd_dq_dk_dv/dram__bytes_write.sum",
     "gqa_causal_d64_n4096/bwd_dq_dk_dv/dram__bytes_write.sum",
-    "d96_n2048/fwd_fa2/dram__bytes_write.sum",
+    // convert kernels whose whole footprint fits in L2: predicted 0, measured 0.02 .. 0.47 MB
+    "d128_n1000/bwd_convert_dq/dram__bytes_write.sum",
+    "d256_n1024/bwd_convert_dq/dram__bytes_write.sum",
+    "d64_n1024/bwd_convert_dq/dram__bytes_write.sum",
+    "d64_n3000_causal/bwd_convert_dq/dram__bytes_write.sum",
+    "causal_d256_n2000/bwd_convert_dq/dram__bytes_write.sum",
     "d96_n2048/bwd_convert_dq/dram__bytes_write.sum",
-    "d128_n512/fwd_fa2/dram__bytes_write.sum",
-    "causal_d256_n2000/fwd_fa2/dram__bytes_write.sum",
+    "gqa_causal_d64_n4096/bwd_convert_dq/dram__bytes_write.sum",
 };
 
 }  // namespace
 
-// Every recorded H100 shape: bytes between L2 and the SMs within 2% everywhere; DRAM within 10% except the
-// documented misses (which must still be misses: a model change that fixes one updates the list and README).
+// Every recorded H100 shape: bytes between L2 and the SMs within 2% in every full report (first run, repeat,
+// validation); DRAM, from the one-pass reports, within 10% except the documented misses (which must still be
+// misses: a model change that fixes one updates the list and the README).
 TEST(Ncu, RecordedH100ShapesWithinTolerance) {
   const auto hw = load_profile("H100-SXM5-80GB");
   int dram_ok = 0, dram_total = 0, l2_total = 0;
   for (const auto& s : all_recorded()) {
-    std::ifstream in(std::string(FLASHSIM_NCU_RESULTS "/") + s.set + "ncu_" + s.name + ".csv");
-    ASSERT_TRUE(in) << s.set << s.name;
+    auto kernels = read_report(std::string(FLASHSIM_NCU_RESULTS "/") + s.set + "ncu_" + s.name + ".csv");
+    const bool hold_dram = std::string(s.set) != "repeat/";  // one DRAM report per shape
+    if (hold_dram)
+      kernels = with_dram_counters(
+          kernels, read_report(std::string(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_") + s.name + ".csv"));
     const AttentionProblem p = recorded_problem(s);
-    const auto c = compare_ncu(parse_ncu_csv(in), p, hw);
+    const auto c = compare_ncu(kernels, p, hw);
     ASSERT_EQ(c.kernels.size(), 4u) << s.name;
     for (const auto& k : c.kernels) {
       ASSERT_TRUE(k.recognized) << k.name;
@@ -147,6 +216,7 @@ TEST(Ncu, RecordedH100ShapesWithinTolerance) {
         if (m.tolerance <= 0) continue;  // spills and time: shown, not held
         const std::string key = std::string(s.name) + "/" + kernel + "/" + m.metric;
         if (m.metric.rfind("dram__", 0) == 0) {
+          if (!hold_dram) continue;
           ++dram_total;
           dram_ok += m.ok ? 1 : 0;
           EXPECT_EQ(m.ok, !kKnownDramMisses.count(key)) << s.set << key << " ratio " << m.ratio;
@@ -157,9 +227,9 @@ TEST(Ncu, RecordedH100ShapesWithinTolerance) {
       }
     }
   }
-  EXPECT_EQ(l2_total, 19 * 4 * 3);  // 19 measurements x 4 kernels x (load, store, reduction)
-  EXPECT_EQ(dram_total, 19 * 4 * 2);
-  EXPECT_EQ(dram_ok, 56 - 11 + 56 - 11 + 40 - 7);
+  EXPECT_EQ(l2_total, 19 * 4 * 3);  // 19 reports x 4 kernels x (load, store, reduction)
+  EXPECT_EQ(dram_total, 12 * 4 * 2);
+  EXPECT_EQ(dram_ok, 96 - static_cast<int>(kKnownDramMisses.size()));
 }
 
 // The time estimate against ncu's gpu__time_duration of the two FA2 kernels that do the math, on the 7

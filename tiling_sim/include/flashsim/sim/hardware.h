@@ -17,6 +17,7 @@ struct HardwareProfile {
   int max_threads_per_sm = 2048, max_ctas_per_sm = 32;
   int64_t l2_bytes = 0;
   int64_t l2_effective_bytes = 0;  // what one kernel's data can keep (partitioning, set conflicts)
+  int64_t l2_dirty_bytes = 0;  // the most dirty data L2 keeps (measured, bench/gpu/l2_probe.cu); 0: no limit
   int sector_bytes = 32, line_bytes = 128;
   double dram_bytes_per_s = 0, l2_bytes_per_s = 0, tensor_flops_fp16 = 0, fp32_flops = 0, exp_per_s = 0;
   // Matrix FLOP/s that FlashAttention-2-class kernels (mma.sync, softmax between the MMAs of a warp) achieve,
@@ -25,6 +26,7 @@ struct HardwareProfile {
   double achieved_mma_flops_fwd = 0, achieved_mma_flops_bwd = 0;
   double achieved_dram_bytes_per_s = 0;  // measured copy bandwidth (read + write); 0: dram_bytes_per_s
   std::string achieved_source;
+  std::string l2_source;  // where l2_effective_bytes and l2_dirty_bytes come from
 };
 
 HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields

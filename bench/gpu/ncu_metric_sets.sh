@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Does what ncu reports for DRAM bytes depend on how many metrics (replay passes) are collected? Profiles the
+# d96 n2048 SDPA flash forward/backward and the L2 probes with the 5-metric set of l2_probe.sh and with the
+# 16-metric set of ncu_shapes.sh, into $1 (default $OUT).
+set -u
+out=${1:-${OUT:-.}}
+small=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum
+dram_only=dram__bytes_read.sum,dram__bytes_write.sum
+big=$(sed -n "/^metrics=/,/^only=/p" bench/gpu/ncu_shapes.sh | sed '$d' | sed 's/^metrics=//' | tr -d '\\\n')
+for set in dram_only small big; do
+  ncu --clock-control none -k regex:flash --csv --metrics "${!set}" python3 bench/gpu/one_sdpa.py 2 16 16 2048 96 0 \
+    > "$out/sdpa_d96_$set.csv" 2> "$out/sdpa_d96_$set.err"
+  ncu --clock-control none -k regex:fa_mimic --csv --metrics "${!set}" build/gpu_probe/l2_probe \
+    > "$out/mimic_$set.csv" 2> "$out/mimic_$set.err"
+  echo "$set: $(grep -c dram__bytes_write "$out/sdpa_d96_$set.csv") sdpa rows, $(grep -c dram__bytes_write "$out/mimic_$set.csv") mimic rows"
+done
+(cd "$out" && tar -czf metric_sets.tar.gz sdpa_d96_*.csv mimic_*.csv && rm -f sdpa_d96_* mimic_*)
