@@ -282,7 +282,7 @@ void add_sim(CLI::App& app) {
 
 struct CompareState {
   ProblemFlags pf;
-  std::string ncu, ncu_dram, hw = "H100-SXM5-80GB";
+  std::string ncu, ncu_dram, hw = "H100-SXM5-80GB", replayed = "auto";
   bool json = false;
 };
 
@@ -296,6 +296,13 @@ void add_traffic(CLI::App& app) {
   cmp->add_option("--ncu-dram", st->ncu_dram,
                   "ncu --csv report of the same kernels with only dram__bytes_read.sum,dram__bytes_write.sum "
                   "(one replay pass): its DRAM bytes replace the --ncu report's");
+  cmp->add_option(
+         "--replayed", st->replayed,
+         "Whether ncu replayed the kernels for the report's DRAM counters (several metric passes): "
+         "auto (when the report has metrics other than dram__*, lts__*, gpu__time_duration*), yes, no; "
+         "replayed kernels after the first get the profile's ncu_replay_write_bytes added to their "
+         "predicted DRAM writes")
+      ->check(CLI::IsMember({"auto", "yes", "no"}));
   cmp->add_option("--hw", st->hw, "Hardware profile");
   cmp->add_flag("--json", st->json, "JSON output");
   cmp->callback([st] {
@@ -307,27 +314,17 @@ void add_traffic(CLI::App& app) {
       if (!din) throw InputError("ncu-dram", "cannot open " + st->ncu_dram);
       kernels = sim::with_dram_counters(std::move(kernels), sim::parse_ncu_csv(din));
     }
-    // DRAM counters collected together with other metrics: ncu replays each kernel, and on an H100 the
-    // backward kernels' DRAM writes then come out about 2.4 MB higher than in one pass.
-    bool dram_with_others = false;
-    if (st->ncu_dram.empty())
-      for (const auto& k : kernels)
-        if (k.metrics.count("dram__bytes_write.sum"))
-          for (const auto& [name, v] : k.metrics)
-            if (name.rfind("dram__", 0) != 0 && name != "gpu__time_duration.sum") dram_with_others = true;
-    const char* replay_note =
-        "DRAM counters were collected together with other metrics: ncu replays each kernel for them, which "
-        "on "
-        "an H100 adds about 2.4 MB of DRAM writes to FA2's backward kernels "
-        "(bench/results/ncu_h100_2026-11-22/"
-        "README.md); for the DRAM comparison profile the same run with only dram__bytes_read.sum,"
-        "dram__bytes_write.sum and pass that report with --ncu-dram";
-    const auto c = sim::compare_ncu(kernels, st->pf.problem(), sim::load_profile(st->hw));
+    // One-pass DRAM counters (--ncu-dram) are never replayed; otherwise as the flag or the metric list says.
+    const bool replayed =
+        st->ncu_dram.empty() &&
+        (st->replayed == "yes" || (st->replayed == "auto" && sim::dram_counters_replayed(kernels)));
+    const auto hw = sim::load_profile(st->hw);
+    const auto c = sim::compare_ncu(kernels, st->pf.problem(), hw, replayed);
     if (st->json) {
       auto j = sim::to_json(c);
       j["dram_counters"] = !st->ncu_dram.empty() ? "one-pass report (--ncu-dram)"
-                           : dram_with_others    ? "collected with other metrics (replayed)"
-                                                 : "collected alone";
+                           : replayed            ? "replayed (collected with other metrics)"
+                                                 : "one pass";
       fmt::print("{}\n", j.dump(2));
     } else {
       for (const auto& k : c.kernels) {
@@ -346,7 +343,18 @@ void add_traffic(CLI::App& app) {
                                                             : "unexplained (spills)");
       }
       fmt::print("{}\n", c.ok ? "all metrics within tolerance" : "SOME METRICS OUT OF TOLERANCE");
-      if (dram_with_others) fmt::print("note: {}\n", replay_note);
+      if (replayed)
+        fmt::print(
+            "note: the DRAM counters come from a replayed ncu run (collected with other metrics): the "
+            "predicted "
+            "DRAM writes of every kernel after the first include {:.1f} MB that the replay leaves dirty in "
+            "L2 "
+            "(measured on the H100: bench/results/ncu_h100_2026-11-22/README.md){}; --replayed no drops it; "
+            "for one-pass counters profile the run again with only "
+            "dram__bytes_read.sum,dram__bytes_write.sum "
+            "and pass it with --ncu-dram\n",
+            hw.ncu_replay_write_bytes / 1e6,
+            hw.ncu_replay_write_bytes > 0 ? "" : ", not measured for this profile");
     }
     if (!c.ok) set_exit_code(1);
   });

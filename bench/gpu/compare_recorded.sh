@@ -3,7 +3,8 @@
 #   bash bench/gpu/compare_recorded.sh [FLASHSIM] [SET]
 # SET: "" (the first run of the 7 shapes, the default), repeat (the same 7 shapes measured again) or validation
 # (5 shapes measured later); prints one block per shape. DRAM counters come from the one-pass reports in
-# single_pass/ (--ncu-dram), except for the repeat set, which compares its own multi-pass counters.
+# single_pass/ (--ncu-dram), except for the repeat set and with DRAM=replayed, which compare each report's own
+# replayed counters (the profile's replay term applies).
 set -u
 cd "$(dirname "$0")/../.."
 F=${1:-build/default/flashsim}
@@ -32,7 +33,7 @@ for spec in "${shapes[@]}"; do
   name=${spec%%:*}
   args=${spec#*:}
   dram=()
-  [ "$set_name" != repeat ] && dram=(--ncu-dram "bench/results/ncu_h100_2026-11-22/single_pass/ncu_dram_$name.csv")
+  [ "$set_name" != repeat ] && [ "${DRAM:-}" != replayed ] && dram=(--ncu-dram "bench/results/ncu_h100_2026-11-22/single_pass/ncu_dram_$name.csv")
   echo "== $name: flashsim traffic compare --ncu $R/ncu_$name.csv ${dram[*]} $args --dtype bf16"
   $F traffic compare --ncu "$R/ncu_$name.csv" "${dram[@]}" $args --dtype bf16
   echo "exit code $?"

@@ -39,6 +39,8 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.achieved_dram_bytes_per_s = j.value("achieved_dram_bytes_per_s", 0.0);
     p.achieved_source = j.value("achieved_source", std::string());
     p.l2_source = j.value("l2_source", std::string());
+    p.ncu_replay_write_bytes = j.value("ncu_replay_write_bytes", 0.0);
+    p.ncu_replay_source = j.value("ncu_replay_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }
@@ -70,7 +72,8 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     positive(field, v);
   for (auto [field, v] : {std::pair{"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
                           {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
-                          {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s}})
+                          {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
+                          {"ncu_replay_write_bytes", p.ncu_replay_write_bytes}})
     non_negative(field, v);
   if (p.shared_memory_per_block > p.shared_memory_per_sm)
     throw InputError("hw",
@@ -102,7 +105,9 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
           {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
           {"achieved_source", p.achieved_source},
-          {"l2_source", p.l2_source}};
+          {"l2_source", p.l2_source},
+          {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
+          {"ncu_replay_source", p.ncu_replay_source}};
 }
 
 namespace {

@@ -27,6 +27,11 @@ struct HardwareProfile {
   double achieved_dram_bytes_per_s = 0;  // measured copy bandwidth (read + write); 0: dram_bytes_per_s
   std::string achieved_source;
   std::string l2_source;  // where l2_effective_bytes and l2_dirty_bytes come from
+  // DRAM writes that Nsight Compute adds to a kernel it replays (several metric passes), except the first
+  // kernel it profiles: dirty data its replay leaves in L2, which the kernel then evicts (measured: the same
+  // kernels with 16 metrics and alone). 0: not measured.
+  double ncu_replay_write_bytes = 0;
+  std::string ncu_replay_source;
 };
 
 HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields

@@ -40,6 +40,7 @@ struct MetricComparison {
 struct KernelComparison {
   std::string name;
   bool recognized = false;
+  double replay_write_bytes = 0;  // added to the predicted DRAM writes for ncu's replay (compare_ncu)
   std::vector<MetricComparison> metrics;
 };
 struct Comparison {
@@ -47,8 +48,14 @@ struct Comparison {
   std::vector<KernelComparison> kernels;
 };
 
+// replayed: the report's DRAM counters come from a replayed (multi-pass) ncu run; every kernel after the
+// first then gets the profile's ncu_replay_write_bytes added to its predicted DRAM writes.
 Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
-                       const HardwareProfile& hw);
+                       const HardwareProfile& hw, bool replayed = false);
+// Whether ncu collected a report's DRAM counters in a replayed run: some kernel has DRAM counters and a
+// metric other than dram__*, lts__* and gpu__time_duration* (on the H100, the DRAM counters alone and with
+// the L2 sector counters and the time were collected in one pass; with the L1 and launch metrics, replayed).
+bool dram_counters_replayed(const std::vector<NcuKernel>& kernels);
 nlohmann::json to_json(const Comparison& c);
 
 }  // namespace flashsim::sim
