@@ -346,13 +346,10 @@ void add_traffic(CLI::App& app) {
       if (replayed)
         fmt::print(
             "note: the DRAM counters come from a replayed ncu run (collected with other metrics): the "
-            "predicted "
-            "DRAM writes of every kernel after the first include {:.1f} MB that the replay leaves dirty in "
-            "L2 "
-            "(measured on the H100: bench/results/ncu_h100_2026-11-22/README.md){}; --replayed no drops it; "
-            "for one-pass counters profile the run again with only "
-            "dram__bytes_read.sum,dram__bytes_write.sum "
-            "and pass it with --ncu-dram\n",
+            "predicted DRAM writes of every kernel after the first include {:.1f} MB that the replay "
+            "leaves dirty in L2 (measured on the H100: bench/results/ncu_h100_2026-11-22/README.md){}; "
+            "--replayed no drops it; for one-pass counters profile the run again with only "
+            "dram__bytes_read.sum,dram__bytes_write.sum and pass it with --ncu-dram\n",
             hw.ncu_replay_write_bytes / 1e6,
             hw.ncu_replay_write_bytes > 0 ? "" : ", not measured for this profile");
     }
