@@ -1,32 +1,36 @@
-// L2 probes for the H100 profile: how much dirty data a kernel leaves in L2 at its end (write retention), and how
-// often data read again by another SM after S bytes of other reads comes from DRAM (read reuse). Each launch
-// below is one line of ncu's CSV, in the order printed on stderr; bench/gpu/l2_probe.sh runs it under ncu.
+// L2 probes for the H100 profile: how much dirty data a kernel leaves in L2 at its end (write retention), and
+// how often data read again by another SM after S bytes of other reads comes from DRAM (read reuse). Each
+// launch below is one line of ncu's CSV, in the order printed on stderr; bench/gpu/l2_probe.sh runs it under
+// ncu.
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                        \
-  do {                                                                                  \
-    cudaError_t e_ = (x);                                                               \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
-      std::exit(1);                                                                     \
-    }                                                                                   \
+#define CHECK(x)                                                                      \
+  do {                                                                                \
+    cudaError_t e_ = (x);                                                             \
+    if (e_ != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                   \
+    }                                                                                 \
   } while (0)
 
 constexpr int kThreads = 256;
 
-// CTA b reads in[b*rd, (b+1)*rd) and writes out[b*wr, (b+1)*wr) (16-byte vectors, reads and writes interleaved
-// in one loop), as a streaming kernel (the dQ convert kernel, the dot kernel) does.
+// CTA b reads in[b*rd, (b+1)*rd) and writes out[b*wr, (b+1)*wr) (16-byte vectors, reads and writes
+// interleaved in one loop), as a streaming kernel (the dQ convert kernel, the dot kernel) does.
 __global__ void stream_rw(const float4* in, float4* out, long rd, long wr) {
   const long n = rd > wr ? rd : wr;
   float4 acc = make_float4(0, 0, 0, 0);
   for (long i = threadIdx.x; i < n; i += kThreads) {
     if (i < rd) {
       const float4 x = in[blockIdx.x * rd + i];
-      acc.x += x.x; acc.y += x.y; acc.z += x.z; acc.w += x.w;
+      acc.x += x.x;
+      acc.y += x.y;
+      acc.z += x.z;
+      acc.w += x.w;
     }
     if (i < wr) out[blockIdx.x * wr + i] = make_float4(acc.x, acc.y, acc.z, float(i));
   }
@@ -42,8 +46,8 @@ __global__ void reuse_read(const float4* buf, long chunk, long chunks, float* si
 }
 
 // Writes `wr` float4 per CTA, then spins `spin_cycles` clock cycles before exiting: whether L2 writes dirty
-// lines back while DRAM is idle (eager write-back), which decides how much of a compute-bound kernel's output is
-// still dirty at its end.
+// lines back while DRAM is idle (eager write-back), which decides how much of a compute-bound kernel's output
+// is still dirty at its end.
 __global__ void write_then_spin(float4* out, long wr, long long spin_cycles) {
   for (long i = threadIdx.x; i < wr; i += kThreads) out[blockIdx.x * wr + i] = make_float4(1, 2, 3, float(i));
   const long long t0 = clock64();
@@ -51,8 +55,8 @@ __global__ void write_then_spin(float4* out, long wr, long long spin_cycles) {
   }
 }
 
-// reuse_read plus a dirty frame per CTA slot (as register spills): CTA b rewrites frame (b mod slots), `frame`
-// float4, `rewrites` times while it reads its chunk; the frames' lines stay dirty and hot in L2.
+// reuse_read plus a dirty frame per CTA slot (as register spills): CTA b rewrites frame (b mod slots),
+// `frame` float4, `rewrites` times while it reads its chunk; the frames' lines stay dirty and hot in L2.
 __global__ void reuse_read_with_frames(const float4* buf, long chunk, long chunks, float4* frames, long frame,
                                        long slots, int rewrites, float* sink) {
   const long c = blockIdx.x % chunks;
@@ -66,10 +70,10 @@ __global__ void reuse_read_with_frames(const float4* buf, long chunk, long chunk
   if (acc == 1234.5f) sink[0] = acc;
 }
 
-// The memory pattern of a FlashAttention forward CTA, without the math: read a Q chunk, then `iters` K/V tiles of
-// its group's (head's) K/V (or, private_kv, of a private copy of the same size: no CTA shares a line), spinning
-// `spin` cycles per tile as the MMAs would, then write an O chunk. 128 threads; the caller's dynamic shared
-// memory sets the CTAs per SM.
+// The memory pattern of a FlashAttention forward CTA, without the math: read a Q chunk, then `iters` K/V
+// tiles of its group's (head's) K/V (or, private_kv, of a private copy of the same size: no CTA shares a
+// line), spinning `spin` cycles per tile as the MMAs would, then write an O chunk. 128 threads; the caller's
+// dynamic shared memory sets the CTAs per SM.
 __global__ void fa_mimic(const float4* q, const float4* kv, float4* o, long q16, long tile16, int iters,
                          int ctas_per_group, int private_kv, long long spin) {
   extern __shared__ float4 smem[];
@@ -131,7 +135,8 @@ int main() {
       write_then_spin<<<ctas, kThreads>>>(b, wr, static_cast<long long>(us) * clock_khz / 1000);
       CHECK(cudaGetLastError());
       CHECK(cudaDeviceSynchronize());
-      std::fprintf(stderr, "launch %d write_then_spin write_bytes %ld spin_us %ld\n", id++, ctas * wr * 16, us);
+      std::fprintf(stderr, "launch %d write_then_spin write_bytes %ld spin_us %ld\n", id++, ctas * wr * 16,
+                   us);
     }
   }
   // Read reuse with hot dirty frames: 1056 slots (8 CTAs of 256 threads on 132 SMs), 0 / 8 / 16 KB each.
@@ -140,7 +145,7 @@ int main() {
     for (long s_mb : {16, 20, 24, 28, 32}) {
       const long chunks = s_mb * MB / 16 / chunk;
       reuse_read_with_frames<<<chunks * 3, kThreads>>>(a, chunk, chunks, b, frame_kb * 1024 / 16, slots, 8,
-                                                         sink);
+                                                       sink);
       CHECK(cudaGetLastError());
       CHECK(cudaDeviceSynchronize());
       std::fprintf(stderr, "launch %d reuse_frames buffer_bytes %ld frame_bytes %ld slots %ld\n", id++,
@@ -148,8 +153,8 @@ int main() {
     }
   }
   // FlashAttention-forward mimics, 2 CTAs per SM (100 KB of shared memory each), `spin` cycles of "math" per
-  // K/V tile: d96 n2048 b2 h16 (512 CTAs, 16 per head, Q/O 24 KB per CTA, 32 K/V tiles of 24 KB) and d256 n1024
-  // b4 h8 (512 CTAs, 16 per head, Q/O 32 KB, 16 tiles of 64 KB), as SDPA's FA2 kernels run them.
+  // K/V tile: d96 n2048 b2 h16 (512 CTAs, 16 per head, Q/O 24 KB per CTA, 32 K/V tiles of 24 KB) and d256
+  // n1024 b4 h8 (512 CTAs, 16 per head, Q/O 32 KB, 16 tiles of 64 KB), as SDPA's FA2 kernels run them.
   {
     float4 *kvp = nullptr, *op = nullptr;
     const size_t kv_room = 512ul * 32 * 64 * 1024;  // private copies of the largest
@@ -175,7 +180,8 @@ int main() {
       fa_mimic<<<v.ctas, 128, smem>>>(a, kvp, op, q16, tile16, v.iters, v.per_group, v.private_kv, v.spin);
       CHECK(cudaGetLastError());
       CHECK(cudaDeviceSynchronize());
-      std::fprintf(stderr, "launch %d fa_mimic %s o_bytes %ld kv_bytes %ld\n", id++, v.what, v.ctas * q16 * 16,
+      std::fprintf(stderr, "launch %d fa_mimic %s o_bytes %ld kv_bytes %ld\n", id++, v.what,
+                   v.ctas * q16 * 16,
                    (v.private_kv ? v.ctas : v.ctas / v.per_group) * static_cast<long>(v.iters) * tile16 * 16);
     }
   }

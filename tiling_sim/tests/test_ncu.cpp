@@ -39,86 +39,9 @@ TEST(Ncu, RecognizesFa2) {
 }
 
 namespace {
-AttentionProblem calibration_problem() {
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = p.heads_kv = 16;
-  p.seqlen_q = p.seqlen_k = 4096;
-  p.head_dim = p.head_dim_v = 128;
-  p.dtype = DType::BF16;
-  return p;
-}
-std::vector<NcuKernel> read_report(const std::string& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in) << path;
-  return parse_ncu_csv(in);
-}
-}  // namespace
-
-// The calibration problem with its DRAM counters measured in one ncu pass (the same kernels, re-run on an
-// H100 the same day): every metric of the four kernels within tolerance.
-TEST(Ncu, CalibrationH100WithinTolerance) {
-  const auto kernels = with_dram_counters(
-      read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv"),
-      read_report(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_calibration_d128_n4096.csv"));
-  const auto c = compare_ncu(kernels, calibration_problem(), load_profile("H100-SXM5-80GB"));
-  ASSERT_EQ(c.kernels.size(), 4u);
-  for (const auto& k : c.kernels) {
-    EXPECT_TRUE(k.recognized) << k.name;
-    for (const auto& m : k.metrics) EXPECT_TRUE(m.ok) << k.name << " " << m.metric << " ratio " << m.ratio;
-  }
-  EXPECT_TRUE(c.ok);
-}
-
-// The calibration file alone: its DRAM counters were collected with 16 metrics, so ncu replayed each kernel,
-// and every kernel after the first wrote 1.5 .. 3.5 MB more than one pass of the same kernels measures. With
-// the profile's replay term (auto-detected from the metric list) every metric is within tolerance; without it
-// the dQ convert kernel's DRAM writes are 10.4% over and nothing else fails.
-TEST(Ncu, CalibrationFileWithReplayTerm) {
-  const auto file = read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
-  const auto one_pass = read_report(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_calibration_d128_n4096.csv");
-  ASSERT_EQ(file.size(), one_pass.size());
-  for (size_t i = 1; i < file.size(); ++i) {
-    const double extra =
-        file[i].metrics.at("dram__bytes_write.sum") - one_pass[i].metrics.at("dram__bytes_write.sum");
-    EXPECT_GT(extra, 1.5e6) << file[i].name.substr(0, 40);
-    EXPECT_LT(extra, 3.5e6) << file[i].name.substr(0, 40);
-  }
-  EXPECT_TRUE(dram_counters_replayed(file));
-  EXPECT_FALSE(dram_counters_replayed(one_pass));
-  const auto hw = load_profile("H100-SXM5-80GB");
-  const auto with_term = compare_ncu(file, calibration_problem(), hw, true);
-  EXPECT_TRUE(with_term.ok);
-  EXPECT_EQ(with_term.kernels[0].replay_write_bytes, 0);  // the first kernel profiled
-  EXPECT_EQ(with_term.kernels[3].replay_write_bytes, hw.ncu_replay_write_bytes);
-  const auto without = compare_ncu(file, calibration_problem(), hw, false);
-  for (const auto& k : without.kernels)
-    for (const auto& m : k.metrics)
-      EXPECT_EQ(m.ok, !(k.name.rfind("bwd_convert_dq", 0) == 0 && m.metric == "dram__bytes_write.sum"))
-          << k.name << " " << m.metric << " ratio " << m.ratio;
-}
-
-TEST(Ncu, DramReportMustMatchKernels) {
-  auto file = read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
-  auto fewer = file;
-  fewer.pop_back();
-  EXPECT_THROW((void)with_dram_counters(file, fewer), InputError);
-  auto renamed = file;
-  renamed[1].name = "other_kernel";
-  EXPECT_THROW((void)with_dram_counters(file, renamed), InputError);
-  auto no_dram = file;
-  no_dram[0].metrics.erase("dram__bytes_write.sum");
-  EXPECT_THROW((void)with_dram_counters(file, no_dram), InputError);
-  auto scaled = file;
-  scaled[2].metrics["dram__bytes_read.sum"] = 123;
-  EXPECT_EQ(with_dram_counters(file, scaled)[2].metrics.at("dram__bytes_read.sum"), 123);
-}
-
-namespace {
-
 struct RecordedShape {
-  const char*
-      set;  // the folder under bench/results/ncu_h100_2026-11-22: "" (first run), repeat/, validation/
+  // the folder under bench/results/ncu_h100_2026-11-22: "" (first run), repeat/, validation/
+  const char* set;
   const char* name;
   int64_t batch, heads, heads_kv, seqlen, head_dim;
   bool causal;
@@ -161,6 +84,77 @@ AttentionProblem recorded_problem(const RecordedShape& s) {
   if (s.causal) p.window_right = 0;
   return p;
 }
+
+// The problem of the calibration file (ncu_fa2_h100_calibration.csv): a recorded shape like the others.
+constexpr RecordedShape kCalibration = {"", "calibration_d128_n4096", 2, 16, 16, 4096, 128, false};
+
+std::vector<NcuKernel> read_report(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  return parse_ncu_csv(in);
+}
+}  // namespace
+
+// The calibration problem with its DRAM counters measured in one ncu pass (the same kernels, re-run on an
+// H100 the same day): every metric of the four kernels within tolerance.
+TEST(Ncu, CalibrationH100WithinTolerance) {
+  const auto kernels = with_dram_counters(
+      read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv"),
+      read_report(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_calibration_d128_n4096.csv"));
+  const auto c = compare_ncu(kernels, recorded_problem(kCalibration), load_profile("H100-SXM5-80GB"));
+  ASSERT_EQ(c.kernels.size(), 4u);
+  for (const auto& k : c.kernels) {
+    EXPECT_TRUE(k.recognized) << k.name;
+    for (const auto& m : k.metrics) EXPECT_TRUE(m.ok) << k.name << " " << m.metric << " ratio " << m.ratio;
+  }
+  EXPECT_TRUE(c.ok);
+}
+
+// The calibration file alone: its DRAM counters were collected with 16 metrics, so ncu replayed each kernel,
+// and every kernel after the first wrote 1.5 .. 3.5 MB more than one pass of the same kernels measures. With
+// the profile's replay term (auto-detected from the metric list) every metric is within tolerance; without it
+// the dQ convert kernel's DRAM writes are 10.4% over and nothing else fails.
+TEST(Ncu, CalibrationFileWithReplayTerm) {
+  const auto file = read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
+  const auto one_pass = read_report(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_calibration_d128_n4096.csv");
+  ASSERT_EQ(file.size(), one_pass.size());
+  for (size_t i = 1; i < file.size(); ++i) {
+    const double extra =
+        file[i].metrics.at("dram__bytes_write.sum") - one_pass[i].metrics.at("dram__bytes_write.sum");
+    EXPECT_GT(extra, 1.5e6) << file[i].name.substr(0, 40);
+    EXPECT_LT(extra, 3.5e6) << file[i].name.substr(0, 40);
+  }
+  EXPECT_TRUE(dram_counters_replayed(file));
+  EXPECT_FALSE(dram_counters_replayed(one_pass));
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto with_term = compare_ncu(file, recorded_problem(kCalibration), hw, true);
+  EXPECT_TRUE(with_term.ok);
+  EXPECT_EQ(with_term.kernels[0].replay_write_bytes, 0);  // the first kernel profiled
+  EXPECT_EQ(with_term.kernels[3].replay_write_bytes, hw.ncu_replay_write_bytes);
+  const auto without = compare_ncu(file, recorded_problem(kCalibration), hw, false);
+  for (const auto& k : without.kernels)
+    for (const auto& m : k.metrics)
+      EXPECT_EQ(m.ok, !(k.name.rfind("bwd_convert_dq", 0) == 0 && m.metric == "dram__bytes_write.sum"))
+          << k.name << " " << m.metric << " ratio " << m.ratio;
+}
+
+TEST(Ncu, DramReportMustMatchKernels) {
+  auto file = read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
+  auto fewer = file;
+  fewer.pop_back();
+  EXPECT_THROW((void)with_dram_counters(file, fewer), InputError);
+  auto renamed = file;
+  renamed[1].name = "other_kernel";
+  EXPECT_THROW((void)with_dram_counters(file, renamed), InputError);
+  auto no_dram = file;
+  no_dram[0].metrics.erase("dram__bytes_write.sum");
+  EXPECT_THROW((void)with_dram_counters(file, no_dram), InputError);
+  auto scaled = file;
+  scaled[2].metrics["dram__bytes_read.sum"] = 123;
+  EXPECT_EQ(with_dram_counters(file, scaled)[2].metrics.at("dram__bytes_read.sum"), 123);
+}
+
+namespace {
 
 // DRAM figures (one-pass counters, single_pass/) the model does not bring within 10%, each explained in
 // bench/results/ncu_h100_2026-11-22/README.md ("shape/kernel/metric").
