@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Does what ncu reports for DRAM bytes depend on how many metrics (replay passes) are collected? Profiles the
-# d96 n2048 SDPA flash forward/backward and the L2 probes with the 5-metric set of l2_probe.sh and with the
-# 16-metric set of ncu_shapes.sh, into $1 (default $OUT).
+# d96 n2048 SDPA flash forward/backward and the L2 probe's fa_mimic launches with the two DRAM counters alone,
+# with the 5-metric set of l2_probe.sh and with the 16-metric set of ncu_shapes.sh, into $1 (default $OUT).
 set -u
 out=${1:-${OUT:-.}}
 small=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum

@@ -11,8 +11,8 @@ l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum,l1tex__t_bytes_pipe_lsu_mem_local
 l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,\
 lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
 # METRICS=dram: only dram__bytes_read/write, which ncu then collects in one pass (ncu_dram_<shape>.csv). With the
-# full set ncu replays each kernel several times, and the backward kernels' DRAM writes come out about 2.4 MB
-# higher than in one pass (bench/results/ncu_h100_2026-11-22/README.md): take the DRAM figures from this run.
+# full set ncu replays each kernel, and every kernel after the first one profiled writes about 2.4 MB more than
+# in one pass (bench/results/ncu_h100_2026-11-22/README.md): take the DRAM figures from this run.
 prefix=ncu
 if [ "${METRICS:-}" = dram ]; then
   metrics=dram__bytes_read.sum,dram__bytes_write.sum
@@ -20,9 +20,9 @@ if [ "${METRICS:-}" = dram ]; then
 fi
 only=${2:-}  # optional: a regex of shape names to run
 # name batch heads heads_kv seqlen head_dim causal
-# SHAPES=validation: shapes measured after the L2 model was calibrated on the probes (bench/gpu/l2_probe.sh),
-# never used to choose it.
-if [ "${SHAPES:-}" = calibration ]; then  # the problem of ../shared/data/ncu_fa2_h100_calibration.csv
+# SHAPES=validation: 5 shapes measured after the model of the first 7 was written; SHAPES=calibration: the
+# problem of ../shared/data/ncu_fa2_h100_calibration.csv.
+if [ "${SHAPES:-}" = calibration ]; then
 shapes=("calibration_d128_n4096 2 16 16 4096 128 0")
 elif [ "${SHAPES:-}" = validation ]; then
 shapes=(

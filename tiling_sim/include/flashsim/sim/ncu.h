@@ -20,8 +20,8 @@ struct NcuKernel {
 std::vector<NcuKernel> parse_ncu_csv(std::istream& in);
 
 // Takes the DRAM counters (dram__bytes_read/write) of each kernel from `dram`, a report of the same kernels
-// in the same order that collected only them: ncu then needs one replay pass, while with more metrics it
-// replays each kernel several times and the backward kernels' DRAM writes come out about 2.4 MB higher
+// in the same order that collected only them: ncu then needs one pass, while with more metrics it replays
+// each kernel, and every kernel after the first one profiled writes about 2.4 MB more
 // (bench/results/ncu_h100_2026-11-22/README.md). Throws InputError("ncu-dram") when the kernels differ.
 std::vector<NcuKernel> with_dram_counters(std::vector<NcuKernel> full, const std::vector<NcuKernel>& dram);
 
