@@ -14,7 +14,8 @@ namespace {
 // capacity in lines.
 class Lru {
  public:
-  explicit Lru(int64_t lines) : cap_(std::max<int64_t>(1, lines)) {
+  Lru(int64_t lines, int64_t dirty_lines)
+      : cap_(std::max<int64_t>(1, lines)), dirty_cap_(dirty_lines > 0 ? dirty_lines : INT64_MAX) {
     nodes_.resize(static_cast<size_t>(cap_));
     size_t t = 1;
     while (t < static_cast<size_t>(cap_) * 2) t <<= 1;
@@ -27,12 +28,14 @@ class Lru {
       Node& n = nodes_[static_cast<size_t>(table_[h])];
       if (n.line == line) {
         r.hits += weight;
-        if (kind != 0) n.dirty = true;
+        const int32_t id = table_[h];
         if (weight > n.weight) {  // a partial chunk at a sequence end, touched whole later
           used_lines_ += weight - n.weight;
+          if (n.dirty) dirty_used_ += weight - n.weight;
           n.weight = static_cast<int32_t>(weight);
         }
-        to_front(table_[h]);
+        to_front(id);
+        if (kind != 0) mark_dirty(id, line_bytes, r);
         return;
       }
       h = (h + 1) & mask_;
@@ -43,7 +46,11 @@ class Lru {
     while (used_lines_ + weight > cap_ && tail_ >= 0) {
       const int32_t v = tail_;
       const Node& n = nodes_[static_cast<size_t>(v)];
-      if (n.dirty) r.dram_write += n.weight * line_bytes;
+      if (n.dirty) {
+        r.dram_write += n.weight * line_bytes;
+        dirty_unlink(v);
+        dirty_used_ -= n.weight;
+      }
       used_lines_ -= n.weight;
       erase_index(n.line);
       unlink(v);
@@ -61,10 +68,11 @@ class Lru {
       h = slot(line);
       while (table_[h] >= 0) h = (h + 1) & mask_;
     }
-    nodes_[static_cast<size_t>(id)] = Node{line, -1, -1, static_cast<int32_t>(weight), kind != 0};
+    nodes_[static_cast<size_t>(id)] = Node{line, -1, -1, -1, -1, static_cast<int32_t>(weight), false};
     used_lines_ += weight;
     table_[h] = id;
     push_front(id);
+    if (kind != 0) mark_dirty(id, line_bytes, r);
   }
   int64_t dirty_lines() const {
     int64_t n = 0;
@@ -76,10 +84,47 @@ class Lru {
  private:
   struct Node {
     uint64_t line;
-    int32_t prev, next;
+    int32_t prev, next;    // recency list
+    int32_t dprev, dnext;  // dirty lines, most recently written first
     int32_t weight;
     bool dirty;
   };
+  // A written line becomes the newest dirty one; beyond the dirty limit the oldest dirty lines are written
+  // back and stay, clean (measured on the H100: a write-only stream keeps at most ~24.8 MB dirty).
+  void mark_dirty(int32_t id, int line_bytes, L2Result& r) {
+    Node& n = nodes_[static_cast<size_t>(id)];
+    if (n.dirty) {
+      if (dhead_ == id) return;
+      dirty_unlink(id);
+    } else {
+      n.dirty = true;
+      dirty_used_ += n.weight;
+    }
+    n.dprev = -1;
+    n.dnext = dhead_;
+    if (dhead_ >= 0) nodes_[static_cast<size_t>(dhead_)].dprev = id;
+    dhead_ = id;
+    if (dtail_ < 0) dtail_ = id;
+    while (dirty_used_ > dirty_cap_ && dtail_ >= 0 && dtail_ != id) {
+      const int32_t v = dtail_;
+      Node& o = nodes_[static_cast<size_t>(v)];
+      r.dram_write += o.weight * line_bytes;
+      dirty_used_ -= o.weight;
+      dirty_unlink(v);
+      o.dirty = false;
+    }
+  }
+  void dirty_unlink(int32_t id) {
+    Node& n = nodes_[static_cast<size_t>(id)];
+    if (n.dprev >= 0)
+      nodes_[static_cast<size_t>(n.dprev)].dnext = n.dnext;
+    else
+      dhead_ = n.dnext;
+    if (n.dnext >= 0)
+      nodes_[static_cast<size_t>(n.dnext)].dprev = n.dprev;
+    else
+      dtail_ = n.dprev;
+  }
   size_t slot(uint64_t line) const {
     return static_cast<size_t>((line * 0x9E3779B97F4A7C15ULL) >> 20) & mask_;
   }
@@ -124,12 +169,12 @@ class Lru {
     unlink(id);
     push_front(id);
   }
-  int64_t cap_, used_lines_ = 0, used_nodes_ = 0;
+  int64_t cap_, dirty_cap_, used_lines_ = 0, used_nodes_ = 0, dirty_used_ = 0;
   std::vector<Node> nodes_;
   std::vector<int32_t> free_;
   std::vector<int32_t> table_;
   size_t mask_ = 0;
-  int32_t head_ = -1, tail_ = -1;
+  int32_t head_ = -1, tail_ = -1, dhead_ = -1, dtail_ = -1;
 };
 
 constexpr int64_t kChunkRows = 16;
@@ -140,7 +185,7 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
                      int64_t resident_ctas) {
   L2Result r;
   const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
-  Lru cache(hw.l2_effective_bytes / lb);
+  Lru cache(hw.l2_effective_bytes / lb, hw.l2_dirty_bytes / lb);
   // Each tensor its own address range; rows of a (batch, head) laid out as BSHD with padded sequences.
   int64_t rows = std::max(fa2_padded_rows(p.seqlen_q), p.seqlen_k);
   for (const auto& cta : s.ctas)  // the partials dQ strategy stores rows beyond a sequence

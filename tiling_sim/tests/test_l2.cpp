@@ -38,3 +38,18 @@ TEST(L2, TinyCacheWritesBackAndRereads) {
   EXPECT_GT(r.dram_read, k.unique_loaded());  // K and V re-read per query block
   EXPECT_EQ(r.dram_write + r.dirty_at_end, k.unique_dirty());
 }
+
+TEST(L2, DirtyLimitWritesBackOldestDirtyLinesThatStayCached) {
+  const auto p = small();
+  auto hw = load_profile("H100-SXM5-80GB");
+  const int64_t limit = 32 * 1024;  // well under O's 128 KiB: most of O must be written back during the kernel
+  hw.l2_dirty_bytes = limit;
+  const auto s = fa2_schedule(KernelKind::Fa2Forward, p, TileConfig{});
+  const auto k = execute_counts(s);
+  ASSERT_GT(k.unique_dirty(), 2 * limit);
+  const auto r = simulate_l2(s, p, hw, 264);
+  EXPECT_EQ(r.dram_read, k.unique_loaded());  // written-back lines stay cached: nothing is read twice
+  EXPECT_LE(r.dirty_at_end, limit);
+  EXPECT_GE(r.dirty_at_end, limit - 16 * 64 * 2);  // at most one 16-row chunk of O below the limit
+  EXPECT_EQ(r.dram_write + r.dirty_at_end, k.unique_dirty());
+}

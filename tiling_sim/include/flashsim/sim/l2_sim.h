@@ -2,8 +2,8 @@
 // The executed L2 model: the schedule's moves run through an LRU cache of 128-byte lines of the profile's
 // effective L2 capacity. CTAs run in launch order, `resident` at a time, their moves interleaved round-robin.
 // Cold at kernel start; loads and reductions that miss read the line from DRAM; stores allocate without
-// reading; evicted dirty lines are written back; dirty lines still in L2 at kernel end are not counted (as
-// ncu).
+// reading; evicted dirty lines are written back, and so are the oldest dirty lines beyond the profile's
+// l2_dirty_bytes (they stay cached, clean); dirty lines still in L2 at kernel end are not counted (as ncu).
 #include <cstdint>
 
 #include "flashsim/sim/hardware.h"
