@@ -333,11 +333,17 @@ void add_traffic(CLI::App& app) {
           fmt::print("  (not recognized: skipped)\n");
           continue;
         }
-        fmt::print("  {:<48} {:>16} {:>16} {:>8} {:>6} {}\n", "metric", "measured", "predicted", "ratio",
+        fmt::print("  {:<48} {:>16} {:>16} {:>8} {:>7} {}\n", "metric", "measured", "predicted", "ratio",
                    "tol", "ok");
+        // tol: the relative tolerance, or the DRAM counters' run-to-run spread in MB where that is wider
+        const auto tol = [](const sim::MetricComparison& m) {
+          if (m.tolerance <= 0) return std::string("-");
+          if (m.floor > m.tolerance * m.predicted) return fmt::format("{:.2f}MB", m.floor / 1e6);
+          return fmt::format("{:.0f}%", m.tolerance * 100);
+        };
         for (const auto& m : k.metrics)
-          fmt::print("  {:<48} {:>16.0f} {:>16.0f} {:>8.4f} {:>6} {}\n", m.metric, m.measured, m.predicted,
-                     m.ratio, m.tolerance > 0 ? fmt::format("{:.0f}%", m.tolerance * 100) : "-",
+          fmt::print("  {:<48} {:>16.0f} {:>16.0f} {:>8.4f} {:>7} {}\n", m.metric, m.measured, m.predicted,
+                     m.ratio, tol(m),
                      m.tolerance > 0                        ? (m.ok ? "ok" : "FAIL")
                      : m.metric == "gpu__time_duration.sum" ? "estimate (ns), not held"
                                                             : "unexplained (spills)");

@@ -4,22 +4,15 @@ ncu measured (DRAM bytes read and written, time), plus the derived figure each p
 
 usage: l2_probe_table.py PROBE.csv LAUNCHES.txt
 """
-import csv
 import sys
 
-UNITS = {"byte": 1, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "nsecond": 1, "usecond": 1e3, "msecond": 1e6}
+from ncu_csv import read_metrics
 
 
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    rows = list(csv.reader(line for line in open(sys.argv[1]) if line.startswith('"')))
-    head = rows[0]
-    col = {name: head.index(name) for name in ("ID", "Metric Name", "Metric Unit", "Metric Value")}
-    metrics = {}
-    for r in rows[1:]:
-        value = float(r[col["Metric Value"]].replace(",", "")) * UNITS.get(r[col["Metric Unit"]], 1)
-        metrics.setdefault(int(r[col["ID"]]), {})[r[col["Metric Name"]]] = value
+    metrics, _ = read_metrics(sys.argv[1])
     mib = 2**20
     for line in open(sys.argv[2]):
         if not line.startswith("launch"):

@@ -41,6 +41,8 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.l2_source = j.value("l2_source", std::string());
     p.ncu_replay_write_bytes = j.value("ncu_replay_write_bytes", 0.0);
     p.ncu_replay_source = j.value("ncu_replay_source", std::string());
+    p.ncu_dram_repeatability = j.value("ncu_dram_repeatability", 0.0);
+    p.ncu_dram_repeatability_source = j.value("ncu_dram_repeatability_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }
@@ -73,8 +75,12 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   for (auto [field, v] : {std::pair{"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
                           {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
                           {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
-                          {"ncu_replay_write_bytes", p.ncu_replay_write_bytes}})
+                          {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
+                          {"ncu_dram_repeatability", p.ncu_dram_repeatability}})
     non_negative(field, v);
+  if (p.ncu_dram_repeatability >= 1)
+    throw InputError("hw", fmt::format("profile {}: ncu_dram_repeatability is a fraction below 1, got {}", p.name,
+                                       p.ncu_dram_repeatability));
   if (p.shared_memory_per_block > p.shared_memory_per_sm)
     throw InputError("hw",
                      fmt::format("profile {}: shared_memory_per_block exceeds shared_memory_per_sm", p.name));
@@ -107,7 +113,9 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"achieved_source", p.achieved_source},
           {"l2_source", p.l2_source},
           {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
-          {"ncu_replay_source", p.ncu_replay_source}};
+          {"ncu_replay_source", p.ncu_replay_source},
+          {"ncu_dram_repeatability", p.ncu_dram_repeatability},
+          {"ncu_dram_repeatability_source", p.ncu_dram_repeatability_source}};
 }
 
 namespace {

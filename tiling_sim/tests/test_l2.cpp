@@ -42,7 +42,8 @@ TEST(L2, TinyCacheWritesBackAndRereads) {
 TEST(L2, DirtyLimitWritesBackOldestDirtyLinesThatStayCached) {
   const auto p = small();
   auto hw = load_profile("H100-SXM5-80GB");
-  const int64_t limit = 32 * 1024;  // well under O's 128 KiB: most of O must be written back during the kernel
+  const int64_t limit =
+      32 * 1024;  // well under O's 128 KiB: most of O must be written back during the kernel
   hw.l2_dirty_bytes = limit;
   const auto s = fa2_schedule(KernelKind::Fa2Forward, p, TileConfig{});
   const auto k = execute_counts(s);

@@ -22,6 +22,94 @@ TEST(Ncu, ParsesThousandsAndUnits) {
   EXPECT_DOUBLE_EQ(ks[0].metrics.at("b"), 2500.0);
 }
 
+TEST(Ncu, ConvertsPrefixedUnitsToBaseUnits) {
+  std::istringstream in(
+      "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+      "\"0\",\"k\",\"a\",\"Mibyte\",\"2\"\n\"0\",\"k\",\"b\",\"usecond\",\"1.5\"\n"
+      "\"0\",\"k\",\"c\",\"Ksector\",\"3\"\n\"0\",\"k\",\"d\",\"second\",\"0.25\"\n"
+      "\"0\",\"k\",\"e\",\"Gbyte\",\"1.25\"\n\"0\",\"k\",\"f\",\"Pbyte\",\"1\"\n"
+      "\"0\",\"k\",\"g\",\"byte\",\"n/a\"\n");
+  const auto ks = parse_ncu_csv(in);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("a"), 2.0 * 1048576);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("b"), 1500.0);  // nanoseconds
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("c"), 3000.0);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("d"), 0.25e9);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("e"), 1.25e9);
+  EXPECT_FALSE(ks[0].metrics.count("f"));  // a unit it cannot convert: kept aside, not taken as bytes
+  EXPECT_EQ(ks[0].unknown_units.at("f"), "Pbyte");
+  EXPECT_FALSE(ks[0].metrics.count("g"));  // not a number
+}
+
+// A DRAM figure is held within 10% of the prediction or within the counters' run-to-run spread (the profile's
+// ncu_dram_repeatability, a share of the kernel's measured DRAM bytes), whichever is wider.
+TEST(Ncu, DramToleranceHasTheCountersSpreadAsFloor) {
+  const std::string name =
+      "void flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<64, 128, 128, 8, 4, 4, 4>>";
+  const auto report = [&](double write) {
+    NcuKernel k;
+    k.id = "0";
+    k.name = name;
+    k.metrics["dram__bytes_read.sum"] = 4194304;  // dQaccum of the problem below, fp32
+    k.metrics["dram__bytes_write.sum"] = write;
+    return std::vector<NcuKernel>{k};
+  };
+  AttentionProblem p;
+  p.batch = 2;
+  p.heads_q = p.heads_kv = 8;
+  p.seqlen_q = p.seqlen_k = 1000;
+  p.head_dim = p.head_dim_v = 64;
+  p.dtype = DType::BF16;
+  auto hw = load_profile("H100-SXM5-80GB");
+  ASSERT_DOUBLE_EQ(hw.ncu_dram_repeatability, 0.01);
+  const auto write_of = [](const Comparison& c) { return c.kernels.at(0).metrics.at(1); };
+  // dQ (2 MB of bf16) stays in L2: predicted 0 bytes written; 768 B measured is 0.02% of the kernel's bytes
+  auto m = write_of(compare_ncu(report(768), p, hw));
+  ASSERT_EQ(m.metric, "dram__bytes_write.sum");
+  EXPECT_EQ(m.predicted, 0);
+  EXPECT_NEAR(m.floor, 0.01 * (4194304 + 768), 1e-6);
+  EXPECT_TRUE(m.ok);
+  EXPECT_FALSE(write_of(compare_ncu(report(60000), p, hw)).ok);  // 1.4%: beyond the spread
+  hw.ncu_dram_repeatability = 0;                                 // not measured: 10% of the prediction alone
+  EXPECT_FALSE(write_of(compare_ncu(report(768), p, hw)).ok);
+}
+
+// A metric the comparison reads, in a unit flashsim cannot convert, is an error rather than a wrong number.
+TEST(Ncu, UnconvertibleUnitOfAComparedMetricIsAnError) {
+  std::istringstream in(
+      "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+      "\"0\",\"void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, 0, 0, bfloat16_t>>\","
+      "\"dram__bytes_read.sum\",\"Pbyte\",\"1\"\n");
+  const auto ks = parse_ncu_csv(in);
+  AttentionProblem p;
+  p.dtype = DType::BF16;
+  EXPECT_THROW(compare_ncu(ks, p, load_profile("H100-SXM5-80GB")), InputError);
+}
+
+// ncu --page raw (a column per metric, a row of units under the header) and the details page of the same
+// problem, profiled one after the other (bench/gpu/ncu_csv_layouts.sh): the same kernels, and the same bytes
+// between L2 and the SMs (deterministic; DRAM and time differ between runs).
+TEST(Ncu, RawPageReadsAsTheDetailsPage) {
+  const std::string dir = FLASHSIM_NCU_RESULTS "/csv_layouts/";
+  std::ifstream raw_in(dir + "ncu_raw_d64_n1000_causal.csv"), details_in(dir + "ncu_d64_n1000_causal.csv");
+  ASSERT_TRUE(raw_in && details_in);
+  const auto raw = parse_ncu_csv(raw_in), details = parse_ncu_csv(details_in);
+  ASSERT_EQ(raw.size(), 4u);
+  ASSERT_EQ(details.size(), 4u);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    EXPECT_EQ(raw[i].name, details[i].name);
+    EXPECT_EQ(raw[i].grid, details[i].grid);
+    EXPECT_TRUE(raw[i].unknown_units.empty());
+    for (const char* m :
+         {"l1tex__m_xbar2l1tex_read_bytes.sum", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+          "l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum", "launch__registers_per_thread"})
+      EXPECT_EQ(raw[i].metrics.at(m), details[i].metrics.at(m)) << i << " " << m;
+    EXPECT_NEAR(raw[i].metrics.at("dram__bytes_read.sum") / details[i].metrics.at("dram__bytes_read.sum"),
+                1.0, 0.05);
+    EXPECT_GT(raw[i].metrics.at("gpu__time_duration.sum"), 1000.0);  // nanoseconds: several microseconds
+  }
+}
+
 TEST(Ncu, RecognizesFa2) {
   auto f =
       recognize_kernel("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t>>");
@@ -183,13 +271,11 @@ const std::set<std::string> kKnownDramMisses = {
     "causal_d256_n2000/bwd_dq_dk_dv/dram__bytes_write.sum",
     "d96_n2048/bwd_dq_dk_dv/dram__bytes_write.sum",
     "gqa_causal_d64_n4096/bwd_dq_dk_dv/dram__bytes_write.sum",
-    // convert kernels whose whole footprint fits in L2: predicted 0, measured 0.02 .. 0.47 MB
+    // convert kernels whose whole footprint fits in L2: predicted 0, measured 0.36 .. 0.47 MB, 1.05 .. 1.3%
+    // of
+    // the kernel's DRAM bytes (the other four write 0.02 .. 0.08 MB, within the counters' 1% spread)
     "d128_n1000/bwd_convert_dq/dram__bytes_write.sum",
-    "d256_n1024/bwd_convert_dq/dram__bytes_write.sum",
     "d64_n1024/bwd_convert_dq/dram__bytes_write.sum",
-    "d64_n3000_causal/bwd_convert_dq/dram__bytes_write.sum",
-    "causal_d256_n2000/bwd_convert_dq/dram__bytes_write.sum",
-    "d96_n2048/bwd_convert_dq/dram__bytes_write.sum",
     "gqa_causal_d64_n4096/bwd_convert_dq/dram__bytes_write.sum",
 };
 
@@ -241,7 +327,7 @@ TEST(Ncu, RecordedH100ShapesWithinTolerance) {
   EXPECT_EQ(dram_total, 12 * 4 * 2);
   EXPECT_EQ(dram_ok, 96 - static_cast<int>(kKnownDramMisses.size()));
   EXPECT_EQ(replayed_total, 19 * 4 * 2);
-  EXPECT_EQ(replayed_ok, 44 + 45 + 30);  // first run 44/56, repeat 45/56, validation 30/40
+  EXPECT_EQ(replayed_ok, 44 + 47 + 30);  // first run 44/56, repeat 47/56, validation 30/40
 }
 
 // The time estimate against ncu's gpu__time_duration of the two FA2 kernels that do the math, on the 7

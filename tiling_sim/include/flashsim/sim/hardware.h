@@ -32,6 +32,11 @@ struct HardwareProfile {
   // kernels with 16 metrics and alone). 0: not measured.
   double ncu_replay_write_bytes = 0;
   std::string ncu_replay_source;
+  // How far ncu's DRAM counters of one kernel differ between runs of the same kernels, as a fraction of the
+  // kernel's DRAM bytes (read + write): `traffic compare` holds a DRAM figure within 10% of the prediction or
+  // within this much of the kernel's measured DRAM bytes, whichever is wider. 0: not measured (10% only).
+  double ncu_dram_repeatability = 0;
+  std::string ncu_dram_repeatability_source;
 };
 
 HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields

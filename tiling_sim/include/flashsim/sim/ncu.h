@@ -13,10 +13,13 @@ namespace flashsim::sim {
 struct NcuKernel {
   std::string id, name, block, grid;
   std::map<std::string, double> metrics;  // values in base units (bytes, sectors, ns)
+  std::map<std::string, std::string> unknown_units;  // metrics whose unit could not be converted: the unit
 };
 
-// Parses ncu's CSV: `==PROF==`-style lines skipped, one row per kernel and metric, thousands separators,
-// units per row (byte, Kbyte, Mbyte, Gbyte, KiB...). Throws InputError("ncu") on a malformed file.
+// Parses ncu's CSV: `==PROF==`-style lines skipped; the details page (the default: one row per kernel and
+// metric, a unit per row) or the raw page (`--page raw`: one row per kernel, a column per metric, a row of
+// units under the header); thousands separators; prefixed units (Kbyte, Mibyte, usecond...) to base units.
+// Throws InputError("ncu") on a malformed file.
 std::vector<NcuKernel> parse_ncu_csv(std::istream& in);
 
 // Takes the DRAM counters (dram__bytes_read/write) of each kernel from `dram`, a report of the same kernels
@@ -35,6 +38,9 @@ std::optional<RecognizedKernel> recognize_kernel(const std::string& name);
 struct MetricComparison {
   std::string metric;
   double measured = 0, predicted = 0, ratio = 0, tolerance = 0;  // tolerance 0: informational
+  // ok: |measured - predicted| <= max(tolerance * predicted, floor); floor (same unit as the metric): the DRAM
+  // counters' run-to-run spread for this kernel (the profile's ncu_dram_repeatability), 0 elsewhere
+  double floor = 0;
   bool ok = true;
 };
 struct KernelComparison {
