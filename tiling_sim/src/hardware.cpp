@@ -79,8 +79,8 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
                           {"ncu_dram_repeatability", p.ncu_dram_repeatability}})
     non_negative(field, v);
   if (p.ncu_dram_repeatability >= 1)
-    throw InputError("hw", fmt::format("profile {}: ncu_dram_repeatability is a fraction below 1, got {}", p.name,
-                                       p.ncu_dram_repeatability));
+    throw InputError("hw", fmt::format("profile {}: ncu_dram_repeatability is a fraction below 1, got {}",
+                                       p.name, p.ncu_dram_repeatability));
   if (p.shared_memory_per_block > p.shared_memory_per_sm)
     throw InputError("hw",
                      fmt::format("profile {}: shared_memory_per_block exceeds shared_memory_per_sm", p.name));
