@@ -49,8 +49,12 @@ void add_hw(CLI::App& app) {
 void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::HardwareProfile& hw) {
   const bool calibrated = std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.calibrated; });
   fmt::print(
-      "time: an estimate, max(DRAM, L2, MMA + exp + vector work) per kernel with the CTAs' load imbalance; "
+      "time: an estimate, max(DRAM, L2, MMA + exp + vector work) per kernel with the CTAs' load imbalance, "
+      "{}; "
       "{}\n",
+      hw.kernel_latency_s > 0
+          ? fmt::format("plus {:.1f} us per launch (measured on this GPU)", hw.kernel_latency_s * 1e6)
+          : std::string("no launch latency (not measured for this profile)"),
       calibrated
           ? fmt::format("MMA at the FA2 rate measured on this GPU ({:.0f} / {:.0f} TFLOP/s fwd / bwd), "
                         "validated in bench/results/ncu_h100_2026-11-22/README.md",

@@ -102,12 +102,14 @@ static double list_schedule_imbalance(const std::vector<double>& pattern, int64_
 }
 
 // A warp of an FA2-class kernel runs its MMAs and its softmax (exp, rescale) in turn, so they add; memory
-// traffic overlaps with both.
+// traffic overlaps with both. The launch's fixed time (start, ramp-up, drain) comes on top.
 static void finish_time(KernelPrediction& r) {
   const double compute = r.t_mma + r.t_exp + r.t_vec;
-  r.time_s = std::max({r.t_dram, r.t_l2, compute});
-  r.bound = r.time_s == r.t_dram           ? "memory"
-            : r.time_s == r.t_l2           ? "l2"
+  const double busy = std::max({r.t_dram, r.t_l2, compute});
+  r.time_s = r.t_latency + busy;
+  r.bound = r.t_latency > busy             ? "latency"
+            : busy == r.t_dram             ? "memory"
+            : busy == r.t_l2               ? "l2"
             : r.t_mma >= r.t_exp + r.t_vec ? "tensor"
                                            : "softmax";
 }
@@ -155,6 +157,7 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   r.t_mma = k.mma_flops / mma_rate * imbalance;
   r.t_exp = k.exp_ops / hw.exp_per_s * imbalance;
   r.t_vec = k.vector_ops / (hw.fp32_flops / 2) * imbalance;  // one op per FMA slot
+  r.t_latency = hw.kernel_latency_s;
   finish_time(r);
   return r;
 }
@@ -242,6 +245,7 @@ nlohmann::json to_json(const KernelPrediction& k) {
           {"t_mma_s", k.t_mma},
           {"t_exp_s", k.t_exp},
           {"t_vector_s", k.t_vec},
+          {"t_latency_s", k.t_latency},
           {"intensity_flop_per_dram_byte",
            k.counts.mma_flops / std::max<double>(1.0, static_cast<double>(k.dram_read + k.dram_write))},
           {"waves", k.waves},

@@ -42,6 +42,8 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.ncu_replay_write_bytes = j.value("ncu_replay_write_bytes", 0.0);
     p.ncu_replay_source = j.value("ncu_replay_source", std::string());
     p.ncu_dram_repeatability = j.value("ncu_dram_repeatability", 0.0);
+    p.kernel_latency_s = j.value("kernel_latency_s", 0.0);
+    p.kernel_latency_source = j.value("kernel_latency_source", std::string());
     p.ncu_dram_repeatability_source = j.value("ncu_dram_repeatability_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
@@ -76,7 +78,8 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
                           {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
                           {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
                           {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
-                          {"ncu_dram_repeatability", p.ncu_dram_repeatability}})
+                          {"ncu_dram_repeatability", p.ncu_dram_repeatability},
+                          {"kernel_latency_s", p.kernel_latency_s}})
     non_negative(field, v);
   if (p.ncu_dram_repeatability >= 1)
     throw InputError("hw", fmt::format("profile {}: ncu_dram_repeatability is a fraction below 1, got {}",
@@ -115,7 +118,9 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
           {"ncu_replay_source", p.ncu_replay_source},
           {"ncu_dram_repeatability", p.ncu_dram_repeatability},
-          {"ncu_dram_repeatability_source", p.ncu_dram_repeatability_source}};
+          {"ncu_dram_repeatability_source", p.ncu_dram_repeatability_source},
+          {"kernel_latency_s", p.kernel_latency_s},
+          {"kernel_latency_source", p.kernel_latency_source}};
 }
 
 namespace {
