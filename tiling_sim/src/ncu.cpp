@@ -1,6 +1,9 @@
 // Reading Nsight Compute CSV and comparing its traffic metrics with the model's prediction.
 #include "flashsim/sim/ncu.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -250,6 +253,38 @@ bool dram_counters_replayed(const std::vector<NcuKernel>& kernels) {
   return false;
 }
 
+namespace {
+
+// "(128, 1, 1)" -> {128, 1, 1}; empty when the text is not three integers in parentheses.
+std::vector<int64_t> parse_dim3(const std::string& text) {
+  static const std::regex dim3(R"(^\s*\(\s*(\d+),\s*(\d+),\s*(\d+)\s*\)\s*$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, dim3) || m[1].length() > 12 || m[2].length() > 12 || m[3].length() > 12)
+    return {};
+  return {std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3])};
+}
+
+// The report's launch (grid and block, when it has them) against the problem's: a different grid means the
+// problem flags are not the problem that was profiled, and every figure would be compared with the wrong
+// prediction.
+void check_launch(const NcuKernel& k, const KernelLaunch& l, const std::string& kind) {
+  const auto grid = parse_dim3(k.grid);
+  const std::vector<int64_t> want = {l.grid_x, l.grid_y, l.grid_z};
+  if (!grid.empty() && grid != want)
+    throw InputError("ncu",
+                     fmt::format("kernel {} ({}) ran a grid of {}, the problem given launches ({}, {}, {}): "
+                                 "the problem flags (--batch, --heads, --seqlen, ...) are not the problem "
+                                 "that was profiled",
+                                 k.id, kind, k.grid, l.grid_x, l.grid_y, l.grid_z));
+  const auto block = parse_dim3(k.block);
+  if (!block.empty() && block[0] * block[1] * block[2] != l.threads)
+    throw InputError(
+        "ncu", fmt::format("kernel {} ({}) ran {} threads per CTA ({}), its template arguments say {}", k.id,
+                           kind, block[0] * block[1] * block[2], k.block, l.threads));
+}
+
+}  // namespace
+
 Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
                        const HardwareProfile& hw, bool replayed) {
   Comparison c;
@@ -261,6 +296,7 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
     kc.recognized = rec.has_value();
     if (rec) {
       const KernelCounts counts = analytic_counts(rec->kind, p, rec->config);
+      check_launch(k, counts.launch, std::string(kernel_kind_name(rec->kind)));
       L2Context ctx;
       if (auto it = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"); it != k.metrics.end())
         ctx.spill_store_bytes_per_cta =
@@ -304,6 +340,18 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
     }
     c.kernels.push_back(std::move(kc));
   }
+  if (kernels.empty())
+    throw InputError("ncu",
+                     "the report has no kernel rows: ncu profiled nothing (check its -k filter) or the file "
+                     "holds only its header");
+  if (std::none_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.recognized; }))
+    throw InputError(
+        "ncu", fmt::format("none of the report's {} kernels is a FlashAttention-2 kernel flashsim "
+                           "knows (flash_fwd_kernel, flash_bwd_dot_do_o_kernel, "
+                           "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, flash_bwd_convert_dq_kernel "
+                           "with their template arguments){}",
+                           kernels.size(),
+                           kernels.empty() ? "" : "; the first is '" + kernels[0].name.substr(0, 80) + "'"));
   return c;
 }
 
