@@ -2,20 +2,10 @@
 // how often data read again by another SM after S bytes of other reads comes from DRAM (read reuse). Each
 // launch below is one line of ncu's CSV, in the order printed on stderr; bench/gpu/l2_probe.sh runs it under
 // ncu.
-#include <cuda_runtime.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                      \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "cuda_check.h"
 
 constexpr int kThreads = 256;
 

@@ -2,19 +2,9 @@
 // that does nothing, and for copy kernels of growing size (time beyond bytes / bandwidth: start, bandwidth
 // ramp-up, drain). Each launch is one kernel in ncu's CSV, in the order printed on stderr;
 // bench/gpu/launch_probe.sh runs it under ncu.
-#include <cuda_runtime.h>
-
 #include <cstdio>
-#include <cstdlib>
 
-#define CHECK(x)                                                                      \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
+#include "cuda_check.h"
 
 constexpr int kThreads = 256;
 

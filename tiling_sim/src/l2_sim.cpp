@@ -114,17 +114,7 @@ class Lru {
       o.dirty = false;
     }
   }
-  void dirty_unlink(int32_t id) {
-    Node& n = nodes_[static_cast<size_t>(id)];
-    if (n.dprev >= 0)
-      nodes_[static_cast<size_t>(n.dprev)].dnext = n.dnext;
-    else
-      dhead_ = n.dnext;
-    if (n.dnext >= 0)
-      nodes_[static_cast<size_t>(n.dnext)].dprev = n.dprev;
-    else
-      dtail_ = n.dprev;
-  }
+
   size_t slot(uint64_t line) const {
     return static_cast<size_t>((line * 0x9E3779B97F4A7C15ULL) >> 20) & mask_;
   }
@@ -145,17 +135,21 @@ class Lru {
       h = j;
     }
   }
-  void unlink(int32_t id) {
+  // Takes a node out of one of its two lists: recency (prev/next, head_/tail_) or dirty (dprev/dnext).
+  template <int32_t Node::*Prev, int32_t Node::*Next>
+  void unlink_from(int32_t id, int32_t& head, int32_t& tail) {
     Node& n = nodes_[static_cast<size_t>(id)];
-    if (n.prev >= 0)
-      nodes_[static_cast<size_t>(n.prev)].next = n.next;
+    if (n.*Prev >= 0)
+      nodes_[static_cast<size_t>(n.*Prev)].*Next = n.*Next;
     else
-      head_ = n.next;
-    if (n.next >= 0)
-      nodes_[static_cast<size_t>(n.next)].prev = n.prev;
+      head = n.*Next;
+    if (n.*Next >= 0)
+      nodes_[static_cast<size_t>(n.*Next)].*Prev = n.*Prev;
     else
-      tail_ = n.prev;
+      tail = n.*Prev;
   }
+  void unlink(int32_t id) { unlink_from<&Node::prev, &Node::next>(id, head_, tail_); }
+  void dirty_unlink(int32_t id) { unlink_from<&Node::dprev, &Node::dnext>(id, dhead_, dtail_); }
   void push_front(int32_t id) {
     Node& n = nodes_[static_cast<size_t>(id)];
     n.prev = -1;
