@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Compares every recorded H100 ncu CSV with flashsim's prediction:
 #   bash bench/gpu/compare_recorded.sh [FLASHSIM] [SET]
-# SET: "" (the first run of the 7 shapes, the default), repeat (the same 7 shapes measured again) or validation
-# (5 shapes measured later); prints one block per shape. DRAM counters come from the one-pass reports in
+# SET: "" (the first run of the 7 shapes, the default), repeat (the same 7 shapes measured again), validation
+# (5 shapes measured later) or validation2 (4 more, measured on 2026-11-23); prints one block per shape. DRAM counters come from the one-pass reports in
 # single_pass/ (--ncu-dram), except for the repeat set and with DRAM=replayed, which compare each report's own
 # replayed counters (the profile's replay term applies).
 set -u
@@ -10,7 +10,14 @@ cd "$(dirname "$0")/../.."
 F=${1:-build/default/flashsim}
 set_name=${2:-}
 R=bench/results/ncu_h100_2026-11-22${set_name:+/$set_name}
-if [ "$set_name" = validation ]; then
+if [ "$set_name" = validation2 ]; then
+  shapes=(
+    "causal_d64_n8192:--batch 1 --heads 16 --seqlen 8192 --head-dim 64 --causal"
+    "d128_n2048:--batch 4 --heads 16 --seqlen 2048 --head-dim 128"
+    "gqa_d64_n2048:--batch 4 --heads 32 --heads-kv 8 --seqlen 2048 --head-dim 64"
+    "causal_d96_n4096:--batch 2 --heads 8 --seqlen 4096 --head-dim 96 --causal"
+  )
+elif [ "$set_name" = validation ]; then
   shapes=(
     "causal_d128_n8192:--batch 1 --heads 16 --seqlen 8192 --head-dim 128 --causal"
     "gqa_causal_d64_n4096:--batch 2 --heads 16 --heads-kv 4 --seqlen 4096 --head-dim 64 --causal"

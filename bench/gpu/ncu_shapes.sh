@@ -20,10 +20,18 @@ if [ "${METRICS:-}" = dram ]; then
 fi
 only=${2:-}  # optional: a regex of shape names to run
 # name batch heads heads_kv seqlen head_dim causal
-# SHAPES=validation: 5 shapes measured after the model of the first 7 was written; SHAPES=calibration: the
-# problem of ../shared/data/ncu_fa2_h100_calibration.csv.
+# SHAPES=validation: 5 shapes measured after the model of the first 7 was written; SHAPES=validation2: 4 more,
+# measured later; SHAPES=calibration: the problem of ../shared/data/ncu_fa2_h100_calibration.csv.
 if [ "${SHAPES:-}" = calibration ]; then
 shapes=("calibration_d128_n4096 2 16 16 4096 128 0")
+elif [ "${SHAPES:-}" = validation2 ]; then
+# 4 shapes measured on 2026-11-23, after the DRAM floor and the launch latency were added to the model
+shapes=(
+  "causal_d64_n8192 1 16 16 8192 64 1"
+  "d128_n2048 4 16 16 2048 128 0"
+  "gqa_d64_n2048 4 32 8 2048 64 0"
+  "causal_d96_n4096 2 8 8 4096 96 1"
+)
 elif [ "${SHAPES:-}" = validation ]; then
 shapes=(
   "causal_d128_n8192 1 16 16 8192 128 1"
