@@ -154,7 +154,14 @@ std::vector<NcuKernel> parse_ncu_csv(std::istream& in) {
         for (const char* need : {"Metric Unit", "Metric Value"})
           if (!col.count(need))
             throw InputError("ncu", std::string("no '") + need + "' column in the CSV header");
-      if (raw) header = f;
+      if (raw) {
+        header = f;
+        if (std::none_of(f.begin(), f.end(),
+                         [](const std::string& c) { return c.find("__") != std::string::npos; }))
+          throw InputError("ncu",
+                           "no 'Metric Name' column and no metric columns (unit__counter) in the CSV header: "
+                           "neither ncu's details page nor its raw page");
+      }
       for (const auto& [name, i] : col) columns = std::max(columns, i + 1);
       continue;
     }
@@ -340,6 +347,13 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
     }
     c.kernels.push_back(std::move(kc));
   }
+  if (std::all_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.metrics.empty(); }) &&
+      std::any_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.recognized; }))
+    throw InputError(
+        "ncu",
+        "the report has none of the metrics flashsim compares (l1tex__m_xbar2l1tex_read_bytes.sum, "
+        "l1tex__t_bytes_pipe_lsu_mem_global_op_st/red.sum, dram__bytes_read/write.sum, ...): "
+        "profile with --metrics as bench/gpu/ncu_shapes.sh does");
   if (kernels.empty())
     throw InputError("ncu",
                      "the report has no kernel rows: ncu profiled nothing (check its -k filter) or the file "
