@@ -29,7 +29,7 @@ struct KernelPrediction {
   Occupancy occ;
   int64_t dram_read = 0, dram_write = 0;
   double t_dram = 0, t_l2 = 0, t_mma = 0, t_exp = 0, t_vec = 0, time_s = 0, waves = 0;
-  double t_latency = 0;  // the profile's fixed time per kernel launch, added to the bound's time
+  double t_latency = 0;     // the profile's fixed time per kernel launch, added to the bound's time
   double imbalance = 1;     // makespan of the CTAs on the resident slots / perfectly balanced time
   bool calibrated = false;  // the matrix rate is a measured FA2 rate (else the peak: a lower bound)
   // "memory" (DRAM), "l2", "tensor" (MMA), "softmax" (exp + vector work), "latency" (the fixed time per

@@ -12,7 +12,7 @@ namespace flashsim::sim {
 
 struct NcuKernel {
   std::string id, name, block, grid;
-  std::map<std::string, double> metrics;  // values in base units (bytes, sectors, ns)
+  std::map<std::string, double> metrics;             // values in base units (bytes, sectors, ns)
   std::map<std::string, std::string> unknown_units;  // metrics whose unit could not be converted: the unit
 };
 
@@ -38,8 +38,8 @@ std::optional<RecognizedKernel> recognize_kernel(const std::string& name);
 struct MetricComparison {
   std::string metric;
   double measured = 0, predicted = 0, ratio = 0, tolerance = 0;  // tolerance 0: informational
-  // ok: |measured - predicted| <= max(tolerance * predicted, floor); floor (same unit as the metric): the DRAM
-  // counters' run-to-run spread for this kernel (the profile's ncu_dram_repeatability), 0 elsewhere
+  // ok: |measured - predicted| <= max(tolerance * predicted, floor); floor (same unit as the metric): the
+  // DRAM counters' run-to-run spread for this kernel (the profile's ncu_dram_repeatability), 0 elsewhere
   double floor = 0;
   bool ok = true;
 };
