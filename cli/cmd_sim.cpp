@@ -50,8 +50,7 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
   const bool calibrated = std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.calibrated; });
   fmt::print(
       "time: an estimate, max(DRAM, L2, MMA + exp + vector work) per kernel with the CTAs' load imbalance, "
-      "{}; "
-      "{}\n",
+      "{}; {}\n",
       hw.kernel_latency_s > 0
           ? fmt::format("plus {:.1f} us per launch (measured on this GPU)", hw.kernel_latency_s * 1e6)
           : std::string("no launch latency (not measured for this profile)"),

@@ -42,9 +42,9 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.ncu_replay_write_bytes = j.value("ncu_replay_write_bytes", 0.0);
     p.ncu_replay_source = j.value("ncu_replay_source", std::string());
     p.ncu_dram_repeatability = j.value("ncu_dram_repeatability", 0.0);
+    p.ncu_dram_repeatability_source = j.value("ncu_dram_repeatability_source", std::string());
     p.kernel_latency_s = j.value("kernel_latency_s", 0.0);
     p.kernel_latency_source = j.value("kernel_latency_source", std::string());
-    p.ncu_dram_repeatability_source = j.value("ncu_dram_repeatability_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }

@@ -74,12 +74,7 @@ class Lru {
     push_front(id);
     if (kind != 0) mark_dirty(id, line_bytes, r);
   }
-  int64_t dirty_lines() const {
-    int64_t n = 0;
-    for (int32_t i = head_; i >= 0; i = nodes_[static_cast<size_t>(i)].next)
-      n += nodes_[static_cast<size_t>(i)].dirty ? nodes_[static_cast<size_t>(i)].weight : 0;
-    return n;
-  }
+  int64_t dirty_lines() const { return dirty_used_; }
 
  private:
   struct Node {
@@ -100,11 +95,7 @@ class Lru {
       n.dirty = true;
       dirty_used_ += n.weight;
     }
-    n.dprev = -1;
-    n.dnext = dhead_;
-    if (dhead_ >= 0) nodes_[static_cast<size_t>(dhead_)].dprev = id;
-    dhead_ = id;
-    if (dtail_ < 0) dtail_ = id;
+    push_front_to<&Node::dprev, &Node::dnext>(id, dhead_, dtail_);
     while (dirty_used_ > dirty_cap_ && dtail_ >= 0 && dtail_ != id) {
       const int32_t v = dtail_;
       Node& o = nodes_[static_cast<size_t>(v)];
@@ -150,14 +141,17 @@ class Lru {
   }
   void unlink(int32_t id) { unlink_from<&Node::prev, &Node::next>(id, head_, tail_); }
   void dirty_unlink(int32_t id) { unlink_from<&Node::dprev, &Node::dnext>(id, dhead_, dtail_); }
-  void push_front(int32_t id) {
+  // Puts a node at the front of one of its two lists.
+  template <int32_t Node::*Prev, int32_t Node::*Next>
+  void push_front_to(int32_t id, int32_t& head, int32_t& tail) {
     Node& n = nodes_[static_cast<size_t>(id)];
-    n.prev = -1;
-    n.next = head_;
-    if (head_ >= 0) nodes_[static_cast<size_t>(head_)].prev = id;
-    head_ = id;
-    if (tail_ < 0) tail_ = id;
+    n.*Prev = -1;
+    n.*Next = head;
+    if (head >= 0) nodes_[static_cast<size_t>(head)].*Prev = id;
+    head = id;
+    if (tail < 0) tail = id;
   }
+  void push_front(int32_t id) { push_front_to<&Node::prev, &Node::next>(id, head_, tail_); }
   void to_front(int32_t id) {
     if (head_ == id) return;
     unlink(id);

@@ -347,25 +347,23 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
     }
     c.kernels.push_back(std::move(kc));
   }
-  if (std::all_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.metrics.empty(); }) &&
-      std::any_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.recognized; }))
-    throw InputError(
-        "ncu",
-        "the report has none of the metrics flashsim compares (l1tex__m_xbar2l1tex_read_bytes.sum, "
-        "l1tex__t_bytes_pipe_lsu_mem_global_op_st/red.sum, dram__bytes_read/write.sum, ...): "
-        "profile with --metrics as bench/gpu/ncu_shapes.sh does");
   if (kernels.empty())
     throw InputError("ncu",
                      "the report has no kernel rows: ncu profiled nothing (check its -k filter) or the file "
                      "holds only its header");
   if (std::none_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.recognized; }))
+    throw InputError("ncu",
+                     fmt::format("none of the report's {} kernels is a FlashAttention-2 kernel flashsim "
+                                 "knows (flash_fwd_kernel, flash_bwd_dot_do_o_kernel, "
+                                 "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, flash_bwd_convert_dq_kernel "
+                                 "with their template arguments); the first is '{}'",
+                                 kernels.size(), kernels[0].name.substr(0, 80)));
+  if (std::all_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.metrics.empty(); }))
     throw InputError(
-        "ncu", fmt::format("none of the report's {} kernels is a FlashAttention-2 kernel flashsim "
-                           "knows (flash_fwd_kernel, flash_bwd_dot_do_o_kernel, "
-                           "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, flash_bwd_convert_dq_kernel "
-                           "with their template arguments){}",
-                           kernels.size(),
-                           kernels.empty() ? "" : "; the first is '" + kernels[0].name.substr(0, 80) + "'"));
+        "ncu",
+        "the report has none of the metrics flashsim compares (l1tex__m_xbar2l1tex_read_bytes.sum, "
+        "l1tex__t_bytes_pipe_lsu_mem_global_op_st/red.sum, dram__bytes_read/write.sum, ...): "
+        "profile with --metrics as bench/gpu/ncu_shapes.sh does");
   return c;
 }
 

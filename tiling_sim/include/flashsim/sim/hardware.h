@@ -36,12 +36,12 @@ struct HardwareProfile {
   // kernel's DRAM bytes (read + write): `traffic compare` holds a DRAM figure within 10% of the prediction or
   // within this much of the kernel's measured DRAM bytes, whichever is wider. 0: not measured (10% only).
   double ncu_dram_repeatability = 0;
+  std::string ncu_dram_repeatability_source;
   // Fixed time of a kernel launch as ncu's gpu__time_duration counts it (start, bandwidth ramp-up, drain),
-  // added to every kernel's roofline time; measured as what the memory-bound FA2 kernels take beyond their
-  // DRAM time. 0: not measured.
+  // added to every kernel's roofline time; measured as what copy kernels take beyond their DRAM bytes at the
+  // copy bandwidth (bench/gpu/launch_probe.cu). 0: not measured.
   double kernel_latency_s = 0;
   std::string kernel_latency_source;
-  std::string ncu_dram_repeatability_source;
 };
 
 HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields
