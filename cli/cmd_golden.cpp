@@ -231,10 +231,9 @@ void add_candidate(CLI::App* golden) {
   cmd->add_option("--out", st->out, "Candidate folder to write")->required();
   cmd->add_option("--dtype", st->dtype, "Compute dtype of the emulated pipeline (inputs rounded to it)")
       ->capture_default_str();
-  cmd->add_option("--forward", st->forward,
-                  "Forward algorithm: naive, three-pass, two-pass, tiled-fa1, tiled-fa2")
+  cmd->add_option("--forward", st->forward, "Forward algorithm: naive, three-pass, two-pass, fa1, fa2")
       ->capture_default_str();
-  cmd->add_option("--backward", st->backward, "Backward algorithm: naive or tiled")->capture_default_str();
+  cmd->add_option("--backward", st->backward, "Backward algorithm: naive or fa2")->capture_default_str();
   cmd->add_option("--threads", st->threads, "OpenMP threads (0: all cores)");
   cmd->add_flag("--force", st->force, "Replace the output folder if it exists");
   st->memory.add_to(cmd);
@@ -242,13 +241,10 @@ void add_candidate(CLI::App* golden) {
   cmd->callback([st] {
     golden::CandidateOptions opt;
     opt.compute = parse_dtype(st->dtype);
-    opt.forward = ref::parse_forward_algorithm(st->forward);
-    if (st->backward == "naive")
-      opt.backward = ref::BackwardAlgorithm::Naive;
-    else if (st->backward == "tiled")
-      opt.backward = ref::BackwardAlgorithm::Tiled;
-    else
-      throw InputError("backward", fmt::format("'{}' is not naive or tiled", st->backward));
+    opt.forward = parse_algorithm(st->forward, "forward");
+    opt.backward = parse_algorithm(st->backward, "backward");
+    if (!has_backward(opt.backward))
+      throw InputError("backward", fmt::format("'{}' has no backward of its own: naive or fa2", st->backward));
     opt.tile = st->tile.config();
     opt.run.threads = st->threads;
     opt.run.max_memory_bytes = st->memory.bytes();

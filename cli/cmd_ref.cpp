@@ -52,7 +52,7 @@ double print_reference_table(const AttentionProblem& p, uint64_t seed, const Til
   RunOptions exact_opt = opt;
   exact_opt.precision = Precision::Exact;
   ForwardResult exact;
-  const double t_exact = seconds([&] { exact = forward(p, in, ForwardAlgorithm::Naive, tile, exact_opt); });
+  const double t_exact = seconds([&] { exact = forward(p, in, Algorithm::Naive, tile, exact_opt); });
   fmt::print("problem   {}  (seed {})\n", p.describe(), seed);
   fmt::print("tiles     {}\n", tile.describe());
   fmt::print("precision {} (compared with naive fp64: {:.3f} s)\n\n", precision_name(opt.precision), t_exact);
@@ -63,7 +63,7 @@ double print_reference_table(const AttentionProblem& p, uint64_t seed, const Til
     if (d.scale > 0) worst = std::max(worst, d.abs / d.scale);
   };
   ForwardResult tiled_fwd;
-  for (auto algo : all_forward_algorithms()) {
+  for (auto algo : all_algorithms()) {
     ForwardResult r;
     const double t = seconds([&] { r = forward(p, in, algo, tile, opt); });
     const Diff d_o = max_diff(r.o, exact.o), d_lse = max_diff(r.lse, exact.lse);
@@ -71,13 +71,13 @@ double print_reference_table(const AttentionProblem& p, uint64_t seed, const Til
     track(d_lse);
     fmt::print("{:<12} {:>10} {:>10} {:>9.3f} {:>9.2f}\n", algorithm_name(algo), cell(d_o), cell(d_lse), t,
                p.forward_flops() / t * 1e-9);
-    if (algo == ForwardAlgorithm::TiledFa2) tiled_fwd = std::move(r);
+    if (algo == Algorithm::Fa2) tiled_fwd = std::move(r);
   }
   if (backward) {
-    const Gradients g_exact = ref::backward(p, in, exact, BackwardAlgorithm::Naive, tile, exact_opt);
+    const Gradients g_exact = ref::backward(p, in, exact, Algorithm::Naive, tile, exact_opt);
     fmt::print("\n{:<12} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "backward", "max|Δdq|", "max|Δdk|",
                "max|Δdv|", "max|Δdbias|", "time s", "GFLOP/s");
-    for (auto algo : {BackwardAlgorithm::Naive, BackwardAlgorithm::Tiled}) {
+    for (auto algo : {Algorithm::Naive, Algorithm::Fa2}) {
       Gradients g;
       const double t = seconds([&] { g = ref::backward(p, in, tiled_fwd, algo, tile, opt); });
       const Diff dq = max_diff(g.dq, g_exact.dq), dk = max_diff(g.dk, g_exact.dk),

@@ -13,6 +13,7 @@
 #include "flashsim/error.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/ncu.h"
+#include "flashsim/sim/sweep.h"
 #include "problem_flags.h"
 
 namespace flashsim::cli {
@@ -29,16 +30,23 @@ std::string human(double b) {
   return fmt::format("{:.2f} {}", b, u[i]);
 }
 
+// The GPU the simulator commands model unless --hw says otherwise.
+constexpr const char* kDefaultHw = "H100-SXM5-80GB";
+
 void add_hw(CLI::App& app) {
   auto* hw = app.add_subcommand("hw", "Hardware profiles");
   hw->require_subcommand(1);
-  auto* list = hw->add_subcommand("list", "List the hardware profiles");
+  auto* list = hw->add_subcommand("list", "List the hardware profiles (* the default of --hw)");
   list->callback([] {
+    fmt::print("  {:<16} {:>4} {:>9} {:>11} {:>10} {:>10}  {}\n", "profile", "SMs", "DRAM TB/s", "tensor TF/s",
+               "smem/SM", "L2", "description");
     for (const auto& n : sim::profile_names()) {
       const auto p = sim::load_profile(n);
-      fmt::print("{:<16} {:>4} SMs  L2 {:>10}  smem/SM {:>10}  {}\n", p.name, p.sms,
-                 human(double(p.l2_bytes)), human(double(p.shared_memory_per_sm)), p.description);
+      fmt::print("{} {:<16} {:>4} {:>9.2f} {:>11.0f} {:>10} {:>10}  {}\n", p.name == kDefaultHw ? '*' : ' ', p.name,
+                 p.sms, p.dram_bytes_per_s / 1e12, p.tensor_flops_fp16 / 1e12, human(double(p.shared_memory_per_sm)),
+                 human(double(p.l2_bytes)), p.description);
     }
+    fmt::print("DRAM: peak bandwidth; tensor: dense fp16/bf16 peak; `hw show NAME` prints every field\n");
   });
   auto* show = hw->add_subcommand("show", "Print one hardware profile as JSON");
   auto name = std::make_shared<std::string>();
@@ -61,58 +69,95 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
           : std::string("MMA at the tensor peak (no measured rate for this profile): a lower bound"));
 }
 
+void print_row(const std::string& name, int64_t load, int64_t store, int64_t reduce, int64_t dram_read,
+               int64_t dram_write, const std::string& smem, const std::string& occ, double flops, double time_s,
+               const std::string& bound) {
+  fmt::print("{:<16} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8.3f} {:>9.1f} {:>8.1f} {:>8}\n", name,
+             human(double(load)), human(double(store)), human(double(reduce)), human(double(dram_read)),
+             human(double(dram_write)), smem, occ, flops / 1e12, time_s * 1e6,
+             time_s > 0 ? flops / time_s / 1e12 : 0.0, bound);
+}
+
+// One row per kernel (and its tensors), then a total per pass: the pass's bytes, FLOPs and time summed, and
+// the TFLOP/s the pass achieves.
 void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
-  fmt::print("{:<16} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>6} {:>12} {:>10} {:>8}\n", "kernel", "load",
-             "store", "reduce", "dram read", "dram write", "smem/CTA", "CTA/SM", "TFLOP", "time us", "bound");
-  for (const auto& k : ks) {
+  fmt::print("{:<16} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8} {:>9} {:>8} {:>8}\n", "kernel", "load",
+             "store", "reduce", "dram read", "dram write", "smem/CTA", "CTA/SM", "TFLOP", "time us", "TFLOP/s",
+             "bound");
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const auto& k = ks[i];
     if (!k.occ.fits) {
       fmt::print("{:<16} does not fit: {}\n", k.name, k.occ.reason);
-      continue;
+    } else {
+      print_row(k.name, k.counts.load_bytes(), k.counts.store_bytes(), k.counts.reduce_bytes(), k.dram_read,
+                k.dram_write, std::to_string(k.counts.launch.smem_bytes()), std::to_string(k.occ.ctas_per_sm),
+                k.counts.mma_flops, k.time_s, k.bound);
+      for (size_t t = 0; t < k.counts.tensors.size(); ++t) {
+        const auto& tt = k.counts.tensors[t];
+        if (tt.load.bytes + tt.store.bytes + tt.reduce.bytes == 0) continue;
+        fmt::print("  {:<14} {:>11} {:>11} {:>11}\n", ref::tensor_name(static_cast<ref::TensorId>(t)),
+                   human(double(tt.load.bytes)), human(double(tt.store.bytes)), human(double(tt.reduce.bytes)));
+      }
     }
-    fmt::print("{:<16} {:>12} {:>12} {:>12} {:>12} {:>12} {:>10} {:>6} {:>12.3f} {:>10.1f} {:>8}\n", k.name,
-               human(double(k.counts.load_bytes())), human(double(k.counts.store_bytes())),
-               human(double(k.counts.reduce_bytes())), human(double(k.dram_read)),
-               human(double(k.dram_write)), k.counts.launch.smem_bytes(), k.occ.ctas_per_sm,
-               k.counts.mma_flops / 1e12, k.time_s * 1e6, k.bound);
-    for (size_t t = 0; t < k.counts.tensors.size(); ++t) {
-      const auto& tt = k.counts.tensors[t];
-      if (tt.load.bytes + tt.store.bytes + tt.reduce.bytes == 0) continue;
-      fmt::print("  {:<14} {:>12} {:>12} {:>12}\n", ref::tensor_name(static_cast<ref::TensorId>(t)),
-                 human(double(tt.load.bytes)), human(double(tt.store.bytes)), human(double(tt.reduce.bytes)));
+    const Pass pass = k.counts.launch.model->pass;
+    if (i + 1 < ks.size() && ks[i + 1].counts.launch.model->pass == pass) continue;
+    int64_t load = 0, store = 0, reduce = 0, dr = 0, dw = 0;
+    double flops = 0, time = 0;
+    size_t n = 0;
+    for (const auto& x : ks) {
+      if (x.counts.launch.model->pass != pass) continue;
+      load += x.counts.load_bytes();
+      store += x.counts.store_bytes();
+      reduce += x.counts.reduce_bytes();
+      dr += x.dram_read;
+      dw += x.dram_write;
+      flops += x.counts.mma_flops;
+      time += x.time_s;
+      ++n;
     }
+    if (n > 1) print_row(fmt::format("{} total", pass_name(pass)), load, store, reduce, dr, dw, "", "", flops, time, "");
   }
 }
 
-struct PredictState {
+// The simulator's commands model GPU kernels, which run in bf16 or fp16: bf16 unless --dtype says otherwise.
+ProblemFlags kernel_problem_flags() {
   ProblemFlags pf;
+  pf.dtype = "bf16";
+  return pf;
+}
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names;
+  for (auto a : all_algorithms()) names.emplace_back(algorithm_name(a));
+  return names;
+}
+
+struct PredictState {
+  ProblemFlags pf = kernel_problem_flags();
   TileFlags tf;
-  std::string hw = "H100-SXM5-80GB", pass = "both", algorithm = "fa2";
+  std::string hw = kDefaultHw, pass = "both", algorithm = "fa2";
+  std::vector<std::string> kernels;
   bool json = false, executed = false;
   MemoryFlag memory;  // for --executed
 };
 
 struct SweepState {
-  ProblemFlags pf;
-  std::string hw = "H100-SXM5-80GB", pass = "fwd";
+  ProblemFlags pf = kernel_problem_flags();
+  std::string hw = kDefaultHw, pass = "fwd", algorithm = "fa2";
   bool json = false, csv = false, progress = false;
   int top = 20;
-};
-
-struct SweepRow {
-  TileConfig c;
-  double time_s = 0;
-  int64_t load = 0, dram = 0, smem = 0;
-  int occ = 0;
-  std::string bound;
 };
 
 void add_sweep(CLI::App* sim) {
   auto* sw = sim->add_subcommand("sweep", "Every legal tile config for a problem, ranked by predicted time");
   auto st = std::make_shared<SweepState>();
   st->pf.add_to(sw);
-  sw->add_option("--hw", st->hw, "Hardware profile");
-  sw->add_option("--pass", st->pass, "fwd or bwd")->check(CLI::IsMember({"fwd", "bwd"}));
-  sw->add_option("--top", st->top, "Rows to print (0: all)");
+  sw->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)")->capture_default_str();
+  sw->add_option("--pass", st->pass, "fwd or bwd")->check(CLI::IsMember({"fwd", "bwd"}))->capture_default_str();
+  sw->add_option("--algorithm", st->algorithm, "The algorithm whose kernels are tiled")
+      ->check(CLI::IsMember(algorithm_names()))
+      ->capture_default_str();
+  sw->add_option("--top", st->top, "Rows to print (0: all)")->capture_default_str();
   sw->add_flag("--json", st->json, "JSON output");
   sw->add_flag("--csv", st->csv, "CSV output");
   sw->add_flag("--progress", st->progress, "Progress bar on stderr");
@@ -120,94 +165,50 @@ void add_sweep(CLI::App* sim) {
     const auto p = st->pf.problem();
     const auto hw = sim::load_profile(st->hw);
     const bool bwd = st->pass == "bwd";
-    std::vector<TileConfig> configs;
-    const int64_t blocks[] = {16, 32, 64, 128, 192, 256};
-    for (int64_t bq : blocks)
-      for (int64_t bk : blocks)
-        for (int warps : {2, 4, 8})
-          for (int stages : {1, 2, 3})
-            for (bool qr : {false, true})
-              for (bool kvs : {false, true}) {
-                if (bwd && (stages > 1 || qr || kvs)) continue;  // the FA2 backward has no such variants
-                TileConfig c;
-                (bwd ? c.bwd_block_q : c.block_q) = bq;
-                (bwd ? c.bwd_block_k : c.block_k) = bk;
-                c.warps = warps;
-                c.stages = stages;
-                c.q_in_registers = qr;
-                c.kv_shared_buffer = kvs;
-                configs.push_back(c);
-              }
-    std::vector<SweepRow> rows;
-    const auto kinds = bwd ? sim::fa2_backward_kernels() : sim::fa2_forward_kernels();
-    for (size_t i = 0; i < configs.size(); ++i) {
-      if (st->progress && (i % 64 == 0 || i + 1 == configs.size()))
-        fmt::print(stderr, "\rsweep [{:<40}] {}/{}", std::string((i + 1) * 40 / configs.size(), '#'), i + 1,
-                   configs.size());
-      SweepRow r{configs[i], 0, 0, 0, 0, 0, ""};
-      bool fits = true;
-      double worst = -1;
-      for (auto kind : kinds) {
-        const auto k = sim::predict_kernel(sim::analytic_counts(kind, p, configs[i]), hw);
-        fits = fits && k.occ.fits;
-        r.time_s += k.time_s;
-        r.load += k.counts.load_bytes();
-        r.dram += k.dram_read + k.dram_write;
-        r.smem = std::max(r.smem, k.counts.launch.smem_bytes());
-        if (k.time_s > worst) {
-          worst = k.time_s;
-          r.occ = k.occ.ctas_per_sm;
-          r.bound = k.name + ":" + k.bound;
-        }
-      }
-      if (fits) rows.push_back(r);
-    }
+    const Pass pass = bwd ? Pass::Backward : Pass::Forward;
+    const Algorithm algo = parse_algorithm(st->algorithm);
+    const auto progress = [&](size_t done, size_t total) {
+      fmt::print(stderr, "\rsweep [{:<40}] {}/{}", std::string(done * 40 / total, '#'), done, total);
+    };
+    const auto result = sim::sweep(p, hw, algo, pass, st->progress ? progress : std::function<void(size_t, size_t)>());
     if (st->progress) fmt::print(stderr, "\n");
-    // Equal times (compute-bound configs of the same FLOPs): less DRAM traffic, then less shared memory
-    // first.
-    std::stable_sort(rows.begin(), rows.end(), [](const SweepRow& a, const SweepRow& b) {
-      return std::tie(a.time_s, a.dram, a.load, a.smem) < std::tie(b.time_s, b.dram, b.load, b.smem);
-    });
-    // FlashAttention lower bound on HBM traffic: every input read and every output written once.
-    const int e = dtype_bytes(p.dtype);
-    const double lb =
-        static_cast<double>(bwd ? (p.q_elems() + p.k_elems() + p.v_elems() + 2 * p.o_elems()) * e +
-                                      (p.q_elems() + p.k_elems() + p.v_elems()) * e
-                                : (p.q_elems() + p.k_elems() + p.v_elems() + p.o_elems()) * e);
+    const auto& rows = result.ranked;
+    const int64_t configs = result.configs;
+    const double lb = sim::dram_lower_bound(p, pass);
     const size_t n = st->top > 0 ? std::min(rows.size(), static_cast<size_t>(st->top)) : rows.size();
     if (st->json) {
       nlohmann::json j = {
           {"problem", p.describe()},
           {"hw", hw.name},
-          {"configs", configs.size()},
+          {"configs", configs},
           {"legal", rows.size()},
           {"lower_bound_dram_bytes", lb},
           {"time_is_estimate", true},
           {"time_calibrated", (bwd ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd) > 0}};
       j["ranked"] = nlohmann::json::array();
       for (size_t i = 0; i < n; ++i)
-        j["ranked"].push_back({{"config", rows[i].c.describe()},
+        j["ranked"].push_back({{"config", rows[i].config.describe(algo)},
                                {"time_s", rows[i].time_s},
-                               {"load_bytes", rows[i].load},
-                               {"dram_bytes", rows[i].dram},
-                               {"smem_bytes", rows[i].smem},
-                               {"ctas_per_sm", rows[i].occ},
+                               {"load_bytes", rows[i].load_bytes},
+                               {"dram_bytes", rows[i].dram_bytes},
+                               {"smem_bytes", rows[i].smem_bytes},
+                               {"ctas_per_sm", rows[i].ctas_per_sm},
                                {"bound", rows[i].bound}});
       fmt::print("{}\n", j.dump(2));
     } else if (st->csv) {
       fmt::print("rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound\n");
       for (size_t i = 0; i < n; ++i)
-        fmt::print("{},\"{}\",{:.6e},{},{},{},{},{}\n", i + 1, rows[i].c.describe(), rows[i].time_s,
-                   rows[i].load, rows[i].dram, rows[i].smem, rows[i].occ, rows[i].bound);
+        fmt::print("{},\"{}\",{:.6e},{},{},{},{},{}\n", i + 1, rows[i].config.describe(algo), rows[i].time_s,
+                   rows[i].load_bytes, rows[i].dram_bytes, rows[i].smem_bytes, rows[i].ctas_per_sm, rows[i].bound);
     } else {
       fmt::print("{} on {}: {} configs, {} fit; FlashAttention lower bound on DRAM traffic {}\n",
-                 p.describe(), hw.name, configs.size(), rows.size(), human(lb));
+                 p.describe(), hw.name, configs, rows.size(), human(lb));
       fmt::print("{:>4} {:<48} {:>10} {:>12} {:>12} {:>8} {:>4} {}\n", "rank", "config", "time us", "load",
                  "dram", "smem", "occ", "bound");
       for (size_t i = 0; i < n; ++i)
-        fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1, rows[i].c.describe(),
-                   rows[i].time_s * 1e6, human(double(rows[i].load)), human(double(rows[i].dram)),
-                   rows[i].smem, rows[i].occ, rows[i].bound);
+        fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1, rows[i].config.describe(algo),
+                   rows[i].time_s * 1e6, human(double(rows[i].load_bytes)), human(double(rows[i].dram_bytes)),
+                   rows[i].smem_bytes, rows[i].ctas_per_sm, rows[i].bound);
       fmt::print("time: an estimate ({}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
                  hw.achieved_mma_flops_fwd > 0 ? "MMA at the FA2 rate measured on this GPU"
                                                : "MMA at the tensor peak: a lower bound");
@@ -218,17 +219,24 @@ void add_sweep(CLI::App* sim) {
 void add_sim(CLI::App& app) {
   auto* sim = app.add_subcommand("sim", "Tiling simulator");
   sim->require_subcommand(1);
-  auto* pr = sim->add_subcommand("predict", "Predict the traffic, occupancy and time of FA2's kernels");
+  auto* pr = sim->add_subcommand("predict",
+                                  "Predict the traffic, occupancy and time of an algorithm's kernels (or of named "
+                                  "kernel models)");
   auto st = std::make_shared<PredictState>();
   st->pf.add_to(pr);
   st->tf.add_to(pr);
-  pr->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)");
-  pr->add_option("--pass", st->pass, "fwd, bwd or both")->check(CLI::IsMember({"fwd", "bwd", "both"}));
-  pr->add_option(
-        "--algorithm", st->algorithm,
-        "Forward kernel: fa2, fa1, three-pass, two-pass or naive (naive: standard attention, forward and "
-        "backward; the others use FA2's backward)")
-      ->check(CLI::IsMember({"fa2", "fa1", "three-pass", "two-pass", "naive"}));
+  pr->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)")->capture_default_str();
+  pr->add_option("--pass", st->pass, "fwd, bwd or both")
+      ->check(CLI::IsMember({"fwd", "bwd", "both"}))
+      ->capture_default_str();
+  pr->add_option("--algorithm", st->algorithm,
+                 "naive, three-pass, two-pass, fa1 or fa2: its kernels (three-pass, two-pass and fa1 have no "
+                 "backward of their own: theirs is fa2's)")
+      ->check(CLI::IsMember(algorithm_names()))
+      ->capture_default_str();
+  pr->add_option("--kernel", st->kernels,
+                 "Kernel models by name instead of an algorithm (repeatable; flashsim sim kernels lists them)")
+      ->delimiter(',');
   pr->add_flag("--json", st->json, "JSON output");
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
   st->memory.add_to(pr);
@@ -236,19 +244,18 @@ void add_sim(CLI::App& app) {
     const auto p = st->pf.problem();
     const auto c = st->tf.config();
     const auto hw = sim::load_profile(st->hw);
-    std::vector<sim::KernelPrediction> ks;
-    const auto fk = st->algorithm == "three-pass" ? sim::KernelKind::ThreePassForward
-                    : st->algorithm == "two-pass" ? sim::KernelKind::TwoPassForward
-                    : st->algorithm == "fa1"      ? sim::KernelKind::Fa1Forward
-                    : st->algorithm == "naive"    ? sim::KernelKind::NaiveScores
-                                                  : sim::KernelKind::Fa2Forward;
-    const int64_t max_memory = st->memory.bytes();
-    if (st->pass != "bwd") ks = sim::predict(p, c, hw, false, st->executed, fk, max_memory);
-    if (st->pass != "fwd")
-      for (auto& k :
-           sim::predict(p, c, hw, true, st->executed,
-                        fk == sim::KernelKind::NaiveScores ? fk : sim::KernelKind::Fa2Forward, max_memory))
-        ks.push_back(std::move(k));
+    const Algorithm algo = parse_algorithm(st->algorithm);
+    std::vector<const sim::KernelModel*> models;
+    if (!st->kernels.empty()) {
+      for (const auto& name : st->kernels) models.push_back(&sim::kernel_model(name));
+    } else {
+      for (const Pass pass : {Pass::Forward, Pass::Backward}) {
+        if (st->pass != "both" && st->pass != pass_name(pass)) continue;
+        for (const auto* m : sim::kernels_of(algo, pass)) models.push_back(m);
+      }
+    }
+    const auto ks = sim::predict(p, c, hw, models, st->executed, st->memory.bytes());
+    const std::string config = st->kernels.empty() ? c.describe(algo) : c.describe();
     bool fits = true;
     std::string misfit;  // the first kernel that does not fit, and why
     for (const auto& k : ks) {
@@ -261,7 +268,7 @@ void add_sim(CLI::App& app) {
     if (st->json) {
       nlohmann::json j = {
           {"problem", p.describe()},
-          {"config", c.describe()},
+          {"config", config},
           {"hw", hw.name},
           {"fits", fits},
           {"time_note",
@@ -271,7 +278,7 @@ void add_sim(CLI::App& app) {
       for (const auto& k : ks) j["kernels"].push_back(sim::to_json(k));
       fmt::print("{}\n", j.dump(2));
     } else {
-      fmt::print("{}\n{}\nhardware: {}\n", p.describe(), c.describe(), hw.name);
+      fmt::print("{}\n{}\nhardware: {}\n", p.describe(), config, hw.name);
       print_predictions(ks);
       print_time_note(ks, hw);
     }
@@ -280,12 +287,23 @@ void add_sim(CLI::App& app) {
       set_exit_code(2);
     }
   });
+  auto* list = sim->add_subcommand("kernels", "List the kernel models: name, algorithm, pass, ncu names");
+  list->callback([] {
+    fmt::print("{:<18} {:<10} {:<4} {:<44} {}\n", "kernel", "algorithm", "pass", "ncu kernel names", "what it does");
+    for (const auto* m : sim::kernel_models()) {
+      std::string ncu;
+      for (const auto& n : m->ncu_names) ncu += (ncu.empty() ? "" : " ") + sim::ncu_name_hint(n);
+      fmt::print("{:<18} {:<10} {:<4} {:<44} {}\n", m->name,
+                 m->algorithm ? algorithm_name(*m->algorithm) : std::string_view("-"), pass_name(m->pass),
+                 ncu.empty() ? "-" : ncu, m->summary);
+    }
+  });
   add_sweep(sim);
 }
 
 struct CompareState {
-  ProblemFlags pf;
-  std::string ncu, ncu_dram, hw = "H100-SXM5-80GB", replayed = "auto";
+  ProblemFlags pf = kernel_problem_flags();
+  std::string ncu, ncu_dram, hw = kDefaultHw, replayed = "auto";
   bool json = false;
 };
 
@@ -306,7 +324,7 @@ void add_traffic(CLI::App& app) {
          "replayed kernels after the first get the profile's ncu_replay_write_bytes added to their "
          "predicted DRAM writes")
       ->check(CLI::IsMember({"auto", "yes", "no"}));
-  cmp->add_option("--hw", st->hw, "Hardware profile");
+  cmp->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)")->capture_default_str();
   cmp->add_flag("--json", st->json, "JSON output");
   cmp->callback([st] {
     std::ifstream in(st->ncu);

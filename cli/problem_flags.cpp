@@ -111,10 +111,6 @@ void TileFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--stages", stages, "Pipeline stages of the K/V buffers")->capture_default_str();
   cmd->add_flag("--q-in-registers", q_in_registers, "Keep the Q tile in registers");
   cmd->add_flag("--kv-shared", kv_shared, "K and V share one shared-memory buffer");
-  cmd->add_option("--loop-order", loop_order, "fa2 (query blocks outer) or fa1 (key blocks outer)")
-      ->capture_default_str();
-  cmd->add_option("--raster", raster, "CTA launch order: query-fastest or head-fastest")
-      ->capture_default_str();
   cmd->add_option("--dq-strategy", dq_strategy, "Backward dQ: atomic or partials")->capture_default_str();
 }
 
@@ -128,8 +124,6 @@ TileConfig TileFlags::config() const {
   t.stages = stages;
   t.q_in_registers = q_in_registers;
   t.kv_shared_buffer = kv_shared;
-  t.loop_order = parse_loop_order(loop_order);
-  t.raster = parse_raster(raster);
   t.dq_strategy = parse_dq_strategy(dq_strategy);
   t.validate();
   return t;

@@ -29,10 +29,10 @@ struct TileFlags {
   int64_t block_q = 128, block_k = 64, bwd_block_q = 64, bwd_block_k = 128;
   int warps = 4, stages = 1;
   bool q_in_registers = false, kv_shared = false;
-  std::string loop_order = "fa2", raster = "query-fastest", dq_strategy = "atomic";
+  std::string dq_strategy = "atomic";
 
   // Adds --block-q --block-k --bwd-block-q --bwd-block-k --warps --stages --q-in-registers --kv-shared
-  // --loop-order --raster --dq-strategy to cmd.
+  // --dq-strategy to cmd (the loop order is the algorithm's: --algorithm).
   void add_to(CLI::App* cmd);
   TileConfig config() const;
 };

@@ -27,28 +27,17 @@ void TileConfig::validate() const {
 }
 
 std::string TileConfig::describe() const {
-  return fmt::format("Br{} Bc{} w{} st{}{}{} {} bwd Br{} Bc{} dq:{}", block_q, block_k, warps, stages,
-                     q_in_registers ? " Qreg" : "", kv_shared_buffer ? " KVshared" : "",
-                     loop_order_name(loop_order), bwd_block_q, bwd_block_k, dq_strategy_name(dq_strategy));
+  return fmt::format("Br{} Bc{} w{} st{}{}{} bwd Br{} Bc{} dq:{}", block_q, block_k, warps, stages,
+                     q_in_registers ? " Qreg" : "", kv_shared_buffer ? " KVshared" : "", bwd_block_q, bwd_block_k,
+                     dq_strategy_name(dq_strategy));
 }
 
-std::string_view loop_order_name(LoopOrder o) {
-  return o == LoopOrder::QueryOuter ? "fa2" : "fa1";
+std::string TileConfig::describe(Algorithm a) const {
+  return fmt::format("Br{} Bc{} w{} st{}{}{} {} bwd Br{} Bc{} dq:{}", block_q, block_k, warps, stages,
+                     q_in_registers ? " Qreg" : "", kv_shared_buffer ? " KVshared" : "", algorithm_name(a),
+                     bwd_block_q, bwd_block_k, dq_strategy_name(dq_strategy));
 }
-LoopOrder parse_loop_order(std::string_view s) {
-  if (s == "fa2" || s == "query-outer") return LoopOrder::QueryOuter;
-  if (s == "fa1" || s == "key-outer") return LoopOrder::KeyOuter;
-  throw InputError("loop_order",
-                   "expected fa2 (query-outer) or fa1 (key-outer), got '" + std::string(s) + "'");
-}
-std::string_view raster_name(Raster r) {
-  return r == Raster::QueryBlockFastest ? "query-fastest" : "head-fastest";
-}
-Raster parse_raster(std::string_view s) {
-  if (s == "query-fastest") return Raster::QueryBlockFastest;
-  if (s == "head-fastest") return Raster::HeadFastest;
-  throw InputError("raster", "expected query-fastest or head-fastest, got '" + std::string(s) + "'");
-}
+
 std::string_view dq_strategy_name(DqStrategy d) {
   return d == DqStrategy::Atomic ? "atomic" : "partials";
 }

@@ -45,8 +45,8 @@ AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs&
   opt.precision = ref::Precision::Exact;
   AttentionOutputs out;
   const TileConfig tile;
-  out.fwd = ref::forward(p, in, ref::ForwardAlgorithm::TiledFa2, tile, opt);
-  out.grads = ref::backward(p, in, out.fwd, ref::BackwardAlgorithm::Tiled, tile, opt);
+  out.fwd = ref::forward(p, in, Algorithm::Fa2, tile, opt);
+  out.grads = ref::backward(p, in, out.fwd, Algorithm::Fa2, tile, opt);
   return out;
 }
 
@@ -61,8 +61,8 @@ bool round_all(std::vector<double>& t, DType d) {
 }  // namespace
 
 bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
-                      ref::RunOptions opt, AttentionOutputs& out, ref::ForwardAlgorithm fwd,
-                      ref::BackwardAlgorithm bwd, const TileConfig& tile) {
+                      ref::RunOptions opt, AttentionOutputs& out, Algorithm fwd,
+                      Algorithm bwd, const TileConfig& tile) {
   AttentionProblem pc = p;
   pc.dtype = compute;
   AttentionInputs ic = in;
@@ -135,8 +135,10 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
 
   ojson meta = case_to_json(c);
   meta["generator"] = generator_version();
-  meta["reference"] = {{"forward", std::string(ref::algorithm_name(ref::ForwardAlgorithm::TiledFa2))},
-                       {"backward", std::string(ref::algorithm_name(ref::BackwardAlgorithm::Tiled))},
+  // Format 1 names the reference (Algorithm::Fa2 forward and backward) as it did when it was defined;
+  // kept so that the files of a suite stay byte-identical across flashsim versions.
+  meta["reference"] = {{"forward", "tiled-fa2"},
+                       {"backward", "tiled"},
                        {"precision", "exact (fp64 on the inputs as stored)"},
                        {"emulated", "tiled-fa2 / tiled, fp32 accumulation, P and dS rounded to the dtype"}};
   meta["tolerance_rule"] = {

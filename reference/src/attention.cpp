@@ -11,12 +11,12 @@ namespace flashsim::ref {
 namespace {
 
 template <class Acc>
-void run_forward(const detail::ProblemContext& ctx, ForwardAlgorithm algo, const TileConfig& tile,
+void run_forward(const detail::ProblemContext& ctx, Algorithm algo, const TileConfig& tile,
                  ForwardResult& out) {
   switch (algo) {
-    case ForwardAlgorithm::Naive:
+    case Algorithm::Naive:
       return detail::forward_naive<Acc>(ctx, out);
-    case ForwardAlgorithm::TiledFa1:
+    case Algorithm::Fa1:
       return detail::forward_fa1<Acc>(ctx, tile, out);
     default:
       return detail::forward_streaming<Acc>(ctx, tile, algo, out);
@@ -24,15 +24,15 @@ void run_forward(const detail::ProblemContext& ctx, ForwardAlgorithm algo, const
 }
 
 // Working memory each algorithm allocates beyond its outputs (per concurrently running task).
-int64_t forward_workspace_bytes(const detail::ProblemContext& ctx, ForwardAlgorithm algo,
+int64_t forward_workspace_bytes(const detail::ProblemContext& ctx, Algorithm algo,
                                 const TileConfig& tile, int acc_bytes) {
   const AttentionProblem& p = ctx.p;
   const int64_t threads = ctx.threads();
   const int64_t dmax = std::max(p.head_dim, p.head_dim_v);
   switch (algo) {
-    case ForwardAlgorithm::Naive:  // S (P in place), Q, K, V, O of one head per thread
+    case Algorithm::Naive:  // S (P in place), Q, K, V, O of one head per thread
       return threads * (p.seqlen_q * p.seqlen_k + 2 * (p.seqlen_q + p.seqlen_k) * dmax) * acc_bytes;
-    case ForwardAlgorithm::TiledFa1:  // O, m, l of one head per thread, plus tiles
+    case Algorithm::Fa1:  // O, m, l of one head per thread, plus tiles
       return threads *
              (p.seqlen_q * (dmax + 2) + 4 * (tile.block_q + tile.block_k) * dmax +
               2 * tile.block_q * tile.block_k) *
@@ -45,7 +45,7 @@ int64_t forward_workspace_bytes(const detail::ProblemContext& ctx, ForwardAlgori
 
 }  // namespace
 
-ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, ForwardAlgorithm algo,
+ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, Algorithm algo,
                       const TileConfig& tile, const RunOptions& opt) {
   in.validate(p);
   tile.validate();
@@ -67,7 +67,10 @@ ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, Forw
 }
 
 Gradients backward(const AttentionProblem& p, const AttentionInputs& in, const ForwardResult& fwd,
-                   BackwardAlgorithm algo, const TileConfig& tile, const RunOptions& opt) {
+                   Algorithm algo, const TileConfig& tile, const RunOptions& opt) {
+  if (!has_backward(algo))
+    throw InputError("algorithm", "the " + std::string(algorithm_name(algo)) +
+                                      " algorithm has no backward of its own: use naive or fa2");
   in.validate(p);
   tile.validate();
   if (in.dout.empty()) throw InputError("do", "the backward needs dO (the upstream gradient)");
@@ -78,7 +81,7 @@ Gradients backward(const AttentionProblem& p, const AttentionInputs& in, const F
   detail::ProblemContext ctx(p, in, opt);
   const int64_t acc_bytes = opt.precision == Precision::Exact ? 8 : 4;
   Gradients out;
-  if (algo == BackwardAlgorithm::Naive) {
+  if (algo == Algorithm::Naive) {
     // Six lq x lk matrices (S, dcap, P, dP and two copies inside the GEMMs' operands) per thread.
     detail::require_memory(ctx,
                            ctx.threads() * 6 * p.seqlen_q * p.seqlen_k * acc_bytes +

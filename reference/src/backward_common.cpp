@@ -11,7 +11,7 @@ std::vector<Acc> compute_delta(const ProblemContext& ctx, const ForwardResult& f
   std::vector<Acc> delta(p.lse_elems());
   const int64_t tasks = p.batch * p.heads_q;
   auto* obs = ctx.observer();
-  if (obs) obs->kernel_begin("bwd_dot_do_o");
+  if (obs) obs->kernel_begin({Algorithm::Fa2, Pass::Backward, 0});  // bwd_dot_do_o
 #pragma omp parallel for schedule(dynamic, 1) num_threads(ctx.threads())
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t h = t / p.batch, b = t % p.batch;
@@ -38,7 +38,7 @@ std::vector<Acc> compute_delta(const ProblemContext& ctx, const ForwardResult& f
         // As FlashAttention-2's dot_do_o kernel: a second fp32 row statistic, and the clear of the fp32 dQ
         // accumulator (rows padded to a multiple of 128) that the main kernel's atomics add into.
         obs->access({AccessKind::Store, TensorId::RowSum, b, h, i0, n, 0, 1});
-        const int64_t padded = (hv.lq + 127) / 128 * 128;
+        const int64_t padded = dq_accum_padded_rows(hv.lq);
         obs->access({AccessKind::Store, TensorId::DqAccum, b, h, i0, std::min(tile.bwd_block_q, padded - i0),
                      0, p.head_dim});
         obs->cta_end();

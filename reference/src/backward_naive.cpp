@@ -37,9 +37,11 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       HeadView<Acc> hv(ctx, b, h);
       // With an observer, the steps are reported as the kernels of standard attention's backward, every
       // matrix materialized in global memory between them (S, P, dP and dS; dP and dS reuse S's buffer).
-      const auto kernel = [&](const char* name) {
+      // The kernels in order: scores, softmax, dp, ds, dv, dq, dk.
+      int step = 0;
+      const auto kernel = [&] {
         if (!obs) return;
-        obs->kernel_begin(name);
+        obs->kernel_begin({Algorithm::Naive, Pass::Backward, step++});
         obs->cta_begin(b, h, 0);
       };
       const auto done = [&] {
@@ -50,14 +52,14 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       const auto move = [&](AccessKind a, TensorId id, int64_t head, int64_t rows, int64_t cols) {
         if (obs) obs->access({a, id, b, head, 0, rows, 0, cols});
       };
-      kernel("naive_bwd_scores");
+      kernel();  // naive_bwd_scores
       hv.load_q(0, lq, q.data());
       hv.load_k(0, lk, k.data());
       hv.scores(q.data(), 0, lq, k.data(), 0, lk, s.data(), p.softcap > 0 ? dcap.data() : nullptr);
       move(AccessKind::Store, TensorId::Scores, h, lq, lk);
       done();
       // P = softmax(S), recomputed from scratch (not from the forward's lse).
-      kernel("naive_bwd_softmax");
+      kernel();  // naive_bwd_softmax
       move(AccessKind::Load, TensorId::Scores, h, lq, lk);
       row_max(s.data(), lq, lk, m);
       for (int64_t r = 0; r < lq; ++r) shift(r) = safe_shift(m(r));
@@ -67,7 +69,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       move(AccessKind::Store, TensorId::Probs, h, lq, lk);
       done();
       // dP = dO V^T
-      kernel("naive_bwd_dp");
+      kernel();  // naive_bwd_dp
       hv.load_do(0, lq, dout.data());
       hv.load_v(0, lk, v.data());
       gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, lq, lk, dv, Acc(1), dout.data(), dv, v.data(), dv,
@@ -75,7 +77,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       move(AccessKind::Store, TensorId::Scores, h, lq, lk);
       done();
       // D = rowsum(dO o O);  dS = P o (dP - D)
-      kernel("naive_bwd_ds");
+      kernel();  // naive_bwd_ds
       move(AccessKind::Load, TensorId::Probs, h, lq, lk);
       move(AccessKind::Load, TensorId::Scores, h, lq, lk);
       move(AccessKind::Load, TensorId::dO, h, lq, dv);
@@ -89,7 +91,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       move(AccessKind::Store, TensorId::Scores, h, lq, lk);
       done();
       // dV += P^T dO
-      kernel("naive_bwd_dv");
+      kernel();  // naive_bwd_dv
       move(AccessKind::Load, TensorId::Probs, h, lq, lk);
       move(AccessKind::Load, TensorId::dO, h, lq, dv);
       if (emu) round_to_dtype(pr.data(), lq * lk, p.dtype);
@@ -100,7 +102,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       if (p.softcap > 0) dp *= dcap;
       if (emu) round_to_dtype(dp.data(), lq * lk, p.dtype);
       // dQ = scale dS K;  dK += scale dS^T Q
-      kernel("naive_bwd_dq");
+      kernel();  // naive_bwd_dq
       move(AccessKind::Load, TensorId::Scores, h, lq, lk);
       move(AccessKind::Load, TensorId::K, hk, lk, d);
       gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, lq, d, lk, scale, dp.data(), lk, k.data(), d, Acc(0),
@@ -109,7 +111,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
         for (int64_t c = 0; c < d; ++c) out.dq[hv.q_index(i, d, c)] = stored_output<Acc>(dq(i, c), ctx);
       move(AccessKind::Store, TensorId::dQ, h, lq, d);
       done();
-      kernel("naive_bwd_dk");
+      kernel();  // naive_bwd_dk
       move(AccessKind::Load, TensorId::Scores, h, lq, lk);
       move(AccessKind::Load, TensorId::Q, h, lq, d);
       gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, d, lq, scale, dp.data(), lk, q.data(), d, Acc(1),

@@ -73,7 +73,7 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
   out.dv.assign(p.v_elems(), 0.0);
   BiasGradient<Acc> dbias(p);
   auto* obs = ctx.observer();
-  if (obs) obs->kernel_begin("bwd_dq_dk_dv");
+  if (obs) obs->kernel_begin({Algorithm::Fa2, Pass::Backward, 1});  // bwd_dq_dk_dv
   const int64_t tasks = p.batch * p.heads_kv * chunks;
 #pragma omp parallel num_threads(ctx.threads())
   {
@@ -174,7 +174,7 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
     out.dq[n] = stored_output<Acc>(sum, ctx);
   }
   if (obs) {
-    obs->kernel_begin("bwd_convert_dq");
+    obs->kernel_begin({Algorithm::Fa2, Pass::Backward, 2});  // bwd_convert_dq
     for (int64_t h = 0; h < p.heads_q; ++h)
       for (int64_t b = 0; b < p.batch; ++b)
         for (int64_t i0 = 0; i0 < p.len_q(b); i0 += br) {
@@ -182,7 +182,7 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
           obs->cta_begin(b, h, i0 / br);
           // The whole Br-row tile of the accumulator (padded to 128 rows) is read; the dQ store is
           // predicated.
-          const int64_t padded = (p.len_q(b) + 127) / 128 * 128;
+          const int64_t padded = dq_accum_padded_rows(p.len_q(b));
           obs->access({AccessKind::Load, TensorId::DqAccum, b, h, i0, std::min(br, padded - i0), 0, d});
           obs->access({AccessKind::Store, TensorId::dQ, b, h, i0, n, 0, d});
           obs->cta_end();

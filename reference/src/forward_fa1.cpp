@@ -13,7 +13,7 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
   const AttentionProblem& p = ctx.p;
   const int64_t d = p.head_dim, dv = p.head_dim_v, br = tile.block_q, bc = tile.block_k;
   const int64_t tasks = p.batch * p.heads_q;  // one CTA per (batch, head), as FlashAttention-1
-  if (auto* obs = ctx.observer()) obs->kernel_begin("fwd_fa1");
+  if (auto* obs = ctx.observer()) obs->kernel_begin({Algorithm::Fa1, Pass::Forward, 0});
 #pragma omp parallel num_threads(ctx.threads())
   {
     TileArray<Acc> q(br, d), k(bc, d), v(bc, dv), s(br, bc), pt(br, bc), pv(br, dv);

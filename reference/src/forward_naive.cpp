@@ -27,7 +27,7 @@ void forward_naive(const ProblemContext& ctx, ForwardResult& out) {
     ColArray<Acc> m(lq), l(lq), shift(lq);
     // Kernel 1: S = scale * Q K^T (+ the score pipeline), written to global memory.
     if (obs) {
-      obs->kernel_begin("naive_scores");
+      obs->kernel_begin({Algorithm::Naive, Pass::Forward, 0});  // naive_scores
       obs->cta_begin(b, h, 0);
     }
     hv.load_q(0, lq, q.data());
@@ -38,7 +38,7 @@ void forward_naive(const ProblemContext& ctx, ForwardResult& out) {
       obs->cta_end();
       obs->kernel_end();
       // Kernel 2: P = softmax(S) row by row, written over S; lse.
-      obs->kernel_begin("naive_softmax");
+      obs->kernel_begin({Algorithm::Naive, Pass::Forward, 1});  // naive_softmax
       obs->cta_begin(b, h, 0);
       obs->access({AccessKind::Load, TensorId::Scores, b, h, 0, lq, 0, lk});
     }
@@ -58,7 +58,7 @@ void forward_naive(const ProblemContext& ctx, ForwardResult& out) {
       obs->cta_end();
       obs->kernel_end();
       // Kernel 3: O = P V.
-      obs->kernel_begin("naive_pv");
+      obs->kernel_begin({Algorithm::Naive, Pass::Forward, 2});  // naive_pv
       obs->cta_begin(b, h, 0);
       obs->access({AccessKind::Load, TensorId::Probs, b, h, 0, lq, 0, lk});
     }

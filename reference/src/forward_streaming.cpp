@@ -167,21 +167,10 @@ class RowBlockTask {
   bool may_have_neg_inf_ = true;
 };
 
-const char* kernel_name(ForwardAlgorithm algo) {
-  switch (algo) {
-    case ForwardAlgorithm::ThreePass:
-      return "fwd_three_pass";
-    case ForwardAlgorithm::TwoPass:
-      return "fwd_two_pass";
-    default:
-      return "fwd_fa2";
-  }
-}
-
 }  // namespace
 
 template <class Acc>
-void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, ForwardAlgorithm algo,
+void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algorithm algo,
                        ForwardResult& out) {
   const AttentionProblem& p = ctx.p;
   // Tasks in the launch order of FlashAttention-2's grid: query block fastest, then batch, then head.
@@ -189,7 +178,7 @@ void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Forwar
   for (int64_t b = 0; b < p.batch; ++b)
     block_start[b + 1] = block_start[b] + num_blocks(p.len_q(b), tile.block_q);
   const int64_t tasks = block_start.back() * p.heads_q;
-  if (auto* obs = ctx.observer()) obs->kernel_begin(kernel_name(algo));
+  if (auto* obs = ctx.observer()) obs->kernel_begin({algo, Pass::Forward, 0});
 #pragma omp parallel num_threads(ctx.threads())
   {
     RowBlockBuffers<Acc> buf(tile, p);
@@ -205,13 +194,13 @@ void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Forwar
       if (auto* obs = ctx.observer()) obs->cta_begin(b, h, blk);
       RowBlockTask<Acc> task(hv, tile, i0, n, buf);
       switch (algo) {
-        case ForwardAlgorithm::ThreePass:
+        case Algorithm::ThreePass:
           task.pass_max();
           task.pass_sum();
           task.pass_output();
           task.store(out, false);
           break;
-        case ForwardAlgorithm::TwoPass:
+        case Algorithm::TwoPass:
           task.pass_online_stats();
           task.pass_output();
           task.store(out, false);
@@ -227,9 +216,9 @@ void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Forwar
   if (auto* obs = ctx.observer()) obs->kernel_end();
 }
 
-template void forward_streaming<float>(const ProblemContext&, const TileConfig&, ForwardAlgorithm,
+template void forward_streaming<float>(const ProblemContext&, const TileConfig&, Algorithm,
                                        ForwardResult&);
-template void forward_streaming<double>(const ProblemContext&, const TileConfig&, ForwardAlgorithm,
+template void forward_streaming<double>(const ProblemContext&, const TileConfig&, Algorithm,
                                         ForwardResult&);
 
 }  // namespace flashsim::ref::detail

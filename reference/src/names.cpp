@@ -28,40 +28,6 @@ Precision parse_precision(std::string_view s) {
   throw InputError("precision", "expected exact, fp32 or emulated, got '" + std::string(s) + "'");
 }
 
-std::string_view algorithm_name(ForwardAlgorithm a) {
-  switch (a) {
-    case ForwardAlgorithm::Naive:
-      return "naive";
-    case ForwardAlgorithm::ThreePass:
-      return "three-pass";
-    case ForwardAlgorithm::TwoPass:
-      return "two-pass";
-    case ForwardAlgorithm::TiledFa1:
-      return "tiled-fa1";
-    case ForwardAlgorithm::TiledFa2:
-      return "tiled-fa2";
-  }
-  return "?";
-}
-
-std::string_view algorithm_name(BackwardAlgorithm a) {
-  return a == BackwardAlgorithm::Naive ? "naive" : "tiled";
-}
-
-const std::vector<ForwardAlgorithm>& all_forward_algorithms() {
-  static const std::vector<ForwardAlgorithm> all = {ForwardAlgorithm::Naive, ForwardAlgorithm::ThreePass,
-                                                    ForwardAlgorithm::TwoPass, ForwardAlgorithm::TiledFa1,
-                                                    ForwardAlgorithm::TiledFa2};
-  return all;
-}
-
-ForwardAlgorithm parse_forward_algorithm(std::string_view s) {
-  for (auto a : all_forward_algorithms())
-    if (s == algorithm_name(a)) return a;
-  throw InputError("algorithm", "expected naive, three-pass, two-pass, tiled-fa1 or tiled-fa2, got '" +
-                                    std::string(s) + "'");
-}
-
 std::string_view tensor_name(TensorId t) {
   switch (t) {
     case TensorId::Q:

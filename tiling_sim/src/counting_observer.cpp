@@ -3,12 +3,14 @@
 
 #include <algorithm>
 
+#include "flashsim/sim/kernel_model.h"
+
 namespace flashsim::sim {
 
 using ref::TensorId;
 
-void CountingObserver::kernel_begin(std::string_view kernel) {
-  cur_ = &kernels_[std::string(kernel)];
+void CountingObserver::kernel_begin(const KernelStep& step) {
+  cur_ = &kernels_[kernel_model(step).name];
 }
 
 void CountingObserver::cta_begin(int64_t, int64_t, int64_t) {

@@ -116,7 +116,7 @@ static void finish_time(KernelPrediction& r) {
 
 KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx) {
   KernelPrediction r;
-  r.name = std::string(kernel_kind_name(k.launch.kind));
+  r.name = k.launch.name();
   r.counts = k;
   r.occ = occupancy(k.launch, hw);
   const int64_t ctas = k.launch.ctas();
@@ -148,7 +148,7 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   if (!k.cta_work.empty()) imbalance = list_schedule_imbalance(k.cta_work, k.cta_work_repeat, resident);
   r.imbalance = imbalance;
   // The matrix rate FA2-class kernels achieve on this GPU (calibrated), else the tensor peak.
-  const bool backward = k.launch.kind == KernelKind::Fa2DqDkDv;
+  const bool backward = k.launch.model && k.launch.model->backward_mma_rate;
   const double achieved = backward ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd;
   r.calibrated = achieved > 0;
   const double mma_rate = r.calibrated ? achieved : hw.tensor_flops_fp16;
@@ -175,27 +175,24 @@ int64_t executed_schedule_bytes(const KernelCounts& analytic, const AttentionPro
 }
 
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
-                                      const HardwareProfile& hw, bool backward, bool executed,
-                                      KernelKind forward_kind, int64_t max_memory_bytes) {
+                                      const HardwareProfile& hw, const std::vector<const KernelModel*>& kernels,
+                                      bool executed, int64_t max_memory_bytes) {
   const int64_t limit = max_memory_bytes > 0 ? max_memory_bytes : default_memory_limit();
   std::vector<KernelPrediction> out;
-  for (KernelKind kind : forward_kind == KernelKind::NaiveScores
-                             ? (backward ? naive_backward_kernels() : naive_forward_kernels())
-                         : backward ? fa2_backward_kernels()
-                                    : std::vector<KernelKind>{forward_kind}) {
+  for (const KernelModel* kind : kernels) {
     if (!executed) {
-      out.push_back(predict_kernel(analytic_counts(kind, p, c), hw));
+      out.push_back(predict_kernel(analytic_counts(*kind, p, c), hw));
       continue;
     }
-    const int64_t need = executed_schedule_bytes(analytic_counts(kind, p, c), p, c);
+    const int64_t need = executed_schedule_bytes(analytic_counts(*kind, p, c), p, c);
     if (need > limit)
       throw MemoryLimitError(
           fmt::format("the executed schedule of {} needs up to {} bytes ({:.2f} GiB), over the "
                       "memory limit of {} bytes ({:.2f} GiB); the analytic model (without "
                       "--executed) needs none",
-                      kernel_kind_name(kind), need, static_cast<double>(need) / (1 << 30), limit,
+                      kind->name, need, static_cast<double>(need) / (1 << 30), limit,
                       static_cast<double>(limit) / (1 << 30)));
-    const KernelSchedule s = fa2_schedule(kind, p, c);
+    const KernelSchedule s = schedule(*kind, p, c);
     const KernelCounts k = execute_counts(s);
     const Occupancy o = occupancy(s.launch, hw);
     KernelPrediction pr = predict_kernel(k, hw, {});

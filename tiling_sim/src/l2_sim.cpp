@@ -175,7 +175,7 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
   const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
   Lru cache(hw.l2_effective_bytes / lb, hw.l2_dirty_bytes / lb);
   // Each tensor its own address range; rows of a (batch, head) laid out as BSHD with padded sequences.
-  int64_t rows = std::max(fa2_padded_rows(p.seqlen_q), p.seqlen_k);
+  int64_t rows = std::max(dq_accum_padded_rows(p.seqlen_q), p.seqlen_k);
   for (const auto& cta : s.ctas)  // the partials dQ strategy stores rows beyond a sequence
     for (const auto& m : cta.moves) rows = std::max(rows, m.row0 + m.rows);
   rows += 128;

@@ -185,47 +185,12 @@ std::vector<NcuKernel> parse_ncu_csv(std::istream& in) {
 }
 
 std::optional<RecognizedKernel> recognize_kernel(const std::string& name) {
-  static const std::regex fwd(
-      R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
-  static const std::regex bwd(R"(Flash_bwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))");
-  std::smatch m;
-  RecognizedKernel r{KernelKind::Fa2Forward, TileConfig{}};
-  // Template arguments past int64 or giving an impossible tile config make the report unusable.
-  auto num = [&](const std::ssub_match& s) {
-    const std::string digits = s.str();
-    if (digits.size() > 9)
-      throw InputError("ncu", "kernel '" + name.substr(0, 200) + "' has a template argument out of range");
-    return std::stoll(digits);
-  };
-  auto checked = [&](RecognizedKernel k) {
-    try {
-      k.config.validate();
-    } catch (const InputError& e) {
-      throw InputError("ncu", "kernel '" + name.substr(0, 200) + "' has a bad tile config: " + e.what());
+  for (const KernelModel* m : kernel_models())
+    for (const NcuName& n : m->ncu_names) {
+      std::smatch match;
+      if (std::regex_search(name, match, std::regex(n.pattern))) return RecognizedKernel{m, n.config(match, name)};
     }
-    return k;
-  };
-  if (std::regex_search(name, m, fwd)) {
-    r.config.block_q = num(m[2]);
-    r.config.block_k = num(m[3]);
-    r.config.warps = static_cast<int>(num(m[4]));
-    return checked(r);
-  }
-  if (!std::regex_search(name, m, bwd)) return std::nullopt;
-  r.config.bwd_block_q = num(m[2]);
-  r.config.bwd_block_k = num(m[3]);
-  r.config.warps =
-      static_cast<int>(num(m[4]) / 2);  // fa2_launch doubles the forward warps for backward kernels
-  if (name.find("flash_bwd_dot_do_o_kernel") != std::string::npos) {
-    r.kind = KernelKind::Fa2DotDoO;
-  } else if (name.find("flash_bwd_convert_dq_kernel") != std::string::npos) {
-    r.kind = KernelKind::Fa2ConvertDq;
-  } else if (name.find("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel") != std::string::npos) {
-    r.kind = KernelKind::Fa2DqDkDv;
-  } else {
-    return std::nullopt;
-  }
-  return checked(r);
+  return std::nullopt;
 }
 
 std::vector<NcuKernel> with_dram_counters(std::vector<NcuKernel> full, const std::vector<NcuKernel>& dram) {
@@ -261,6 +226,14 @@ bool dram_counters_replayed(const std::vector<NcuKernel>& kernels) {
 }
 
 namespace {
+
+// The kernel names the registered models answer to: each pattern's leading identifier.
+std::string known_ncu_names() {
+  std::string out;
+  for (const KernelModel* m : kernel_models())
+    for (const NcuName& n : m->ncu_names) out += (out.empty() ? "" : ", ") + ncu_name_hint(n);
+  return out;
+}
 
 // "(128, 1, 1)" -> {128, 1, 1}; empty when the text is not three integers in parentheses.
 std::vector<int64_t> parse_dim3(const std::string& text) {
@@ -302,8 +275,8 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
     const auto rec = recognize_kernel(k.name);
     kc.recognized = rec.has_value();
     if (rec) {
-      const KernelCounts counts = analytic_counts(rec->kind, p, rec->config);
-      check_launch(k, counts.launch, std::string(kernel_kind_name(rec->kind)));
+      const KernelCounts counts = analytic_counts(*rec->model, p, rec->config);
+      check_launch(k, counts.launch, rec->model->name);
       L2Context ctx;
       if (auto it = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"); it != k.metrics.end())
         ctx.spill_store_bytes_per_cta =
@@ -313,7 +286,7 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
         kc.replay_write_bytes = hw.ncu_replay_write_bytes;
         pr.dram_write += static_cast<int64_t>(hw.ncu_replay_write_bytes);
       }
-      kc.name = std::string(kernel_kind_name(rec->kind)) + " (" + k.name.substr(0, k.name.find('<')) + ")";
+      kc.name = rec->model->name + " (" + k.name.substr(0, k.name.find('<')) + ")";
       const std::pair<const char*, std::pair<double, double>> rows[] = {
           {"l1tex__m_xbar2l1tex_read_bytes.sum", {static_cast<double>(counts.load_bytes()), 0.02}},
           {"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", {static_cast<double>(counts.store_bytes()), 0.02}},
@@ -352,12 +325,10 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
                      "the report has no kernel rows: ncu profiled nothing (check its -k filter) or the file "
                      "holds only its header");
   if (std::none_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.recognized; }))
-    throw InputError("ncu",
-                     fmt::format("none of the report's {} kernels is a FlashAttention-2 kernel flashsim "
-                                 "knows (flash_fwd_kernel, flash_bwd_dot_do_o_kernel, "
-                                 "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, flash_bwd_convert_dq_kernel "
-                                 "with their template arguments); the first is '{}'",
-                                 kernels.size(), kernels[0].name.substr(0, 80)));
+    throw InputError("ncu", fmt::format("none of the report's {} kernels is a kernel flashsim models ({}, with "
+                                        "their template arguments; `flashsim sim kernels` lists them); the "
+                                        "first is '{}'",
+                                        kernels.size(), known_ncu_names(), kernels[0].name.substr(0, 80)));
   if (std::all_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.metrics.empty(); }))
     throw InputError(
         "ncu",

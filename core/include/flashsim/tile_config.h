@@ -6,15 +6,10 @@
 #include <string>
 #include <string_view>
 
+#include "flashsim/algorithm.h"
+
 namespace flashsim {
 
-// Forward loop order: FA2 keeps a query block resident and streams key blocks (O written once);
-// FA1 streams query blocks inside each key block (O and its statistics re-read and re-written).
-enum class LoopOrder { QueryOuter, KeyOuter };
-// Launch order of the forward grid's CTAs: which index varies fastest.
-//   QueryBlockFastest: (q block, head, batch) as FlashAttention-2's grid (m_block, b, h) with m fastest.
-//   HeadFastest: all heads of one query block launch together.
-enum class Raster { QueryBlockFastest, HeadFastest };
 // Backward dQ: fp32 atomics into an accumulator plus a convert kernel (FlashAttention-2), or deterministic
 // per-key-split partials plus a reduction kernel.
 enum class DqStrategy { Atomic, Partials };
@@ -26,8 +21,6 @@ struct TileConfig {
   int stages = 1;                 // pipeline stages of the K/V tile buffers (1: no prefetch)
   bool q_in_registers = false;    // Q tile kept in registers (no shared-memory buffer) after its load
   bool kv_shared_buffer = false;  // K and V tiles share one shared-memory buffer
-  LoopOrder loop_order = LoopOrder::QueryOuter;
-  Raster raster = Raster::QueryBlockFastest;
   DqStrategy dq_strategy = DqStrategy::Atomic;
   // Backward tile sizes (FlashAttention-2 uses its own, usually smaller, tiles for the backward).
   int64_t bwd_block_q = 64;
@@ -35,13 +28,19 @@ struct TileConfig {
 
   // Throws InputError naming the field when a size is < 1 or absurd.
   void validate() const;
+  // "Br128 Bc64 w4 st1 bwd Br64 Bc128 dq:atomic"; with an algorithm, its name after the forward knobs
+  // ("... st1 fa2 bwd ..."): the tiles as that algorithm's kernels run them.
   std::string describe() const;
+  std::string describe(Algorithm a) const;
 };
 
-std::string_view loop_order_name(LoopOrder o);  // "fa2" (query outer), "fa1" (key outer)
-LoopOrder parse_loop_order(std::string_view s);
-std::string_view raster_name(Raster r);
-Raster parse_raster(std::string_view s);
+// The FlashAttention-2 backward's fp32 dQ accumulator reserves each sequence's query rows rounded up to a
+// multiple of 128 (the largest backward Br it launches with), whatever the tile: kernels that clear, reduce
+// into or convert it touch these rows.
+inline int64_t dq_accum_padded_rows(int64_t len) {
+  return (len + 127) / 128 * 128;
+}
+
 std::string_view dq_strategy_name(DqStrategy d);
 DqStrategy parse_dq_strategy(std::string_view s);
 

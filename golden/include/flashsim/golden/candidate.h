@@ -15,8 +15,8 @@ namespace flashsim::golden {
 
 struct CandidateOptions {
   DType compute = DType::BF16;
-  ref::ForwardAlgorithm forward = ref::ForwardAlgorithm::TwoPass;
-  ref::BackwardAlgorithm backward = ref::BackwardAlgorithm::Naive;
+  Algorithm forward = Algorithm::TwoPass;
+  Algorithm backward = Algorithm::Naive;  // naive or fa2 (has_backward)
   TileConfig tile;
   ref::RunOptions run;
   bool force = false;

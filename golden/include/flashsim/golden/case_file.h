@@ -39,8 +39,8 @@ AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs&
 // when the rounded inputs are not finite (e.g. large bf16 values in fp16).
 bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
                       ref::RunOptions opt, AttentionOutputs& out,
-                      ref::ForwardAlgorithm fwd = ref::ForwardAlgorithm::TiledFa2,
-                      ref::BackwardAlgorithm bwd = ref::BackwardAlgorithm::Tiled,
+                      Algorithm fwd = Algorithm::Fa2,
+                      Algorithm bwd = Algorithm::Fa2,
                       const TileConfig& tile = {});
 
 // The compute dtypes a case's tolerance table covers: fp32, fp16, bf16 (and the case's own dtype).

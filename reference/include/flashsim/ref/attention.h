@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "flashsim/algorithm.h"
 #include "flashsim/inputs.h"
 #include "flashsim/problem.h"
 #include "flashsim/ref/options.h"
@@ -12,23 +13,6 @@
 
 namespace flashsim::ref {
 
-enum class ForwardAlgorithm {
-  Naive,      // S = scale*Q*K^T and P = softmax(S) materialized, O = P*V
-  ThreePass,  // safe softmax: row max; row sum of exp(s - m); normalize and multiply by V
-  TwoPass,    // online softmax: running max and rescaled sum in one pass over keys, then the output pass
-  TiledFa1,   // FlashAttention, key blocks outer: O, m, l re-read and re-written per key block
-  TiledFa2,   // FlashAttention, query blocks outer: O rescaled in place and written once
-};
-enum class BackwardAlgorithm {
-  Naive,  // P materialized, dP = dO*V^T, dS = P o (dP - rowsum(dO o O))
-  Tiled,  // FlashAttention-2: key blocks outer, P recomputed per tile from lse, dQ accumulated across key
-          // blocks
-};
-
-std::string_view algorithm_name(ForwardAlgorithm a);  // "naive", "three-pass", "two-pass", "tiled-fa1", ...
-std::string_view algorithm_name(BackwardAlgorithm a);
-ForwardAlgorithm parse_forward_algorithm(std::string_view s);
-const std::vector<ForwardAlgorithm>& all_forward_algorithms();
 
 struct ForwardResult {
   std::vector<double> o;    // problem.o_shape()
@@ -40,12 +24,16 @@ struct Gradients {
   std::vector<double> dbias;  // problem.bias shape (reduced over broadcast dims), empty without a bias
 };
 
-// Forward. `tile` is used by the tiled and streaming algorithms (block_q, block_k); the naive one ignores it.
-ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, ForwardAlgorithm algo,
+// Forward by any algorithm. `tile` is used by the tiled and streaming algorithms (block_q, block_k); the naive
+// one ignores it.
+ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, Algorithm algo,
                       const TileConfig& tile = {}, const RunOptions& opt = {});
 
-// Backward from the forward's o and lse (computed by any algorithm at the same precision) and in.dout.
+// Backward from the forward's o and lse (computed by any algorithm at the same precision) and in.dout, by an
+// algorithm with a backward of its own (naive: P materialized, dP = dO*V^T, dS = P o (dP - rowsum(dO o O));
+// fa2: key blocks outer, P recomputed per tile from lse, dQ accumulated across key blocks). Throws InputError
+// for the others (has_backward).
 Gradients backward(const AttentionProblem& p, const AttentionInputs& in, const ForwardResult& fwd,
-                   BackwardAlgorithm algo, const TileConfig& tile = {}, const RunOptions& opt = {});
+                   Algorithm algo, const TileConfig& tile = {}, const RunOptions& opt = {});
 
 }  // namespace flashsim::ref

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "flashsim/algorithm.h"
+
 namespace flashsim::ref {
 
 // Global tensors. Elements: inputs in the problem dtype; Lse, Delta (D = rowsum(dO o O)), DqAccum in fp32;
@@ -48,8 +50,8 @@ struct TileAccess {
 class TrafficObserver {
  public:
   virtual ~TrafficObserver() = default;
-  // A kernel launch (name as the simulator's schedules call it, e.g. "fwd_fa2", "bwd_dot_do_o").
-  virtual void kernel_begin(std::string_view kernel) = 0;
+  // A kernel launch: the step.index-th kernel of the algorithm's pass (the simulator's registry names it).
+  virtual void kernel_begin(const KernelStep& step) = 0;
   virtual void kernel_end() = 0;
   // One CTA: (batch, head, block) of the launch grid.
   virtual void cta_begin(int64_t batch, int64_t head, int64_t block) = 0;

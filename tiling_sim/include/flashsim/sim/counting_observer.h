@@ -13,7 +13,7 @@ namespace flashsim::sim {
 class CountingObserver : public ref::TrafficObserver {
  public:
   explicit CountingObserver(const AttentionProblem& p) : p_(p) {}
-  void kernel_begin(std::string_view kernel) override;
+  void kernel_begin(const KernelStep& step) override;  // counted under the step's kernel model name
   void kernel_end() override {}
   void cta_begin(int64_t, int64_t, int64_t) override;
   void cta_end() override {}

@@ -45,6 +45,6 @@ struct KernelCounts {
 // Run a schedule: sum its moves (the executed simulator's counting part).
 KernelCounts execute_counts(const KernelSchedule& s);
 // The same numbers in closed form, without building the schedule.
-KernelCounts analytic_counts(KernelKind kind, const AttentionProblem& p, const TileConfig& c);
+KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, const TileConfig& c);
 
 }  // namespace flashsim::sim

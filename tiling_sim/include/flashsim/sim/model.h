@@ -6,6 +6,7 @@
 
 #include "flashsim/sim/counts.h"
 #include "flashsim/sim/hardware.h"
+#include "flashsim/sim/kernel_model.h"
 
 namespace flashsim::sim {
 
@@ -47,15 +48,13 @@ struct KernelPrediction {
 // where it has one, else at the tensor peak.
 KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw, const L2Context& ctx = {});
 
-// The FA2 forward or backward kernels of a problem, analytic counts (fast) or executed schedule.
-// forward_kind: the forward kernel (FA2, FA1 order, three-pass, two-pass; NaiveScores: the 3 naive kernels).
-// The executed schedule holds every CTA's moves: before building one, its size is bounded from the launch
+// Kernels of a problem (kernels_of(algorithm, pass), or any registered models), analytic counts (fast) or
+// executed schedule. The executed schedule holds every CTA's moves: before building one, its size is bounded from the launch
 // (executed_schedule_bytes) and a MemoryLimitError thrown when that exceeds max_memory_bytes (0: 80% of the
 // memory available).
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
-                                      const HardwareProfile& hw, bool backward, bool executed = false,
-                                      KernelKind forward_kind = KernelKind::Fa2Forward,
-                                      int64_t max_memory_bytes = 0);
+                                      const HardwareProfile& hw, const std::vector<const KernelModel*>& kernels,
+                                      bool executed = false, int64_t max_memory_bytes = 0);
 
 // An upper bound on the bytes an executed schedule of the kernel holds: every CTA's record plus at most
 // 8 moves per key or query block it loops over (the FA2 backward moves 6 per query block: Q, dO, lse, D, the

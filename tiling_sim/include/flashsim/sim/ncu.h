@@ -28,9 +28,10 @@ std::vector<NcuKernel> parse_ncu_csv(std::istream& in);
 // (bench/results/ncu_h100_2026-11-22/README.md). Throws InputError("ncu-dram") when the kernels differ.
 std::vector<NcuKernel> with_dram_counters(std::vector<NcuKernel> full, const std::vector<NcuKernel>& dram);
 
-// A FlashAttention-2 kernel recognized by name, with the tile config from its template arguments.
+// A kernel recognized by name (a registered model's ncu_names), with the tile config from its template
+// arguments; throws InputError("ncu") for template arguments that give no valid config.
 struct RecognizedKernel {
-  KernelKind kind;
+  const KernelModel* model;
   TileConfig config;
 };
 std::optional<RecognizedKernel> recognize_kernel(const std::string& name);

@@ -1,0 +1,99 @@
+#pragma once
+// A kernel model: everything the simulator knows of one GPU kernel, defined in one file under
+// tiling_sim/src/kernels/ and registered in one table (kernels/registry.cpp) that every part of flashsim
+// reads: the closed-form counts (analytic.cpp), the executed schedule and its L2 model, the DRAM/time model,
+// `traffic compare` (which kernel an ncu row is, and its tile config), the command line (`sim kernels`,
+// `sim predict`) and the counting observer of the CPU reference (which kernel a reference step is).
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flashsim/algorithm.h"
+#include "flashsim/sim/counts.h"
+
+namespace flashsim::sim {
+
+// Builds one CTA's tile moves and work (what the executed simulator runs).
+struct CtaBuilder {
+  const AttentionProblem& p;
+  int e;  // bytes of an input element (the problem's dtype)
+  CtaWork* w;
+  void add(ref::AccessKind k, ref::TensorId t, int64_t b, int64_t h, int64_t row0, int64_t rows, int64_t cols,
+           int eb) {
+    if (rows > 0) w->moves.push_back(Move{k, t, b, h, row0, rows, cols, eb});
+  }
+};
+
+// Adds the closed-form counts of one sequence for one query head: bytes and 32-byte sectors per tensor and
+// direction (each row of a BSHD tile is contiguous and sector aligned), the work, and each CTA's matrix FLOPs
+// in launch order when the analytic model asks for them.
+struct SequenceCounter {
+  KernelCounts& k;
+  std::vector<double>* work = nullptr;
+  void load(ref::TensorId t, int64_t rows, int64_t cols, int eb) { add(&TensorTraffic::load, t, rows, cols, eb); }
+  void store(ref::TensorId t, int64_t rows, int64_t cols, int eb) { add(&TensorTraffic::store, t, rows, cols, eb); }
+  void reduce(ref::TensorId t, int64_t rows, int64_t cols, int eb) {
+    add(&TensorTraffic::reduce, t, rows, cols, eb);
+  }
+  void add(DirectionBytes TensorTraffic::*dir, ref::TensorId t, int64_t rows, int64_t cols, int eb) {
+    auto& d = k.tensors[static_cast<size_t>(t)].*dir;
+    d.bytes += rows * cols * eb;
+    d.sectors += rows * ((cols * eb + 31) / 32);  // sectors per row: ceil(row bytes / 32)
+  }
+  void cta_work(double mma_flops) {
+    if (work) work->push_back(mma_flops);
+  }
+};
+
+// Which of TileConfig's block sizes cut a launch into CTAs whose work differs under masks, varlen or partial
+// tiles (the time model then deals those CTAs to the SMs one by one); None: every CTA does the same work.
+enum class WorkBlocks { None, Forward, Backward };
+
+// An ncu kernel name a model answers to: an ECMAScript regex searched in the demangled name, and the tile
+// config its submatches (the kernel's template arguments) give.
+struct NcuName {
+  const char* pattern;
+  TileConfig (*config)(const std::smatch& m, const std::string& name);
+};
+
+struct KernelModel {
+  std::string name;                    // "fwd_fa2": its id in predictions, traffic compare and the CLI
+  std::optional<Algorithm> algorithm;  // whose pass runs it; none: predicted by name only (sim predict --kernel)
+  Pass pass = Pass::Forward;
+  std::string summary;  // one line: what the kernel computes
+  std::vector<NcuName> ncu_names;
+  WorkBlocks work_blocks = WorkBlocks::None;
+  bool backward_mma_rate = false;  // time model: the profile's measured FA2 backward MMA rate, else forward's
+  // Grid, threads, registers and shared-memory buffers (launch() sets the model).
+  KernelLaunch (*launch)(const AttentionProblem& p, const TileConfig& c) = nullptr;
+  // The moves and work of CTA (b, h, block) of the grid (b < grid_y, h < grid_z, block < grid_x).
+  void (*cta)(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t block) = nullptr;
+  // The closed form: sequence b's counts for one query head, without building its CTAs. nullptr: the CTAs
+  // of (b, head 0) are built and counted (fine for kernels with one or a few CTAs per sequence and head).
+  void (*sequence)(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) = nullptr;
+};
+
+// The registry: the built-in kernels, each algorithm's passes in launch order, then any registered later.
+const std::vector<const KernelModel*>& kernel_models();
+// The model of that name; throws InputError("kernel") listing the known names.
+const KernelModel& kernel_model(std::string_view name);
+// The kernels of an algorithm's pass in launch order; the backward of an algorithm without one is FA2's
+// (has_backward).
+std::vector<const KernelModel*> kernels_of(Algorithm a, Pass pass);
+// The model a CPU reference step is reported as (ref::TrafficObserver::kernel_begin).
+const KernelModel& kernel_model(const KernelStep& step);
+// Adds a model (a user's own kernel, a test's toy) after the built-in ones; throws InputError("kernel") when
+// its name is taken or it lacks a launch or a CTA function.
+const KernelModel& register_kernel_model(KernelModel m);
+
+// The kernel name a pattern answers to, for messages: its leading identifier ("flash_fwd_kernel").
+std::string ncu_name_hint(const NcuName& n);
+
+// A config parsed from ncu template arguments: throws InputError("ncu") naming the kernel when an argument has
+// more than 9 digits or the config is impossible.
+int64_t ncu_template_int(const std::ssub_match& s, const std::string& name);
+TileConfig checked_ncu_config(const TileConfig& c, const std::string& name);
+
+}  // namespace flashsim::sim

@@ -1,0 +1,89 @@
+// FlashAttention (v1)'s loop order: one CTA per (batch, head), key blocks outer; for each key block the query
+// blocks that see it are loaded with their partial O, row max and row sum, updated and written back.
+#include <algorithm>
+
+#include "kernels.h"
+
+namespace flashsim::sim::kernels {
+
+using ref::AccessKind;
+using ref::TensorId;
+
+namespace {
+
+KernelLaunch fa1_launch(const AttentionProblem& p, const TileConfig& c) {
+  const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
+  KernelLaunch l;
+  l.grid_y = p.batch;
+  l.grid_z = p.heads_q;
+  l.threads = c.warps * 32;
+  l.smem = {{"Q", c.block_q * d * e},
+            {"K", c.block_k * d * e},
+            {"V", c.block_k * dv * e},
+            {"O", c.block_q * dv * 4},
+            {"m, l", c.block_q * 8}};
+  return l;
+}
+
+void fa1_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t) {
+  const auto& p = x.p;
+  const int64_t sq = p.len_q(b), sk = p.len_k(b), hk = p.kv_head(h);
+  for (int64_t k0 = 0; k0 < sk; k0 += c.block_k) {
+    const int64_t rk = std::min(c.block_k, sk - k0);
+    const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + rk, c.block_q);
+    if (m1 <= m0) continue;
+    x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
+    x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
+    for (int64_t m = m0; m < m1; ++m) {
+      const int64_t q0 = m * c.block_q, rq = std::min(c.block_q, sq - q0);
+      x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
+      x.add(AccessKind::Load, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
+      x.add(AccessKind::Load, TensorId::RowMax, b, h, q0, rq, 1, 4);
+      x.add(AccessKind::Load, TensorId::RowSum, b, h, q0, rq, 1, 4);
+      x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::RowMax, b, h, q0, rq, 1, 4);
+      x.add(AccessKind::Store, TensorId::RowSum, b, h, q0, rq, 1, 4);
+      // S = Q K^T and O += P V: 2 rq rk (d + dv)
+      x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
+                        static_cast<double>(p.head_dim + p.head_dim_v);
+      x.w->exp_ops += static_cast<double>(rq * rk);
+    }
+  }
+}
+
+void fa1_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
+  const int e = dtype_bytes(p.dtype);
+  const int64_t sq = p.len_q(b), sk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v;
+  for (int64_t k0 = 0; k0 < sk; k0 += c.block_k) {
+    const int64_t rk = std::min(c.block_k, sk - k0);
+    const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + rk, c.block_q);
+    if (m1 <= m0) continue;
+    const int64_t rq = block_rows(m0, m1, c.block_q, sq);
+    x.load(TensorId::K, rk, d, e);
+    x.load(TensorId::V, rk, dv, e);
+    x.load(TensorId::Q, rq, d, e);
+    for (auto dir : {&TensorTraffic::load, &TensorTraffic::store}) {
+      x.add(dir, TensorId::O, rq, dv, e);
+      x.add(dir, TensorId::RowMax, rq, 1, 4);
+      x.add(dir, TensorId::RowSum, rq, 1, 4);
+    }
+    const double pairs = static_cast<double>(rq) * static_cast<double>(rk);
+    x.k.mma_flops += 2.0 * pairs * static_cast<double>(d + dv);
+    x.k.exp_ops += pairs;
+  }
+}
+
+}  // namespace
+
+KernelModel fa1_forward() {
+  KernelModel m;
+  m.name = "fwd_fa1";
+  m.algorithm = Algorithm::Fa1;
+  m.summary = "FA1 forward: key blocks outer, O, row max and row sum re-read and re-written per key block";
+  m.launch = fa1_launch;
+  m.cta = fa1_cta;
+  m.sequence = fa1_sequence;
+  return m;
+}
+
+}  // namespace flashsim::sim::kernels

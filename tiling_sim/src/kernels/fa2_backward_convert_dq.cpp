@@ -1,0 +1,75 @@
+// FlashAttention-2's last backward kernel (flash_bwd_convert_dq_kernel): the fp32 dQ accumulator converted to
+// the input dtype; with the partials strategy, the key blocks' partials summed in key-block order first.
+#include <algorithm>
+
+#include "fa2_backward_ncu.h"
+
+namespace flashsim::sim::kernels {
+
+using ref::AccessKind;
+using ref::TensorId;
+
+namespace {
+
+KernelLaunch convert_launch(const AttentionProblem& p, const TileConfig& c) {
+  KernelLaunch l;
+  l.grid_x = ceil_div(p.seqlen_q, c.bwd_block_q);
+  l.grid_y = p.batch;
+  l.grid_z = p.heads_q;
+  l.threads = fa2_backward_threads(c);
+  l.smem = {{"dQ", c.bwd_block_q * p.head_dim * dtype_bytes(p.dtype)}};
+  return l;
+}
+
+void convert_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
+  const auto& p = x.p;
+  const int64_t sq = p.len_q(b), q0 = m * c.bwd_block_q;
+  if (q0 >= sq) return;
+  const int64_t rq = std::min(c.bwd_block_q, sq - q0);
+  if (c.dq_strategy == DqStrategy::Partials) {
+    // The partials of every key block that sees this query block, summed in key-block order
+    // (deterministic), then converted.
+    const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.bwd_block_q, c.bwd_block_k);
+    for (int64_t n = n0; n < n1; ++n)
+      x.add(AccessKind::Load, TensorId::DqAccum, b, h, dq_partial_row(p, b, n, q0), rq, p.head_dim, 4);
+    x.add(AccessKind::Store, TensorId::dQ, b, h, q0, rq, p.head_dim, x.e);
+    return;
+  }
+  // The whole Br-row tile of the padded accumulator is read; only the dQ store is predicated.
+  x.add(AccessKind::Load, TensorId::DqAccum, b, h, q0, std::min(c.bwd_block_q, dq_accum_padded_rows(sq) - q0),
+        p.head_dim, 4);
+  x.add(AccessKind::Store, TensorId::dQ, b, h, q0, rq, p.head_dim, x.e);
+}
+
+void convert_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
+  const int e = dtype_bytes(p.dtype);
+  const int64_t sq = p.len_q(b), d = p.head_dim;
+  if (c.dq_strategy == DqStrategy::Partials) {
+    for (int64_t q0 = 0; q0 < sq; q0 += c.bwd_block_q) {
+      const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.bwd_block_q, c.bwd_block_k);
+      x.load(TensorId::DqAccum, (n1 - n0) * std::min(c.bwd_block_q, sq - q0), d, 4);
+    }
+    x.store(TensorId::dQ, sq, d, e);
+    return;
+  }
+  x.load(TensorId::DqAccum, std::min(dq_accum_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), d,
+         4);
+  x.store(TensorId::dQ, sq, d, e);
+}
+
+}  // namespace
+
+KernelModel fa2_backward_convert_dq() {
+  KernelModel m;
+  m.name = "bwd_convert_dq";
+  m.algorithm = Algorithm::Fa2;
+  m.pass = Pass::Backward;
+  m.summary = "FA2 backward 3/3: the fp32 dQ accumulator (or the partials, summed) converted and stored";
+  m.ncu_names = {{FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_convert_dq_kernel"), from_bwd_traits}};
+  m.launch = convert_launch;
+  m.cta = convert_cta;
+  m.sequence = convert_sequence;
+  return m;
+}
+
+}  // namespace flashsim::sim::kernels

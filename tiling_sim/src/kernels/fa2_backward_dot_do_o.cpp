@@ -1,0 +1,66 @@
+// FlashAttention-2's first backward kernel (flash_bwd_dot_do_o_kernel): D = rowsum(dO o O) per query block,
+// a second fp32 row statistic, and the clear of the fp32 dQ accumulator that the main kernel's atomics add
+// into.
+#include <algorithm>
+
+#include "fa2_backward_ncu.h"
+
+namespace flashsim::sim::kernels {
+
+using ref::AccessKind;
+using ref::TensorId;
+
+namespace {
+
+KernelLaunch dot_launch(const AttentionProblem& p, const TileConfig& c) {
+  KernelLaunch l;
+  l.grid_x = ceil_div(p.seqlen_q, c.bwd_block_q);
+  l.grid_y = p.batch;
+  l.grid_z = p.heads_q;
+  l.threads = fa2_backward_threads(c);
+  return l;
+}
+
+void dot_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
+  const auto& p = x.p;
+  const int64_t sq = p.len_q(b), q0 = m * c.bwd_block_q;
+  if (q0 >= sq) return;
+  const int64_t rq = std::min(c.bwd_block_q, sq - q0);
+  x.add(AccessKind::Load, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
+  x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
+  x.add(AccessKind::Store, TensorId::Delta, b, h, q0, rq, 1, 4);
+  x.add(AccessKind::Store, TensorId::RowSum, b, h, q0, rq, 1, 4);  // FA2 writes a second fp32 row statistic
+  if (c.dq_strategy == DqStrategy::Atomic) {  // clears the dQ accumulator (partials need no clearing)
+    const int64_t rz = std::min(c.bwd_block_q, dq_accum_padded_rows(sq) - q0);
+    x.add(AccessKind::Store, TensorId::DqAccum, b, h, q0, rz, p.head_dim, 4);
+  }
+}
+
+void dot_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
+  const int e = dtype_bytes(p.dtype);
+  const int64_t sq = p.len_q(b), dv = p.head_dim_v;
+  x.load(TensorId::O, sq, dv, e);
+  x.load(TensorId::dO, sq, dv, e);
+  x.store(TensorId::Delta, sq, 1, 4);
+  x.store(TensorId::RowSum, sq, 1, 4);
+  if (c.dq_strategy == DqStrategy::Atomic)
+    x.store(TensorId::DqAccum, std::min(dq_accum_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q),
+            p.head_dim, 4);
+}
+
+}  // namespace
+
+KernelModel fa2_backward_dot_do_o() {
+  KernelModel m;
+  m.name = "bwd_dot_do_o";
+  m.algorithm = Algorithm::Fa2;
+  m.pass = Pass::Backward;
+  m.summary = "FA2 backward 1/3: D = rowsum(dO o O), and the fp32 dQ accumulator cleared";
+  m.ncu_names = {{FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dot_do_o_kernel"), from_bwd_traits}};
+  m.launch = dot_launch;
+  m.cta = dot_cta;
+  m.sequence = dot_sequence;
+  return m;
+}
+
+}  // namespace flashsim::sim::kernels

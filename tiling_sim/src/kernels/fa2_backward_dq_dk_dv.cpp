@@ -1,0 +1,116 @@
+// FlashAttention-2's main backward kernel (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel): one CTA per key
+// block, query blocks walked from the last one down; P recomputed from lse, dK and dV accumulated in
+// registers, dQ added into an fp32 accumulator by atomics (or, with the partials strategy, stored as this key
+// block's own partial).
+#include <algorithm>
+
+#include "fa2_backward_ncu.h"
+
+namespace flashsim::sim::kernels {
+
+using ref::AccessKind;
+using ref::TensorId;
+
+namespace {
+
+KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
+  const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
+  const int64_t br = c.bwd_block_q, bc = c.bwd_block_k;
+  KernelLaunch l;
+  l.grid_x = ceil_div(p.seqlen_k, bc);
+  l.grid_y = p.batch;
+  l.grid_z = p.heads_q;
+  l.threads = fa2_backward_threads(c);
+  l.regs_per_thread = 255;
+  l.accumulator_elems = bc * (d + dv) + 2 * br * bc;  // dK, dV; S and dP
+  l.smem = {{"Q (double buffer)", 2 * br * d * e},
+            {"dO", br * dv * e},
+            {"K", bc * d * e},
+            {"V", bc * dv * e},
+            {"dS", br * bc * e},
+            {"P", br * bc * e}};
+  return l;
+}
+
+// S = Q K^T, dP = dO V^T, dV += P^T dO, dQ += dS K, dK += dS^T Q: 2 rq rk (3 d + 2 dv)
+double tile_flops(const AttentionProblem& p, int64_t rq, int64_t rk) {
+  return 2.0 * static_cast<double>(rq) * static_cast<double>(rk) * static_cast<double>(3 * p.head_dim + 2 * p.head_dim_v);
+}
+
+void main_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) {
+  const auto& p = x.p;
+  const int64_t sq = p.len_q(b), sk = p.len_k(b), k0 = n * c.bwd_block_k;
+  if (k0 >= sk) return;
+  const int64_t rk = std::min(c.bwd_block_k, sk - k0), hk = p.kv_head(h);
+  const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, c.bwd_block_q);
+  if (m1 > m0) {
+    x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
+    x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
+    for (int64_t i = m0; i < m1; ++i) {
+      const int64_t m = m1 - 1 - (i - m0);  // FA2 walks the query blocks from the last one down
+      const int64_t q0 = m * c.bwd_block_q, rq = std::min(c.bwd_block_q, sq - q0);
+      x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
+      x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
+      x.add(AccessKind::Load, TensorId::Lse, b, h, q0, rq, 1, 4);
+      x.add(AccessKind::Load, TensorId::Delta, b, h, q0, rq, 1, 4);
+      if (c.dq_strategy == DqStrategy::Atomic) {
+        x.add(AccessKind::Reduce, TensorId::DqAccum, b, h, q0, c.bwd_block_q, p.head_dim, 4);  // unpredicated
+      } else {  // this key block's own fp32 partial of dQ: plain stores, no atomics
+        x.add(AccessKind::Store, TensorId::DqAccum, b, h, dq_partial_row(p, b, n, q0), rq, p.head_dim, 4);
+      }
+      x.w->mma_flops += tile_flops(p, rq, rk);
+      x.w->exp_ops += static_cast<double>(rq * rk);
+      x.w->vector_ops += 3.0 * static_cast<double>(rq * rk);  // P = exp(S - lse): FMA; dS = P o (dP - D)
+    }
+  }
+  x.add(AccessKind::Store, TensorId::dK, b, h, k0, rk, p.head_dim, x.e);
+  x.add(AccessKind::Store, TensorId::dV, b, h, k0, rk, p.head_dim_v, x.e);
+}
+
+void main_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
+  const int e = dtype_bytes(p.dtype);
+  const int64_t sq = p.len_q(b), sk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v;
+  for (int64_t k0 = 0; k0 < sk; k0 += c.bwd_block_k) {
+    const int64_t rk = std::min(c.bwd_block_k, sk - k0);
+    const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, c.bwd_block_q);
+    const int64_t rq = block_rows(m0, m1, c.bwd_block_q, sq);
+    if (m1 > m0) {
+      x.load(TensorId::K, rk, d, e);
+      x.load(TensorId::V, rk, dv, e);
+    }
+    x.load(TensorId::Q, rq, d, e);
+    x.load(TensorId::dO, rq, dv, e);
+    x.load(TensorId::Lse, rq, 1, 4);
+    x.load(TensorId::Delta, rq, 1, 4);
+    if (c.dq_strategy == DqStrategy::Atomic) {
+      x.reduce(TensorId::DqAccum, (m1 - m0) * c.bwd_block_q, d, 4);
+    } else {
+      x.store(TensorId::DqAccum, rq, d, 4);
+    }
+    x.cta_work(tile_flops(p, rq, rk));
+    x.k.mma_flops += tile_flops(p, rq, rk);
+    x.k.exp_ops += static_cast<double>(rq * rk);
+    x.k.vector_ops += 3.0 * static_cast<double>(rq * rk);
+  }
+  x.store(TensorId::dK, sk, d, e);
+  x.store(TensorId::dV, sk, dv, e);
+}
+
+}  // namespace
+
+KernelModel fa2_backward_dq_dk_dv() {
+  KernelModel m;
+  m.name = "bwd_dq_dk_dv";
+  m.algorithm = Algorithm::Fa2;
+  m.pass = Pass::Backward;
+  m.summary = "FA2 backward 2/3: a key block per CTA, dK and dV stored, dQ reduced into the fp32 accumulator";
+  m.ncu_names = {{FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), from_bwd_traits}};
+  m.work_blocks = WorkBlocks::Backward;
+  m.backward_mma_rate = true;
+  m.launch = main_launch;
+  m.cta = main_cta;
+  m.sequence = main_sequence;
+  return m;
+}
+
+}  // namespace flashsim::sim::kernels

@@ -1,0 +1,25 @@
+#pragma once
+// FlashAttention-2's backward kernels, as ncu names them: <kernel><..., Flash_bwd_kernel_traits<kHeadDim,
+// kBlockM, kBlockN, kNWarps, ...>>; the backward launches twice the forward's warps.
+#include "kernels.h"
+
+namespace flashsim::sim::kernels {
+
+inline TileConfig from_bwd_traits(const std::smatch& m, const std::string& name) {
+  TileConfig c;
+  c.bwd_block_q = ncu_template_int(m[2], name);
+  c.bwd_block_k = ncu_template_int(m[3], name);
+  c.warps = static_cast<int>(ncu_template_int(m[4], name) / 2);  // the launches double the forward warps
+  return checked_ncu_config(c, name);
+}
+
+// The pattern of one backward kernel: its name, then its traits' first four arguments.
+#define FLASHSIM_FA2_BWD_NCU_PATTERN(kernel) \
+  kernel R"(.*Flash_bwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))"
+
+// Threads of FA2's backward kernels: twice the forward's warps.
+inline int fa2_backward_threads(const TileConfig& c) {
+  return 2 * c.warps * 32;
+}
+
+}  // namespace flashsim::sim::kernels

@@ -1,0 +1,33 @@
+#pragma once
+// The built-in kernel models, one file each (registry.cpp lists them in one table).
+#include "flashsim/sim/kernel_model.h"
+
+namespace flashsim::sim::kernels {
+
+KernelModel naive_forward_scores();
+KernelModel naive_forward_softmax();
+KernelModel naive_forward_pv();
+KernelModel three_pass_forward();
+KernelModel two_pass_forward();
+KernelModel fa1_forward();
+KernelModel fa2_forward();
+KernelModel naive_backward_scores();
+KernelModel naive_backward_softmax();
+KernelModel naive_backward_dp();
+KernelModel naive_backward_ds();
+KernelModel naive_backward_dv();
+KernelModel naive_backward_dq();
+KernelModel naive_backward_dk();
+KernelModel fa2_backward_dot_do_o();
+KernelModel fa2_backward_dq_dk_dv();
+KernelModel fa2_backward_convert_dq();
+
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+// Rows of the blocks [first, last) of size blk over a sequence of length len.
+inline int64_t block_rows(int64_t first, int64_t last, int64_t blk, int64_t len) {
+  return last > first ? std::min(len, last * blk) - first * blk : 0;
+}
+
+}  // namespace flashsim::sim::kernels

@@ -1,0 +1,50 @@
+// What every schedule shares: the CTA loop in launch order and the visible block ranges.
+#include "flashsim/sim/schedule.h"
+
+#include <algorithm>
+
+#include "flashsim/sim/kernel_model.h"
+
+namespace flashsim::sim {
+
+namespace {
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+}  // namespace
+
+std::pair<int64_t, int64_t> visible_key_blocks(const AttentionProblem& p, int64_t b, int64_t q0, int64_t q1,
+                                               int64_t block_k) {
+  const int64_t sq = p.len_q(b), sk = p.len_k(b), shift = sk - sq;
+  const int64_t lo = p.window_left < 0 ? 0 : std::max<int64_t>(0, q0 + shift - p.window_left);
+  const int64_t hi = p.window_right < 0 ? sk : std::min(sk, q1 + shift + p.window_right);
+  const int64_t first = lo / block_k, last = hi <= 0 ? 0 : ceil_div(hi, block_k);
+  return last > first ? std::pair{first, last} : std::pair<int64_t, int64_t>{0, 0};
+}
+
+std::pair<int64_t, int64_t> visible_query_blocks(const AttentionProblem& p, int64_t b, int64_t k0, int64_t k1,
+                                                 int64_t block_q) {
+  const int64_t sq = p.len_q(b), sk = p.len_k(b), shift = sk - sq;
+  const int64_t lo = p.window_right < 0 ? 0 : std::max<int64_t>(0, k0 - shift - p.window_right);
+  const int64_t hi = p.window_left < 0 ? sq : std::min(sq, k1 - shift + p.window_left);
+  const int64_t first = floor_div(lo, block_q), last = hi <= 0 ? 0 : ceil_div(hi, block_q);
+  return last > first ? std::pair{first, last} : std::pair<int64_t, int64_t>{0, 0};
+}
+
+KernelSchedule schedule(const KernelModel& m, const AttentionProblem& p, const TileConfig& c) {
+  KernelSchedule s{launch(m, p, c), {}};
+  s.ctas.reserve(static_cast<size_t>(s.launch.ctas()));
+  for (int64_t h = 0; h < s.launch.grid_z; ++h)
+    for (int64_t b = 0; b < s.launch.grid_y; ++b)
+      for (int64_t blk = 0; blk < s.launch.grid_x; ++blk) {
+        CtaWork& w = s.ctas.emplace_back(CtaWork{b, h, blk, {}, 0, 0});
+        CtaBuilder x{p, dtype_bytes(p.dtype), &w};
+        m.cta(x, c, b, h, blk);
+      }
+  return s;
+}
+
+}  // namespace flashsim::sim

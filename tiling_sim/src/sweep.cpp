@@ -1,0 +1,72 @@
+// The tile-config sweep (sweep.h).
+#include "flashsim/sim/sweep.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace flashsim::sim {
+
+std::vector<TileConfig> sweep_space(Pass pass) {
+  const bool bwd = pass == Pass::Backward;
+  std::vector<TileConfig> configs;
+  const int64_t blocks[] = {16, 32, 64, 128, 192, 256};
+  for (int64_t bq : blocks)
+    for (int64_t bk : blocks)
+      for (int warps : {2, 4, 8})
+        for (int stages : {1, 2, 3})
+          for (bool qr : {false, true})
+            for (bool kvs : {false, true}) {
+              if (bwd && (stages > 1 || qr || kvs)) continue;  // the FA2 backward has no such variants
+              TileConfig c;
+              (bwd ? c.bwd_block_q : c.block_q) = bq;
+              (bwd ? c.bwd_block_k : c.block_k) = bk;
+              c.warps = warps;
+              c.stages = stages;
+              c.q_in_registers = qr;
+              c.kv_shared_buffer = kvs;
+              configs.push_back(c);
+            }
+  return configs;
+}
+
+SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorithm a, Pass pass,
+                  const std::function<void(size_t, size_t)>& progress) {
+  const auto configs = sweep_space(pass);
+  const auto kernels = kernels_of(a, pass);
+  SweepResult r;
+  r.configs = static_cast<int64_t>(configs.size());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (progress && (i % 64 == 0 || i + 1 == configs.size())) progress(i + 1, configs.size());
+    SweepRow row{configs[i], 0, 0, 0, 0, 0, ""};
+    bool fits = true;
+    double worst = -1;
+    for (const KernelModel* m : kernels) {
+      const auto k = predict_kernel(analytic_counts(*m, p, configs[i]), hw);
+      fits = fits && k.occ.fits;
+      row.time_s += k.time_s;
+      row.load_bytes += k.counts.load_bytes();
+      row.dram_bytes += k.dram_read + k.dram_write;
+      row.smem_bytes = std::max(row.smem_bytes, k.counts.launch.smem_bytes());
+      if (k.time_s > worst) {
+        worst = k.time_s;
+        row.ctas_per_sm = k.occ.ctas_per_sm;
+        row.bound = k.name + ":" + k.bound;
+      }
+    }
+    if (fits) r.ranked.push_back(row);
+  }
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), [](const SweepRow& x, const SweepRow& y) {
+    return std::tie(x.time_s, x.dram_bytes, x.load_bytes, x.smem_bytes) <
+           std::tie(y.time_s, y.dram_bytes, y.load_bytes, y.smem_bytes);
+  });
+  return r;
+}
+
+double dram_lower_bound(const AttentionProblem& p, Pass pass) {
+  const int e = dtype_bytes(p.dtype);
+  const int64_t inputs = p.q_elems() + p.k_elems() + p.v_elems();
+  return static_cast<double>(pass == Pass::Backward ? (inputs + 2 * p.o_elems()) * e + inputs * e
+                                                    : (inputs + p.o_elems()) * e);
+}
+
+}  // namespace flashsim::sim
