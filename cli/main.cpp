@@ -4,9 +4,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <memory>
 
 #include "commands.h"
 #include "flashsim/error.h"
+#include "help_format.h"
+#include "suggest.h"
 
 namespace flashsim::cli {
 namespace {
@@ -20,17 +23,18 @@ void set_exit_code(int code) {
 int main(int argc, char** argv) {
   using namespace flashsim::cli;
   CLI::App app{
-      "flashsim: exact attention on the CPU, a GPU memory-hierarchy simulator, golden tests for kernels"};
+      "flashsim: exact attention on the CPU, a GPU memory-hierarchy simulator, golden tests for kernels",
+      "flashsim"};
+  // Subcommands copy the formatter and the option defaults when they are added: both are set first, so every
+  // command's help shows plain types and the defaults of its options.
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.option_defaults()->always_capture_default();
   app.require_subcommand(1);
   app.set_version_flag("--version", "flashsim 0.1.0");
   add_demo_command(app);
   add_ref_command(app);
-#ifdef FLASHSIM_HAVE_GOLDEN
   add_golden_commands(app);
-#endif
-#ifdef FLASHSIM_HAVE_SIM
   add_sim_commands(app);
-#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -40,7 +44,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "flashsim: error: %s (see --help)\n", e.what());
+    // A misspelled flag or subcommand is named, with the nearest valid name, whatever CLI11 tripped over
+    // first (a required subcommand or option that the typo left out, the leftover arguments).
+    if (const auto unknown = unknown_argument_message(app)) {
+      std::fprintf(stderr, "flashsim: error: %s\n", unknown->c_str());
+    } else {
+      std::fprintf(stderr, "flashsim: error: %s (see --help)\n", e.what());
+    }
     return 2;
   } catch (const flashsim::MemoryLimitError& e) {
     std::fprintf(stderr, "flashsim: error: %s (raise it with --max-memory)\n", e.what());
