@@ -292,7 +292,10 @@ void add_sim(CLI::App& app) {
     fmt::print("{:<18} {:<10} {:<4} {:<44} {}\n", "kernel", "algorithm", "pass", "ncu kernel names", "what it does");
     for (const auto* m : sim::kernel_models()) {
       std::string ncu;
-      for (const auto& n : m->ncu_names) ncu += (ncu.empty() ? "" : " ") + sim::ncu_name_hint(n);
+      for (const auto& n : m->ncu_names) {
+        if (!ncu.empty()) ncu += ' ';
+        ncu += sim::ncu_name_hint(n);
+      }
       fmt::print("{:<18} {:<10} {:<4} {:<44} {}\n", m->name,
                  m->algorithm ? algorithm_name(*m->algorithm) : std::string_view("-"), pass_name(m->pass),
                  ncu.empty() ? "-" : ncu, m->summary);

@@ -5,6 +5,9 @@
 
 namespace flashsim::cli {
 
+// Runs the command line on argv (argv[0] the program name); returns the exit code. Tests call it in-process.
+int run(int argc, const char* const* argv);
+
 void set_exit_code(int code);
 
 void add_ref_command(CLI::App& app);      // cmd_ref.cpp: flashsim ref
