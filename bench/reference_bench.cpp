@@ -91,7 +91,7 @@ void run_timed(benchmark::State& state, const AttentionProblem& p, bool backward
 }
 
 void BM_Forward(benchmark::State& state) {
-  const auto algo = static_cast<ForwardAlgorithm>(state.range(0));
+  const auto algo = all_algorithms()[static_cast<size_t>(state.range(0))];
   const bool fp64 = state.range(3) != 0;
   const AttentionProblem p = bench_problem(state.range(1), state.range(2), fp64);
   const AttentionInputs in = make_random_inputs(p, 1);
@@ -102,13 +102,13 @@ void BM_Forward(benchmark::State& state) {
 }
 
 void BM_Backward(benchmark::State& state) {
-  const auto algo = static_cast<BackwardAlgorithm>(state.range(0));
+  const auto algo = state.range(0) == 0 ? Algorithm::Naive : Algorithm::Fa2;  // the two with a backward
   const bool fp64 = state.range(3) != 0;
   const AttentionProblem p = bench_problem(state.range(1), state.range(2), fp64);
   const AttentionInputs in = make_random_inputs(p, 1);
   RunOptions opt;
   opt.precision = fp64 ? Precision::Exact : Precision::Fp32;
-  const ForwardResult fwd = forward(p, in, ForwardAlgorithm::TiledFa2, bench_tiles(), opt);
+  const ForwardResult fwd = forward(p, in, Algorithm::Fa2, bench_tiles(), opt);
   run_timed(state, p, true,
             [&] { benchmark::DoNotOptimize(backward(p, in, fwd, algo, bench_tiles(), opt)); });
   state.SetLabel(std::string(algorithm_name(algo)) + (fp64 ? " fp64" : " fp32"));
@@ -132,16 +132,16 @@ void BM_TiledMemory(benchmark::State& state) {
   RunOptions opt;
   opt.precision = Precision::Fp32;
   ForwardResult fwd;
-  if (backward_pass) fwd = forward(p, in, ForwardAlgorithm::TiledFa2, bench_tiles(), opt);
+  if (backward_pass) fwd = forward(p, in, Algorithm::Fa2, bench_tiles(), opt);
   double peak_mb = 0, outputs_mb = 0;
   run_timed(state, p, backward_pass, [&] {
     reset_peak_rss();
     const int64_t before = rss_bytes();
     if (backward_pass) {
-      const Gradients g = backward(p, in, fwd, BackwardAlgorithm::Tiled, bench_tiles(), opt);
+      const Gradients g = backward(p, in, fwd, Algorithm::Fa2, bench_tiles(), opt);
       outputs_mb = static_cast<double>((g.dq.size() + g.dk.size() + g.dv.size()) * sizeof(double)) / 1e6;
     } else {
-      const ForwardResult r = forward(p, in, ForwardAlgorithm::TiledFa2, bench_tiles(), opt);
+      const ForwardResult r = forward(p, in, Algorithm::Fa2, bench_tiles(), opt);
       outputs_mb = static_cast<double>((r.o.size() + r.lse.size()) * sizeof(double)) / 1e6;
     }
     peak_mb = static_cast<double>(peak_rss_bytes() - before) / 1e6;
@@ -152,7 +152,7 @@ void BM_TiledMemory(benchmark::State& state) {
   state.counters["workspace_MB"] = peak_mb - outputs_mb;
 }
 
-// {algorithm index, seqlen, head dim, fp64} for the first `algorithms` algorithms of an enum.
+// {algorithm index, seqlen, head dim, fp64} for `algorithms` algorithms.
 template <int64_t algorithms>
 void grid_args(benchmark::internal::Benchmark* b) {
   for (int64_t algo = 0; algo < algorithms; ++algo)

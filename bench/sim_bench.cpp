@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "flashsim/sim/model.h"
+#include "flashsim/sim/sweep.h"
 
 using namespace flashsim;
 
@@ -28,8 +29,9 @@ void BM_ExecutedFa2FwdBwd(benchmark::State& state) {
   const TileConfig c;
   int64_t dram = 0;
   for (auto _ : state) {
-    for (bool bwd : {false, true})
-      for (const auto& k : sim::predict(p, c, hw, bwd, /*executed=*/true)) dram += k.dram_read + k.dram_write;
+    for (const Pass pass : {Pass::Forward, Pass::Backward})
+      for (const auto& k : sim::predict(p, c, hw, sim::kernels_of(Algorithm::Fa2, pass), /*executed=*/true))
+        dram += k.dram_read + k.dram_write;
     benchmark::DoNotOptimize(dram);
   }
   state.counters["seqlen"] = static_cast<double>(state.range(0));
@@ -42,26 +44,11 @@ void BM_AnalyticSweep(benchmark::State& state) {
   auto p = problem(2, 16, 4096, 128);
   if (state.range(0) != 0) p.window_right = 0;  // causal: unequal CTAs, list-scheduled for the time
   const auto hw = sim::load_profile("H100-SXM5-80GB");
-  std::vector<TileConfig> configs;
-  for (int64_t bq : {16, 32, 64, 128, 192, 256})
-    for (int64_t bk : {16, 32, 64, 128, 192, 256})
-      for (int warps : {2, 4, 8})
-        for (int stages : {1, 2, 3})
-          for (bool qr : {false, true})
-            for (bool kvs : {false, true}) {
-              TileConfig c;
-              c.block_q = bq;
-              c.block_k = bk;
-              c.warps = warps;
-              c.stages = stages;
-              c.q_in_registers = qr;
-              c.kv_shared_buffer = kvs;
-              configs.push_back(c);
-            }
+  const auto configs = sim::sweep_space(Pass::Forward);
+  const auto& fwd = sim::kernel_model("fwd_fa2");
   double t = 0;
   for (auto _ : state) {
-    for (const auto& c : configs)
-      t += sim::predict_kernel(sim::analytic_counts(sim::KernelKind::Fa2Forward, p, c), hw).time_s;
+    for (const auto& c : configs) t += sim::predict_kernel(sim::analytic_counts(fwd, p, c), hw).time_s;
     benchmark::DoNotOptimize(t);
   }
   state.counters["configs_per_s"] =
