@@ -137,24 +137,35 @@ std::string sci(double x) {
   return std::isfinite(x) ? fmt::format("{:.2e}", x) : fmt::format("{}", x);
 }
 
+// relL2 and its bound; "-" where relL2 does not apply (an all-zero exact output).
+std::string rel_cell(const golden::OutputVerdict& o, double x) {
+  return o.stats.rel_defined ? sci(x) : "-";
+}
+
+// The max-abs bound; "~0 (exact)" where it is the floor at 0 (two subnormals: the candidate must be exact).
+std::string abs_bound_cell(const golden::OutputVerdict& o) {
+  return o.zero_bound ? "~0 (exact)" : sci(o.bound_abs);
+}
+
+void print_output_row(const golden::OutputVerdict& o) {
+  constexpr const char* kRow = "  {:<6} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}  {}\n";
+  if (!o.present) {
+    fmt::print(kRow, o.output, "-", "-", "-", "-", "-", "-", "-", "-", "FAIL " + o.note);
+    return;
+  }
+  fmt::print(kRow, o.output, o.candidate_dtype, sci(o.stats.max_abs), abs_bound_cell(o),
+             rel_cell(o, o.stats.rel_l2), rel_cell(o, o.bound_rel), o.worst_index,
+             o.stats.nonfinite + o.stats.inf_mismatch, o.mismatches, o.pass ? "ok" : "FAIL " + o.note);
+}
+
 void print_report(const golden::VerifyReport& r, bool quiet) {
   for (const auto& c : r.cases) {
     if (quiet && c.pass) continue;
     fmt::print("{}  ({}, compute {})\n", c.name, c.pass ? "pass" : "FAIL", c.compute_dtype);
-    fmt::print("  {:<6} {:<5} {:>10} {:>10} {:>10} {:>10} {:>18} {:>8} {:>7}  {}\n", "output", "dtype",
-               "max|err|", "bound", "relL2", "bound", "worst index", "nan/inf", "over", "");
-    for (const auto& o : c.outputs) {
-      if (quiet && o.pass) continue;
-      if (!o.present) {
-        fmt::print("  {:<6} {:<5} {:>10} {:>10} {:>10} {:>10} {:>18} {:>8} {:>7}  FAIL {}\n", o.output, "-",
-                   "-", "-", "-", "-", "-", "-", "-", o.note);
-        continue;
-      }
-      fmt::print("  {:<6} {:<5} {:>10} {:>10} {:>10} {:>10} {:>18} {:>8} {:>7}  {}{}\n", o.output,
-                 o.candidate_dtype, sci(o.stats.max_abs), sci(o.bound_abs), sci(o.stats.rel_l2),
-                 sci(o.bound_rel), o.worst_index, o.stats.nonfinite + o.stats.inf_mismatch, o.mismatches,
-                 o.pass ? "ok" : "FAIL ", o.pass ? "" : o.note);
-    }
+    fmt::print("  {:<6} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}\n", "output", "dtype",
+               "max|err|", "bound", "relL2", "bound", "worst index", "nan/inf", "over");
+    for (const auto& o : c.outputs)
+      if (!quiet || !o.pass) print_output_row(o);
   }
   fmt::print("{} cases, {} outputs checked: {} cases passed, {} failed ({} outputs failed)\n", r.cases.size(),
              r.outputs_checked, r.cases.size() - r.cases_failed, r.cases_failed, r.outputs_failed);
@@ -259,7 +270,8 @@ void add_candidate(CLI::App* golden) {
 }  // namespace
 
 void add_golden_commands(CLI::App& app) {
-  auto* golden = app.add_subcommand("golden", "Golden test suites: generate, merge, list, check, verify");
+  auto* golden =
+      app.add_subcommand("golden", "Golden test suites: generate, merge, list, check, verify, candidate");
   golden->require_subcommand(1);
   add_generate(golden);
   add_merge(golden);

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
+#include <string_view>
 
 #include "flashsim/error.h"
-#include "flashsim/golden/case_file.h"
 #include "flashsim/golden/files.h"
 #include "flashsim/golden/manifest.h"
 #include "flashsim/golden/safetensors.h"
@@ -18,131 +20,242 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string multi_index(int64_t flat, const std::vector<int64_t>& shape) {
-  if (flat < 0) return "-";
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    const int64_t n = std::max<int64_t>(shape[d], 1);
-    idx[d] = flat % n;
-    flat /= n;
-  }
-  return fmt::format("[{}]", fmt::join(idx, ","));
-}
-
 bool selected(const std::string& name, const std::vector<std::string>& globs) {
   if (globs.empty()) return true;
   return std::any_of(globs.begin(), globs.end(),
                      [&](const std::string& g) { return ::fnmatch(g.c_str(), name.c_str(), 0) == 0; });
 }
 
+void check_output_names(const std::vector<std::string>& names) {
+  for (const auto& o : names)
+    if (o != "o" && o != "lse" && o != "dq" && o != "dk" && o != "dv" && o != "dbias")
+      throw InputError("outputs", fmt::format("unknown output '{}' (o lse dq dk dv dbias)", o));
+}
+
+// The case's outputs in file order, only those in `only` when it is not empty.
+std::vector<std::string> selected_outputs(const AttentionProblem& p, const std::vector<std::string>& only) {
+  std::vector<std::string> names = output_names(p);
+  if (!only.empty())
+    std::erase_if(names,
+                  [&](const std::string& n) { return std::find(only.begin(), only.end(), n) == only.end(); });
+  return names;
+}
+
+void check_shape(const std::string& source, const std::string& name, const std::vector<int64_t>& shape,
+                 const std::vector<int64_t>& needed) {
+  if (shape != needed)
+    throw InputError(source, fmt::format("output '{}' has shape [{}], the case needs [{}]", name,
+                                         fmt::join(shape, ", "), fmt::join(needed, ", ")));
+}
+
+// One letter per axis of an output's layout (problem.h), without and with variable lengths.
+std::string_view output_axes(const std::string& name, size_t rank) {
+  struct Layout {
+    std::string_view name, axes;
+  };
+  static constexpr Layout kLayouts[] = {{"o", "bshd"},  {"o", "thd"},  {"dq", "bshd"},   {"dq", "thd"},
+                                        {"dk", "bshd"}, {"dk", "thd"}, {"dv", "bshd"},   {"dv", "thd"},
+                                        {"lse", "bhs"}, {"lse", "ht"}, {"dbias", "bhqk"}};
+  for (const auto& l : kLayouts)
+    if (name == l.name && l.axes.size() == rank) return l.axes;
+  throw InputError("candidate",
+                   fmt::format("output '{}' with {} dims is not an attention output", name, rank));
+}
+
+// "[b1,s37,h0,d27]": the row-major flat index split over the shape, flat = (i0 n1 + i1) n2 + i2 ...
+std::string worst_index(int64_t flat, const std::vector<int64_t>& shape, std::string_view axes) {
+  if (flat < 0) return "-";
+  std::vector<std::string> parts(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    const int64_t n = std::max<int64_t>(shape[d], 1);
+    parts[d] = fmt::format("{}{}", axes[d], flat % n);
+    flat /= n;
+  }
+  return fmt::format("[{}]", fmt::join(parts, ","));
+}
+
+// The errors of `got` against `exact`, before any bound.
+OutputVerdict measure(const std::string& name, const std::vector<double>& exact,
+                      const std::vector<int64_t>& shape, const CandidateTensor& got) {
+  check_shape("candidate", name, got.shape, shape);
+  const std::string_view axes = output_axes(name, shape.size());
+  const int64_t n = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+  if (std::ssize(exact) != n || std::ssize(got.values) != n)
+    throw InputError("candidate",
+                     fmt::format("output '{}': {} exact and {} candidate values, its shape holds {}", name,
+                                 exact.size(), got.values.size(), n));
+  OutputVerdict v;
+  v.output = name;
+  v.present = true;
+  v.candidate_dtype = std::string(safetensors_name(got.storage));
+  v.stats = error_stats(exact, got.values);
+  v.worst_index = worst_index(v.stats.worst, shape, axes);
+  return v;
+}
+
+std::string failure_note(const ErrorStats& s, double bound_abs, bool rel_ok) {
+  if (s.nonfinite > 0) return fmt::format("{} NaN/Inf where the exact value is finite", s.nonfinite);
+  if (s.inf_mismatch > 0) return fmt::format("{} elements not -inf where the exact value is", s.inf_mismatch);
+  if (s.max_abs > bound_abs) return "max abs error over bound";
+  if (!rel_ok) return "relative L2 error over bound";
+  return "";
+}
+
+// The bounds for the candidate's storage dtype, and the pass rule: no NaN/Inf where exact is finite, -inf
+// where it is -inf, max|got - exact| <= bound_abs, relL2 <= bound_rel where relL2 is defined.
+void judge(OutputVerdict& v, const std::vector<double>& exact, const CandidateTensor& got,
+           const OutputTolerance& tol) {
+  v.bound_abs = tol.bound_max_abs(got.storage);
+  v.bound_rel = tol.bound_rel_l2(got.storage);
+  v.zero_bound = tol.magnitude == 0 && tol.emulated_max_abs == 0;  // bound_abs = 2 ulp_S(0)
+  v.mismatches = count_above(exact, got.values, v.bound_abs);
+  const ErrorStats& s = v.stats;
+  const bool rel_ok = !s.rel_defined || s.rel_l2 <= v.bound_rel;
+  v.pass = s.nonfinite == 0 && s.inf_mismatch == 0 && s.max_abs <= v.bound_abs && rel_ok;
+  v.note = failure_note(s, v.bound_abs, rel_ok);
+}
+
+// Output `name` of the case: absent, without a tolerance for `compute`, or judged.
+OutputVerdict check_output(const LoadedCase& lc, const Outputs& out, const std::string& name,
+                           const std::string& compute) {
+  const auto got = out.tensors.find(name);
+  if (got == out.tensors.end()) {
+    OutputVerdict v;
+    v.output = name;
+    v.note = "output missing from the candidate file";
+    return v;
+  }
+  const std::vector<int64_t> shape = output_shape(lc.c.problem, name);
+  const std::vector<double>& exact = lc.outputs.at(name);
+  const auto row = lc.tolerances.find(compute);
+  if (row != lc.tolerances.end()) return verify_output(name, exact, shape, got->second, row->second.at(name));
+  OutputVerdict v = measure(name, exact, shape, got->second);
+  v.note = fmt::format(
+      "the suite has no tolerance for compute dtype {} (the emulated {} pipeline overflows on this case)",
+      compute, compute);
+  return v;
+}
+
+// The golden file of a manifest entry, its sha256 checked against the manifest's.
+LoadedCase read_golden_case(const fs::path& golden, const ManifestEntry& e, int64_t max_memory_bytes) {
+  const fs::path path = golden / e.file;
+  const std::vector<uint8_t> bytes = read_case_file(path, max_memory_bytes);
+  if (sha256_hex(bytes) != e.sha256)
+    throw InputError(path.string(), "sha256 does not match the manifest (the golden file was changed)");
+  return load_case(parse(bytes, path.string()), path.string());
+}
+
+// The compute dtype a candidate file states in its metadata, if it does.
+std::optional<DType> stated_compute(const SafetensorsFile& f, const std::string& source) {
+  const auto it = f.metadata.find(kComputeDtypeKey);
+  if (it == f.metadata.end()) return std::nullopt;
+  try {
+    return parse_dtype(it->second);
+  } catch (const InputError&) {
+    throw InputError(source,
+                     fmt::format("__metadata__[\"{}\"] is '{}', not a dtype", kComputeDtypeKey, it->second));
+  }
+}
+
+// The outputs `names` of a candidate file, in memory; nullopt when the file does not exist. Throws InputError
+// for a malformed file or a named output of a non-float dtype or the wrong shape.
+std::optional<Outputs> read_candidate(const fs::path& path, const AttentionProblem& p,
+                                      const std::vector<std::string>& names, int64_t max_memory_bytes) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  const std::string source = path.string();
+  const SafetensorsFile f = parse(read_case_file(path, max_memory_bytes), source);
+  Outputs out;
+  out.compute = stated_compute(f, source);
+  for (const auto& name : names) {
+    const Tensor* t = f.find(name);
+    if (!t) continue;
+    if (!st_is_float(t->dtype))
+      throw InputError(source, fmt::format("output '{}' is {}, not a floating-point dtype", name,
+                                           st_dtype_name(t->dtype)));
+    check_shape(source, name, t->shape, output_shape(p, name));
+    out.tensors[name] = {t->to_doubles(), t->shape, float_dtype_of(t->dtype)};
+  }
+  return out;
+}
+
+// One case of the suite: its golden file against its candidate file (missing: every output fails so).
+CaseVerdict verify_entry(const fs::path& golden, const fs::path& candidate, const ManifestEntry& e,
+                         const VerifyOptions& opt) {
+  const LoadedCase lc = read_golden_case(golden, e, opt.max_memory_bytes);
+  const std::vector<std::string> names = selected_outputs(lc.c.problem, opt.outputs);
+  const std::optional<Outputs> cand =
+      read_candidate(candidate / e.file, lc.c.problem, names, opt.max_memory_bytes);
+  const Outputs none{};
+  CaseVerdict cv = verify_case(lc, cand ? *cand : none, opt);
+  if (!cand)
+    for (auto& o : cv.outputs) o.note = "candidate file missing";
+  cv.name = e.name;  // as the manifest lists it
+  cv.file = e.file;
+  return cv;
+}
+
+void add_case(VerifyReport& r, CaseVerdict cv) {
+  r.outputs_checked += std::ssize(cv.outputs);
+  r.outputs_failed +=
+      std::count_if(cv.outputs.begin(), cv.outputs.end(), [](const auto& o) { return !o.pass; });
+  if (!cv.pass) ++r.cases_failed;
+  r.cases.push_back(std::move(cv));
+}
+
+nlohmann::ordered_json num(double x) {
+  if (std::isfinite(x)) return x;
+  return std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf");
+}
+
+nlohmann::ordered_json output_json(const OutputVerdict& o) {
+  const nlohmann::ordered_json undefined(nullptr);  // relL2 and its bound where relL2 does not apply
+  return {{"output", o.output},
+          {"present", o.present},
+          {"candidate_dtype", o.candidate_dtype},
+          {"max_abs", num(o.stats.max_abs)},
+          {"rel_l2", o.stats.rel_defined ? num(o.stats.rel_l2) : undefined},
+          {"bound_max_abs", num(o.bound_abs)},
+          {"bound_rel_l2", o.stats.rel_defined ? num(o.bound_rel) : undefined},
+          {"worst_index", o.worst_index},
+          {"mismatches", o.mismatches},
+          {"nonfinite", o.stats.nonfinite + o.stats.inf_mismatch},
+          {"ok", o.pass},
+          {"note", o.note}};
+}
+
 }  // namespace
+
+OutputVerdict verify_output(const std::string& name, const std::vector<double>& exact,
+                            const std::vector<int64_t>& shape, const CandidateTensor& got,
+                            const OutputTolerance& tol) {
+  OutputVerdict v = measure(name, exact, shape, got);
+  judge(v, exact, got, tol);
+  return v;
+}
+
+CaseVerdict verify_case(const LoadedCase& lc, const Outputs& out, const VerifyOptions& opt) {
+  check_output_names(opt.outputs);
+  const AttentionProblem& p = lc.c.problem;
+  CaseVerdict cv;
+  cv.name = lc.c.name;
+  cv.compute_dtype = std::string(dtype_name(opt.compute.value_or(out.compute.value_or(p.dtype))));
+  for (const auto& name : selected_outputs(p, opt.outputs))
+    cv.outputs.push_back(check_output(lc, out, name, cv.compute_dtype));
+  cv.pass = std::all_of(cv.outputs.begin(), cv.outputs.end(), [](const OutputVerdict& o) { return o.pass; });
+  return cv;
+}
 
 VerifyReport verify_suite(const fs::path& golden, const fs::path& candidate, const VerifyOptions& opt) {
   const Manifest m = read_manifest(golden);
   std::error_code ec;
   if (!fs::is_directory(candidate, ec))
     throw InputError(candidate.string(), "is not a folder of candidate files");
-  for (const auto& o : opt.outputs)
-    if (o != "o" && o != "lse" && o != "dq" && o != "dk" && o != "dv" && o != "dbias")
-      throw InputError("outputs", fmt::format("unknown output '{}' (o lse dq dk dv dbias)", o));
+  check_output_names(opt.outputs);
   VerifyReport r;
-  int64_t matched = 0;
-  for (const auto& e : m.cases) {
-    if (!selected(e.name, opt.cases)) continue;
-    ++matched;
-    const fs::path gpath = golden / e.file;
-    const std::vector<uint8_t> gbytes = read_case_file(gpath, opt.max_memory_bytes);
-    if (sha256_hex(gbytes) != e.sha256)
-      throw InputError(gpath.string(), "sha256 does not match the manifest (the golden file was changed)");
-    const LoadedCase lc = load_case(parse(gbytes, gpath.string()), gpath.string());
-    const AttentionProblem& p = lc.c.problem;
-
-    CaseVerdict cv;
-    cv.name = e.name;
-    cv.file = e.file;
-    const fs::path cpath = candidate / e.file;
-    std::optional<SafetensorsFile> cand;
-    if (fs::exists(cpath, ec)) cand = parse(read_case_file(cpath, opt.max_memory_bytes), cpath.string());
-
-    DType compute = p.dtype;
-    if (cand) {
-      auto it = cand->metadata.find(kComputeDtypeKey);
-      if (it != cand->metadata.end()) {
-        try {
-          compute = parse_dtype(it->second);
-        } catch (const InputError&) {
-          throw InputError(cpath.string(), fmt::format("__metadata__[\"{}\"] is '{}', not a dtype",
-                                                       kComputeDtypeKey, it->second));
-        }
-      }
-    }
-    if (opt.compute) compute = *opt.compute;
-    cv.compute_dtype = std::string(dtype_name(compute));
-    const auto row = lc.tolerances.find(cv.compute_dtype);
-
-    std::vector<std::string> names = output_names(p);
-    if (!opt.outputs.empty()) {
-      std::vector<std::string> keep;
-      for (const auto& n : names)
-        if (std::find(opt.outputs.begin(), opt.outputs.end(), n) != opt.outputs.end()) keep.push_back(n);
-      names = keep;
-    }
-    for (const auto& name : names) {
-      OutputVerdict ov;
-      ov.output = name;
-      const Tensor* t = cand ? cand->find(name) : nullptr;
-      const std::vector<int64_t> shape = output_shape(p, name);
-      if (!cand) {
-        ov.note = "candidate file missing";
-      } else if (!t) {
-        ov.note = "output missing from the candidate file";
-      } else if (!st_is_float(t->dtype)) {
-        throw InputError(cpath.string(), fmt::format("output '{}' is {}, not a floating-point dtype", name,
-                                                     st_dtype_name(t->dtype)));
-      } else if (t->shape != shape) {
-        throw InputError(cpath.string(), fmt::format("output '{}' has shape [{}], the case needs [{}]", name,
-                                                     fmt::join(t->shape, ", "), fmt::join(shape, ", ")));
-      } else {
-        ov.present = true;
-        ov.candidate_dtype = std::string(st_dtype_name(t->dtype));
-        const std::vector<double> got = t->to_doubles();
-        const std::vector<double>& exact = lc.outputs.at(name);
-        ov.stats = error_stats(exact, got);
-        ov.worst_index = multi_index(ov.stats.worst, shape);
-        if (row == lc.tolerances.end()) {
-          ov.note = fmt::format(
-              "the suite has no tolerance for compute dtype {} (the emulated {} pipeline overflows on this "
-              "case)",
-              cv.compute_dtype, cv.compute_dtype);
-        } else {
-          const OutputTolerance& tol = row->second.at(name);
-          const DType storage = float_dtype_of(t->dtype);
-          ov.bound_abs = tol.bound_max_abs(storage);
-          ov.bound_rel = tol.bound_rel_l2(storage);
-          ov.mismatches = count_above(exact, got, ov.bound_abs);
-          const bool rel_ok = !ov.stats.rel_defined || ov.stats.rel_l2 <= ov.bound_rel;
-          ov.pass = ov.stats.nonfinite == 0 && ov.stats.inf_mismatch == 0 &&
-                    ov.stats.max_abs <= ov.bound_abs && rel_ok;
-          if (ov.stats.nonfinite > 0)
-            ov.note = fmt::format("{} NaN/Inf where the exact value is finite", ov.stats.nonfinite);
-          else if (ov.stats.inf_mismatch > 0)
-            ov.note = fmt::format("{} elements not -inf where the exact value is", ov.stats.inf_mismatch);
-          else if (ov.stats.max_abs > ov.bound_abs)
-            ov.note = "max abs error over bound";
-          else if (!rel_ok)
-            ov.note = "relative L2 error over bound";
-        }
-      }
-      ++r.outputs_checked;
-      if (!ov.pass) ++r.outputs_failed;
-      cv.outputs.push_back(ov);
-    }
-    cv.pass =
-        std::all_of(cv.outputs.begin(), cv.outputs.end(), [](const OutputVerdict& o) { return o.pass; });
-    if (!cv.pass) ++r.cases_failed;
-    r.cases.push_back(std::move(cv));
-  }
-  if (matched == 0)
+  for (const auto& e : m.cases)
+    if (selected(e.name, opt.cases)) add_case(r, verify_entry(golden, candidate, e, opt));
+  if (r.cases.empty())
     throw InputError("case",
                      opt.cases.empty() ? "the suite has no cases" : "no case of the suite matches --case");
   return r;
@@ -156,10 +269,6 @@ nlohmann::ordered_json to_json(const VerifyReport& r) {
   j["outputs_checked"] = r.outputs_checked;
   j["outputs_failed"] = r.outputs_failed;
   j["cases"] = nlohmann::ordered_json::array();
-  auto num = [](double x) -> nlohmann::ordered_json {
-    if (std::isfinite(x)) return x;
-    return std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf");
-  };
   for (const auto& c : r.cases) {
     nlohmann::ordered_json cj;
     cj["name"] = c.name;
@@ -167,21 +276,7 @@ nlohmann::ordered_json to_json(const VerifyReport& r) {
     cj["compute_dtype"] = c.compute_dtype;
     cj["ok"] = c.pass;
     cj["outputs"] = nlohmann::ordered_json::array();
-    for (const auto& o : c.outputs) {
-      cj["outputs"].push_back(
-          {{"output", o.output},
-           {"present", o.present},
-           {"candidate_dtype", o.candidate_dtype},
-           {"max_abs", num(o.stats.max_abs)},
-           {"rel_l2", o.stats.rel_defined ? num(o.stats.rel_l2) : nlohmann::ordered_json(nullptr)},
-           {"bound_max_abs", num(o.bound_abs)},
-           {"bound_rel_l2", num(o.bound_rel)},
-           {"worst_index", o.worst_index},
-           {"mismatches", o.mismatches},
-           {"nonfinite", o.stats.nonfinite + o.stats.inf_mismatch},
-           {"ok", o.pass},
-           {"note", o.note}});
-    }
+    for (const auto& o : c.outputs) cj["outputs"].push_back(output_json(o));
     j["cases"].push_back(cj);
   }
   return j;

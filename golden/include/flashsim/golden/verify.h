@@ -1,13 +1,17 @@
 #pragma once
 // golden verify: a candidate's outputs against a suite's exact outputs, with the suite's derived tolerances.
+// verify_output and verify_case work on outputs in memory (a harness calls them in-process); verify_suite
+// reads a suite folder and a folder of candidate files and calls verify_case on each case.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "flashsim/dtype.h"
+#include "flashsim/golden/case_file.h"
 #include "flashsim/golden/tolerance.h"
 
 namespace flashsim::golden {
@@ -16,20 +20,38 @@ namespace flashsim::golden {
 constexpr const char* kComputeDtypeKey = "flashsim.compute_dtype";
 
 struct VerifyOptions {
-  std::optional<DType> compute;  // the candidate's compute dtype; default: metadata, else the case's dtype
+  std::optional<DType> compute;  // the candidate's compute dtype; default: Outputs::compute, else the case's
   std::vector<std::string> outputs;  // outputs to check (default: all of each case's)
-  std::vector<std::string> cases;    // case-name globs to check (default: all)
+  std::vector<std::string> cases;    // case-name globs to check (default: all; verify_suite only)
   int64_t max_memory_bytes = 0;  // a file too large for it is refused before reading (0: 80% of available)
+};
+
+// One candidate output in memory: row-major values widened to double, its shape, and the dtype the kernel
+// stored it in (the values are that dtype's; it sets the tolerance's floor).
+struct CandidateTensor {
+  std::vector<double> values;
+  std::vector<int64_t> shape;
+  DType storage = DType::F32;
+};
+
+// A candidate's outputs in memory: output name ("o" "lse" "dq" "dk" "dv" "dbias") -> tensor in the case's
+// layout (output_shape). An output the check covers that is absent fails; other names are ignored.
+struct Outputs {
+  std::map<std::string, CandidateTensor> tensors;
+  std::optional<DType> compute;  // the dtype the candidate computed in (default: the case's)
 };
 
 struct OutputVerdict {
   std::string output;
   bool present = false;
-  std::string candidate_dtype;  // storage dtype of the candidate tensor
+  std::string candidate_dtype;  // storage dtype of the candidate tensor ("BF16")
   ErrorStats stats;
   int64_t mismatches = 0;  // elements over bound_abs
   double bound_abs = 0, bound_rel = 0;
-  std::string worst_index;  // "[b, s, h, d]"
+  // The exact output is all 0 (-inf in a fully masked lse) and so is the emulated error: bound_abs is the
+  // floor at 0, two of the smallest subnormals of the storage type, so the candidate must equal the exact.
+  bool zero_bound = false;
+  std::string worst_index;  // axes named by the layout: "[b1,s37,h0,d27]"; "-" without a finite error
   bool pass = false;
   std::string note;  // why it failed, when not by numbers
 };
@@ -45,6 +67,17 @@ struct VerifyReport {
   int64_t outputs_checked = 0, outputs_failed = 0, cases_failed = 0;
   bool pass() const { return outputs_failed == 0 && cases_failed == 0; }
 };
+
+// One output `name` of `shape` (its layout names the worst index's axes): `got` against `exact` under `tol`.
+// Throws InputError when got's shape is not `shape` or the value counts disagree with it.
+OutputVerdict verify_output(const std::string& name, const std::vector<double>& exact,
+                            const std::vector<int64_t>& shape, const CandidateTensor& got,
+                            const OutputTolerance& tol);
+
+// Every output of the case that opt.outputs selects. Throws InputError for an unknown name in opt.outputs or
+// a candidate tensor of the wrong shape; an absent output, or a compute dtype the case has no tolerance for,
+// is a failure in the verdict.
+CaseVerdict verify_case(const LoadedCase& lc, const Outputs& out, const VerifyOptions& opt);
 
 // Throws InputError (exit 2) for a bad golden folder or a malformed candidate file, or a candidate output of
 // the wrong shape or a non-float dtype; a missing candidate file or output is a failure in the report.
