@@ -2,7 +2,7 @@
 
 A stand-in for a GPU kernel in the examples and in CI: it computes in float32 (a kernel's accumulation
 precision) straight from the formulas, one (sequence, head) at a time, independent of flashsim's C++ code.
-Score pipeline (DESIGN.md): s = scale q.k; softcap c: s = c tanh(s/c); s += bias + ALiBi; window and boolean
+Score pipeline (docs/design.md): s = scale q.k; softcap c: s = c tanh(s/c); s += bias + ALiBi; window and boolean
 masks (bottom-right aligned); softmax; o = p v.
 """
 import numpy as np

@@ -2,7 +2,7 @@
 // Golden cases and suite specs.
 //
 // A case is one attention problem, the seed of its inputs and their magnitude. A suite spec (JSON, see
-// golden/suites/README.md) lists cases directly or as groups: a `base` problem and `vary`, a map from field
+// golden/README.md, "Suite specs") lists cases directly or as groups: a `base` problem and `vary`, a map from field
 // to a list of values, expanded as a cartesian product in the order written. Fields are the problem's
 // (batch heads_q heads_kv seqlen_q seqlen_k head_dim head_dim_v scale causal window_left window_right softcap
 // dtype bias mask mask_keep alibi seqlens_q seqlens_k) plus seed, magnitude, name, description; `seqlen`

@@ -1,6 +1,6 @@
 #pragma once
 // Exact attention forward and backward on the CPU. Every algorithm computes the same function (the score
-// pipeline in DESIGN.md: scale, softcap, bias + ALiBi, window and boolean masks, softmax, P*V) and differs
+// pipeline in docs/design.md: scale, softcap, bias + ALiBi, window and boolean masks, softmax, P*V) and differs
 // only in how it gets there.
 #include <string_view>
 #include <vector>
