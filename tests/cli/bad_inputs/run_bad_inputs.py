@@ -7,8 +7,8 @@ stdout and stderr. No case may crash (signal), hang (--timeout), or print a sani
 (exit != 0) must not leave anything behind in its scratch folder (no half-written output).
 
 cases.txt: one case per line, `EXIT | FRAGMENT | ARGS`; ARGS are split as a shell would (no expansion but
-the placeholders {files} = tests/bad_inputs/files, {src} = the source tree, {tmp} = an empty scratch folder
-for this case). Blank lines and lines starting with # are skipped."""
+the placeholders {files} = tests/cli/bad_inputs/files, {src} = the source tree, {tmp} = an empty scratch
+folder for this case). Blank lines and lines starting with # are skipped."""
 import argparse
 import os
 import shlex
@@ -74,11 +74,12 @@ def run_case(flashsim, src, files, timeout, case):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flashsim", required=True, help="the flashsim binary of this build")
-    ap.add_argument("--src", default=os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
-    ap.add_argument("--cases", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases.txt"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--src", default=os.path.abspath(os.path.join(here, "..", "..", "..")))
+    ap.add_argument("--cases", default=os.path.join(here, "cases.txt"))
     ap.add_argument("--timeout", type=float, default=120)
     a = ap.parse_args()
-    files = os.path.join(a.src, "tests", "bad_inputs", "files")
+    files = os.path.join(a.src, "tests", "cli", "bad_inputs", "files")
     cases = load_cases(a.cases)
     failed = 0
     for case in cases:

@@ -1,3 +1,5 @@
+#include "flashsim/sim/ncu.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "flashsim/error.h"
-#include "flashsim/sim/ncu.h"
 
 using namespace flashsim;
 using namespace flashsim::sim;
@@ -57,7 +58,7 @@ TEST(Ncu, UnconvertibleUnitOfAComparedMetricIsAnError) {
 // problem, profiled one after the other (bench/gpu/ncu_csv_layouts.sh): the same kernels, and the same bytes
 // between L2 and the SMs (deterministic; DRAM and time differ between runs).
 TEST(Ncu, RawPageReadsAsTheDetailsPage) {
-  const std::string dir = FLASHSIM_NCU_RESULTS "/csv_layouts/";
+  const std::string dir = FLASHSIM_TEST_DATA "/ncu/csv_layouts/";
   std::ifstream raw_in(dir + "ncu_raw_d64_n1000_causal.csv"), details_in(dir + "ncu_d64_n1000_causal.csv");
   ASSERT_TRUE(raw_in && details_in);
   const auto raw = parse_ncu_csv(raw_in), details = parse_ncu_csv(details_in);
@@ -95,14 +96,14 @@ TEST(Ncu, RecognizesFa2) {
 
 namespace {
 struct RecordedShape {
-  // the folder under bench/results/ncu_h100_2026-11-22: "" (first run), repeat/, validation/
+  // the folder under tests/data/ncu: "" (first run), repeat/, validation/, validation2/
   const char* set;
   const char* name;
   int64_t batch, heads, heads_kv, seqlen, head_dim;
   bool causal;
 };
 
-// The shapes of bench/results/ncu_h100_2026-11-22 (bench/gpu/ncu_shapes.sh measured them): the 7 shapes, the
+// The recorded H100 shapes (tests/data/ncu; bench/gpu/ncu_shapes.sh measured them): the 7 shapes, the
 // same 7 measured again (repeat/), and 5 validation shapes measured after the model was fixed (validation/).
 constexpr RecordedShape kRecorded[] = {{"", "causal_d128_n4096", 2, 16, 16, 4096, 128, true},
                                        {"", "d64_n1024", 8, 16, 16, 1024, 64, false},
@@ -191,8 +192,8 @@ TEST(Ncu, DramToleranceHasTheCountersSpreadAsFloor) {
 // H100 the same day): every metric of the four kernels within tolerance.
 TEST(Ncu, CalibrationH100WithinTolerance) {
   const auto kernels = with_dram_counters(
-      read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv"),
-      read_report(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_calibration_d128_n4096.csv"));
+      read_report(FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv"),
+      read_report(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_calibration_d128_n4096.csv"));
   const auto c = compare_ncu(kernels, recorded_problem(kCalibration), load_profile("H100-SXM5-80GB"));
   ASSERT_EQ(c.kernels.size(), 4u);
   for (const auto& k : c.kernels) {
@@ -207,8 +208,9 @@ TEST(Ncu, CalibrationH100WithinTolerance) {
 // the profile's replay term (auto-detected from the metric list) every metric is within tolerance; without it
 // the dQ convert kernel's DRAM writes are 10.4% over and nothing else fails.
 TEST(Ncu, CalibrationFileWithReplayTerm) {
-  const auto file = read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
-  const auto one_pass = read_report(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_calibration_d128_n4096.csv");
+  const auto file = read_report(FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
+  const auto one_pass =
+      read_report(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_calibration_d128_n4096.csv");
   ASSERT_EQ(file.size(), one_pass.size());
   for (size_t i = 1; i < file.size(); ++i) {
     const double extra =
@@ -231,7 +233,7 @@ TEST(Ncu, CalibrationFileWithReplayTerm) {
 }
 
 TEST(Ncu, DramReportMustMatchKernels) {
-  auto file = read_report(FLASHSIM_SIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
+  auto file = read_report(FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
   auto fewer = file;
   fewer.pop_back();
   EXPECT_THROW((void)with_dram_counters(file, fewer), InputError);
@@ -248,8 +250,8 @@ TEST(Ncu, DramReportMustMatchKernels) {
 
 namespace {
 
-// DRAM figures (one-pass counters, single_pass/) the model does not bring within 10%, each explained in
-// bench/results/ncu_h100_2026-11-22/README.md ("shape/kernel/metric").
+// DRAM figures (one-pass counters, single_pass/) the model does not bring within 10%, each explained in the
+// README of the H100 ncu results these reports come from (tests/data/ncu/README.md) ("shape/kernel/metric").
 const std::set<std::string> kKnownDramMisses = {
     // the forward of long causal shapes reads K and V again (1.25 .. 1.69x)
     "causal_d128_n4096/fwd_fa2/dram__bytes_read.sum",
@@ -298,7 +300,7 @@ TEST(Ncu, RecordedH100ShapesWithinTolerance) {
   const auto hw = load_profile("H100-SXM5-80GB");
   int dram_ok = 0, dram_total = 0, l2_total = 0, replayed_ok = 0, replayed_total = 0;
   for (const auto& s : all_recorded()) {
-    auto kernels = read_report(std::string(FLASHSIM_NCU_RESULTS "/") + s.set + "ncu_" + s.name + ".csv");
+    auto kernels = read_report(std::string(FLASHSIM_TEST_DATA "/ncu/") + s.set + "ncu_" + s.name + ".csv");
     // The report's own (replayed) DRAM counters against the prediction with the replay term: counted, and the
     // count held below (the README's figures), each figure not listed.
     for (const auto& k :
@@ -311,7 +313,8 @@ TEST(Ncu, RecordedH100ShapesWithinTolerance) {
     const bool hold_dram = std::string(s.set) != "repeat/";  // one DRAM report per shape
     if (hold_dram)
       kernels = with_dram_counters(
-          kernels, read_report(std::string(FLASHSIM_NCU_RESULTS "/single_pass/ncu_dram_") + s.name + ".csv"));
+          kernels,
+          read_report(std::string(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_") + s.name + ".csv"));
     const AttentionProblem p = recorded_problem(s);
     const auto c = compare_ncu(kernels, p, hw);
     ASSERT_EQ(c.kernels.size(), 4u) << s.name;
@@ -349,7 +352,7 @@ TEST(Ncu, RecordedH100KernelTimes) {
   ASSERT_GT(hw.achieved_mma_flops_fwd, 0);
   int checked = 0;
   for (const auto& s : kRecorded) {
-    std::ifstream in(std::string(FLASHSIM_NCU_RESULTS "/ncu_") + s.name + ".csv");
+    std::ifstream in(std::string(FLASHSIM_TEST_DATA "/ncu/ncu_") + s.name + ".csv");
     ASSERT_TRUE(in) << s.name;
     const AttentionProblem p = recorded_problem(s);
     for (const auto& k : parse_ncu_csv(in)) {
@@ -366,7 +369,7 @@ TEST(Ncu, RecordedH100KernelTimes) {
 }
 
 // The memory-bound kernels (dot_do_o, convert_dq: 16 .. 47 us) on all 16 recorded shapes: their DRAM time
-// plus the profile's launch latency (measured with copy kernels, bench/results/launch_probe_h100_2026-11-23)
+// plus the profile's launch latency (measured with copy kernels, bench/gpu/launch_probe.cu on the H100)
 // within 40% of ncu's time; their DRAM time alone is up to 2x short.
 TEST(Ncu, RecordedH100MemoryBoundKernelTimes) {
   const auto hw = load_profile("H100-SXM5-80GB");
@@ -378,7 +381,7 @@ TEST(Ncu, RecordedH100MemoryBoundKernelTimes) {
   for (const auto& s : shapes) {
     const AttentionProblem p = recorded_problem(s);
     for (const auto& k :
-         read_report(std::string(FLASHSIM_NCU_RESULTS "/") + s.set + "ncu_" + s.name + ".csv")) {
+         read_report(std::string(FLASHSIM_TEST_DATA "/ncu/") + s.set + "ncu_" + s.name + ".csv")) {
       const auto rec = recognize_kernel(k.name);
       ASSERT_TRUE(rec) << k.name;
       if (rec->kind != KernelKind::Fa2DotDoO && rec->kind != KernelKind::Fa2ConvertDq) continue;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the bad-input corpus's files under tests/bad_inputs/files from one small committed golden case
+"""Writes the bad-input corpus's files under tests/cli/bad_inputs/files from one small committed golden case
 (golden/data/smoke/fp16-seqlen-1.safetensors). Deterministic; its output is committed, so this only needs to
 run again when the golden format changes. Every suite folder gets a manifest whose sha256 matches its
 (bad) file, so that the damage itself is what the reader meets."""
@@ -11,8 +11,8 @@ import shutil
 import struct
 import sys
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-OUT = os.path.join(ROOT, "tests", "bad_inputs", "files")
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+OUT = os.path.join(ROOT, "tests", "cli", "bad_inputs", "files")
 CASE = "fp16-seqlen-1"
 SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "BOOL": 1, "U8": 1, "I32": 4, "I64": 8}
 FMT = {"F64": "d", "F32": "f", "F16": "e"}
@@ -257,7 +257,7 @@ def main():
     write("hw/negative-smem.json",
           json.dumps(dict(json.load(open(os.path.join(ROOT, "tiling_sim", "profiles", "H100-SXM5-80GB.json"))),
                           shared_memory_per_sm=-1), indent=1) + "\n")
-    calib = open(os.path.join(ROOT, "tiling_sim", "tests", "data", "ncu_fa2_h100_calibration.csv")).read()
+    calib = open(os.path.join(ROOT, "tests", "data", "ncu_fa2_h100_calibration.csv")).read()
     lines = calib.splitlines(True)
     head = next(i for i, l in enumerate(lines) if l.startswith('"ID"'))
     write("ncu/no-header.csv", "".join(lines[:head] + lines[head + 1:head + 6]))

@@ -1,7 +1,8 @@
+#include "flashsim/sim/hardware.h"
+
 #include <gtest/gtest.h>
 
 #include "flashsim/error.h"
-#include "flashsim/sim/hardware.h"
 
 using namespace flashsim::sim;
 

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 import safetensors.numpy
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "golden", "examples"))
 from flashsim_golden import load_case, manifest  # noqa: E402
 
 FIELDS = ["batch", "heads_q", "heads_kv", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v", "scale", "causal",
