@@ -25,12 +25,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "flashsim 0.1.0");
   add_demo_command(app);
   add_ref_command(app);
-#ifdef FLASHSIM_HAVE_GOLDEN
   add_golden_commands(app);
-#endif
-#ifdef FLASHSIM_HAVE_SIM
   add_sim_commands(app);
-#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
