@@ -24,9 +24,7 @@ bool same_bytes(const std::vector<double>& a, const std::vector<double>& b) {
 
 TEST(FullyMaskedRows, GiveZeroOutputMinusInfLseAndZeroGradients) {
   // seqlen_q > seqlen_k with causal, bottom-right aligned: the first seqlen_q - seqlen_k rows see no key.
-  auto p = base_problem(50, 20, 16);
-  p.window_right = 0;
-  p.bias = BroadcastShape::BHQK;
+  const AttentionProblem p = base(50, 20, 16).causal().bias(BroadcastShape::BHQK).build();
   const AttentionInputs in = make_random_inputs(p, 3);
   const TileConfig t = tiles(16, 8);
   for (auto algo : all_forward_algorithms()) {
@@ -86,11 +84,7 @@ TEST(LargeMagnitude, InputsTimes100StayFiniteAndAgree) {
 }
 
 TEST(Threads, ResultsAreBitIdenticalFor1_2And16Threads) {
-  auto p = base_problem(200, 150, 32);
-  p.heads_q = 4;
-  p.heads_kv = 2;
-  p.bias = BroadcastShape::OneHQK;
-  p.softcap = 3;
+  const AttentionProblem p = base(200, 150, 32).heads(4, 2).bias(BroadcastShape::OneHQK).softcap(3).build();
   const AttentionInputs in = make_random_inputs(p, 8);
   const TileConfig t = tiles(32, 16);
   for (auto prec : {Precision::Exact, Precision::Emulated}) {
@@ -215,9 +209,7 @@ TEST(BadInputs, MismatchedTensorsAreRejected) {
 }
 
 TEST(MemoryGuard, NaiveRefusesBeforeAllocatingOverTheLimit) {
-  auto p = base_problem(4096, 4096, 8);
-  p.batch = 1;
-  p.heads_q = p.heads_kv = 1;
+  const AttentionProblem p = base(4096, 4096, 8).batch(1).heads(1).build();
   const AttentionInputs in = make_random_inputs(p, 1);
   RunOptions opt;
   opt.max_memory_bytes = 16 << 20;  // 16 MiB: S alone needs 128 MiB

@@ -2,6 +2,9 @@
 // bands against the exact result, and every mode is deterministic.
 #include <gtest/gtest.h>
 
+#include <ostream>
+#include <string>
+
 #include "flashsim/ref/attention.h"
 #include "test_util.h"
 
@@ -26,15 +29,18 @@ struct Band {
   DType dtype;
   Precision precision;
 };
+// "bf16_emulated": the input dtype, then the precision mode.
+std::string band_name(const Band& b) {
+  return std::string(dtype_name(b.dtype)) + "_" + std::string(precision_name(b.precision));
+}
+void PrintTo(const Band& b, std::ostream* os) {
+  *os << band_name(b);
+}
 
 class PrecisionBand : public ::testing::TestWithParam<Band> {};
 
 TEST_P(PrecisionBand, ErrorWithinExpectedBand) {
-  auto p = base_problem(300, 300, 64);
-  p.heads_q = 4;
-  p.heads_kv = 2;
-  p.window_right = 0;
-  p.dtype = GetParam().dtype;
+  const AttentionProblem p = base(300, 300, 64).heads(4, 2).causal().dtype(GetParam().dtype).build();
   const AttentionInputs in = make_random_inputs(p, 5);
   RunOptions opt;
   opt.precision = GetParam().precision;
@@ -69,15 +75,10 @@ INSTANTIATE_TEST_SUITE_P(Modes, PrecisionBand,
                                            Band{DType::F16, Precision::Emulated},
                                            Band{DType::F32, Precision::Fp32},
                                            Band{DType::BF16, Precision::Fp32}),
-                         [](const auto& pinfo) {
-                           return std::string(dtype_name(pinfo.param.dtype)) + "_" +
-                                  std::string(precision_name(pinfo.param.precision));
-                         });
+                         [](const auto& pinfo) { return band_name(pinfo.param); });
 
 TEST(Precision, EmulatedOutputsAreRepresentableInTheInputDtype) {
-  auto p = base_problem(50, 70, 32);
-  p.dtype = DType::BF16;
-  p.bias = BroadcastShape::BHQK;
+  const AttentionProblem p = base(50, 70, 32).dtype(DType::BF16).bias(BroadcastShape::BHQK).build();
   const AttentionInputs in = make_random_inputs(p, 6);
   RunOptions opt;
   opt.precision = Precision::Emulated;

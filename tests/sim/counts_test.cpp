@@ -4,9 +4,11 @@
 #include <cmath>
 
 #include "flashsim/sim/model.h"
+#include "problem_builder.h"
 
 using namespace flashsim;
 using namespace flashsim::sim;
+using flashsim::test::ProblemBuilder;
 
 namespace {
 
@@ -33,17 +35,14 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
       for (Win w : {Win{-1, -1}, Win{-1, 0}, Win{32, 0}, Win{17, 40}})
         for (auto [hq, hk] : {std::pair<int64_t, int64_t>{4, 4}, {4, 1}})
           for (auto [bq, bk] : {std::pair<int64_t, int64_t>{128, 64}, {64, 128}, {32, 32}}) {
-            AttentionProblem p;
-            p.batch = 2;
-            p.heads_q = hq;
-            p.heads_kv = hk;
-            p.seqlen_q = sq;
-            p.seqlen_k = sk;
-            p.head_dim = 64;
-            p.head_dim_v = 64;
-            p.window_left = w.l;
-            p.window_right = w.r;
-            p.dtype = DType::BF16;
+            const AttentionProblem p = ProblemBuilder()
+                                           .batch(2)
+                                           .heads(hq, hk)
+                                           .seqlen(sq, sk)
+                                           .head_dim(64)
+                                           .window(w.l, w.r)
+                                           .dtype(DType::BF16)
+                                           .build();
             TileConfig c;
             c.block_q = bq;
             c.block_k = bk;
@@ -71,16 +70,8 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
 }
 
 TEST(Counts, Varlen) {
-  AttentionProblem p;
-  p.batch = 3;
-  p.heads_q = 2;
-  p.heads_kv = 2;
-  p.seqlens_q = {100, 7, 300};
-  p.seqlens_k = {50, 400, 300};
-  p.seqlen_q = 300;
-  p.seqlen_k = 400;
-  p.window_right = 0;
-  p.dtype = DType::F16;
+  const AttentionProblem p =
+      ProblemBuilder().heads(2).varlen({100, 7, 300}, {50, 400, 300}).causal().dtype(DType::F16).build();
   TileConfig c;
   for (KernelKind k : {KernelKind::Fa2Forward, KernelKind::Fa2DotDoO, KernelKind::Fa2DqDkDv,
                        KernelKind::Fa2ConvertDq, KernelKind::Fa1Forward, KernelKind::NaiveScores,
@@ -89,12 +80,8 @@ TEST(Counts, Varlen) {
 }
 
 TEST(Counts, ForwardIsQPlusKvPerQueryBlock) {
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = p.heads_kv = 16;
-  p.seqlen_q = p.seqlen_k = 4096;
-  p.head_dim = p.head_dim_v = 128;
-  p.dtype = DType::BF16;
+  const AttentionProblem p =
+      ProblemBuilder().batch(2).heads(16).seqlen(4096).head_dim(128).dtype(DType::BF16).build();
   TileConfig c;  // 128 x 64
   const auto k = analytic_counts(KernelKind::Fa2Forward, p, c);
   const int64_t q = 2 * 16 * 4096 * 128 * 2;
@@ -103,9 +90,7 @@ TEST(Counts, ForwardIsQPlusKvPerQueryBlock) {
 }
 
 TEST(Counts, CausalSkipsHalf) {
-  AttentionProblem p;
-  p.seqlen_q = p.seqlen_k = 1024;
-  p.window_right = 0;
+  const AttentionProblem p = ProblemBuilder().seqlen(1024).causal().build();
   TileConfig c;
   c.block_q = c.block_k = 64;
   const auto k = analytic_counts(KernelKind::Fa2Forward, p, c);
@@ -114,9 +99,7 @@ TEST(Counts, CausalSkipsHalf) {
 }
 
 TEST(Model, SharedMemoryOverflowRejected) {
-  AttentionProblem p;
-  p.head_dim = p.head_dim_v = 256;
-  p.dtype = DType::BF16;
+  const AttentionProblem p = ProblemBuilder().head_dim(256).dtype(DType::BF16).build();
   TileConfig c;
   c.block_q = 256;
   c.block_k = 256;
@@ -128,12 +111,8 @@ TEST(Model, SharedMemoryOverflowRejected) {
 }
 
 TEST(Model, AnalyticIsFast) {
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = p.heads_kv = 16;
-  p.seqlen_q = p.seqlen_k = 4096;
-  p.head_dim = p.head_dim_v = 128;
-  p.dtype = DType::BF16;
+  const AttentionProblem p =
+      ProblemBuilder().batch(2).heads(16).seqlen(4096).head_dim(128).dtype(DType::BF16).build();
   const auto hw = load_profile("H100-SXM5-80GB");
   const auto t0 = std::chrono::steady_clock::now();
   int n = 0;
@@ -152,13 +131,8 @@ TEST(Model, AnalyticIsFast) {
 // The partials strategy trades the atomics for plain stores: no reductions, the same dQ, and the reduction
 // kernel reads each partial row the main kernel wrote exactly once.
 TEST(Counts, PartialsStoreWhatTheReductionReads) {
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = p.heads_kv = 4;
-  p.seqlen_q = p.seqlen_k = 1000;
-  p.head_dim = p.head_dim_v = 128;
-  p.window_right = 0;
-  p.dtype = DType::BF16;
+  const AttentionProblem p =
+      ProblemBuilder().batch(2).heads(4).seqlen(1000).head_dim(128).causal().dtype(DType::BF16).build();
   TileConfig c;
   c.dq_strategy = DqStrategy::Partials;
   const auto main = analytic_counts(KernelKind::Fa2DqDkDv, p, c);
@@ -173,10 +147,7 @@ TEST(Counts, PartialsStoreWhatTheReductionReads) {
 // A thread holds at most 255 registers: FA2's own tiles fit, 2 warps holding 256 query rows of O and S do
 // not.
 TEST(Model, AccumulatorRegistersLimitTiles) {
-  AttentionProblem p;
-  p.head_dim = p.head_dim_v = 128;
-  p.seqlen_q = p.seqlen_k = 4096;
-  p.dtype = DType::BF16;
+  const AttentionProblem p = ProblemBuilder().head_dim(128).seqlen(4096).dtype(DType::BF16).build();
   const auto hw = load_profile("H100-SXM5-80GB");
   TileConfig fa2;  // Br128 Bc64 4 warps forward, Br64 Bc128 8 warps backward
   for (const auto& k : predict(p, fa2, hw, false)) EXPECT_TRUE(k.occ.fits) << k.occ.reason;
@@ -194,12 +165,8 @@ TEST(Model, AccumulatorRegistersLimitTiles) {
 // varlen) are list-scheduled, and the closed form's per-CTA work gives the same imbalance as the schedule's.
 TEST(Model, ImbalanceAnalyticEqualsExecuted) {
   const auto hw = load_profile("H100-SXM5-80GB");
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = p.heads_kv = 16;
-  p.seqlen_q = p.seqlen_k = 4096;
-  p.head_dim = p.head_dim_v = 128;
-  p.dtype = DType::BF16;
+  const AttentionProblem p =
+      ProblemBuilder().batch(2).heads(16).seqlen(4096).head_dim(128).dtype(DType::BF16).build();
   TileConfig c;
   const auto uniform = predict_kernel(analytic_counts(KernelKind::Fa2Forward, p, c), hw);
   EXPECT_DOUBLE_EQ(uniform.imbalance, std::ceil(uniform.waves) / uniform.waves);

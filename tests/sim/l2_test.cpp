@@ -2,19 +2,15 @@
 
 #include "flashsim/sim/counts.h"
 #include "flashsim/sim/l2_sim.h"
+#include "problem_builder.h"
 
 using namespace flashsim;
 using namespace flashsim::sim;
+using flashsim::test::ProblemBuilder;
 
 namespace {
 AttentionProblem small() {
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = p.heads_kv = 2;
-  p.seqlen_q = p.seqlen_k = 256;
-  p.head_dim = p.head_dim_v = 64;
-  p.dtype = DType::BF16;
-  return p;
+  return ProblemBuilder().batch(2).heads(2).seqlen(256).head_dim(64).dtype(DType::BF16).build();
 }
 }  // namespace
 

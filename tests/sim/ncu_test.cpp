@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "flashsim/error.h"
+#include "problem_builder.h"
 
 using namespace flashsim;
 using namespace flashsim::sim;
+using flashsim::test::ProblemBuilder;
 
 TEST(Ncu, ParsesThousandsAndUnits) {
   std::istringstream in(
@@ -49,8 +51,7 @@ TEST(Ncu, UnconvertibleUnitOfAComparedMetricIsAnError) {
       "\"0\",\"void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, 0, 0, bfloat16_t>>\","
       "\"dram__bytes_read.sum\",\"Pbyte\",\"1\"\n");
   const auto ks = parse_ncu_csv(in);
-  AttentionProblem p;
-  p.dtype = DType::BF16;
+  const AttentionProblem p = ProblemBuilder().dtype(DType::BF16).build();
   EXPECT_THROW(compare_ncu(ks, p, load_profile("H100-SXM5-80GB")), InputError);
 }
 
@@ -136,15 +137,14 @@ std::vector<RecordedShape> all_recorded() {
 
 // The problem a recorded shape measured (bf16, bottom-right causal where marked).
 AttentionProblem recorded_problem(const RecordedShape& s) {
-  AttentionProblem p;
-  p.batch = s.batch;
-  p.heads_q = s.heads;
-  p.heads_kv = s.heads_kv;
-  p.seqlen_q = p.seqlen_k = s.seqlen;
-  p.head_dim = p.head_dim_v = s.head_dim;
-  p.dtype = DType::BF16;
-  if (s.causal) p.window_right = 0;
-  return p;
+  ProblemBuilder b = ProblemBuilder()
+                         .batch(s.batch)
+                         .heads(s.heads, s.heads_kv)
+                         .seqlen(s.seqlen)
+                         .head_dim(s.head_dim)
+                         .dtype(DType::BF16);
+  if (s.causal) b.causal();
+  return b.build();
 }
 
 // The problem of the calibration file (ncu_fa2_h100_calibration.csv): a recorded shape like the others.

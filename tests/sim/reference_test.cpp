@@ -4,9 +4,11 @@
 #include "flashsim/inputs.h"
 #include "flashsim/ref/attention.h"
 #include "flashsim/sim/counting_observer.h"
+#include "problem_builder.h"
 
 using namespace flashsim;
 using namespace flashsim::sim;
+using flashsim::test::ProblemBuilder;
 
 namespace {
 
@@ -49,15 +51,8 @@ void check_forward(const AttentionProblem& p, const TileConfig& c, ref::ForwardA
 }  // namespace
 
 TEST(Reference, ThreeAndTwoPassMatchSchedules) {
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = 2;
-  p.heads_kv = 1;
-  p.seqlen_q = 200;
-  p.seqlen_k = 300;
-  p.head_dim = p.head_dim_v = 32;
-  p.window_right = 0;
-  p.dtype = DType::BF16;
+  const AttentionProblem p =
+      ProblemBuilder().batch(2).heads(2, 1).seqlen(200, 300).head_dim(32).causal().dtype(DType::BF16).build();
   TileConfig c;
   check_forward(p, c, ref::ForwardAlgorithm::ThreePass, KernelKind::ThreePassForward);
   check_forward(p, c, ref::ForwardAlgorithm::TwoPass, KernelKind::TwoPassForward);
@@ -68,56 +63,40 @@ TEST(Reference, ThreeAndTwoPassMatchSchedules) {
 }
 
 TEST(Reference, CountsMatchScheduleFull) {
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = 2;
-  p.heads_kv = 2;
-  p.seqlen_q = p.seqlen_k = 256;
-  p.head_dim = p.head_dim_v = 32;
-  p.dtype = DType::BF16;
+  const AttentionProblem p =
+      ProblemBuilder().batch(2).heads(2).seqlen(256).head_dim(32).dtype(DType::BF16).build();
   TileConfig c;
   check(p, c, "full");
 }
 
 TEST(Reference, CountsMatchScheduleCausalGqa) {
-  AttentionProblem p;
-  p.batch = 1;
-  p.heads_q = 4;
-  p.heads_kv = 2;
-  p.seqlen_q = p.seqlen_k = 256;
-  p.head_dim = p.head_dim_v = 32;
-  p.window_right = 0;
-  p.dtype = DType::F16;
+  const AttentionProblem p =
+      ProblemBuilder().batch(1).heads(4, 2).seqlen(256).head_dim(32).causal().dtype(DType::F16).build();
   TileConfig c;
   check(p, c, "causal gqa");
 }
 
 TEST(Reference, CountsMatchSchedulePartialWindow) {
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = 2;
-  p.heads_kv = 1;
-  p.seqlen_q = 200;
-  p.seqlen_k = 300;
-  p.head_dim = p.head_dim_v = 32;
-  p.window_left = 70;
-  p.window_right = 10;
-  p.dtype = DType::F16;
+  const AttentionProblem p = ProblemBuilder()
+                                 .batch(2)
+                                 .heads(2, 1)
+                                 .seqlen(200, 300)
+                                 .head_dim(32)
+                                 .window(70, 10)
+                                 .dtype(DType::F16)
+                                 .build();
   TileConfig c;
   check(p, c, "window");
 }
 
 TEST(Reference, CountsMatchScheduleVarlenCausal) {
-  AttentionProblem p;
-  p.batch = 3;
-  p.heads_q = p.heads_kv = 2;
-  p.seqlens_q = {100, 7, 300};
-  p.seqlens_k = {150, 400, 300};
-  p.seqlen_q = 300;
-  p.seqlen_k = 400;
-  p.head_dim = p.head_dim_v = 32;
-  p.window_right = 0;
-  p.dtype = DType::BF16;
+  const AttentionProblem p = ProblemBuilder()
+                                 .heads(2)
+                                 .varlen({100, 7, 300}, {150, 400, 300})
+                                 .head_dim(32)
+                                 .causal()
+                                 .dtype(DType::BF16)
+                                 .build();
   TileConfig c;
   check(p, c, "varlen causal");
 }
@@ -126,16 +105,10 @@ TEST(Reference, CountsMatchScheduleVarlenCausal) {
 // schedule's seven kernels, GQA and unequal lengths included.
 TEST(Reference, NaiveBackwardMatchesSchedule) {
   for (const bool causal : {false, true}) {
-    AttentionProblem p;
-    p.batch = 2;
-    p.heads_q = 4;
-    p.heads_kv = 2;
-    p.seqlen_q = 70;
-    p.seqlen_k = 90;
-    p.head_dim = 32;
-    p.head_dim_v = 48;
-    if (causal) p.window_right = 0;
-    p.dtype = DType::F16;
+    ProblemBuilder b =
+        ProblemBuilder().batch(2).heads(4, 2).seqlen(70, 90).head_dim(32, 48).dtype(DType::F16);
+    if (causal) b.causal();
+    const AttentionProblem p = b.build();
     TileConfig c;
     const auto in = make_random_inputs(p, 3);
     const auto fwd = ref::forward(p, in, ref::ForwardAlgorithm::Naive, c, {});

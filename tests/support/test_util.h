@@ -7,6 +7,7 @@
 
 #include "flashsim/problem.h"
 #include "flashsim/tile_config.h"
+#include "problem_builder.h"
 
 namespace flashsim::test {
 
@@ -38,15 +39,12 @@ inline void PrintTo(const Case& c, std::ostream* os) {
   *os << c.name << " (" << c.problem.describe() << ")";
 }
 
+// Batch 2, 2 heads, fp64: the reference tests' problems, from which the grid's cases change a few fields.
+inline ProblemBuilder base(int64_t sq, int64_t sk, int64_t d) {
+  return ProblemBuilder().batch(2).heads(2).seqlen(sq, sk).head_dim(d).dtype(DType::F64);
+}
 inline AttentionProblem base_problem(int64_t sq, int64_t sk, int64_t d) {
-  AttentionProblem p;
-  p.batch = 2;
-  p.heads_q = p.heads_kv = 2;
-  p.seqlen_q = sq;
-  p.seqlen_k = sk;
-  p.head_dim = p.head_dim_v = d;
-  p.dtype = DType::F64;
-  return p;
+  return base(sq, sk, d).build();
 }
 
 inline TileConfig tiles(int64_t br, int64_t bc) {
@@ -68,165 +66,49 @@ inline std::vector<Case> reference_grid() {
     add("len" + std::to_string(s), base_problem(s, s, 32), tiles(32, 64));
   add("q7_k97", base_problem(7, 97, 24), tiles(16, 16));
   add("q257_k31", base_problem(257, 31, 24), tiles(64, 16));
-  add(
-      "q128_k257_causal",
-      [] {
-        auto p = base_problem(128, 257, 16);
-        p.window_right = 0;
-        return p;
-      }(),
-      tiles(32, 32));
-  add(
-      "q257_k128_causal",
-      [] {
-        auto p = base_problem(257, 128, 16);
-        p.window_right = 0;
-        return p;
-      }(),
-      tiles(32, 32));
+  add("q128_k257_causal", base(128, 257, 16).causal().build(), tiles(32, 32));
+  add("q257_k128_causal", base(257, 128, 16).causal().build(), tiles(32, 32));
   for (int64_t d : {8, 17, 96, 129, 256})
     add("d" + std::to_string(d), base_problem(65, 65, d), tiles(16, 32));
-  add(
-      "dv_ne_d",
-      [] {
-        auto p = base_problem(70, 90, 40);
-        p.head_dim_v = 24;
-        return p;
-      }(),
-      tiles(32, 16));
+  add("dv_ne_d", base(70, 90, 40).head_dim(40, 24).build(), tiles(32, 16));
   add("tiles_7x13", base_problem(100, 100, 16), tiles(7, 13));
   add("tiles_128x128", base_problem(257, 257, 16), tiles(128, 128));
-  add(
-      "causal",
-      [] {
-        auto p = base_problem(97, 97, 32);
-        p.window_right = 0;
-        return p;
-      }(),
-      tiles(16, 32));
-  add(
-      "window",
-      [] {
-        auto p = base_problem(97, 120, 32);
-        p.window_left = 20;
-        p.window_right = 5;
-        return p;
-      }(),
-      tiles(16, 16));
-  add(
-      "window_left_only",
-      [] {
-        auto p = base_problem(80, 80, 16);
-        p.window_left = 7;
-        return p;
-      }(),
-      tiles(16, 16));
-  add(
-      "softcap",
-      [] {
-        auto p = base_problem(60, 70, 32);
-        p.softcap = 1.5;
-        return p;
-      }(),
-      tiles(16, 32));
+  add("causal", base(97, 97, 32).causal().build(), tiles(16, 32));
+  add("window", base(97, 120, 32).window(20, 5).build(), tiles(16, 16));
+  add("window_left_only", base(80, 80, 16).window(7, -1).build(), tiles(16, 16));
+  add("softcap", base(60, 70, 32).softcap(1.5).build(), tiles(16, 32));
   for (auto sh :
        {BroadcastShape::BHQK, BroadcastShape::OneHQK, BroadcastShape::BOneQK, BroadcastShape::OneOneQK}) {
-    add(
-        "bias_" + std::string(broadcast_name(sh)),
-        [&] {
-          auto p = base_problem(40, 50, 16);
-          p.bias = sh;
-          return p;
-        }(),
-        tiles(16, 16));
-    add(
-        "mask_" + std::string(broadcast_name(sh)),
-        [&] {
-          auto p = base_problem(40, 50, 16);
-          p.mask = sh;
-          return p;
-        }(),
-        tiles(16, 16));
+    add("bias_" + std::string(broadcast_name(sh)), base(40, 50, 16).bias(sh).build(), tiles(16, 16));
+    add("mask_" + std::string(broadcast_name(sh)), base(40, 50, 16).mask(sh).build(), tiles(16, 16));
   }
-  add(
-      "alibi",
-      [] {
-        auto p = base_problem(50, 64, 16);
-        p.heads_q = p.heads_kv = 3;
-        p.alibi = true;
-        return p;
-      }(),
-      tiles(16, 16));
-  add(
-      "gqa",
-      [] {
-        auto p = base_problem(50, 64, 16);
-        p.heads_q = 6;
-        p.heads_kv = 2;
-        return p;
-      }(),
-      tiles(16, 32));
-  add(
-      "mqa",
-      [] {
-        auto p = base_problem(50, 64, 16);
-        p.heads_q = 4;
-        p.heads_kv = 1;
-        return p;
-      }(),
-      tiles(32, 16));
-  add(
-      "varlen",
-      [] {
-        auto p = base_problem(90, 100, 16);
-        p.batch = 4;
-        p.seqlens_q = {90, 1, 0, 33};
-        p.seqlens_k = {100, 40, 7, 0};
-        return p;
-      }(),
-      tiles(16, 16));
-  add(
-      "fully_masked_rows",
-      [] {
-        auto p = base_problem(60, 60, 16);
-        p.mask = BroadcastShape::BHQK;
-        p.mask_keep = 0.03;  // most rows keep no key at all
-        return p;
-      }(),
-      tiles(16, 16));
-  add(
-      "combined",
-      [] {
-        auto p = base_problem(77, 90, 24);
-        p.heads_q = 4;
-        p.heads_kv = 2;
-        p.head_dim_v = 20;
-        p.window_left = 30;
-        p.window_right = 0;
-        p.softcap = 2.0;
-        p.bias = BroadcastShape::OneHQK;
-        p.mask = BroadcastShape::BOneQK;
-        p.alibi = true;
-        p.scale = 0.3;
-        return p;
-      }(),
+  add("alibi", base(50, 64, 16).heads(3).alibi().build(), tiles(16, 16));
+  add("gqa", base(50, 64, 16).heads(6, 2).build(), tiles(16, 32));
+  add("mqa", base(50, 64, 16).heads(4, 1).build(), tiles(32, 16));
+  add("varlen", base(90, 100, 16).varlen({90, 1, 0, 33}, {100, 40, 7, 0}).build(), tiles(16, 16));
+  // mask_keep 0.03: most rows keep no key at all
+  add("fully_masked_rows", base(60, 60, 16).mask(BroadcastShape::BHQK, 0.03).build(), tiles(16, 16));
+  add("combined",
+      base(77, 90, 24)
+          .heads(4, 2)
+          .head_dim(24, 20)
+          .window(30, 0)
+          .softcap(2.0)
+          .bias(BroadcastShape::OneHQK)
+          .mask(BroadcastShape::BOneQK)
+          .alibi()
+          .scale(0.3)
+          .build(),
       tiles(16, 24));
-  add(
-      "combined_varlen",
-      [] {
-        auto p = base_problem(70, 70, 16);
-        p.batch = 3;
-        p.heads_q = 4;
-        p.heads_kv = 1;
-        p.seqlens_q = {70, 5, 40};
-        p.seqlens_k = {30, 70, 40};
-        p.window_right = 2;
-        p.window_left = 10;
-        p.softcap = 1.0;
-        p.bias = BroadcastShape::BHQK;
-        p.mask = BroadcastShape::OneOneQK;
-        return p;
-      }(),
+  add("combined_varlen",
+      base(70, 70, 16)
+          .varlen({70, 5, 40}, {30, 70, 40})
+          .heads(4, 1)
+          .window(10, 2)
+          .softcap(1.0)
+          .bias(BroadcastShape::BHQK)
+          .mask(BroadcastShape::OneOneQK)
+          .build(),
       tiles(16, 16));
   return cases;
 }
