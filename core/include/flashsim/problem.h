@@ -2,13 +2,12 @@
 // AttentionProblem: the shapes and semantics every algorithm, the simulator and the golden files share.
 //
 // Tensor layouts (row-major):
-//   q, do, o, dq : [total_q, heads_q, head_dim | head_dim_v]   (BSHD with batch and seqlen packed: total_q
-//   rows) k, v, dk, dv : [total_k, heads_kv, head_dim | head_dim_v] lse          : [batch, heads_q,
-//   seqlen_q]; with variable lengths [heads_q, total_q] (flash-attention's varlen
-//                  layout); lse_index() gives the position of (b, h, i) in either
-//   bias, mask   : [batch|1, heads_q|1, seqlen_q, seqlen_k]; with variable lengths, sequence b uses the
-//                  top-left len_q(b) x len_k(b) corner of its [seqlen_q, seqlen_k] slice (seqlen_* = max
-//                  length).
+//   q, do, o, dq : [total_q, heads_q, head_dim | head_dim_v]  (BSHD, batch and seqlen packed: total_q rows)
+//   k, v, dk, dv : [total_k, heads_kv, head_dim | head_dim_v]
+//   lse          : [batch, heads_q, seqlen_q]; varlen: [heads_q, total_q] (flash-attention's varlen layout)
+//   bias, mask   : [batch|1, heads_q|1, seqlen_q, seqlen_k]
+// lse_index() gives the position of (b, h, i) in either lse layout. With variable lengths, sequence b uses
+// the top-left len_q(b) x len_k(b) corner of its bias / mask [seqlen_q, seqlen_k] slice (seqlen_* = longest).
 // Without variable lengths total_q = batch * seqlen_q and row (b, i) is b * seqlen_q + i: plain BSHD.
 #include <cstdint>
 #include <optional>

@@ -13,6 +13,7 @@ export OPENBLAS_CORETYPE=Haswell
 F=$1
 OUT=$2
 cd "$(dirname "$0")/../../.."
+rm -rf "$OUT"
 mkdir -p "$OUT"
 run() {  # run NAME ARGS...
   local name=$1
@@ -85,7 +86,7 @@ for set in "" repeat validation validation2; do
     fi
   done
 done
-CAL=tiling_sim/tests/data/ncu_fa2_h100_calibration.csv
+CAL=tests/data/ncu_fa2_h100_calibration.csv
 run compare_calibration traffic compare --ncu $CAL $(shape_args calibration_d128_n4096) --dtype bf16 --json
 run compare_calibration_no_replay traffic compare --ncu $CAL --replayed no $(shape_args calibration_d128_n4096) --dtype bf16 --json
 run compare_calibration_one_pass traffic compare --ncu $CAL --ncu-dram $SP/ncu_dram_calibration_d128_n4096.csv $(shape_args calibration_d128_n4096) --dtype bf16 --json

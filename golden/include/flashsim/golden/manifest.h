@@ -1,8 +1,7 @@
 #pragma once
 // manifest.json of a suite folder:
-//   {"format": "flashsim.golden.manifest/1", "suite": NAME, "version": N, "description": ..., "generator":
-//   ...,
-//    "spec_sha256": ..., "case_count": M, ["shard": {"index": I, "count": N},]
+//   {"format": "flashsim.golden.manifest/1", "suite": NAME, "version": N, "description": ...,
+//    "generator": ..., "spec_sha256": ..., "case_count": M, ["shard": {"index": I, "count": N},]
 //    "cases": [{"index": i, "name": ..., "file": ..., "sha256": ..., "description": ...}, ...]}
 // A shard's manifest lists its own cases (every count-th from index); a whole suite's has no "shard".
 #include <cstdint>

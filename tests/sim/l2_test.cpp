@@ -1,0 +1,53 @@
+#include <gtest/gtest.h>
+
+#include "flashsim/sim/kernel_model.h"
+#include "flashsim/sim/counts.h"
+#include "flashsim/sim/l2_sim.h"
+#include "problem_builder.h"
+
+using namespace flashsim;
+using namespace flashsim::sim;
+using flashsim::test::ProblemBuilder;
+
+namespace {
+AttentionProblem small() {
+  return ProblemBuilder().batch(2).heads(2).seqlen(256).head_dim(64).dtype(DType::BF16).build();
+}
+}  // namespace
+
+TEST(L2, ColdReadsEachLineOnceWhenItFits) {
+  const auto p = small();
+  const auto s = schedule(kernel_model("fwd_fa2"), p, TileConfig{});
+  const auto k = execute_counts(s);
+  const auto r = simulate_l2(s, p, load_profile("H100-SXM5-80GB"), 264);
+  EXPECT_EQ(r.dram_read, k.unique_loaded());
+  EXPECT_EQ(r.dram_write, 0);  // everything still in L2 at kernel end
+  EXPECT_EQ(r.dirty_at_end, k.unique_dirty());
+}
+
+TEST(L2, TinyCacheWritesBackAndRereads) {
+  const auto p = small();
+  auto hw = load_profile("H100-SXM5-80GB");
+  hw.l2_effective_bytes = 4 * 128;
+  const auto s = schedule(kernel_model("fwd_fa2"), p, TileConfig{});
+  const auto k = execute_counts(s);
+  const auto r = simulate_l2(s, p, hw, 1);
+  EXPECT_GT(r.dram_read, k.unique_loaded());  // K and V re-read per query block
+  EXPECT_EQ(r.dram_write + r.dirty_at_end, k.unique_dirty());
+}
+
+TEST(L2, DirtyLimitWritesBackOldestDirtyLinesThatStayCached) {
+  const auto p = small();
+  auto hw = load_profile("H100-SXM5-80GB");
+  const int64_t limit =
+      32 * 1024;  // well under O's 128 KiB: most of O must be written back during the kernel
+  hw.l2_dirty_bytes = limit;
+  const auto s = schedule(kernel_model("fwd_fa2"), p, TileConfig{});
+  const auto k = execute_counts(s);
+  ASSERT_GT(k.unique_dirty(), 2 * limit);
+  const auto r = simulate_l2(s, p, hw, 264);
+  EXPECT_EQ(r.dram_read, k.unique_loaded());  // written-back lines stay cached: nothing is read twice
+  EXPECT_LE(r.dirty_at_end, limit);
+  EXPECT_GE(r.dirty_at_end, limit - 16 * 64 * 2);  // at most one 16-row chunk of O below the limit
+  EXPECT_EQ(r.dram_write + r.dirty_at_end, k.unique_dirty());
+}

@@ -1,0 +1,399 @@
+#include "flashsim/sim/kernel_model.h"
+#include "flashsim/sim/ncu.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "flashsim/error.h"
+#include "problem_builder.h"
+
+using namespace flashsim;
+using namespace flashsim::sim;
+using flashsim::test::ProblemBuilder;
+
+TEST(Ncu, ParsesThousandsAndUnits) {
+  std::istringstream in(
+      "==PROF== Connected\n\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+      "\"0\",\"k\",\"a\",\"byte\",\"1,234,567\"\n\"0\",\"k\",\"b\",\"Kbyte\",\"2.5\"\n");
+  const auto ks = parse_ncu_csv(in);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("a"), 1234567.0);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("b"), 2500.0);
+}
+
+TEST(Ncu, ConvertsPrefixedUnitsToBaseUnits) {
+  std::istringstream in(
+      "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+      "\"0\",\"k\",\"a\",\"Mibyte\",\"2\"\n\"0\",\"k\",\"b\",\"usecond\",\"1.5\"\n"
+      "\"0\",\"k\",\"c\",\"Ksector\",\"3\"\n\"0\",\"k\",\"d\",\"second\",\"0.25\"\n"
+      "\"0\",\"k\",\"e\",\"Gbyte\",\"1.25\"\n\"0\",\"k\",\"f\",\"Pbyte\",\"1\"\n"
+      "\"0\",\"k\",\"g\",\"byte\",\"n/a\"\n");
+  const auto ks = parse_ncu_csv(in);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("a"), 2.0 * 1048576);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("b"), 1500.0);  // nanoseconds
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("c"), 3000.0);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("d"), 0.25e9);
+  EXPECT_DOUBLE_EQ(ks[0].metrics.at("e"), 1.25e9);
+  EXPECT_FALSE(ks[0].metrics.count("f"));  // a unit it cannot convert: kept aside, not taken as bytes
+  EXPECT_EQ(ks[0].unknown_units.at("f"), "Pbyte");
+  EXPECT_FALSE(ks[0].metrics.count("g"));  // not a number
+}
+
+// A metric the comparison reads, in a unit flashsim cannot convert, is an error rather than a wrong number.
+TEST(Ncu, UnconvertibleUnitOfAComparedMetricIsAnError) {
+  std::istringstream in(
+      "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+      "\"0\",\"void flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, 0, 0, bfloat16_t>>\","
+      "\"dram__bytes_read.sum\",\"Pbyte\",\"1\"\n");
+  const auto ks = parse_ncu_csv(in);
+  const AttentionProblem p = ProblemBuilder().dtype(DType::BF16).build();
+  EXPECT_THROW(compare_ncu(ks, p, load_profile("H100-SXM5-80GB")), InputError);
+}
+
+// ncu --page raw (a column per metric, a row of units under the header) and the details page of the same
+// problem, profiled one after the other (bench/gpu/ncu_csv_layouts.sh): the same kernels, and the same bytes
+// between L2 and the SMs (deterministic; DRAM and time differ between runs).
+TEST(Ncu, RawPageReadsAsTheDetailsPage) {
+  const std::string dir = FLASHSIM_TEST_DATA "/ncu/csv_layouts/";
+  std::ifstream raw_in(dir + "ncu_raw_d64_n1000_causal.csv"), details_in(dir + "ncu_d64_n1000_causal.csv");
+  ASSERT_TRUE(raw_in && details_in);
+  const auto raw = parse_ncu_csv(raw_in), details = parse_ncu_csv(details_in);
+  ASSERT_EQ(raw.size(), 4u);
+  ASSERT_EQ(details.size(), 4u);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    EXPECT_EQ(raw[i].name, details[i].name);
+    EXPECT_EQ(raw[i].grid, details[i].grid);
+    EXPECT_TRUE(raw[i].unknown_units.empty());
+    for (const char* m :
+         {"l1tex__m_xbar2l1tex_read_bytes.sum", "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum",
+          "l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum", "launch__registers_per_thread"})
+      EXPECT_EQ(raw[i].metrics.at(m), details[i].metrics.at(m)) << i << " " << m;
+    EXPECT_NEAR(raw[i].metrics.at("dram__bytes_read.sum") / details[i].metrics.at("dram__bytes_read.sum"),
+                1.0, 0.05);
+    EXPECT_GT(raw[i].metrics.at("gpu__time_duration.sum"), 1000.0);  // nanoseconds: several microseconds
+  }
+}
+
+TEST(Ncu, RecognizesFa2) {
+  auto f =
+      recognize_kernel("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t>>");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->model, &kernel_model("fwd_fa2"));
+  EXPECT_EQ(f->config.block_q, 128);
+  EXPECT_EQ(f->config.block_k, 64);
+  auto b = recognize_kernel(
+      "void flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2>>");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->model, &kernel_model("bwd_dq_dk_dv"));
+  EXPECT_EQ(b->config.bwd_block_q, 64);
+  EXPECT_EQ(b->config.bwd_block_k, 128);
+  EXPECT_FALSE(recognize_kernel("void other_kernel<int>"));
+}
+
+namespace {
+struct RecordedShape {
+  // the folder under tests/data/ncu: "" (first run), repeat/, validation/, validation2/
+  const char* set;
+  const char* name;
+  int64_t batch, heads, heads_kv, seqlen, head_dim;
+  bool causal;
+};
+
+// The recorded H100 shapes (tests/data/ncu; bench/gpu/ncu_shapes.sh measured them): the 7 shapes, the
+// same 7 measured again (repeat/), and 5 validation shapes measured after the model was fixed (validation/).
+constexpr RecordedShape kRecorded[] = {{"", "causal_d128_n4096", 2, 16, 16, 4096, 128, true},
+                                       {"", "d64_n1024", 8, 16, 16, 1024, 64, false},
+                                       {"", "d256_n1024", 4, 8, 8, 1024, 256, false},
+                                       {"", "d128_n16384_causal", 1, 8, 8, 16384, 128, true},
+                                       {"", "gqa_d128_n2048", 2, 32, 8, 2048, 128, false},
+                                       {"", "d128_n1000", 4, 16, 16, 1000, 128, false},
+                                       {"", "d64_n3000_causal", 2, 16, 16, 3000, 64, true}};
+constexpr RecordedShape kValidation[] = {{"validation/", "causal_d128_n8192", 1, 16, 16, 8192, 128, true},
+                                         {"validation/", "gqa_causal_d64_n4096", 2, 16, 4, 4096, 64, true},
+                                         {"validation/", "d96_n2048", 2, 16, 16, 2048, 96, false},
+                                         {"validation/", "d128_n512", 16, 16, 16, 512, 128, false},
+                                         {"validation/", "causal_d256_n2000", 2, 8, 8, 2000, 256, true}};
+// Measured on 2026-11-23, after the DRAM floor and the launch latency entered the model.
+constexpr RecordedShape kValidation2[] = {{"validation2/", "causal_d64_n8192", 1, 16, 16, 8192, 64, true},
+                                          {"validation2/", "d128_n2048", 4, 16, 16, 2048, 128, false},
+                                          {"validation2/", "gqa_d64_n2048", 4, 32, 8, 2048, 64, false},
+                                          {"validation2/", "causal_d96_n4096", 2, 8, 8, 4096, 96, true}};
+
+std::vector<RecordedShape> all_recorded() {
+  std::vector<RecordedShape> out(std::begin(kRecorded), std::end(kRecorded));
+  for (RecordedShape s : kRecorded) {
+    s.set = "repeat/";
+    out.push_back(s);
+  }
+  out.insert(out.end(), std::begin(kValidation), std::end(kValidation));
+  out.insert(out.end(), std::begin(kValidation2), std::end(kValidation2));
+  return out;
+}
+
+// The problem a recorded shape measured (bf16, bottom-right causal where marked).
+AttentionProblem recorded_problem(const RecordedShape& s) {
+  ProblemBuilder b = ProblemBuilder()
+                         .batch(s.batch)
+                         .heads(s.heads, s.heads_kv)
+                         .seqlen(s.seqlen)
+                         .head_dim(s.head_dim)
+                         .dtype(DType::BF16);
+  if (s.causal) b.causal();
+  return b.build();
+}
+
+// The problem of the calibration file (ncu_fa2_h100_calibration.csv): a recorded shape like the others.
+constexpr RecordedShape kCalibration = {"", "calibration_d128_n4096", 2, 16, 16, 4096, 128, false};
+
+std::vector<NcuKernel> read_report(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  return parse_ncu_csv(in);
+}
+// The problem of csv_layouts/ (ncu's CSV pages, bench/gpu/ncu_csv_layouts.sh).
+constexpr RecordedShape kLayoutsShape = {"csv_layouts/", "d64_n1000_causal", 2, 8, 8, 1000, 64, true};
+
+}  // namespace
+
+// A DRAM figure is held within 10% of the prediction or within the counters' run-to-run spread (the profile's
+// ncu_dram_repeatability, a share of the kernel's measured DRAM bytes), whichever is wider.
+TEST(Ncu, DramToleranceHasTheCountersSpreadAsFloor) {
+  const std::string name =
+      "void flash_bwd_convert_dq_kernel<Flash_bwd_kernel_traits<64, 128, 128, 8, 4, 4, 4>>";
+  const auto report = [&](double write) {
+    NcuKernel k;
+    k.id = "0";
+    k.name = name;
+    k.metrics["dram__bytes_read.sum"] = 4194304;  // dQaccum of the problem below, fp32
+    k.metrics["dram__bytes_write.sum"] = write;
+    return std::vector<NcuKernel>{k};
+  };
+  const AttentionProblem p = recorded_problem(kLayoutsShape);
+  auto hw = load_profile("H100-SXM5-80GB");
+  ASSERT_DOUBLE_EQ(hw.ncu_dram_repeatability, 0.01);
+  const auto write_of = [](const Comparison& c) { return c.kernels.at(0).metrics.at(1); };
+  // dQ (2 MB of bf16) stays in L2: predicted 0 bytes written; 768 B measured is 0.02% of the kernel's bytes
+  auto m = write_of(compare_ncu(report(768), p, hw));
+  ASSERT_EQ(m.metric, "dram__bytes_write.sum");
+  EXPECT_EQ(m.predicted, 0);
+  EXPECT_NEAR(m.floor, 0.01 * (4194304 + 768), 1e-6);
+  EXPECT_TRUE(m.ok);
+  EXPECT_FALSE(write_of(compare_ncu(report(60000), p, hw)).ok);  // 1.4%: beyond the spread
+  hw.ncu_dram_repeatability = 0;                                 // not measured: 10% of the prediction alone
+  EXPECT_FALSE(write_of(compare_ncu(report(768), p, hw)).ok);
+}
+
+// The calibration problem with its DRAM counters measured in one ncu pass (the same kernels, re-run on an
+// H100 the same day): every metric of the four kernels within tolerance.
+TEST(Ncu, CalibrationH100WithinTolerance) {
+  const auto kernels = with_dram_counters(
+      read_report(FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv"),
+      read_report(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_calibration_d128_n4096.csv"));
+  const auto c = compare_ncu(kernels, recorded_problem(kCalibration), load_profile("H100-SXM5-80GB"));
+  ASSERT_EQ(c.kernels.size(), 4u);
+  for (const auto& k : c.kernels) {
+    EXPECT_TRUE(k.recognized) << k.name;
+    for (const auto& m : k.metrics) EXPECT_TRUE(m.ok) << k.name << " " << m.metric << " ratio " << m.ratio;
+  }
+  EXPECT_TRUE(c.ok);
+}
+
+// The calibration file alone: its DRAM counters were collected with 16 metrics, so ncu replayed each kernel,
+// and every kernel after the first wrote 1.5 .. 3.5 MB more than one pass of the same kernels measures. With
+// the profile's replay term (auto-detected from the metric list) every metric is within tolerance; without it
+// the dQ convert kernel's DRAM writes are 10.4% over and nothing else fails.
+TEST(Ncu, CalibrationFileWithReplayTerm) {
+  const auto file = read_report(FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
+  const auto one_pass =
+      read_report(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_calibration_d128_n4096.csv");
+  ASSERT_EQ(file.size(), one_pass.size());
+  for (size_t i = 1; i < file.size(); ++i) {
+    const double extra =
+        file[i].metrics.at("dram__bytes_write.sum") - one_pass[i].metrics.at("dram__bytes_write.sum");
+    EXPECT_GT(extra, 1.5e6) << file[i].name.substr(0, 40);
+    EXPECT_LT(extra, 3.5e6) << file[i].name.substr(0, 40);
+  }
+  EXPECT_TRUE(dram_counters_replayed(file));
+  EXPECT_FALSE(dram_counters_replayed(one_pass));
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto with_term = compare_ncu(file, recorded_problem(kCalibration), hw, true);
+  EXPECT_TRUE(with_term.ok);
+  EXPECT_EQ(with_term.kernels[0].replay_write_bytes, 0);  // the first kernel profiled
+  EXPECT_EQ(with_term.kernels[3].replay_write_bytes, hw.ncu_replay_write_bytes);
+  const auto without = compare_ncu(file, recorded_problem(kCalibration), hw, false);
+  for (const auto& k : without.kernels)
+    for (const auto& m : k.metrics)
+      EXPECT_EQ(m.ok, !(k.name.rfind("bwd_convert_dq", 0) == 0 && m.metric == "dram__bytes_write.sum"))
+          << k.name << " " << m.metric << " ratio " << m.ratio;
+}
+
+TEST(Ncu, DramReportMustMatchKernels) {
+  auto file = read_report(FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");
+  auto fewer = file;
+  fewer.pop_back();
+  EXPECT_THROW((void)with_dram_counters(file, fewer), InputError);
+  auto renamed = file;
+  renamed[1].name = "other_kernel";
+  EXPECT_THROW((void)with_dram_counters(file, renamed), InputError);
+  auto no_dram = file;
+  no_dram[0].metrics.erase("dram__bytes_write.sum");
+  EXPECT_THROW((void)with_dram_counters(file, no_dram), InputError);
+  auto scaled = file;
+  scaled[2].metrics["dram__bytes_read.sum"] = 123;
+  EXPECT_EQ(with_dram_counters(file, scaled)[2].metrics.at("dram__bytes_read.sum"), 123);
+}
+
+namespace {
+
+// DRAM figures (one-pass counters, single_pass/) the model does not bring within 10%, each explained in the
+// README of the H100 ncu results these reports come from (tests/data/ncu/README.md) ("shape/kernel/metric").
+const std::set<std::string> kKnownDramMisses = {
+    // the forward of long causal shapes reads K and V again (1.25 .. 1.69x)
+    "causal_d128_n4096/fwd_fa2/dram__bytes_read.sum",
+    "causal_d128_n8192/fwd_fa2/dram__bytes_read.sum",
+    "d128_n16384_causal/fwd_fa2/dram__bytes_read.sum",
+    // forward write-backs: how much of O stays in L2, and register-spill frames written back
+    "d128_n16384_causal/fwd_fa2/dram__bytes_write.sum",
+    "d64_n1024/fwd_fa2/dram__bytes_write.sum",
+    "d64_n3000_causal/fwd_fa2/dram__bytes_write.sum",
+    "gqa_d128_n2048/fwd_fa2/dram__bytes_write.sum",
+    "causal_d256_n2000/fwd_fa2/dram__bytes_write.sum",
+    "d128_n512/fwd_fa2/dram__bytes_write.sum",
+    "d96_n2048/fwd_fa2/dram__bytes_write.sum",
+    "gqa_causal_d64_n4096/fwd_fa2/dram__bytes_write.sum",
+    "causal_d64_n8192/fwd_fa2/dram__bytes_write.sum",
+    "gqa_d64_n2048/fwd_fa2/dram__bytes_write.sum",
+    "causal_d96_n4096/fwd_fa2/dram__bytes_write.sum",
+    // the dot kernel's writes: 1 .. 10 MB, the difference of ~25 MB dirty and ~24 MB kept dirty
+    "d256_n1024/bwd_dot_do_o/dram__bytes_write.sum",
+    "d64_n3000_causal/bwd_dot_do_o/dram__bytes_write.sum",
+    "causal_d256_n2000/bwd_dot_do_o/dram__bytes_write.sum",
+    "d96_n2048/bwd_dot_do_o/dram__bytes_write.sum",
+    "causal_d96_n4096/bwd_dot_do_o/dram__bytes_write.sum",
+    // the main backward kernel keeps 15 .. 20 MB dirty, more than its last wave's share
+    "d64_n1024/bwd_dq_dk_dv/dram__bytes_write.sum",
+    "d64_n3000_causal/bwd_dq_dk_dv/dram__bytes_write.sum",
+    "causal_d256_n2000/bwd_dq_dk_dv/dram__bytes_write.sum",
+    "d96_n2048/bwd_dq_dk_dv/dram__bytes_write.sum",
+    "gqa_causal_d64_n4096/bwd_dq_dk_dv/dram__bytes_write.sum",
+    "causal_d64_n8192/bwd_dq_dk_dv/dram__bytes_write.sum",
+    "causal_d96_n4096/bwd_dq_dk_dv/dram__bytes_write.sum",
+    // convert kernels that fit in L2: predicted 0, measured 0.36 .. 0.57 MB = 1.05 .. 1.7% of their DRAM
+    // bytes (5 more write 0.02 .. 0.08 MB, inside the counters' 1% spread)
+    "d128_n1000/bwd_convert_dq/dram__bytes_write.sum",
+    "d64_n1024/bwd_convert_dq/dram__bytes_write.sum",
+    "gqa_causal_d64_n4096/bwd_convert_dq/dram__bytes_write.sum",
+    "causal_d64_n8192/bwd_convert_dq/dram__bytes_write.sum",
+};
+
+}  // namespace
+
+// Every recorded H100 shape: bytes between L2 and the SMs within 2% in every full report (first run, repeat,
+// validation); DRAM, from the one-pass reports, within 10% except the documented misses (which must still be
+// misses: a model change that fixes one updates the list and the README).
+TEST(Ncu, RecordedH100ShapesWithinTolerance) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  int dram_ok = 0, dram_total = 0, l2_total = 0, replayed_ok = 0, replayed_total = 0;
+  for (const auto& s : all_recorded()) {
+    auto kernels = read_report(std::string(FLASHSIM_TEST_DATA "/ncu/") + s.set + "ncu_" + s.name + ".csv");
+    // The report's own (replayed) DRAM counters against the prediction with the replay term: counted, and the
+    // count held below (the README's figures), each figure not listed.
+    for (const auto& k :
+         compare_ncu(kernels, recorded_problem(s), hw, dram_counters_replayed(kernels)).kernels)
+      for (const auto& m : k.metrics)
+        if (m.metric.rfind("dram__", 0) == 0) {
+          ++replayed_total;
+          replayed_ok += m.ok ? 1 : 0;
+        }
+    const bool hold_dram = std::string(s.set) != "repeat/";  // one DRAM report per shape
+    if (hold_dram)
+      kernels = with_dram_counters(
+          kernels,
+          read_report(std::string(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_") + s.name + ".csv"));
+    const AttentionProblem p = recorded_problem(s);
+    const auto c = compare_ncu(kernels, p, hw);
+    ASSERT_EQ(c.kernels.size(), 4u) << s.name;
+    for (const auto& k : c.kernels) {
+      ASSERT_TRUE(k.recognized) << k.name;
+      const std::string kernel = k.name.substr(0, k.name.find(' '));
+      for (const auto& m : k.metrics) {
+        if (m.tolerance <= 0) continue;  // spills and time: shown, not held
+        const std::string key = std::string(s.name) + "/" + kernel + "/" + m.metric;
+        if (m.metric.rfind("dram__", 0) == 0) {
+          if (!hold_dram) continue;
+          ++dram_total;
+          dram_ok += m.ok ? 1 : 0;
+          EXPECT_EQ(m.ok, !kKnownDramMisses.count(key)) << s.set << key << " ratio " << m.ratio;
+        } else {
+          ++l2_total;
+          EXPECT_TRUE(m.ok) << s.set << key << " ratio " << m.ratio;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(l2_total, 23 * 4 * 3);  // 23 reports x 4 kernels x (load, store, reduction)
+  EXPECT_EQ(dram_total, 16 * 4 * 2);
+  EXPECT_EQ(dram_ok, 128 - static_cast<int>(kKnownDramMisses.size()));
+  EXPECT_EQ(replayed_total, 23 * 4 * 2);
+  // first run 44/56, repeat 47/56, validation 30/40, validation2 26/32
+  EXPECT_EQ(replayed_ok, 44 + 47 + 30 + 26);
+}
+
+// The time estimate against ncu's gpu__time_duration of the two FA2 kernels that do the math, on the 7
+// recorded shapes (the profile's achieved MMA rates come from the calibration file, not from these): within
+// 35%.
+TEST(Ncu, RecordedH100KernelTimes) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  ASSERT_GT(hw.achieved_mma_flops_fwd, 0);
+  int checked = 0;
+  for (const auto& s : kRecorded) {
+    std::ifstream in(std::string(FLASHSIM_TEST_DATA "/ncu/ncu_") + s.name + ".csv");
+    ASSERT_TRUE(in) << s.name;
+    const AttentionProblem p = recorded_problem(s);
+    for (const auto& k : parse_ncu_csv(in)) {
+      const auto rec = recognize_kernel(k.name);
+      ASSERT_TRUE(rec) << k.name;
+      if (rec->model != &kernel_model("fwd_fa2") && rec->model != &kernel_model("bwd_dq_dk_dv")) continue;
+      const double measured = k.metrics.at("gpu__time_duration.sum") * 1e-9;
+      const double predicted = predict_kernel(analytic_counts(*rec->model, p, rec->config), hw).time_s;
+      EXPECT_NEAR(measured / predicted, 1.0, 0.35) << s.name << " " << k.name.substr(0, 40);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 14);
+}
+
+// The memory-bound kernels (dot_do_o, convert_dq: 16 .. 47 us) on all 16 recorded shapes: their DRAM time
+// plus the profile's launch latency (measured with copy kernels, bench/gpu/launch_probe.cu on the H100)
+// within 40% of ncu's time; their DRAM time alone is up to 2x short.
+TEST(Ncu, RecordedH100MemoryBoundKernelTimes) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  ASSERT_GT(hw.kernel_latency_s, 0);
+  int checked = 0, short_without_latency = 0;
+  std::vector<RecordedShape> shapes(std::begin(kRecorded), std::end(kRecorded));
+  shapes.insert(shapes.end(), std::begin(kValidation), std::end(kValidation));
+  shapes.insert(shapes.end(), std::begin(kValidation2), std::end(kValidation2));
+  for (const auto& s : shapes) {
+    const AttentionProblem p = recorded_problem(s);
+    for (const auto& k :
+         read_report(std::string(FLASHSIM_TEST_DATA "/ncu/") + s.set + "ncu_" + s.name + ".csv")) {
+      const auto rec = recognize_kernel(k.name);
+      ASSERT_TRUE(rec) << k.name;
+      if (rec->model != &kernel_model("bwd_dot_do_o") && rec->model != &kernel_model("bwd_convert_dq")) continue;
+      const double measured = k.metrics.at("gpu__time_duration.sum") * 1e-9;
+      const auto pr = predict_kernel(analytic_counts(*rec->model, p, rec->config), hw);
+      EXPECT_TRUE(pr.bound == "memory" || pr.bound == "l2") << pr.bound;
+      EXPECT_NEAR(measured / pr.time_s, 1.0, 0.40) << s.name << " " << k.name.substr(0, 40);
+      short_without_latency += measured / (pr.time_s - pr.t_latency) > 1.4 ? 1 : 0;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 32);
+  EXPECT_GT(short_without_latency, 10);  // the latency term is what brings them within 40%
+}

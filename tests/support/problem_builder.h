@@ -1,0 +1,101 @@
+#pragma once
+// ProblemBuilder: an AttentionProblem in one expression, naming only the fields a test cares about; the
+// others keep AttentionProblem's defaults (or those of the problem it starts from):
+//   const AttentionProblem p =
+//       ProblemBuilder().batch(2).heads(8, 2).seqlen(128).head_dim(64).causal().dtype(DType::BF16).build();
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "flashsim/problem.h"
+
+namespace flashsim::test {
+
+class ProblemBuilder {
+ public:
+  ProblemBuilder() = default;
+  explicit ProblemBuilder(AttentionProblem base) : p_(std::move(base)) {}
+
+  ProblemBuilder& batch(int64_t b) {
+    p_.batch = b;
+    return *this;
+  }
+  // heads_q = heads_kv = h (no grouping).
+  ProblemBuilder& heads(int64_t h) { return heads(h, h); }
+  ProblemBuilder& heads(int64_t q, int64_t kv) {
+    p_.heads_q = q;
+    p_.heads_kv = kv;
+    return *this;
+  }
+  // seqlen_q = seqlen_k = s.
+  ProblemBuilder& seqlen(int64_t s) { return seqlen(s, s); }
+  ProblemBuilder& seqlen(int64_t q, int64_t k) {
+    p_.seqlen_q = q;
+    p_.seqlen_k = k;
+    return *this;
+  }
+  // Variable lengths: one sequence per entry (batch = their count), seqlen_q / seqlen_k the longest.
+  ProblemBuilder& varlen(std::vector<int64_t> q, std::vector<int64_t> k) {
+    p_.batch = static_cast<int64_t>(q.size());
+    p_.seqlen_q = q.empty() ? 0 : *std::max_element(q.begin(), q.end());
+    p_.seqlen_k = k.empty() ? 0 : *std::max_element(k.begin(), k.end());
+    p_.seqlens_q = std::move(q);
+    p_.seqlens_k = std::move(k);
+    return *this;
+  }
+  // head_dim = head_dim_v = d.
+  ProblemBuilder& head_dim(int64_t d) { return head_dim(d, d); }
+  ProblemBuilder& head_dim(int64_t d, int64_t dv) {
+    p_.head_dim = d;
+    p_.head_dim_v = dv;
+    return *this;
+  }
+  // Bottom-right causal: window_right = 0 (window_left unchanged).
+  ProblemBuilder& causal() {
+    p_.window_right = 0;
+    return *this;
+  }
+  // Sliding window; -1 leaves a side unbounded.
+  ProblemBuilder& window(int64_t left, int64_t right) {
+    p_.window_left = left;
+    p_.window_right = right;
+    return *this;
+  }
+  ProblemBuilder& scale(double s) {
+    p_.scale = s;
+    return *this;
+  }
+  ProblemBuilder& softcap(double c) {
+    p_.softcap = c;
+    return *this;
+  }
+  ProblemBuilder& bias(BroadcastShape s) {
+    p_.bias = s;
+    return *this;
+  }
+  ProblemBuilder& mask(BroadcastShape s) {
+    p_.mask = s;
+    return *this;
+  }
+  ProblemBuilder& mask(BroadcastShape s, double keep) {
+    p_.mask = s;
+    p_.mask_keep = keep;
+    return *this;
+  }
+  ProblemBuilder& alibi(bool on = true) {
+    p_.alibi = on;
+    return *this;
+  }
+  ProblemBuilder& dtype(DType d) {
+    p_.dtype = d;
+    return *this;
+  }
+
+  AttentionProblem build() const { return p_; }
+
+ private:
+  AttentionProblem p_;
+};
+
+}  // namespace flashsim::test
