@@ -38,13 +38,13 @@ void add_hw(CLI::App& app) {
   hw->require_subcommand(1);
   auto* list = hw->add_subcommand("list", "List the hardware profiles (* the default of --hw)");
   list->callback([] {
-    fmt::print("  {:<16} {:>4} {:>9} {:>11} {:>10} {:>10}  {}\n", "profile", "SMs", "DRAM TB/s", "tensor TF/s",
-               "smem/SM", "L2", "description");
+    fmt::print("  {:<16} {:>4} {:>9} {:>11} {:>10} {:>10}  {}\n", "profile", "SMs", "DRAM TB/s",
+               "tensor TF/s", "smem/SM", "L2", "description");
     for (const auto& n : sim::profile_names()) {
       const auto p = sim::load_profile(n);
-      fmt::print("{} {:<16} {:>4} {:>9.2f} {:>11.0f} {:>10} {:>10}  {}\n", p.name == kDefaultHw ? '*' : ' ', p.name,
-                 p.sms, p.dram_bytes_per_s / 1e12, p.tensor_flops_fp16 / 1e12, human(double(p.shared_memory_per_sm)),
-                 human(double(p.l2_bytes)), p.description);
+      fmt::print("{} {:<16} {:>4} {:>9.2f} {:>11.0f} {:>10} {:>10}  {}\n", p.name == kDefaultHw ? '*' : ' ',
+                 p.name, p.sms, p.dram_bytes_per_s / 1e12, p.tensor_flops_fp16 / 1e12,
+                 human(double(p.shared_memory_per_sm)), human(double(p.l2_bytes)), p.description);
     }
     fmt::print("DRAM: peak bandwidth; tensor: dense fp16/bf16 peak; `hw show NAME` prints every field\n");
   });
@@ -70,8 +70,8 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
 }
 
 void print_row(const std::string& name, int64_t load, int64_t store, int64_t reduce, int64_t dram_read,
-               int64_t dram_write, const std::string& smem, const std::string& occ, double flops, double time_s,
-               const std::string& bound) {
+               int64_t dram_write, const std::string& smem, const std::string& occ, double flops,
+               double time_s, const std::string& bound) {
   fmt::print("{:<16} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8.3f} {:>9.1f} {:>8.1f} {:>8}\n", name,
              human(double(load)), human(double(store)), human(double(reduce)), human(double(dram_read)),
              human(double(dram_write)), smem, occ, flops / 1e12, time_s * 1e6,
@@ -81,9 +81,9 @@ void print_row(const std::string& name, int64_t load, int64_t store, int64_t red
 // One row per kernel (and its tensors), then a total per pass: the pass's bytes, FLOPs and time summed, and
 // the TFLOP/s the pass achieves.
 void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
-  fmt::print("{:<16} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8} {:>9} {:>8} {:>8}\n", "kernel", "load",
-             "store", "reduce", "dram read", "dram write", "smem/CTA", "CTA/SM", "TFLOP", "time us", "TFLOP/s",
-             "bound");
+  fmt::print("{:<16} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8} {:>9} {:>8} {:>8}\n", "kernel",
+             "load", "store", "reduce", "dram read", "dram write", "smem/CTA", "CTA/SM", "TFLOP", "time us",
+             "TFLOP/s", "bound");
   for (size_t i = 0; i < ks.size(); ++i) {
     const auto& k = ks[i];
     if (!k.occ.fits) {
@@ -96,7 +96,8 @@ void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
         const auto& tt = k.counts.tensors[t];
         if (tt.load.bytes + tt.store.bytes + tt.reduce.bytes == 0) continue;
         fmt::print("  {:<14} {:>11} {:>11} {:>11}\n", ref::tensor_name(static_cast<ref::TensorId>(t)),
-                   human(double(tt.load.bytes)), human(double(tt.store.bytes)), human(double(tt.reduce.bytes)));
+                   human(double(tt.load.bytes)), human(double(tt.store.bytes)),
+                   human(double(tt.reduce.bytes)));
       }
     }
     const Pass pass = k.counts.launch.model->pass;
@@ -115,7 +116,9 @@ void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
       time += x.time_s;
       ++n;
     }
-    if (n > 1) print_row(fmt::format("{} total", pass_name(pass)), load, store, reduce, dr, dw, "", "", flops, time, "");
+    if (n > 1)
+      print_row(fmt::format("{} total", pass_name(pass)), load, store, reduce, dr, dw, "", "", flops, time,
+                "");
   }
 }
 
@@ -153,7 +156,9 @@ void add_sweep(CLI::App* sim) {
   auto st = std::make_shared<SweepState>();
   st->pf.add_to(sw);
   sw->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)")->capture_default_str();
-  sw->add_option("--pass", st->pass, "fwd or bwd")->check(CLI::IsMember({"fwd", "bwd"}))->capture_default_str();
+  sw->add_option("--pass", st->pass, "fwd or bwd")
+      ->check(CLI::IsMember({"fwd", "bwd"}))
+      ->capture_default_str();
   sw->add_option("--algorithm", st->algorithm, "The algorithm whose kernels are tiled")
       ->check(CLI::IsMember(algorithm_names()))
       ->capture_default_str();
@@ -170,7 +175,8 @@ void add_sweep(CLI::App* sim) {
     const auto progress = [&](size_t done, size_t total) {
       fmt::print(stderr, "\rsweep [{:<40}] {}/{}", std::string(done * 40 / total, '#'), done, total);
     };
-    const auto result = sim::sweep(p, hw, algo, pass, st->progress ? progress : std::function<void(size_t, size_t)>());
+    const auto result =
+        sim::sweep(p, hw, algo, pass, st->progress ? progress : std::function<void(size_t, size_t)>());
     if (st->progress) fmt::print(stderr, "\n");
     const auto& rows = result.ranked;
     const int64_t configs = result.configs;
@@ -199,16 +205,17 @@ void add_sweep(CLI::App* sim) {
       fmt::print("rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound\n");
       for (size_t i = 0; i < n; ++i)
         fmt::print("{},\"{}\",{:.6e},{},{},{},{},{}\n", i + 1, rows[i].config.describe(algo), rows[i].time_s,
-                   rows[i].load_bytes, rows[i].dram_bytes, rows[i].smem_bytes, rows[i].ctas_per_sm, rows[i].bound);
+                   rows[i].load_bytes, rows[i].dram_bytes, rows[i].smem_bytes, rows[i].ctas_per_sm,
+                   rows[i].bound);
     } else {
       fmt::print("{} on {}: {} configs, {} fit; FlashAttention lower bound on DRAM traffic {}\n",
                  p.describe(), hw.name, configs, rows.size(), human(lb));
       fmt::print("{:>4} {:<48} {:>10} {:>12} {:>12} {:>8} {:>4} {}\n", "rank", "config", "time us", "load",
                  "dram", "smem", "occ", "bound");
       for (size_t i = 0; i < n; ++i)
-        fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1, rows[i].config.describe(algo),
-                   rows[i].time_s * 1e6, human(double(rows[i].load_bytes)), human(double(rows[i].dram_bytes)),
-                   rows[i].smem_bytes, rows[i].ctas_per_sm, rows[i].bound);
+        fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1,
+                   rows[i].config.describe(algo), rows[i].time_s * 1e6, human(double(rows[i].load_bytes)),
+                   human(double(rows[i].dram_bytes)), rows[i].smem_bytes, rows[i].ctas_per_sm, rows[i].bound);
       fmt::print("time: an estimate ({}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
                  hw.achieved_mma_flops_fwd > 0 ? "MMA at the FA2 rate measured on this GPU"
                                                : "MMA at the tensor peak: a lower bound");
@@ -219,9 +226,10 @@ void add_sweep(CLI::App* sim) {
 void add_sim(CLI::App& app) {
   auto* sim = app.add_subcommand("sim", "Tiling simulator");
   sim->require_subcommand(1);
-  auto* pr = sim->add_subcommand("predict",
-                                  "Predict the traffic, occupancy and time of an algorithm's kernels (or of named "
-                                  "kernel models)");
+  auto* pr =
+      sim->add_subcommand("predict",
+                          "Predict the traffic, occupancy and time of an algorithm's kernels (or of named "
+                          "kernel models)");
   auto st = std::make_shared<PredictState>();
   st->pf.add_to(pr);
   st->tf.add_to(pr);
@@ -234,8 +242,9 @@ void add_sim(CLI::App& app) {
                  "backward of their own: theirs is fa2's)")
       ->check(CLI::IsMember(algorithm_names()))
       ->capture_default_str();
-  pr->add_option("--kernel", st->kernels,
-                 "Kernel models by name instead of an algorithm (repeatable; flashsim sim kernels lists them)")
+  pr->add_option(
+        "--kernel", st->kernels,
+        "Kernel models by name instead of an algorithm (repeatable; flashsim sim kernels lists them)")
       ->delimiter(',');
   pr->add_flag("--json", st->json, "JSON output");
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
@@ -289,7 +298,8 @@ void add_sim(CLI::App& app) {
   });
   auto* list = sim->add_subcommand("kernels", "List the kernel models: name, algorithm, pass, ncu names");
   list->callback([] {
-    fmt::print("{:<18} {:<10} {:<4} {:<44} {}\n", "kernel", "algorithm", "pass", "ncu kernel names", "what it does");
+    fmt::print("{:<18} {:<10} {:<4} {:<44} {}\n", "kernel", "algorithm", "pass", "ncu kernel names",
+               "what it does");
     for (const auto* m : sim::kernel_models()) {
       std::string ncu;
       for (const auto& n : m->ncu_names) {

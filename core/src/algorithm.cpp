@@ -31,8 +31,7 @@ const std::vector<Algorithm>& all_algorithms() {
 Algorithm parse_algorithm(std::string_view s, const char* field) {
   for (auto a : all_algorithms())
     if (s == algorithm_name(a)) return a;
-  throw InputError(field,
-                   "expected naive, three-pass, two-pass, fa1 or fa2, got '" + std::string(s) + "'");
+  throw InputError(field, "expected naive, three-pass, two-pass, fa1 or fa2, got '" + std::string(s) + "'");
 }
 
 bool has_backward(Algorithm a) {

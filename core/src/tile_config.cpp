@@ -28,8 +28,8 @@ void TileConfig::validate() const {
 
 std::string TileConfig::describe() const {
   return fmt::format("Br{} Bc{} w{} st{}{}{} bwd Br{} Bc{} dq:{}", block_q, block_k, warps, stages,
-                     q_in_registers ? " Qreg" : "", kv_shared_buffer ? " KVshared" : "", bwd_block_q, bwd_block_k,
-                     dq_strategy_name(dq_strategy));
+                     q_in_registers ? " Qreg" : "", kv_shared_buffer ? " KVshared" : "", bwd_block_q,
+                     bwd_block_k, dq_strategy_name(dq_strategy));
 }
 
 std::string TileConfig::describe(Algorithm a) const {

@@ -61,8 +61,8 @@ bool round_all(std::vector<double>& t, DType d) {
 }  // namespace
 
 bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
-                      ref::RunOptions opt, AttentionOutputs& out, Algorithm fwd,
-                      Algorithm bwd, const TileConfig& tile) {
+                      ref::RunOptions opt, AttentionOutputs& out, Algorithm fwd, Algorithm bwd,
+                      const TileConfig& tile) {
   AttentionProblem pc = p;
   pc.dtype = compute;
   AttentionInputs ic = in;

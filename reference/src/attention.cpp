@@ -24,8 +24,8 @@ void run_forward(const detail::ProblemContext& ctx, Algorithm algo, const TileCo
 }
 
 // Working memory each algorithm allocates beyond its outputs (per concurrently running task).
-int64_t forward_workspace_bytes(const detail::ProblemContext& ctx, Algorithm algo,
-                                const TileConfig& tile, int acc_bytes) {
+int64_t forward_workspace_bytes(const detail::ProblemContext& ctx, Algorithm algo, const TileConfig& tile,
+                                int acc_bytes) {
   const AttentionProblem& p = ctx.p;
   const int64_t threads = ctx.threads();
   const int64_t dmax = std::max(p.head_dim, p.head_dim_v);

@@ -216,9 +216,7 @@ void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algori
   if (auto* obs = ctx.observer()) obs->kernel_end();
 }
 
-template void forward_streaming<float>(const ProblemContext&, const TileConfig&, Algorithm,
-                                       ForwardResult&);
-template void forward_streaming<double>(const ProblemContext&, const TileConfig&, Algorithm,
-                                        ForwardResult&);
+template void forward_streaming<float>(const ProblemContext&, const TileConfig&, Algorithm, ForwardResult&);
+template void forward_streaming<double>(const ProblemContext&, const TileConfig&, Algorithm, ForwardResult&);
 
 }  // namespace flashsim::ref::detail

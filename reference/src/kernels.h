@@ -9,8 +9,7 @@ template <class Acc>
 void forward_naive(const ProblemContext& ctx, ForwardResult& out);
 // ThreePass, TwoPass and TiledFa2: one task per (batch, head, query block), keys streamed in blocks.
 template <class Acc>
-void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algorithm algo,
-                       ForwardResult& out);
+void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algorithm algo, ForwardResult& out);
 template <class Acc>
 void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResult& out);
 

@@ -36,8 +36,7 @@ class VerifyCase : public ::testing::Test {
   static Outputs candidate(const LoadedCase& c) {
     const AttentionProblem& p = c.c.problem;
     AttentionOutputs got;
-    EXPECT_TRUE(compute_emulated(p, c.inputs, p.dtype, {}, got, Algorithm::TwoPass,
-                                 Algorithm::Naive));
+    EXPECT_TRUE(compute_emulated(p, c.inputs, p.dtype, {}, got, Algorithm::TwoPass, Algorithm::Naive));
     Outputs out;
     for (const auto& name : output_names(p)) {
       const DType storage = name == "lse" ? DType::F32 : p.dtype;

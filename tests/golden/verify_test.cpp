@@ -55,13 +55,11 @@ Scratch* Verify::scratch_ = nullptr;
 TEST_F(Verify, IndependentAlgorithmsPassInEveryDtype) {
   // Other forward/backward algorithms and tiles than the tolerance's emulated reference.
   for (DType d : {DType::BF16, DType::F16, DType::F32}) {
-    for (auto fwd :
-         {Algorithm::Naive, Algorithm::TwoPass, Algorithm::Fa1}) {
+    for (auto fwd : {Algorithm::Naive, Algorithm::TwoPass, Algorithm::Fa1}) {
       CandidateOptions opt;
       opt.compute = d;
       opt.forward = fwd;
-      opt.backward = fwd == Algorithm::Fa1 ? Algorithm::Fa2
-                                                            : Algorithm::Naive;
+      opt.backward = fwd == Algorithm::Fa1 ? Algorithm::Fa2 : Algorithm::Naive;
       opt.tile.block_q = 16;
       opt.tile.block_k = 32;
       opt.force = true;

@@ -49,12 +49,14 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             c.block_k = bk;
             c.bwd_block_q = bk;
             c.bwd_block_k = bq;
-            for (const KernelModel* k : {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"),
-                                 &kernel_model("bwd_convert_dq"), &kernel_model("fwd_three_pass"),
-                                 &kernel_model("fwd_two_pass"), &kernel_model("fwd_fa1"), &kernel_model("naive_scores"),
-                                 &kernel_model("naive_softmax"), &kernel_model("naive_pv"), &kernel_model("naive_bwd_scores"),
-                                 &kernel_model("naive_bwd_softmax"), &kernel_model("naive_bwd_dp"), &kernel_model("naive_bwd_ds"),
-                                 &kernel_model("naive_bwd_dv"), &kernel_model("naive_bwd_dq"), &kernel_model("naive_bwd_dk")}) {
+            for (const KernelModel* k :
+                 {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"),
+                  &kernel_model("bwd_convert_dq"), &kernel_model("fwd_three_pass"),
+                  &kernel_model("fwd_two_pass"), &kernel_model("fwd_fa1"), &kernel_model("naive_scores"),
+                  &kernel_model("naive_softmax"), &kernel_model("naive_pv"),
+                  &kernel_model("naive_bwd_scores"), &kernel_model("naive_bwd_softmax"),
+                  &kernel_model("naive_bwd_dp"), &kernel_model("naive_bwd_ds"), &kernel_model("naive_bwd_dv"),
+                  &kernel_model("naive_bwd_dq"), &kernel_model("naive_bwd_dk")}) {
               expect_equal(analytic_counts(*k, p, c), execute_counts(schedule(*k, p, c)),
                            p.describe() + " " + c.describe() + " " + k->name);
               ++cases;
@@ -74,9 +76,10 @@ TEST(Counts, Varlen) {
   const AttentionProblem p =
       ProblemBuilder().heads(2).varlen({100, 7, 300}, {50, 400, 300}).causal().dtype(DType::F16).build();
   TileConfig c;
-  for (const KernelModel* k : {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"),
-                       &kernel_model("bwd_convert_dq"), &kernel_model("fwd_fa1"), &kernel_model("naive_scores"),
-                       &kernel_model("naive_pv"), &kernel_model("naive_bwd_ds"), &kernel_model("naive_bwd_dk")})
+  for (const KernelModel* k :
+       {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"),
+        &kernel_model("bwd_convert_dq"), &kernel_model("fwd_fa1"), &kernel_model("naive_scores"),
+        &kernel_model("naive_pv"), &kernel_model("naive_bwd_ds"), &kernel_model("naive_bwd_dk")})
     expect_equal(analytic_counts(*k, p, c), execute_counts(schedule(*k, p, c)), "varlen");
 }
 
@@ -151,8 +154,10 @@ TEST(Model, AccumulatorRegistersLimitTiles) {
   const AttentionProblem p = ProblemBuilder().head_dim(128).seqlen(4096).dtype(DType::BF16).build();
   const auto hw = load_profile("H100-SXM5-80GB");
   TileConfig fa2;  // Br128 Bc64 4 warps forward, Br64 Bc128 8 warps backward
-  for (const auto& k : predict(p, fa2, hw, kernels_of(Algorithm::Fa2, Pass::Forward))) EXPECT_TRUE(k.occ.fits) << k.occ.reason;
-  for (const auto& k : predict(p, fa2, hw, kernels_of(Algorithm::Fa2, Pass::Backward))) EXPECT_TRUE(k.occ.fits) << k.occ.reason;
+  for (const auto& k : predict(p, fa2, hw, kernels_of(Algorithm::Fa2, Pass::Forward)))
+    EXPECT_TRUE(k.occ.fits) << k.occ.reason;
+  for (const auto& k : predict(p, fa2, hw, kernels_of(Algorithm::Fa2, Pass::Backward)))
+    EXPECT_TRUE(k.occ.fits) << k.occ.reason;
   TileConfig wide = fa2;
   wide.block_q = 256;
   wide.block_k = 64;

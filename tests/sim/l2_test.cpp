@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/counts.h"
+#include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/l2_sim.h"
 #include "problem_builder.h"
 

@@ -1,4 +1,3 @@
-#include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/ncu.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "flashsim/error.h"
+#include "flashsim/sim/kernel_model.h"
 #include "problem_builder.h"
 
 using namespace flashsim;
@@ -385,7 +385,8 @@ TEST(Ncu, RecordedH100MemoryBoundKernelTimes) {
          read_report(std::string(FLASHSIM_TEST_DATA "/ncu/") + s.set + "ncu_" + s.name + ".csv")) {
       const auto rec = recognize_kernel(k.name);
       ASSERT_TRUE(rec) << k.name;
-      if (rec->model != &kernel_model("bwd_dot_do_o") && rec->model != &kernel_model("bwd_convert_dq")) continue;
+      if (rec->model != &kernel_model("bwd_dot_do_o") && rec->model != &kernel_model("bwd_convert_dq"))
+        continue;
       const double measured = k.metrics.at("gpu__time_duration.sum") * 1e-9;
       const auto pr = predict_kernel(analytic_counts(*rec->model, p, rec->config), hw);
       EXPECT_TRUE(pr.bound == "memory" || pr.bound == "l2") << pr.bound;

@@ -3,8 +3,8 @@
 
 #include "flashsim/inputs.h"
 #include "flashsim/ref/attention.h"
-#include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/counting_observer.h"
+#include "flashsim/sim/kernel_model.h"
 #include "problem_builder.h"
 
 using namespace flashsim;
@@ -30,7 +30,8 @@ void check(const AttentionProblem& p, const TileConfig& c, const std::string& wh
   const auto fwd = ref::forward(p, in, Algorithm::Fa2, c, opt);
   (void)ref::backward(p, in, fwd, Algorithm::Fa2, c, opt);
   const auto& ks = obs.kernels();
-  for (const KernelModel* k : {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_convert_dq")}) {
+  for (const KernelModel* k : {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"),
+                               &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_convert_dq")}) {
     const auto name = k->name;
     ASSERT_TRUE(ks.count(name)) << what << " no kernel " << name;
     expect_same(ks.at(name), analytic_counts(*k, p, c), what + " " + name);

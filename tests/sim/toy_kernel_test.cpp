@@ -59,7 +59,8 @@ std::pair<int, std::string> run_flashsim(std::vector<std::string> args) {
   return {code, testing::internal::GetCapturedStdout()};
 }
 
-const std::vector<std::string> kProblem = {"--batch", "2", "--heads", "4", "--seqlen", "1000", "--head-dim", "64"};
+const std::vector<std::string> kProblem = {"--batch",  "2",    "--heads",    "4",
+                                           "--seqlen", "1000", "--head-dim", "64"};
 constexpr int64_t kQBytes = 2 * 4 * 1000 * 64 * 2;  // batch x heads x seqlen x d x bf16
 
 }  // namespace
@@ -100,10 +101,11 @@ TEST(ToyKernel, ComparedByTrafficCompare) {
   // An ncu details page for one launch: 128 threads (4 warps) per CTA, the toy's grid.
   const auto write = [&](double read_bytes) {
     std::ofstream f(csv);
-    f << "\"ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n";
-    for (const auto& [metric, value] :
-         std::vector<std::pair<std::string, double>>{{"l1tex__m_xbar2l1tex_read_bytes.sum", read_bytes},
-                                                     {"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", kQBytes}})
+    f << "\"ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"Metric Name\",\"Metric Unit\",\"Metric "
+         "Value\"\n";
+    for (const auto& [metric, value] : std::vector<std::pair<std::string, double>>{
+             {"l1tex__m_xbar2l1tex_read_bytes.sum", read_bytes},
+             {"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", kQBytes}})
       f << "\"0\",\"void toy_copy_kernel<128>(Params)\",\"(128, 1, 1)\",\"(4, 2, 4)\",\"" << metric
         << "\",\"byte\",\"" << static_cast<int64_t>(value) << "\"\n";
   };

@@ -23,7 +23,9 @@ void count_ctas(const KernelModel& m, const AttentionProblem& p, const TileConfi
     CtaBuilder builder{p, dtype_bytes(p.dtype), &w};
     m.cta(builder, c, b, 0, blk);
     for (const auto& mv : w.moves)
-      x.add(mv.kind == ref::AccessKind::Load ? kLoad : mv.kind == ref::AccessKind::Store ? kStore : kReduce,
+      x.add(mv.kind == ref::AccessKind::Load    ? kLoad
+            : mv.kind == ref::AccessKind::Store ? kStore
+                                                : kReduce,
             mv.tensor, mv.rows, mv.cols, mv.elem_bytes);
     x.k.mma_flops += w.mma_flops;
     x.k.exp_ops += w.exp_ops;
@@ -61,7 +63,8 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
   int64_t score_elems = 0;
   for (int64_t b = 0; b < p.batch; ++b) score_elems += p.len_q(b) * p.len_k(b) * hq;
   for (int64_t b = 0; b < p.batch; ++b)
-    padded += std::min(dq_accum_padded_rows(p.len_q(b)), (p.len_q(b) + c.bwd_block_q - 1) / c.bwd_block_q * c.bwd_block_q);
+    padded += std::min(dq_accum_padded_rows(p.len_q(b)),
+                       (p.len_q(b) + c.bwd_block_q - 1) / c.bwd_block_q * c.bwd_block_q);
   auto touched = [&](TensorId t) {
     const auto& tt = k.tensors[static_cast<size_t>(t)];
     return tt.load.bytes + tt.store.bytes + tt.reduce.bytes > 0;
@@ -97,9 +100,9 @@ KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, co
   // CTAs of unequal work (masked blocks skipped, varlen): their work in launch order (heads, batch, blocks).
   const bool bwd = m.work_blocks == WorkBlocks::Backward;
   const int64_t bq = bwd ? c.bwd_block_q : c.block_q, bk = bwd ? c.bwd_block_k : c.block_k;
-  const bool uneven = m.work_blocks != WorkBlocks::None &&
-                      (p.varlen() || p.window_left >= 0 || p.window_right >= 0 || p.seqlen_q % bq != 0 ||
-                       p.seqlen_k % bk != 0);
+  const bool uneven =
+      m.work_blocks != WorkBlocks::None && (p.varlen() || p.window_left >= 0 || p.window_right >= 0 ||
+                                            p.seqlen_q % bq != 0 || p.seqlen_k % bk != 0);
   std::vector<std::vector<double>> work(uneven ? static_cast<size_t>(p.varlen() ? p.batch : 1) : 0);
   if (p.varlen()) {
     for (int64_t b = 0; b < p.batch; ++b)

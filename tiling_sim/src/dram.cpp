@@ -175,8 +175,9 @@ int64_t executed_schedule_bytes(const KernelCounts& analytic, const AttentionPro
 }
 
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
-                                      const HardwareProfile& hw, const std::vector<const KernelModel*>& kernels,
-                                      bool executed, int64_t max_memory_bytes) {
+                                      const HardwareProfile& hw,
+                                      const std::vector<const KernelModel*>& kernels, bool executed,
+                                      int64_t max_memory_bytes) {
   const int64_t limit = max_memory_bytes > 0 ? max_memory_bytes : default_memory_limit();
   std::vector<KernelPrediction> out;
   for (const KernelModel* kind : kernels) {

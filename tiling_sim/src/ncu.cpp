@@ -188,7 +188,8 @@ std::optional<RecognizedKernel> recognize_kernel(const std::string& name) {
   for (const KernelModel* m : kernel_models())
     for (const NcuName& n : m->ncu_names) {
       std::smatch match;
-      if (std::regex_search(name, match, std::regex(n.pattern))) return RecognizedKernel{m, n.config(match, name)};
+      if (std::regex_search(name, match, std::regex(n.pattern)))
+        return RecognizedKernel{m, n.config(match, name)};
     }
   return std::nullopt;
 }
@@ -325,10 +326,11 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
                      "the report has no kernel rows: ncu profiled nothing (check its -k filter) or the file "
                      "holds only its header");
   if (std::none_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.recognized; }))
-    throw InputError("ncu", fmt::format("none of the report's {} kernels is a kernel flashsim models ({}, with "
-                                        "their template arguments; `flashsim sim kernels` lists them); the "
-                                        "first is '{}'",
-                                        kernels.size(), known_ncu_names(), kernels[0].name.substr(0, 80)));
+    throw InputError("ncu",
+                     fmt::format("none of the report's {} kernels is a kernel flashsim models ({}, with "
+                                 "their template arguments; `flashsim sim kernels` lists them); the "
+                                 "first is '{}'",
+                                 kernels.size(), known_ncu_names(), kernels[0].name.substr(0, 80)));
   if (std::all_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.metrics.empty(); }))
     throw InputError(
         "ncu",

@@ -52,8 +52,8 @@ void convert_sequence(SequenceCounter& x, const AttentionProblem& p, const TileC
     x.store(TensorId::dQ, sq, d, e);
     return;
   }
-  x.load(TensorId::DqAccum, std::min(dq_accum_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), d,
-         4);
+  x.load(TensorId::DqAccum, std::min(dq_accum_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q),
+         d, 4);
   x.store(TensorId::dQ, sq, d, e);
 }
 

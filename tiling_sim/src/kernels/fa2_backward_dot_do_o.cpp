@@ -44,8 +44,8 @@ void dot_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfi
   x.store(TensorId::Delta, sq, 1, 4);
   x.store(TensorId::RowSum, sq, 1, 4);
   if (c.dq_strategy == DqStrategy::Atomic)
-    x.store(TensorId::DqAccum, std::min(dq_accum_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q),
-            p.head_dim, 4);
+    x.store(TensorId::DqAccum,
+            std::min(dq_accum_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), p.head_dim, 4);
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
 
 // S = Q K^T, dP = dO V^T, dV += P^T dO, dQ += dS K, dK += dS^T Q: 2 rq rk (3 d + 2 dv)
 double tile_flops(const AttentionProblem& p, int64_t rq, int64_t rk) {
-  return 2.0 * static_cast<double>(rq) * static_cast<double>(rk) * static_cast<double>(3 * p.head_dim + 2 * p.head_dim_v);
+  return 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
+         static_cast<double>(3 * p.head_dim + 2 * p.head_dim_v);
 }
 
 void main_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) {
@@ -104,7 +105,8 @@ KernelModel fa2_backward_dq_dk_dv() {
   m.algorithm = Algorithm::Fa2;
   m.pass = Pass::Backward;
   m.summary = "FA2 backward 2/3: a key block per CTA, dK and dV stored, dQ reduced into the fp32 accumulator";
-  m.ncu_names = {{FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), from_bwd_traits}};
+  m.ncu_names = {
+      {FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), from_bwd_traits}};
   m.work_blocks = WorkBlocks::Backward;
   m.backward_mma_rate = true;
   m.launch = main_launch;

@@ -16,10 +16,10 @@ TileConfig from_fwd_traits(const std::smatch& m, const std::string& name) {
 }  // namespace
 
 KernelModel fa2_forward() {
-  KernelModel m = key_streaming_model<1>("fwd_fa2", Algorithm::Fa2,
-                                         "FA2 forward: Q block resident, K/V blocks streamed, O and lse stored once");
-  m.ncu_names = {{R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))",
-                  from_fwd_traits}};
+  KernelModel m = key_streaming_model<1>(
+      "fwd_fa2", Algorithm::Fa2, "FA2 forward: Q block resident, K/V blocks streamed, O and lse stored once");
+  m.ncu_names = {
+      {R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits}};
   return m;
 }
 

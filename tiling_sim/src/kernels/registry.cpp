@@ -19,7 +19,8 @@ struct Registry {
     if (!m.launch || !m.cta)
       throw InputError("kernel", fmt::format("kernel model '{}' needs a launch and a CTA function", m.name));
     for (const auto* k : models)
-      if (k->name == m.name) throw InputError("kernel", fmt::format("a kernel named '{}' is registered", m.name));
+      if (k->name == m.name)
+        throw InputError("kernel", fmt::format("a kernel named '{}' is registered", m.name));
     owned.push_back(std::make_unique<KernelModel>(std::move(m)));
     models.push_back(owned.back().get());
   }
@@ -29,12 +30,13 @@ Registry& registry() {
   static Registry r = [] {
     Registry b;
     // Each algorithm's kernels in launch order, forward passes first.
-    for (auto make : {kernels::naive_forward_scores, kernels::naive_forward_softmax, kernels::naive_forward_pv,
-                      kernels::three_pass_forward, kernels::two_pass_forward, kernels::fa1_forward,
-                      kernels::fa2_forward, kernels::naive_backward_scores, kernels::naive_backward_softmax,
-                      kernels::naive_backward_dp, kernels::naive_backward_ds, kernels::naive_backward_dv,
-                      kernels::naive_backward_dq, kernels::naive_backward_dk, kernels::fa2_backward_dot_do_o,
-                      kernels::fa2_backward_dq_dk_dv, kernels::fa2_backward_convert_dq})
+    for (auto make :
+         {kernels::naive_forward_scores, kernels::naive_forward_softmax, kernels::naive_forward_pv,
+          kernels::three_pass_forward, kernels::two_pass_forward, kernels::fa1_forward, kernels::fa2_forward,
+          kernels::naive_backward_scores, kernels::naive_backward_softmax, kernels::naive_backward_dp,
+          kernels::naive_backward_ds, kernels::naive_backward_dv, kernels::naive_backward_dq,
+          kernels::naive_backward_dk, kernels::fa2_backward_dot_do_o, kernels::fa2_backward_dq_dk_dv,
+          kernels::fa2_backward_convert_dq})
       b.add(make());
     return b;
   }();
@@ -72,9 +74,9 @@ std::vector<const KernelModel*> kernels_of(Algorithm a, Pass pass) {
 const KernelModel& kernel_model(const KernelStep& step) {
   const auto ks = kernels_of(step.algorithm, step.pass);
   if (step.index < 0 || step.index >= static_cast<int>(ks.size()))
-    throw InputError("kernel", fmt::format("the {} {} pass has {} kernels, no kernel {}",
-                                           algorithm_name(step.algorithm), pass_name(step.pass), ks.size(),
-                                           step.index));
+    throw InputError(
+        "kernel", fmt::format("the {} {} pass has {} kernels, no kernel {}", algorithm_name(step.algorithm),
+                              pass_name(step.pass), ks.size(), step.index));
   return *ks[static_cast<size_t>(step.index)];
 }
 
@@ -103,7 +105,8 @@ int64_t KernelLaunch::smem_bytes() const {
 
 std::string ncu_name_hint(const NcuName& n) {
   std::string id;
-  for (const char* ch = n.pattern; std::isalnum(static_cast<unsigned char>(*ch)) || *ch == '_'; ++ch) id += *ch;
+  for (const char* ch = n.pattern; std::isalnum(static_cast<unsigned char>(*ch)) || *ch == '_'; ++ch)
+    id += *ch;
   return id;
 }
 

@@ -38,10 +38,8 @@ AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs&
 // given algorithms (default: tiled FlashAttention-2, the tolerances' reference). Returns false (and nothing)
 // when the rounded inputs are not finite (e.g. large bf16 values in fp16).
 bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
-                      ref::RunOptions opt, AttentionOutputs& out,
-                      Algorithm fwd = Algorithm::Fa2,
-                      Algorithm bwd = Algorithm::Fa2,
-                      const TileConfig& tile = {});
+                      ref::RunOptions opt, AttentionOutputs& out, Algorithm fwd = Algorithm::Fa2,
+                      Algorithm bwd = Algorithm::Fa2, const TileConfig& tile = {});
 
 // The compute dtypes a case's tolerance table covers: fp32, fp16, bf16 (and the case's own dtype).
 std::vector<DType> tolerance_dtypes(const AttentionProblem& p);

@@ -13,7 +13,6 @@
 
 namespace flashsim::ref {
 
-
 struct ForwardResult {
   std::vector<double> o;    // problem.o_shape()
   std::vector<double> lse;  // natural-log sum-exp of each row's scores; -inf for a row with no visible key

@@ -32,8 +32,12 @@ struct CtaBuilder {
 struct SequenceCounter {
   KernelCounts& k;
   std::vector<double>* work = nullptr;
-  void load(ref::TensorId t, int64_t rows, int64_t cols, int eb) { add(&TensorTraffic::load, t, rows, cols, eb); }
-  void store(ref::TensorId t, int64_t rows, int64_t cols, int eb) { add(&TensorTraffic::store, t, rows, cols, eb); }
+  void load(ref::TensorId t, int64_t rows, int64_t cols, int eb) {
+    add(&TensorTraffic::load, t, rows, cols, eb);
+  }
+  void store(ref::TensorId t, int64_t rows, int64_t cols, int eb) {
+    add(&TensorTraffic::store, t, rows, cols, eb);
+  }
   void reduce(ref::TensorId t, int64_t rows, int64_t cols, int eb) {
     add(&TensorTraffic::reduce, t, rows, cols, eb);
   }
@@ -59,8 +63,9 @@ struct NcuName {
 };
 
 struct KernelModel {
-  std::string name;                    // "fwd_fa2": its id in predictions, traffic compare and the CLI
-  std::optional<Algorithm> algorithm;  // whose pass runs it; none: predicted by name only (sim predict --kernel)
+  std::string name;  // "fwd_fa2": its id in predictions, traffic compare and the CLI
+  std::optional<Algorithm>
+      algorithm;  // whose pass runs it; none: predicted by name only (sim predict --kernel)
   Pass pass = Pass::Forward;
   std::string summary;  // one line: what the kernel computes
   std::vector<NcuName> ncu_names;

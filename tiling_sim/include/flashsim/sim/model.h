@@ -53,8 +53,9 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
 // (executed_schedule_bytes) and a MemoryLimitError thrown when that exceeds max_memory_bytes (0: 80% of the
 // memory available).
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
-                                      const HardwareProfile& hw, const std::vector<const KernelModel*>& kernels,
-                                      bool executed = false, int64_t max_memory_bytes = 0);
+                                      const HardwareProfile& hw,
+                                      const std::vector<const KernelModel*>& kernels, bool executed = false,
+                                      int64_t max_memory_bytes = 0);
 
 // An upper bound on the bytes an executed schedule of the kernel holds: every CTA's record plus at most
 // 8 moves per key or query block it loops over (the FA2 backward moves 6 per query block: Q, dO, lse, D, the

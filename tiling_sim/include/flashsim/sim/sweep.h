@@ -11,15 +11,15 @@ namespace flashsim::sim {
 
 struct SweepRow {
   TileConfig config;
-  double time_s = 0;                          // summed over the pass's kernels
-  int64_t load_bytes = 0, dram_bytes = 0;     // L2 -> SM loads; DRAM read + write
-  int64_t smem_bytes = 0;                     // the largest kernel's shared memory per CTA
-  int ctas_per_sm = 0;                        // of the slowest kernel
-  std::string bound;                          // the slowest kernel and what bounds it: "fwd_fa2:tensor"
+  double time_s = 0;                       // summed over the pass's kernels
+  int64_t load_bytes = 0, dram_bytes = 0;  // L2 -> SM loads; DRAM read + write
+  int64_t smem_bytes = 0;                  // the largest kernel's shared memory per CTA
+  int ctas_per_sm = 0;                     // of the slowest kernel
+  std::string bound;                       // the slowest kernel and what bounds it: "fwd_fa2:tensor"
 };
 
 struct SweepResult {
-  int64_t configs = 0;          // configs tried
+  int64_t configs = 0;           // configs tried
   std::vector<SweepRow> ranked;  // those that fit every kernel, fastest first
 };
 
