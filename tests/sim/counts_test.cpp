@@ -6,25 +6,14 @@
 #include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/model.h"
 #include "problem_builder.h"
+#include "traffic_expect.h"
 
 using namespace flashsim;
 using namespace flashsim::sim;
+using flashsim::test::expect_same_counts;
 using flashsim::test::ProblemBuilder;
 
-namespace {
-
-void expect_equal(const KernelCounts& a, const KernelCounts& e, const std::string& what) {
-  for (size_t t = 0; t < a.tensors.size(); ++t) {
-    EXPECT_EQ(a.tensors[t].load, e.tensors[t].load) << what << " tensor " << t;
-    EXPECT_EQ(a.tensors[t].store, e.tensors[t].store) << what << " tensor " << t;
-    EXPECT_EQ(a.tensors[t].reduce, e.tensors[t].reduce) << what << " tensor " << t;
-  }
-  EXPECT_DOUBLE_EQ(a.mma_flops, e.mma_flops) << what;
-  EXPECT_DOUBLE_EQ(a.exp_ops, e.exp_ops) << what;
-  EXPECT_DOUBLE_EQ(a.vector_ops, e.vector_ops) << what;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(Counts, AnalyticEqualsExecutedGrid) {
   struct Win {
@@ -57,15 +46,15 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
                   &kernel_model("naive_bwd_scores"), &kernel_model("naive_bwd_softmax"),
                   &kernel_model("naive_bwd_dp"), &kernel_model("naive_bwd_ds"), &kernel_model("naive_bwd_dv"),
                   &kernel_model("naive_bwd_dq"), &kernel_model("naive_bwd_dk")}) {
-              expect_equal(analytic_counts(*k, p, c), execute_counts(schedule(*k, p, c)),
-                           p.describe() + " " + c.describe() + " " + k->name);
+              expect_same_counts(analytic_counts(*k, p, c), execute_counts(schedule(*k, p, c)),
+                                 p.describe() + " " + c.describe() + " " + k->name);
               ++cases;
             }
             TileConfig partials = c;  // deterministic dQ: per-key-block partials and a reduction kernel
             partials.dq_strategy = DqStrategy::Partials;
             for (const KernelModel* k : kernels_of(Algorithm::Fa2, Pass::Backward)) {
-              expect_equal(analytic_counts(*k, p, partials), execute_counts(schedule(*k, p, partials)),
-                           p.describe() + " " + partials.describe() + " " + k->name);
+              expect_same_counts(analytic_counts(*k, p, partials), execute_counts(schedule(*k, p, partials)),
+                                 p.describe() + " " + partials.describe() + " " + k->name);
               ++cases;
             }
           }
@@ -80,7 +69,7 @@ TEST(Counts, Varlen) {
        {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"),
         &kernel_model("bwd_convert_dq"), &kernel_model("fwd_fa1"), &kernel_model("naive_scores"),
         &kernel_model("naive_pv"), &kernel_model("naive_bwd_ds"), &kernel_model("naive_bwd_dk")})
-    expect_equal(analytic_counts(*k, p, c), execute_counts(schedule(*k, p, c)), "varlen");
+    expect_same_counts(analytic_counts(*k, p, c), execute_counts(schedule(*k, p, c)), "varlen");
 }
 
 TEST(Counts, ForwardIsQPlusKvPerQueryBlock) {

@@ -6,21 +6,14 @@
 #include "flashsim/sim/counting_observer.h"
 #include "flashsim/sim/kernel_model.h"
 #include "problem_builder.h"
+#include "traffic_expect.h"
 
 using namespace flashsim;
 using namespace flashsim::sim;
+using flashsim::test::expect_same_traffic;
 using flashsim::test::ProblemBuilder;
 
 namespace {
-
-void expect_same(const KernelCounts& got, const KernelCounts& want, const std::string& what) {
-  for (size_t t = 0; t < got.tensors.size(); ++t) {
-    const auto name = std::string(ref::tensor_name(static_cast<ref::TensorId>(t)));
-    EXPECT_EQ(got.tensors[t].load, want.tensors[t].load) << what << " load " << name;
-    EXPECT_EQ(got.tensors[t].store, want.tensors[t].store) << what << " store " << name;
-    EXPECT_EQ(got.tensors[t].reduce, want.tensors[t].reduce) << what << " reduce " << name;
-  }
-}
 
 void check(const AttentionProblem& p, const TileConfig& c, const std::string& what) {
   const auto in = make_random_inputs(p, 1);
@@ -34,7 +27,7 @@ void check(const AttentionProblem& p, const TileConfig& c, const std::string& wh
                                &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_convert_dq")}) {
     const auto name = k->name;
     ASSERT_TRUE(ks.count(name)) << what << " no kernel " << name;
-    expect_same(ks.at(name), analytic_counts(*k, p, c), what + " " + name);
+    expect_same_traffic(ks.at(name), analytic_counts(*k, p, c), what + " " + name);
   }
 }
 
@@ -46,7 +39,7 @@ void check_forward(const AttentionProblem& p, const TileConfig& c, Algorithm a, 
   (void)ref::forward(p, in, a, c, opt);
   const auto& name = k.name;
   ASSERT_TRUE(obs.kernels().count(name)) << name;
-  expect_same(obs.kernels().at(name), analytic_counts(k, p, c), name);
+  expect_same_traffic(obs.kernels().at(name), analytic_counts(k, p, c), name);
 }
 
 }  // namespace
@@ -123,8 +116,8 @@ TEST(Reference, NaiveBackwardMatchesSchedule) {
     for (const KernelModel* k : kernels_of(Algorithm::Naive, Pass::Backward)) {
       const auto name = k->name;
       ASSERT_TRUE(obs.kernels().count(name)) << name;
-      expect_same(obs.kernels().at(name), analytic_counts(*k, p, c), name);
-      expect_same(obs.kernels().at(name), execute_counts(schedule(*k, p, c)), name + " executed");
+      expect_same_traffic(obs.kernels().at(name), analytic_counts(*k, p, c), name);
+      expect_same_traffic(obs.kernels().at(name), execute_counts(schedule(*k, p, c)), name + " executed");
     }
   }
 }

@@ -13,10 +13,7 @@ namespace {
 
 KernelLaunch fa1_launch(const AttentionProblem& p, const TileConfig& c) {
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
-  KernelLaunch l;
-  l.grid_y = p.batch;
-  l.grid_z = p.heads_q;
-  l.threads = c.warps * 32;
+  KernelLaunch l = per_head_launch(p, 1, c.warps * 32);
   l.smem = {{"Q", c.block_q * d * e},
             {"K", c.block_k * d * e},
             {"V", c.block_k * dv * e},

@@ -12,11 +12,7 @@ using ref::TensorId;
 namespace {
 
 KernelLaunch convert_launch(const AttentionProblem& p, const TileConfig& c) {
-  KernelLaunch l;
-  l.grid_x = ceil_div(p.seqlen_q, c.bwd_block_q);
-  l.grid_y = p.batch;
-  l.grid_z = p.heads_q;
-  l.threads = fa2_backward_threads(c);
+  KernelLaunch l = per_head_launch(p, ceil_div(p.seqlen_q, c.bwd_block_q), fa2_backward_threads(c));
   l.smem = {{"dQ", c.bwd_block_q * p.head_dim * dtype_bytes(p.dtype)}};
   return l;
 }
@@ -60,12 +56,10 @@ void convert_sequence(SequenceCounter& x, const AttentionProblem& p, const TileC
 }  // namespace
 
 KernelModel fa2_backward_convert_dq() {
-  KernelModel m;
-  m.name = "bwd_convert_dq";
-  m.algorithm = Algorithm::Fa2;
-  m.pass = Pass::Backward;
-  m.summary = "FA2 backward 3/3: the fp32 dQ accumulator (or the partials, summed) converted and stored";
-  m.ncu_names = {{FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_convert_dq_kernel"), from_bwd_traits}};
+  KernelModel m = fa2_backward_model(
+      "bwd_convert_dq",
+      "FA2 backward 3/3: the fp32 dQ accumulator (or the partials, summed) converted and stored",
+      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_convert_dq_kernel"));
   m.launch = convert_launch;
   m.cta = convert_cta;
   m.sequence = convert_sequence;

@@ -13,12 +13,7 @@ using ref::TensorId;
 namespace {
 
 KernelLaunch dot_launch(const AttentionProblem& p, const TileConfig& c) {
-  KernelLaunch l;
-  l.grid_x = ceil_div(p.seqlen_q, c.bwd_block_q);
-  l.grid_y = p.batch;
-  l.grid_z = p.heads_q;
-  l.threads = fa2_backward_threads(c);
-  return l;
+  return per_head_launch(p, ceil_div(p.seqlen_q, c.bwd_block_q), fa2_backward_threads(c));
 }
 
 void dot_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
@@ -51,12 +46,9 @@ void dot_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfi
 }  // namespace
 
 KernelModel fa2_backward_dot_do_o() {
-  KernelModel m;
-  m.name = "bwd_dot_do_o";
-  m.algorithm = Algorithm::Fa2;
-  m.pass = Pass::Backward;
-  m.summary = "FA2 backward 1/3: D = rowsum(dO o O), and the fp32 dQ accumulator cleared";
-  m.ncu_names = {{FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dot_do_o_kernel"), from_bwd_traits}};
+  KernelModel m = fa2_backward_model(
+      "bwd_dot_do_o", "FA2 backward 1/3: D = rowsum(dO o O), and the fp32 dQ accumulator cleared",
+      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dot_do_o_kernel"));
   m.launch = dot_launch;
   m.cta = dot_cta;
   m.sequence = dot_sequence;

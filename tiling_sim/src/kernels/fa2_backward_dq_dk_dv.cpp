@@ -16,11 +16,7 @@ namespace {
 KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
   const int64_t br = c.bwd_block_q, bc = c.bwd_block_k;
-  KernelLaunch l;
-  l.grid_x = ceil_div(p.seqlen_k, bc);
-  l.grid_y = p.batch;
-  l.grid_z = p.heads_q;
-  l.threads = fa2_backward_threads(c);
+  KernelLaunch l = per_head_launch(p, ceil_div(p.seqlen_k, bc), fa2_backward_threads(c));
   l.regs_per_thread = 255;
   l.accumulator_elems = bc * (d + dv) + 2 * br * bc;  // dK, dV; S and dP
   l.smem = {{"Q (double buffer)", 2 * br * d * e},
@@ -100,13 +96,10 @@ void main_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConf
 }  // namespace
 
 KernelModel fa2_backward_dq_dk_dv() {
-  KernelModel m;
-  m.name = "bwd_dq_dk_dv";
-  m.algorithm = Algorithm::Fa2;
-  m.pass = Pass::Backward;
-  m.summary = "FA2 backward 2/3: a key block per CTA, dK and dV stored, dQ reduced into the fp32 accumulator";
-  m.ncu_names = {
-      {FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), from_bwd_traits}};
+  KernelModel m = fa2_backward_model(
+      "bwd_dq_dk_dv",
+      "FA2 backward 2/3: a key block per CTA, dK and dV stored, dQ reduced into the fp32 accumulator",
+      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"));
   m.work_blocks = WorkBlocks::Backward;
   m.backward_mma_rate = true;
   m.launch = main_launch;

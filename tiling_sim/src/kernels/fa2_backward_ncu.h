@@ -17,6 +17,17 @@ inline TileConfig from_bwd_traits(const std::smatch& m, const std::string& name)
 #define FLASHSIM_FA2_BWD_NCU_PATTERN(kernel) \
   kernel R"(.*Flash_bwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))"
 
+// A model of one of FA2's three backward kernels, answering to the ncu name pattern given.
+inline KernelModel fa2_backward_model(std::string name, std::string summary, const char* ncu_pattern) {
+  KernelModel m;
+  m.name = std::move(name);
+  m.algorithm = Algorithm::Fa2;
+  m.pass = Pass::Backward;
+  m.summary = std::move(summary);
+  m.ncu_names = {{ncu_pattern, from_bwd_traits}};
+  return m;
+}
+
 // Threads of FA2's backward kernels: twice the forward's warps.
 inline int fa2_backward_threads(const TileConfig& c) {
   return 2 * c.warps * 32;

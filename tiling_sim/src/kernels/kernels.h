@@ -25,6 +25,17 @@ KernelModel fa2_backward_convert_dq();
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
+
+// The grid every built-in kernel launches: `blocks` CTAs along x (query or key blocks of the longest
+// sequence), the batch along y, the query heads along z (FlashAttention-2's order), `threads` per CTA.
+inline KernelLaunch per_head_launch(const AttentionProblem& p, int64_t blocks, int threads) {
+  KernelLaunch l;
+  l.grid_x = blocks;
+  l.grid_y = p.batch;
+  l.grid_z = p.heads_q;
+  l.threads = threads;
+  return l;
+}
 // Rows of the blocks [first, last) of size blk over a sequence of length len.
 inline int64_t block_rows(int64_t first, int64_t last, int64_t blk, int64_t len) {
   return last > first ? std::min(len, last * blk) - first * blk : 0;

@@ -10,11 +10,7 @@ using ref::TensorId;
 
 KernelLaunch key_streaming_launch(const AttentionProblem& p, const TileConfig& c) {
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
-  KernelLaunch l;
-  l.grid_x = ceil_div(p.seqlen_q, c.block_q);
-  l.grid_y = p.batch;
-  l.grid_z = p.heads_q;
-  l.threads = c.warps * 32;
+  KernelLaunch l = per_head_launch(p, ceil_div(p.seqlen_q, c.block_q), c.warps * 32);
   l.regs_per_thread = 255;
   // O (Br x dv) and S/P (Br x Bc) in fp32; Q too when kept in registers (in the input dtype).
   l.accumulator_elems = c.block_q * (dv + c.block_k) + (c.q_in_registers ? c.block_q * d * e / 4 : 0);

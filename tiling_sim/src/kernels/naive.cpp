@@ -118,11 +118,7 @@ const NaiveKernel kNaive[] = {
 };
 
 KernelLaunch naive_launch(const AttentionProblem& p, const TileConfig& c) {
-  KernelLaunch l;
-  l.grid_y = p.batch;
-  l.grid_z = p.heads_q;
-  l.threads = c.warps * 32;
-  return l;
+  return per_head_launch(p, 1, c.warps * 32);
 }
 
 template <int I>
