@@ -8,6 +8,7 @@
 #include "flashsim/error.h"
 #include "flashsim/golden/candidate.h"
 #include "flashsim/golden/generate.h"
+#include "flashsim/golden/report.h"
 #include "flashsim/golden/verify.h"
 #include "problem_flags.h"
 #include "progress_bar.h"
@@ -133,45 +134,6 @@ void add_check(CLI::App* golden) {
   });
 }
 
-std::string sci(double x) {
-  return std::isfinite(x) ? fmt::format("{:.2e}", x) : fmt::format("{}", x);
-}
-
-// relL2 and its bound; "-" where relL2 does not apply (an all-zero exact output).
-std::string rel_cell(const golden::OutputVerdict& o, double x) {
-  return o.stats.rel_defined ? sci(x) : "-";
-}
-
-// The max-abs bound; "~0 (exact)" where it is the floor at 0 (two subnormals: the candidate must be exact).
-std::string abs_bound_cell(const golden::OutputVerdict& o) {
-  return o.zero_bound ? "~0 (exact)" : sci(o.bound_abs);
-}
-
-void print_output_row(const golden::OutputVerdict& o) {
-  constexpr const char* kRow = "  {:<6} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}  {}\n";
-  if (!o.present) {
-    fmt::print(kRow, o.output, "-", "-", "-", "-", "-", "-", "-", "-", "FAIL " + o.note);
-    return;
-  }
-  fmt::print(kRow, o.output, o.candidate_dtype, sci(o.stats.max_abs), abs_bound_cell(o),
-             rel_cell(o, o.stats.rel_l2), rel_cell(o, o.bound_rel), o.worst_index,
-             o.stats.nonfinite + o.stats.inf_mismatch, o.mismatches, o.pass ? "ok" : "FAIL " + o.note);
-}
-
-void print_report(const golden::VerifyReport& r, bool quiet) {
-  for (const auto& c : r.cases) {
-    if (quiet && c.pass) continue;
-    fmt::print("{}  ({}, compute {})\n", c.name, c.pass ? "pass" : "FAIL", c.compute_dtype);
-    fmt::print("  {:<6} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}\n", "output", "dtype",
-               "max|err|", "bound", "relL2", "bound", "worst index", "nan/inf", "over");
-    for (const auto& o : c.outputs)
-      if (!quiet || !o.pass) print_output_row(o);
-  }
-  fmt::print("{} cases, {} outputs checked: {} cases passed, {} failed ({} outputs failed)\n", r.cases.size(),
-             r.outputs_checked, r.cases.size() - r.cases_failed, r.cases_failed, r.outputs_failed);
-  fmt::print("{}\n", r.pass() ? "ALL PASS" : "SOME OUTPUTS FAILED");
-}
-
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;
@@ -221,7 +183,7 @@ void add_verify(CLI::App* golden) {
     if (st->json)
       fmt::print("{}\n", golden::to_json(r).dump(2));
     else
-      print_report(r, st->quiet);
+      fmt::print("{}", golden::format_report(r, st->quiet));
     set_exit_code(r.pass() ? 0 : 1);
   });
 }

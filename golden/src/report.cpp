@@ -1,0 +1,59 @@
+// The text report of a verification (report.h).
+#include "flashsim/golden/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iterator>
+
+namespace flashsim::golden {
+
+namespace {
+
+std::string sci(double x) {
+  return std::isfinite(x) ? fmt::format("{:.2e}", x) : fmt::format("{}", x);
+}
+
+// relL2 and its bound; "-" where relL2 does not apply (an all-zero exact output).
+std::string rel_cell(const OutputVerdict& o, double x) {
+  return o.stats.rel_defined ? sci(x) : "-";
+}
+
+// The max-abs bound; "~0 (exact)" where it is the floor at 0 (two subnormals: the candidate must be exact).
+std::string abs_bound_cell(const OutputVerdict& o) {
+  return o.zero_bound ? "~0 (exact)" : sci(o.bound_abs);
+}
+
+void output_row(std::string& out, const OutputVerdict& o) {
+  constexpr const char* kRow = "  {:<6} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}  {}\n";
+  if (!o.present) {
+    fmt::format_to(std::back_inserter(out), kRow, o.output, "-", "-", "-", "-", "-", "-", "-", "-",
+                   "FAIL " + o.note);
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), kRow, o.output, o.candidate_dtype, sci(o.stats.max_abs),
+                 abs_bound_cell(o), rel_cell(o, o.stats.rel_l2), rel_cell(o, o.bound_rel), o.worst_index,
+                 o.stats.nonfinite + o.stats.inf_mismatch, o.mismatches, o.pass ? "ok" : "FAIL " + o.note);
+}
+
+}  // namespace
+
+std::string format_report(const VerifyReport& r, bool quiet) {
+  std::string out;
+  const auto it = std::back_inserter(out);
+  for (const auto& c : r.cases) {
+    if (quiet && c.pass) continue;
+    fmt::format_to(it, "{}  ({}, compute {})\n", c.name, c.pass ? "pass" : "FAIL", c.compute_dtype);
+    fmt::format_to(it, "  {:<6} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}\n", "output", "dtype",
+                   "max|err|", "bound", "relL2", "bound", "worst index", "nan/inf", "over");
+    for (const auto& o : c.outputs)
+      if (!quiet || !o.pass) output_row(out, o);
+  }
+  fmt::format_to(it, "{} cases, {} outputs checked: {} cases passed, {} failed ({} outputs failed)\n",
+                 r.cases.size(), r.outputs_checked, r.cases.size() - r.cases_failed, r.cases_failed,
+                 r.outputs_failed);
+  fmt::format_to(it, "{}\n", r.pass() ? "ALL PASS" : "SOME OUTPUTS FAILED");
+  return out;
+}
+
+}  // namespace flashsim::golden

@@ -1,0 +1,39 @@
+#pragma once
+// The harness: every kernel version on every case of a golden suite it supports, judged in process by the
+// golden library's verifier (the rule and report of `flashsim golden verify`; no files in between).
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "flashsim/golden/case_file.h"
+#include "flashsim/golden/verify.h"
+#include "flashsim/gpu/kernel.h"
+
+namespace flashsim::gpu {
+
+struct CheckOptions {
+  std::filesystem::path golden;      // suite folder (manifest.json and its case files)
+  std::vector<std::string> kernels;  // version names; empty: every version whose backend is available here
+  std::vector<std::string> cases;    // case-name globs (empty: all)
+  TileConfig config;                 // the tiles every version runs with
+  int64_t max_memory_bytes = 0;      // golden files larger than this are refused (0: 80% of available)
+};
+
+struct VersionReport {
+  const KernelVersion* version = nullptr;
+  golden::VerifyReport report;                               // the cases it ran
+  std::vector<std::pair<std::string, std::string>> skipped;  // (case, why the version cannot run it)
+};
+
+// Whether a CUDA device can run kernels here; why not in *why.
+bool cuda_available(std::string* why = nullptr);
+
+// Runs the version on one case: inputs uploaded in their stored dtypes, outputs NaN-filled, forward (and
+// backward when the version has one), outputs downloaded as the verifier's candidate.
+golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, const TileConfig& c);
+
+// Throws InputError for a bad suite folder, an unknown version, or a CUDA version where no device is.
+std::vector<VersionReport> check(const CheckOptions& opt);
+
+}  // namespace flashsim::gpu

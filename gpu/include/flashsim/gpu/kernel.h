@@ -1,0 +1,58 @@
+#pragma once
+// A GPU kernel version: one named implementation of an algorithm (gpu/<algorithm>/<version>.cu), what it
+// supports, and its launches; every version is registered in one table (src/registry.cpp) that the harness
+// (`flashsim-gpu check`, `bench`) reads.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flashsim/algorithm.h"
+#include "flashsim/gpu/params.h"
+#include "flashsim/tile_config.h"
+
+namespace flashsim::gpu {
+
+// Buffers of one case on the device the version runs on (a CUDA device, or host memory for a CPU version).
+// Inputs in the goldens' stored dtypes: q, k, v, dout and bias in the problem's dtype, mask one byte per entry
+// (!= 0 keeps the score), alibi_slopes fp32 [heads_q], cu_seqlens int32 [batch + 1] (with variable lengths).
+// Outputs: o, dq, dk, dv in the problem's dtype, lse fp32, dbias fp32 (the bias's own shape, reduced over its
+// broadcast dims). The harness fills every output with NaN before a launch.
+struct DeviceArgs {
+  const void *q = nullptr, *k = nullptr, *v = nullptr, *dout = nullptr, *bias = nullptr;
+  const uint8_t* mask = nullptr;
+  const float* alibi_slopes = nullptr;
+  const int32_t *cu_seqlens_q = nullptr, *cu_seqlens_k = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+  void *dq = nullptr, *dk = nullptr, *dv = nullptr;
+  float* dbias = nullptr;
+  void* workspace = nullptr;  // workspace_bytes(...) bytes, zeroed before each launch
+  void* stream = nullptr;     // cudaStream_t of the launch (nullptr: the default stream)
+};
+
+enum class Backend { Cuda, Host };
+
+struct KernelVersion {
+  std::string name;  // "naive-v1": the --kernel argument and the report's name
+  Algorithm algorithm = Algorithm::Naive;
+  Backend backend = Backend::Cuda;
+  std::string summary;  // one line: how it computes
+  // The simulator's kernel models of its launches, in launch order (sim::kernel_model names), forward then
+  // backward: `flashsim traffic compare` recognizes them by their ncu names.
+  std::vector<std::string> sim_kernels;
+  // Why the version cannot run this case ("" when it can): dtype, head dim, a feature it lacks.
+  std::string (*unsupported)(const AttentionProblem& p, const TileConfig& c) = nullptr;
+  size_t (*workspace_bytes)(const AttentionProblem& p, const TileConfig& c) = nullptr;  // nullptr: none
+  // Launches (asynchronous on args.stream); throw InputError for a config they cannot run.
+  void (*forward)(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) = nullptr;
+  // nullptr: forward only (the harness checks o and lse).
+  void (*backward)(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) = nullptr;
+};
+
+// Every registered version, in registration order; those of a backend.
+const std::vector<KernelVersion>& kernel_versions();
+// Throws InputError("kernel") listing the known names.
+const KernelVersion& kernel_version(const std::string& name);
+
+}  // namespace flashsim::gpu

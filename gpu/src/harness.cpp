@@ -1,0 +1,168 @@
+// The harness (harness.h): suite -> cases -> each version's launches -> verify_case.
+#include "flashsim/gpu/harness.h"
+
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include <algorithm>
+
+#include "device_memory.h"
+#include "flashsim/error.h"
+#include "flashsim/golden/files.h"
+#include "flashsim/golden/manifest.h"
+#include "flashsim/golden/safetensors.h"
+#include "stored.h"
+
+namespace flashsim::gpu {
+
+namespace {
+
+std::vector<uint8_t> stored_bytes(const std::vector<double>& values, DType t) {
+  std::vector<uint8_t> bytes(values.size() * static_cast<size_t>(dtype_bytes(t)));
+  to_stored(values, bytes.data(), t);
+  return bytes;
+}
+
+std::vector<uint8_t> int32_bytes(const std::vector<int64_t>& values) {
+  std::vector<uint8_t> bytes(values.size() * 4);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto v = static_cast<int32_t>(values[i]);
+    std::memcpy(bytes.data() + 4 * i, &v, 4);
+  }
+  return bytes;
+}
+
+// An output buffer of n elements of dtype t, filled with NaN (all bits set) so that an unwritten element fails.
+void* nan_output(DeviceMemory& mem, int64_t n, DType t) {
+  const size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(t));
+  void* p = mem.alloc(bytes);
+  mem.fill(p, 0xFF, bytes);
+  return p;
+}
+
+golden::CandidateTensor downloaded(DeviceMemory& mem, const void* src, const AttentionProblem& p,
+                                   const std::string& name, DType t) {
+  golden::CandidateTensor c;
+  c.shape = golden::output_shape(p, name);
+  int64_t n = 1;
+  for (auto s : c.shape) n *= s;
+  const auto bytes = mem.download(src, static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(t)));
+  c.values = from_stored(bytes.data(), n, t);
+  c.storage = t;
+  return c;
+}
+
+bool selected(const std::string& name, const std::vector<std::string>& globs) {
+  return globs.empty() || std::any_of(globs.begin(), globs.end(), [&](const std::string& g) {
+           return ::fnmatch(g.c_str(), name.c_str(), 0) == 0;
+         });
+}
+
+}  // namespace
+
+bool cuda_available(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+    return false;
+  }
+  return true;
+}
+
+golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, const TileConfig& c) {
+  const AttentionProblem& p = lc.c.problem;
+  const AttentionInputs& in = lc.inputs;
+  DeviceMemory mem(v.backend);
+  DeviceArgs a;
+  a.q = mem.upload(stored_bytes(in.q, p.dtype));
+  a.k = mem.upload(stored_bytes(in.k, p.dtype));
+  a.v = mem.upload(stored_bytes(in.v, p.dtype));
+  if (v.backward) a.dout = mem.upload(stored_bytes(in.dout, p.dtype));
+  a.bias = mem.upload(stored_bytes(in.bias, p.dtype));
+  a.mask = static_cast<const uint8_t*>(mem.upload(in.mask));
+  a.alibi_slopes = static_cast<const float*>(mem.upload(stored_bytes(in.alibi_slopes, DType::F32)));
+  if (p.varlen()) {
+    a.cu_seqlens_q = static_cast<const int32_t*>(mem.upload(int32_bytes(p.cu_seqlens_q())));
+    a.cu_seqlens_k = static_cast<const int32_t*>(mem.upload(int32_bytes(p.cu_seqlens_k())));
+  }
+  a.o = nan_output(mem, p.o_elems(), p.dtype);
+  a.lse = static_cast<float*>(nan_output(mem, p.lse_elems(), DType::F32));
+  if (v.backward) {
+    a.dq = nan_output(mem, p.q_elems(), p.dtype);
+    a.dk = nan_output(mem, p.k_elems(), p.dtype);
+    a.dv = nan_output(mem, p.v_elems(), p.dtype);
+    if (p.bias != BroadcastShape::None)
+      a.dbias = static_cast<float*>(nan_output(mem, p.bias_elems(), DType::F32));
+  }
+  if (v.workspace_bytes) {
+    const size_t bytes = v.workspace_bytes(p, c);
+    a.workspace = mem.alloc(bytes);
+    mem.fill(a.workspace, 0, bytes);
+  }
+  v.forward(p, c, a);
+  if (v.backward) v.backward(p, c, a);
+  mem.synchronize();
+
+  golden::Outputs out;
+  out.compute = p.dtype;  // kernels compute in their input dtype
+  out.tensors["o"] = downloaded(mem, a.o, p, "o", p.dtype);
+  out.tensors["lse"] = downloaded(mem, a.lse, p, "lse", DType::F32);
+  if (v.backward) {
+    out.tensors["dq"] = downloaded(mem, a.dq, p, "dq", p.dtype);
+    out.tensors["dk"] = downloaded(mem, a.dk, p, "dk", p.dtype);
+    out.tensors["dv"] = downloaded(mem, a.dv, p, "dv", p.dtype);
+    if (a.dbias) out.tensors["dbias"] = downloaded(mem, a.dbias, p, "dbias", DType::F32);
+  }
+  return out;
+}
+
+std::vector<VersionReport> check(const CheckOptions& opt) {
+  std::vector<const KernelVersion*> versions;
+  std::string why_no_cuda;
+  const bool cuda = cuda_available(&why_no_cuda);
+  if (opt.kernels.empty()) {
+    for (const auto& v : kernel_versions())
+      if (v.backend == Backend::Host || cuda) versions.push_back(&v);
+  } else {
+    for (const auto& name : opt.kernels) {
+      const auto& v = kernel_version(name);
+      if (v.backend == Backend::Cuda && !cuda)
+        throw InputError("kernel", fmt::format("{} runs on a CUDA device and none is usable here ({})", name,
+                                               why_no_cuda));
+      versions.push_back(&v);
+    }
+  }
+  opt.config.validate();
+  const golden::Manifest m = golden::read_manifest(opt.golden);
+  std::vector<VersionReport> reports;
+  for (const auto* v : versions) reports.push_back({v, {}, {}});
+  for (const auto& e : m.cases) {
+    if (!selected(e.name, opt.cases)) continue;
+    const auto path = opt.golden / e.file;
+    const auto bytes = golden::read_case_file(path, opt.max_memory_bytes);
+    if (golden::sha256_hex(bytes) != e.sha256)
+      throw InputError(path.string(), "sha256 does not match the manifest (the golden file was changed)");
+    const golden::LoadedCase lc = golden::load_case(golden::parse(bytes, path.string()), path.string());
+    for (auto& r : reports) {
+      if (const std::string why =
+              r.version->unsupported ? r.version->unsupported(lc.c.problem, opt.config) : "";
+          !why.empty()) {
+        r.skipped.emplace_back(e.name, why);
+        continue;
+      }
+      golden::VerifyOptions vo;
+      if (!r.version->backward) vo.outputs = {"o", "lse"};
+      golden::CaseVerdict cv = golden::verify_case(lc, run_case(*r.version, lc, opt.config), vo);
+      cv.file = e.file;
+      r.report.outputs_checked += static_cast<int64_t>(cv.outputs.size());
+      for (const auto& o : cv.outputs) r.report.outputs_failed += o.pass ? 0 : 1;
+      r.report.cases_failed += cv.pass ? 0 : 1;
+      r.report.cases.push_back(std::move(cv));
+    }
+  }
+  return reports;
+}
+
+}  // namespace flashsim::gpu

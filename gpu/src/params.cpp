@@ -1,0 +1,52 @@
+// AttentionParams from an AttentionProblem (params.h).
+#include "flashsim/gpu/params.h"
+
+#include <limits>
+
+#include "flashsim/error.h"
+
+namespace flashsim::gpu {
+
+namespace {
+int narrow(int64_t v, const char* field) {
+  if (v < 0 || v > std::numeric_limits<int>::max())
+    throw InputError(field, "is past what the GPU kernels index with 32-bit ints");
+  return static_cast<int>(v);
+}
+}  // namespace
+
+AttentionParams make_params(const AttentionProblem& p) {
+  p.validate();
+  AttentionParams a;
+  a.batch = narrow(p.batch, "batch");
+  a.heads_q = narrow(p.heads_q, "heads_q");
+  a.heads_kv = narrow(p.heads_kv, "heads_kv");
+  a.group = narrow(p.group_size(), "heads_q");
+  a.seqlen_q = narrow(p.seqlen_q, "seqlen_q");
+  a.seqlen_k = narrow(p.seqlen_k, "seqlen_k");
+  a.head_dim = narrow(p.head_dim, "head_dim");
+  a.head_dim_v = narrow(p.head_dim_v, "head_dim_v");
+  a.total_q = p.total_q();
+  a.total_k = p.total_k();
+  a.scale = static_cast<float>(p.softmax_scale());
+  a.softcap = static_cast<float>(p.softcap);
+  a.window_left = narrow(p.window_left + 1, "window_left") - 1;  // -1 (unbounded) stays -1
+  a.window_right = narrow(p.window_right + 1, "window_right") - 1;
+  a.varlen = p.varlen();
+  a.has_bias = p.bias != BroadcastShape::None;
+  a.has_mask = p.mask != BroadcastShape::None;
+  a.alibi = p.alibi;
+  // Strides of a [b|1, h|1, seqlen_q, seqlen_k] tensor: 0 along its broadcast dims.
+  const auto strides = [&](BroadcastShape s, int64_t& sb, int64_t& sh, int64_t& sq) {
+    if (s == BroadcastShape::None) return;
+    const auto shape = p.broadcast_shape(s);  // {b|1, h|1, seqlen_q, seqlen_k}
+    sq = p.seqlen_k;
+    sh = shape[1] == 1 ? 0 : p.seqlen_q * p.seqlen_k;
+    sb = shape[0] == 1 ? 0 : shape[1] * p.seqlen_q * p.seqlen_k;
+  };
+  strides(p.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_q);
+  strides(p.mask, a.mask_stride_b, a.mask_stride_h, a.mask_stride_q);
+  return a;
+}
+
+}  // namespace flashsim::gpu

@@ -1,0 +1,26 @@
+// The registry of GPU kernel versions (kernel.h): one line per version.
+#include <fmt/format.h>
+
+#include "flashsim/error.h"
+#include "versions.h"
+
+namespace flashsim::gpu {
+
+const std::vector<KernelVersion>& kernel_versions() {
+  static const std::vector<KernelVersion> all = {
+      host_emulated_v1(),  // the CPU stand-in: checks the harness where no GPU is
+      naive_v1(),
+  };
+  return all;
+}
+
+const KernelVersion& kernel_version(const std::string& name) {
+  std::string known;
+  for (const auto& v : kernel_versions()) {
+    if (v.name == name) return v;
+    known += (known.empty() ? "" : ", ") + v.name;
+  }
+  throw InputError("kernel", fmt::format("no kernel version named '{}' (known: {})", name, known));
+}
+
+}  // namespace flashsim::gpu

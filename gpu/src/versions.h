@@ -1,0 +1,10 @@
+#pragma once
+// The kernel versions' descriptions, one function per version file (registry.cpp lists them).
+#include "flashsim/gpu/kernel.h"
+
+namespace flashsim::gpu {
+
+KernelVersion host_emulated_v1();  // src/host_emulated.cpp
+KernelVersion naive_v1();          // naive/naive_v1.cu
+
+}  // namespace flashsim::gpu

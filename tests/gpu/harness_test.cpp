@@ -1,0 +1,140 @@
+// gpu/'s host side, where no GPU is: the registry, the kernel parameters, and the harness driven by the CPU
+// stand-in version and by deliberately broken versions.
+#include "flashsim/gpu/harness.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "flashsim/error.h"
+#include "flashsim/golden/case_file.h"
+#include "flashsim/golden/files.h"
+#include "flashsim/golden/manifest.h"
+#include "flashsim/golden/safetensors.h"
+#include "flashsim/sim/kernel_model.h"
+#include "problem_builder.h"
+
+using namespace flashsim;
+using flashsim::test::ProblemBuilder;
+
+namespace {
+
+const std::filesystem::path kSmoke = std::filesystem::path(FLASHSIM_SOURCE_DIR) / "golden/data/smoke";
+
+golden::LoadedCase smoke_case(const std::string& name) {
+  const auto m = golden::read_manifest(kSmoke);
+  for (const auto& e : m.cases)
+    if (e.name == name) {
+      const auto path = kSmoke / e.file;
+      return golden::load_case(golden::parse(golden::read_case_file(path, 0), path.string()), path.string());
+    }
+  throw std::runtime_error("no smoke case " + name);
+}
+
+gpu::KernelVersion stand_in() {
+  return gpu::kernel_version("host-emulated-v1");
+}
+
+}  // namespace
+
+TEST(GpuRegistry, NamesAreUniqueAndSimulatorKernelsExist) {
+  std::set<std::string> names;
+  for (const auto& v : gpu::kernel_versions()) {
+    EXPECT_TRUE(names.insert(v.name).second) << v.name;
+    EXPECT_TRUE(v.forward) << v.name;
+    EXPECT_TRUE(v.unsupported) << v.name;
+    for (const auto& k : v.sim_kernels) EXPECT_NO_THROW(sim::kernel_model(k)) << v.name << ": " << k;
+  }
+  EXPECT_THROW(gpu::kernel_version("nope"), InputError);
+}
+
+TEST(GpuParams, BroadcastStridesWindowAndVarlen) {
+  const auto p = ProblemBuilder().batch(2).heads(4, 2).seqlen(5, 7).head_dim(16).window(3, 0).build();
+  auto q = p;
+  q.bias = BroadcastShape::OneHQK;
+  q.mask = BroadcastShape::BOneQK;
+  const auto a = gpu::make_params(q);
+  EXPECT_EQ(a.group, 2);
+  EXPECT_EQ(a.window_left, 3);
+  EXPECT_EQ(a.window_right, 0);
+  // bias [1, h, q, k]: index h*q*k + i*k + j; mask [b, 1, q, k]: index b*q*k + i*k + j
+  for (int b = 0; b < 2; ++b)
+    for (int h = 0; h < 4; ++h) {
+      EXPECT_EQ(b * a.bias_stride_b + h * a.bias_stride_h + 3 * a.bias_stride_q + 6,
+                q.broadcast_index(q.bias, b, h, 3, 6));
+      EXPECT_EQ(b * a.mask_stride_b + h * a.mask_stride_h + 3 * a.mask_stride_q + 6,
+                q.broadcast_index(q.mask, b, h, 3, 6));
+    }
+  // The window as the problem sees it, bottom-right aligned.
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 7; ++j) EXPECT_EQ(gpu::window_visible(a, 5, 7, i, j), p.window_visible(0, i, j));
+  const auto v = ProblemBuilder().varlen({3, 9}, {4, 1}).heads(2, 2).head_dim(8).build();
+  const auto av = gpu::make_params(v);
+  const int32_t cu_q[] = {0, 3, 12};
+  EXPECT_TRUE(av.varlen);
+  EXPECT_EQ(gpu::seq_len(av, cu_q, av.seqlen_q, 1), 9);
+  EXPECT_EQ(gpu::lse_index(av, cu_q, 1, 1, 2), v.lse_index(1, 1, 2));
+}
+
+TEST(GpuHarness, StandInPassesEveryKindOfCase) {
+  for (const char* name : {"bf16-gqa", "fp16-window", "bf16-varlen-causal", "bf16-bias-b1qk",
+                           "fp16-alibi-causal", "bf16-mostly-masked", "bf16-softcap"}) {
+    const auto lc = smoke_case(name);
+    const auto v = stand_in();
+    const auto out = gpu::run_case(v, lc, TileConfig{});
+    const auto verdict = golden::verify_case(lc, out, {});
+    EXPECT_TRUE(verdict.pass) << name;
+    EXPECT_EQ(out.tensors.count("dbias"), lc.c.problem.bias != BroadcastShape::None ? 1u : 0u) << name;
+  }
+}
+
+TEST(GpuHarness, UnwrittenOutputsAreNaNAndFail) {
+  auto v = stand_in();
+  v.name = "writes-nothing";
+  v.forward = [](const AttentionProblem&, const TileConfig&, const gpu::DeviceArgs&) {};
+  v.backward = nullptr;  // forward only: o and lse checked
+  const auto lc = smoke_case("bf16-gqa");
+  const auto out = gpu::run_case(v, lc, TileConfig{});
+  EXPECT_TRUE(std::isnan(out.tensors.at("o").values[0]));
+  golden::VerifyOptions fwd_only;
+  fwd_only.outputs = {"o", "lse"};
+  const auto verdict = golden::verify_case(lc, out, fwd_only);
+  EXPECT_FALSE(verdict.pass);
+  for (const auto& o : verdict.outputs) EXPECT_GT(o.stats.nonfinite, 0) << o.output;
+}
+
+TEST(GpuHarness, WrongResultsFailAndSkipsAreReported) {
+  auto v = stand_in();
+  v.forward = [](const AttentionProblem& p, const TileConfig& c, const gpu::DeviceArgs& a) {
+    gpu::kernel_version("host-emulated-v1").forward(p, c, a);
+    a.lse[0] += 0.01f;  // one row's lse off by 1%
+  };
+  v.backward = nullptr;
+  const auto lc = smoke_case("fp32-basic");
+  golden::VerifyOptions fwd_only;
+  fwd_only.outputs = {"o", "lse"};
+  const auto verdict = golden::verify_case(lc, gpu::run_case(v, lc, TileConfig{}), fwd_only);
+  EXPECT_FALSE(verdict.pass);
+  gpu::CheckOptions opt;
+  opt.golden = kSmoke;
+  opt.kernels = {"host-emulated-v1"};
+  opt.cases = {"fp32-*"};
+  const auto reports = gpu::check(opt);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_TRUE(reports[0].report.pass());
+  EXPECT_EQ(reports[0].report.cases.size(), 3u);  // fp32-basic, fp32-dv-ne-d, fp32-scale-window-causal
+}
+
+TEST(GpuHarness, BadRequestsAreInputErrors) {
+  gpu::CheckOptions opt;
+  opt.golden = kSmoke;
+  opt.kernels = {"no-such-version"};
+  EXPECT_THROW(gpu::check(opt), InputError);
+  if (!gpu::cuda_available()) {
+    opt.kernels = {"naive-v1"};
+    EXPECT_THROW(gpu::check(opt), InputError);  // a CUDA version where no device is
+  }
+  opt.kernels = {"host-emulated-v1"};
+  opt.golden = kSmoke / "missing";
+  EXPECT_THROW(gpu::check(opt), InputError);
+}
