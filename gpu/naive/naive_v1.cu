@@ -1,13 +1,15 @@
 // naive-v1: standard attention (the FlashAttention paper's Figure 2), every matrix materialized in device
-// memory. Per sequence b and kv head hk (a host loop; lengths and row offsets come from the host-side problem),
-// the group's g query heads are processed together:
-//   forward : S = scale Q K^T (cuBLAS) -> score pipeline, softmax, lse, P (one CTA per row) -> O = P V (cuBLAS)
+// memory. Per sequence b and kv head hk (a host loop; lengths and row offsets come from the host-side
+// problem), the group's g query heads are processed together:
+//   forward : S = scale Q K^T (cuBLAS) -> score pipeline, softmax, lse, P (one CTA per row)
+//             -> O = P V (cuBLAS)
 //   backward: S again (cuBLAS) -> P = exp(s - lse) and the softcap derivative (one CTA per row)
 //             -> dP = dO V^T (cuBLAS) -> D = rowsum(dO o O), dS = P o (dP - D), dbias (one CTA per row)
 //             -> dV += P^T dO, dQ = scale dS K, dK += scale dS^T Q (cuBLAS) -> dK, dV to the input dtype.
-// Precision (reference/include/flashsim/ref/options.h, "Emulated"): fp32 scores, softmax statistics, lse and D;
-// P rounded to the input dtype before P V and P^T dO; dS rounded to the input dtype before dS K and dS^T Q;
-// every GEMM accumulates in fp32 (strict fp32 for fp32 inputs: no TF32); o, dq, dk, dv rounded once at the end.
+// Precision (reference/include/flashsim/ref/options.h, "Emulated"): fp32 scores, softmax statistics, lse
+// and D; P rounded to the input dtype before P V and P^T dO; dS rounded to the input dtype before dS K and
+// dS^T Q; every GEMM accumulates in fp32 (strict fp32 for fp32 inputs: no TF32); o, dq, dk, dv rounded once
+// at the end.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -33,13 +35,15 @@ namespace {
 
 void cuda_check(cudaError_t e, const char* call, const char* file, int line) {
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("naive-v1: ") + call + " failed at " + file + ":" + std::to_string(line) +
-                             ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+    throw std::runtime_error(std::string("naive-v1: ") + call + " failed at " + file + ":" +
+                             std::to_string(line) + ": " + cudaGetErrorName(e) + ": " +
+                             cudaGetErrorString(e));
 }
 void cublas_check(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("naive-v1: ") + call + " failed at " + file + ":" + std::to_string(line) +
-                             ": " + cublasGetStatusName(s) + ": " + cublasGetStatusString(s));
+    throw std::runtime_error(std::string("naive-v1: ") + call + " failed at " + file + ":" +
+                             std::to_string(line) + ": " + cublasGetStatusName(s) + ": " +
+                             cublasGetStatusString(s));
 }
 #define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
 #define CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
@@ -92,18 +96,18 @@ __device__ __forceinline__ float neg_inf() {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// What a row kernel of one (sequence b, kv head hk) launch needs, by value. Row (r, i) of a launch is query row
-// i of query head h = h0 + r (blockIdx.y = r, blockIdx.x = i); its lq x lk scores are row (r * lq + i) of the
-// [g, lq, lk] workspace matrices.
+// What a row kernel of one (sequence b, kv head hk) launch needs, by value. Row (r, i) of a launch is query
+// row i of query head h = h0 + r (blockIdx.y = r, blockIdx.x = i); its lq x lk scores are row (r * lq + i)
+// of the [g, lq, lk] workspace matrices.
 struct RowArgs {
-  AttentionParams a;            // window, softcap, bias / mask strides and flags (make_params)
-  int b = 0, h0 = 0;            // the sequence, and the first query head of the group
-  int lq = 0, lk = 0;           // this sequence's lengths
-  const void* bias = nullptr;   // args.bias [b|1, h|1, seqlen_q, seqlen_k], the problem's dtype
+  AttentionParams a;              // window, softcap, bias / mask strides and flags (make_params)
+  int b = 0, h0 = 0;              // the sequence, and the first query head of the group
+  int lq = 0, lk = 0;             // this sequence's lengths
+  const void* bias = nullptr;     // args.bias [b|1, h|1, seqlen_q, seqlen_k], the problem's dtype
   const uint8_t* mask = nullptr;  // args.mask, same shape, != 0 keeps the score
   const float* slopes = nullptr;  // args.alibi_slopes [heads_q]
-  float* lse = nullptr;           // args.lse + p.lse_index(b, h0, 0): lse(h0 + r, i) = lse[r * lse_head_stride + i]
-  int64_t lse_head_stride = 0;    // seqlen_q, or total_q with variable lengths
+  float* lse = nullptr;  // args.lse + p.lse_index(b, h0, 0): lse(h0 + r, i) = lse[r * lse_head_stride + i]
+  int64_t lse_head_stride = 0;  // seqlen_q, or total_q with variable lengths
 };
 
 // Index of (b, h, i, j) in a [b|1, h|1, seqlen_q, seqlen_k] bias (or dbias): broadcast dims have stride 0.
@@ -115,7 +119,8 @@ __device__ __forceinline__ int64_t bias_index(const RowArgs& ra, int h, int i, i
 // softcap, + bias, + ALiBi, then -inf where the window or the mask hides key j. dcap (optional) receives the
 // softcap's derivative 1 - tanh^2(s / c).
 template <class T>
-__device__ __forceinline__ float score_pipeline(const RowArgs& ra, int h, int i, int j, float s, float* dcap) {
+__device__ __forceinline__ float score_pipeline(const RowArgs& ra, int h, int i, int j, float s,
+                                                float* dcap) {
   const AttentionParams& a = ra.a;
   float x = s;
   if (a.softcap > 0.f) {
@@ -123,15 +128,15 @@ __device__ __forceinline__ float score_pipeline(const RowArgs& ra, int h, int i,
     x = a.softcap * t;
     if (dcap) *dcap = 1.f - t * t;  // d(c tanh(s / c)) / ds = 1 - tanh^2(s / c)
   }
-  if (a.has_bias) x += Elem<T>::to_float(static_cast<const T*>(ra.bias)[bias_index(ra, h, i, j)]);  // s += bias
+  if (a.has_bias)
+    x += Elem<T>::to_float(static_cast<const T*>(ra.bias)[bias_index(ra, h, i, j)]);  // s += bias
   if (a.alibi) {
-    const int dist = i + ra.lk - ra.lq - j;                          // bottom-right aligned diagonal distance
+    const int dist = i + ra.lk - ra.lq - j;  // bottom-right aligned diagonal distance
     x += -ra.slopes[h] * static_cast<float>(dist < 0 ? -dist : dist);  // s += -slope_h |i + lk - lq - j|
   }
   const bool visible =
       window_visible(a, ra.lq, ra.lk, i, j) &&
-      (!a.has_mask ||
-       ra.mask[ra.b * a.mask_stride_b + h * a.mask_stride_h + i * a.mask_stride_q + j] != 0);
+      (!a.has_mask || ra.mask[ra.b * a.mask_stride_b + h * a.mask_stride_h + i * a.mask_stride_q + j] != 0);
   return visible ? x : neg_inf();
 }
 
@@ -175,18 +180,19 @@ __global__ void __launch_bounds__(kRowThreads) naive_softmax_kernel(RowArgs ra, 
   m = block_reduce(m, sRed, MaxOp{});
   float l = 0.f;
   if (m != neg_inf())
-    for (int j = threadIdx.x; j < ra.lk; j += kRowThreads) l += expf(gS[row + j] - m);  // l = sum_j exp(s - m)
+    for (int j = threadIdx.x; j < ra.lk; j += kRowThreads)
+      l += expf(gS[row + j] - m);  // l = sum_j exp(s - m)
   l = block_reduce(l, sRed, SumOp{});
   const float lse = l > 0.f ? m + logf(l) : neg_inf();  // lse = m + log l; -inf: no visible key
   if (threadIdx.x == 0) ra.lse[r * ra.lse_head_stride + i] = lse;
   for (int j = threadIdx.x; j < ra.lk; j += kRowThreads) {
     const float pj = lse == neg_inf() ? 0.f : expf(gS[row + j] - lse);  // P = exp(s - lse); 0 where masked
-    gP[row + j] = Elem<T>::from_float(pj);                               // rounded as before P V
+    gP[row + j] = Elem<T>::from_float(pj);                              // rounded as before P V
   }
 }
 
-// naive_bwd_softmax: one CTA per row. P = exp(s - lse) with the forward's lse, in fp32 (0 where masked or for a
-// row with no visible key); with a softcap, its derivative 1 - tanh^2(s / c) is written over gS.
+// naive_bwd_softmax: one CTA per row. P = exp(s - lse) with the forward's lse, in fp32 (0 where masked or for
+// a row with no visible key); with a softcap, its derivative 1 - tanh^2(s / c) is written over gS.
 //   gS: [g, lq, lk] fp32 scale Q K^T in, dcap out (softcap > 0);  gP: [g, lq, lk] fp32.
 template <class T>
 __global__ void __launch_bounds__(kRowThreads) naive_bwd_softmax_kernel(RowArgs ra, float* gS, float* gP) {
@@ -222,23 +228,25 @@ __global__ void __launch_bounds__(kRowThreads)
   const float D = block_reduce(dot, sRed, SumOp{});  // D = sum_c dO[i, c] O[i, c]
   for (int j = threadIdx.x; j < ra.lk; j += kRowThreads) {
     const float pj = gP[row + j];
-    float ds = pj * (gdP[row + j] - D);                                 // dS = P o (dP - D)
-    if (dbias && pj != 0.f) atomicAdd(dbias + bias_index(ra, h, i, j), ds);  // dbias = sum of dS over broadcast
-    if (gDcap) ds *= gDcap[row + j];                                    // through the softcap: dS o (1 - tanh^2)
-    gPt[row + j] = Elem<T>::from_float(pj);                             // P rounded as before P^T dO
-    gdSt[row + j] = Elem<T>::from_float(ds);                            // dS rounded as before dS K, dS^T Q
+    float ds = pj * (gdP[row + j] - D);  // dS = P o (dP - D)
+    if (dbias && pj != 0.f)
+      atomicAdd(dbias + bias_index(ra, h, i, j), ds);  // dbias = sum of dS over broadcast
+    if (gDcap) ds *= gDcap[row + j];                   // through the softcap: dS o (1 - tanh^2)
+    gPt[row + j] = Elem<T>::from_float(pj);            // P rounded as before P^T dO
+    gdSt[row + j] = Elem<T>::from_float(ds);           // dS rounded as before dS K, dS^T Q
   }
 }
 
-// The fp32 dK, dV accumulators of (sequence b, kv head hk) ([lk, d], [lk, dv], row-major) to the input dtype at
-// their BSHD rows (row j at j * ld_k of dk, j * ld_v of dv).
+// The fp32 dK, dV accumulators of (sequence b, kv head hk) ([lk, d], [lk, dv], row-major) to the input dtype
+// at their BSHD rows (row j at j * ld_k of dk, j * ld_v of dv).
 template <class T>
 __global__ void __launch_bounds__(kConvertThreads)
     naive_bwd_convert_dkdv_kernel(const float* dk_acc, const float* dv_acc, T* dk, T* dv, int64_t lk, int d,
                                   int d_v, int64_t ld_k, int64_t ld_v) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t e = first; e < lk * d; e += stride) dk[(e / d) * ld_k + e % d] = Elem<T>::from_float(dk_acc[e]);
+  for (int64_t e = first; e < lk * d; e += stride)
+    dk[(e / d) * ld_k + e % d] = Elem<T>::from_float(dk_acc[e]);
   for (int64_t e = first; e < lk * d_v; e += stride)
     dv[(e / d_v) * ld_v + e % d_v] = Elem<T>::from_float(dv_acc[e]);
 }
@@ -246,8 +254,8 @@ __global__ void __launch_bounds__(kConvertThreads)
 // ---------------------------------------------------------------------------------------------------------
 // cuBLAS: one handle per process, strict GEMMs.
 
-// Created on first use; never destroyed (destroying it from a static destructor may run after the CUDA runtime
-// has shut down). Set to the launch's stream on every call.
+// Created on first use; never destroyed (destroying it from a static destructor may run after the CUDA
+// runtime has shut down). Set to the launch's stream on every call.
 cublasHandle_t cublas_handle(cudaStream_t stream) {
   static cublasHandle_t handle = [] {
     cublasHandle_t h = nullptr;
@@ -255,7 +263,8 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
     // Default math with CUBLAS_COMPUTE_32F: fp32 products stay fp32 (TF32 and the BF16x9 emulation need an
     // explicit opt-in); reductions (split-K) stay in fp32 even when C is fp16 / bf16.
     CUBLAS_CHECK(cublasSetMathMode(
-        h, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+        h,
+        static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
     CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));  // alpha, beta: host floats
     return h;
   }();
@@ -264,7 +273,7 @@ cublasHandle_t cublas_handle(cudaStream_t stream) {
 }
 
 // A column-major operand of cublasGemmStridedBatchedEx: pointer, type, leading dimension, batch stride.
-// A row-major [rows, cols] matrix with row stride ld is the column-major [cols, rows] matrix with the same ld.
+// A row-major [rows, cols] matrix with row stride ld is the column-major [cols, rows] matrix of the same ld.
 struct Operand {
   const void* ptr;
   cudaDataType_t type;
@@ -276,11 +285,10 @@ struct Operand {
 void gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
           float alpha, Operand A, Operand B, float beta, void* C, cudaDataType_t ctype, int64_t ldc,
           int64_t stride_c, int64_t batch) {
-  CUBLAS_CHECK(cublasGemmStridedBatchedEx(handle, ta, tb, static_cast<int>(m), static_cast<int>(n),
-                                          static_cast<int>(k), &alpha, A.ptr, A.type, static_cast<int>(A.ld),
-                                          A.stride, B.ptr, B.type, static_cast<int>(B.ld), B.stride, &beta, C,
-                                          ctype, static_cast<int>(ldc), stride_c, static_cast<int>(batch),
-                                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      handle, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &alpha, A.ptr, A.type,
+      static_cast<int>(A.ld), A.stride, B.ptr, B.type, static_cast<int>(B.ld), B.stride, &beta, C, ctype,
+      static_cast<int>(ldc), stride_c, static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -324,10 +332,11 @@ std::string unsupported(const AttentionProblem& p, const TileConfig&) {
   if (p.dtype != DType::F32 && p.dtype != DType::F16 && p.dtype != DType::BF16)
     return std::string("dtype ") + std::string(dtype_name(p.dtype)) + " (naive-v1 runs fp32, fp16 and bf16)";
   if (p.head_dim < 1 || p.head_dim > kMaxHeadDim)
-    return "head_dim " + std::to_string(p.head_dim) + " (naive-v1 runs 1.." + std::to_string(kMaxHeadDim) + ")";
-  if (p.head_dim_v < 1 || p.head_dim_v > kMaxHeadDim)
-    return "head_dim_v " + std::to_string(p.head_dim_v) + " (naive-v1 runs 1.." + std::to_string(kMaxHeadDim) +
+    return "head_dim " + std::to_string(p.head_dim) + " (naive-v1 runs 1.." + std::to_string(kMaxHeadDim) +
            ")";
+  if (p.head_dim_v < 1 || p.head_dim_v > kMaxHeadDim)
+    return "head_dim_v " + std::to_string(p.head_dim_v) + " (naive-v1 runs 1.." +
+           std::to_string(kMaxHeadDim) + ")";
   if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) return "heads_q is not a multiple of heads_kv";
   if (p.group_size() > kMaxGridY)
     return "group of " + std::to_string(p.group_size()) + " query heads per kv head (gridDim.y <= 65535)";
@@ -359,7 +368,8 @@ void check_runnable(const AttentionProblem& p, const TileConfig& c, const Device
 AttentionParams checked_params(const AttentionProblem& p) {
   AttentionParams a = make_params(p);  // throws InputError when a size exceeds int
   const auto expect = [](bool ok, const char* field) {
-    if (!ok) throw std::logic_error(std::string("naive-v1: make_params disagrees with the problem on ") + field);
+    if (!ok)
+      throw std::logic_error(std::string("naive-v1: make_params disagrees with the problem on ") + field);
   };
   // Strides of a [b|1, h|1, seqlen_q, seqlen_k] tensor, from the problem's own indexing (the reference's).
   const auto strides_match = [&](BroadcastShape s, int64_t sb, int64_t sh, int64_t sq) {
@@ -369,7 +379,7 @@ AttentionParams checked_params(const AttentionProblem& p) {
   };
   expect(a.heads_q == p.heads_q && a.heads_kv == p.heads_kv && a.group == p.group_size(), "heads");
   expect(a.head_dim == p.head_dim && a.head_dim_v == p.head_dim_v, "head dims");
-  // A window side is the same when equal, or unbounded on both (-1, or far enough to hide no key: >= Sq + Sk).
+  // A window side is the same when equal, or unbounded on both (-1, or too far to hide a key: >= Sq + Sk).
   const auto same_side = [&](int64_t x, int64_t y) {
     const auto unbounded = [&](int64_t w) { return w < 0 || w >= p.seqlen_q + p.seqlen_k; };
     return x == y || (unbounded(x) && unbounded(y));
@@ -378,9 +388,11 @@ AttentionParams checked_params(const AttentionProblem& p) {
   expect(a.alibi == p.alibi, "alibi");
   expect(a.has_bias == (p.bias != BroadcastShape::None), "has_bias");
   expect(a.has_mask == (p.mask != BroadcastShape::None), "has_mask");
-  expect(!a.has_bias || strides_match(p.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_q), "bias strides");
-  expect(!a.has_mask || strides_match(p.mask, a.mask_stride_b, a.mask_stride_h, a.mask_stride_q), "mask strides");
-  // A side that hides no key is made -1, so that window_visible's int arithmetic (diag - left) cannot overflow.
+  expect(!a.has_bias || strides_match(p.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_q),
+         "bias strides");
+  expect(!a.has_mask || strides_match(p.mask, a.mask_stride_b, a.mask_stride_h, a.mask_stride_q),
+         "mask strides");
+  // A side that hides no key is made -1: window_visible's int arithmetic (diag - left) then cannot overflow.
   if (a.window_left >= p.seqlen_q + p.seqlen_k) a.window_left = -1;
   if (a.window_right >= p.seqlen_q + p.seqlen_k) a.window_right = -1;
   // The two fp32 constants as the reference's fp32 pipeline rounds them (static_cast of the doubles).
@@ -390,7 +402,8 @@ AttentionParams checked_params(const AttentionProblem& p) {
 }
 
 // The row-kernel arguments of (sequence b, first query head h0).
-RowArgs row_args(const AttentionProblem& p, const AttentionParams& a, const DeviceArgs& args, int64_t b, int64_t h0) {
+RowArgs row_args(const AttentionProblem& p, const AttentionParams& a, const DeviceArgs& args, int64_t b,
+                 int64_t h0) {
   RowArgs ra;
   ra.a = a;
   ra.b = static_cast<int>(b);
@@ -433,17 +446,17 @@ void forward_t(const AttentionProblem& p, const DeviceArgs& args) {
       T* gO = o + (oq * hq + h0) * dv;
       // naive_scores: S^T (lk x lq, col-major) = scale K Q^T, batched over the group's heads (K shared).
       if (lk > 0)
-        gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, d, a.scale, {gK, kT, hkv * d, 0}, {gQ, kT, hq * d, d}, 0.f, gS,
-             CUDA_R_32F, lk, lq * lk, g);
+        gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, d, a.scale, {gK, kT, hkv * d, 0}, {gQ, kT, hq * d, d},
+             0.f, gS, CUDA_R_32F, lk, lq * lk, g);
       // naive_softmax: score pipeline, lse, P rounded to T; one CTA per (row i, head r).
       const RowArgs ra = row_args(p, a, args, b, h0);
-      naive_softmax_kernel<T><<<dim3(static_cast<unsigned>(lq), static_cast<unsigned>(g)), kRowThreads, 0, stream>>>(
-          ra, gS, gP);
+      naive_softmax_kernel<T>
+          <<<dim3(static_cast<unsigned>(lq), static_cast<unsigned>(g)), kRowThreads, 0, stream>>>(ra, gS, gP);
       CUDA_CHECK(cudaGetLastError());
       // naive_pv: O^T (dv x lq, col-major, rows of o) = V^T P^T, batched over the group's heads (V shared).
       if (lk > 0)
-        gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, dv, lq, lk, 1.f, {gV, kT, hkv * dv, 0}, {gP, kT, lk, lq * lk}, 0.f, gO,
-             kT, hq * dv, dv, g);
+        gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, dv, lq, lk, 1.f, {gV, kT, hkv * dv, 0}, {gP, kT, lk, lq * lk},
+             0.f, gO, kT, hq * dv, dv, g);
     }
   }
 }
@@ -455,38 +468,39 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
   cublasHandle_t blas = cublas_handle(stream);
   constexpr cudaDataType_t kT = Elem<T>::kCuda;
   const int64_t g = a.group, d = a.head_dim, dv = a.head_dim_v, hq = a.heads_q, hkv = a.heads_kv;
-  const T* q = static_cast<const T*>(args.q);      // [total_q, hq, d]
-  const T* k = static_cast<const T*>(args.k);      // [total_k, hkv, d]
-  const T* v = static_cast<const T*>(args.v);      // [total_k, hkv, dv]
-  const T* o = static_cast<const T*>(args.o);      // [total_q, hq, dv], the forward's output
+  const T* q = static_cast<const T*>(args.q);        // [total_q, hq, d]
+  const T* k = static_cast<const T*>(args.k);        // [total_k, hkv, d]
+  const T* v = static_cast<const T*>(args.v);        // [total_k, hkv, dv]
+  const T* o = static_cast<const T*>(args.o);        // [total_q, hq, dv], the forward's output
   const T* dout = static_cast<const T*>(args.dout);  // [total_q, hq, dv]
-  T* dq = static_cast<T*>(args.dq);                // [total_q, hq, d]
-  T* dk = static_cast<T*>(args.dk);                // [total_k, hkv, d]
-  T* dvv = static_cast<T*>(args.dv);               // [total_k, hkv, dv]
+  T* dq = static_cast<T*>(args.dq);                  // [total_q, hq, d]
+  T* dk = static_cast<T*>(args.dk);                  // [total_k, hkv, d]
+  T* dvv = static_cast<T*>(args.dv);                 // [total_k, hkv, dv]
   float* dbias = p.bias != BroadcastShape::None ? args.dbias : nullptr;  // the bias's shape, fp32
   auto* ws = static_cast<unsigned char*>(args.workspace);
   // dbias is accumulated with atomics over every sequence and head: start from zero (the harness fills NaN).
   if (dbias) CUDA_CHECK(cudaMemsetAsync(dbias, 0, sizeof(float) * p.bias_elems(), stream));
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t lq = p.len_q(b), lk = p.len_k(b), oq = p.offset_q(b), ok = p.offset_k(b);
-    if (lq == 0 || lk == 0) {  // nothing visible: zero gradients on the sequence's rows (contiguous, all heads)
+    if (lq == 0 ||
+        lk == 0) {  // nothing visible: zero gradients on the sequence's rows (contiguous, all heads)
       if (lq > 0) CUDA_CHECK(cudaMemsetAsync(dq + oq * hq * d, 0, sizeof(T) * lq * hq * d, stream));
       if (lk > 0) CUDA_CHECK(cudaMemsetAsync(dk + ok * hkv * d, 0, sizeof(T) * lk * hkv * d, stream));
       if (lk > 0) CUDA_CHECK(cudaMemsetAsync(dvv + ok * hkv * dv, 0, sizeof(T) * lk * hkv * dv, stream));
       continue;
     }
     const Layout w = layout(p, lq, lk);
-    const int64_t n_head = lq * lk;                  // elements of one head's [lq, lk] matrix
-    auto* gS = reinterpret_cast<float*>(ws + w.s);   // [g, lq, lk] fp32: S, then dcap
-    auto* gP = reinterpret_cast<float*>(ws + w.p);   // [g, lq, lk] fp32
+    const int64_t n_head = lq * lk;                   // elements of one head's [lq, lk] matrix
+    auto* gS = reinterpret_cast<float*>(ws + w.s);    // [g, lq, lk] fp32: S, then dcap
+    auto* gP = reinterpret_cast<float*>(ws + w.p);    // [g, lq, lk] fp32
     auto* gdP = reinterpret_cast<float*>(ws + w.dp);  // [g, lq, lk] fp32
-    auto* gPt = reinterpret_cast<T*>(ws + w.pt);     // [g, lq, lk] T
-    auto* gdS = reinterpret_cast<T*>(ws + w.ds);     // [g, lq, lk] T
+    auto* gPt = reinterpret_cast<T*>(ws + w.pt);      // [g, lq, lk] T
+    auto* gdS = reinterpret_cast<T*>(ws + w.ds);      // [g, lq, lk] T
     auto* gdK = reinterpret_cast<float*>(ws + w.dk);  // [lk, d] fp32
     auto* gdV = reinterpret_cast<float*>(ws + w.dv);  // [lk, dv] fp32
     for (int64_t hk = 0; hk < hkv; ++hk) {
       const int64_t h0 = hk * g;
-      const T* gQ = q + (oq * hq + h0) * d;  // row i of head h0 + r: gQ + i * hq * d + r * d
+      const T* gQ = q + (oq * hq + h0) * d;   // row i of head h0 + r: gQ + i * hq * d + r * d
       const T* gK = k + (ok * hkv + hk) * d;  // row j: gK + j * hkv * d
       const T* gV = v + (ok * hkv + hk) * dv;
       const T* gO = o + (oq * hq + h0) * dv;
@@ -495,17 +509,18 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
       const dim3 rows(static_cast<unsigned>(lq), static_cast<unsigned>(g));  // one CTA per (row i, head r)
       const RowArgs ra = row_args(p, a, args, b, h0);
       // naive_bwd_scores: S^T (lk x lq, col-major) = scale K Q^T, batched over the group's heads.
-      gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, d, a.scale, {gK, kT, hkv * d, 0}, {gQ, kT, hq * d, d}, 0.f, gS,
-           CUDA_R_32F, lk, n_head, g);
+      gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, d, a.scale, {gK, kT, hkv * d, 0}, {gQ, kT, hq * d, d}, 0.f,
+           gS, CUDA_R_32F, lk, n_head, g);
       // naive_bwd_softmax: P = exp(s - lse) in fp32, dcap over gS.
       naive_bwd_softmax_kernel<T><<<rows, kRowThreads, 0, stream>>>(ra, gS, gP);
       CUDA_CHECK(cudaGetLastError());
       // naive_bwd_dp: dP^T (lk x lq, col-major) = V dO^T, batched over the group's heads (V shared).
-      gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, dv, 1.f, {gV, kT, hkv * dv, 0}, {gdO, kT, hq * dv, dv}, 0.f, gdP,
-           CUDA_R_32F, lk, n_head, g);
+      gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, dv, 1.f, {gV, kT, hkv * dv, 0}, {gdO, kT, hq * dv, dv},
+           0.f, gdP, CUDA_R_32F, lk, n_head, g);
       // naive_bwd_ds: D, dS = P o (dP - D) (o dcap), dbias; P and dS rounded to T.
-      naive_bwd_ds_kernel<T><<<rows, kRowThreads, 0, stream>>>(ra, gP, gdP, a.softcap > 0.f ? gS : nullptr, gdO,
-                                                               gO, hq * dv, static_cast<int>(dv), gPt, gdS, dbias);
+      naive_bwd_ds_kernel<T><<<rows, kRowThreads, 0, stream>>>(ra, gP, gdP, a.softcap > 0.f ? gS : nullptr,
+                                                               gdO, gO, hq * dv, static_cast<int>(dv), gPt,
+                                                               gdS, dbias);
       CUDA_CHECK(cudaGetLastError());
       // naive_bwd_dv: dV^T (dv x lk, col-major) += dO_r^T P_r, one GEMM per head of the group (beta = 1 after
       // the first: the group's sum in fp32).
@@ -513,8 +528,8 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
         gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, dv, lk, lq, 1.f, {gdO + r * dv, kT, hq * dv, 0},
              {gPt + r * n_head, kT, lk, 0}, r == 0 ? 0.f : 1.f, gdV, CUDA_R_32F, dv, 0, 1);
       // naive_bwd_dq: dQ^T (d x lq, col-major, rows of dq) = scale K^T dS^T, batched over the group's heads.
-      gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, d, lq, lk, a.scale, {gK, kT, hkv * d, 0}, {gdS, kT, lk, n_head}, 0.f, gdQ,
-           kT, hq * d, d, g);
+      gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, d, lq, lk, a.scale, {gK, kT, hkv * d, 0}, {gdS, kT, lk, n_head},
+           0.f, gdQ, kT, hq * d, d, g);
       // naive_bwd_dk: dK^T (d x lk, col-major) += scale Q_r^T dS_r, one GEMM per head of the group.
       for (int64_t r = 0; r < g; ++r)
         gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, d, lk, lq, a.scale, {gQ + r * d, kT, hq * d, 0},
@@ -568,11 +583,11 @@ KernelVersion naive_v1() {
   kv.summary =
       "standard attention: S, P (and dP, dS) materialized per (sequence, kv head); cuBLAS GEMMs, one CTA per "
       "softmax row";
-  // In launch order: the cuBLAS GEMMs are naive_scores, naive_pv, naive_bwd_scores, naive_bwd_dp, naive_bwd_dv,
-  // naive_bwd_dq, naive_bwd_dk; the row kernels naive_softmax, naive_bwd_softmax, naive_bwd_ds.
-  kv.sim_kernels = {"naive_scores",     "naive_softmax",     "naive_pv",     "naive_bwd_scores",
-                    "naive_bwd_softmax", "naive_bwd_dp",     "naive_bwd_ds", "naive_bwd_dv",
-                    "naive_bwd_dq",     "naive_bwd_dk"};
+  // In launch order: the cuBLAS GEMMs are naive_scores, naive_pv, naive_bwd_scores, naive_bwd_dp,
+  // naive_bwd_dv, naive_bwd_dq, naive_bwd_dk; the row kernels naive_softmax, naive_bwd_softmax, naive_bwd_ds
+  // (the dK/dV conversion kernel runs as the epilogue of naive_bwd_dk and has no model of its own).
+  kv.sim_kernels = {"naive_scores", "naive_softmax", "naive_pv",     "naive_bwd_scores", "naive_bwd_softmax",
+                    "naive_bwd_dp", "naive_bwd_ds",  "naive_bwd_dv", "naive_bwd_dq",     "naive_bwd_dk"};
   kv.unsupported = unsupported;
   kv.workspace_bytes = workspace_bytes;
   kv.forward = forward;

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# On the GPU machine: every CUDA kernel version on the smoke suite (committed) and the default suite (generated
+# there by the carried flashsim), verified in process; then compute-sanitizer memcheck and racecheck on smoke.
+# Tables go to OUT (default $OUT):
+#   bash bench/gpu/check.sh [BUNDLE] [OUT]      (BUNDLE: bench/gpu/bundle.sh's folder, default .gpu-bundle)
+set -u
+cd "$(dirname "$0")/../.."
+bundle=${1:-.gpu-bundle}
+out=${2:-${OUT:-.}}
+export LD_LIBRARY_PATH="$PWD/$bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+fg="$bundle/flashsim-gpu"
+nvidia-smi -L | tee "$out/gpu.txt"
+"$bundle/flashsim" golden generate --suite default --out /tmp/golden-default --force > /dev/null
+for suite in golden/data/smoke /tmp/golden-default; do
+  name=$(basename "$suite")
+  "$fg" check --golden "$suite" ${KERNELS:+--kernel $KERNELS} > "$out/check_$name.txt" 2>&1
+  echo "check $name: exit $? ($(grep -c '^== ' "$out/check_$name.txt") versions)"
+  grep -E "^== |cases passed|ALL PASS|SOME OUTPUTS FAILED|^skipped" "$out/check_$name.txt" | sort | uniq -c | sort -rn | head -20
+done
+if [ "${SANITIZE:-1}" = 1 ]; then
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 3 "$fg" check --golden golden/data/smoke \
+      ${KERNELS:+--kernel $KERNELS} --quiet > "$out/sanitizer_$tool.txt" 2>&1
+    echo "compute-sanitizer $tool: exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$out/sanitizer_$tool.txt") clean summaries)"
+    tail -2 "$out/sanitizer_$tool.txt"
+  done
+fi
