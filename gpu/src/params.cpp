@@ -36,13 +36,14 @@ AttentionParams make_params(const AttentionProblem& p) {
   a.has_bias = p.bias != BroadcastShape::None;
   a.has_mask = p.mask != BroadcastShape::None;
   a.alibi = p.alibi;
-  // Strides of a [b|1, h|1, seqlen_q, seqlen_k] tensor: 0 along its broadcast dims.
+  // Strides of a [b|1, h|1, seqlen_q, seqlen_k] tensor: 0 along its broadcast dims (as broadcast_index).
   const auto strides = [&](BroadcastShape s, int64_t& sb, int64_t& sh, int64_t& sq) {
     if (s == BroadcastShape::None) return;
-    const auto shape = p.broadcast_shape(s);  // {b|1, h|1, seqlen_q, seqlen_k}
+    const bool has_b = s == BroadcastShape::BHQK || s == BroadcastShape::BOneQK;
+    const bool has_h = s == BroadcastShape::BHQK || s == BroadcastShape::OneHQK;
     sq = p.seqlen_k;
-    sh = shape[1] == 1 ? 0 : p.seqlen_q * p.seqlen_k;
-    sb = shape[0] == 1 ? 0 : shape[1] * p.seqlen_q * p.seqlen_k;
+    sh = has_h ? p.seqlen_q * p.seqlen_k : 0;
+    sb = has_b ? (has_h ? p.heads_q : 1) * p.seqlen_q * p.seqlen_k : 0;
   };
   strides(p.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_q);
   strides(p.mask, a.mask_stride_b, a.mask_stride_h, a.mask_stride_q);

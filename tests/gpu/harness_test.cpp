@@ -138,3 +138,17 @@ TEST(GpuHarness, BadRequestsAreInputErrors) {
   opt.golden = kSmoke / "missing";
   EXPECT_THROW(gpu::check(opt), InputError);
 }
+
+TEST(GpuParams, StridesMatchTheProblemOnEverySmokeCase) {
+  for (const auto& e : golden::read_manifest(kSmoke).cases) {
+    const auto p = smoke_case(e.name).c.problem;
+    const auto a = gpu::make_params(p);
+    for (const auto& [shape, sb, sh, sq] :
+         {std::tuple{p.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_q},
+          std::tuple{p.mask, a.mask_stride_b, a.mask_stride_h, a.mask_stride_q}}) {
+      if (shape == BroadcastShape::None) continue;
+      const int64_t b = p.batch - 1, h = p.heads_q - 1, i = p.seqlen_q - 1, j = p.seqlen_k - 1;
+      EXPECT_EQ(b * sb + h * sh + i * sq + j, p.broadcast_index(shape, b, h, i, j)) << e.name;
+    }
+  }
+}
