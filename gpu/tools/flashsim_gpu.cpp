@@ -8,6 +8,7 @@
 
 #include "flashsim/error.h"
 #include "flashsim/golden/report.h"
+#include "flashsim/gpu/bench.h"
 #include "flashsim/gpu/harness.h"
 #include "help_format.h"
 #include "problem_flags.h"
@@ -75,6 +76,75 @@ void add_check(CLI::App& app, int& exit_code) {
   });
 }
 
+// The benchmark grid: bf16, 16K tokens per batch (batch = 16384 / seqlen) and a model width of 2048 (heads =
+// 2048 / head dim), FlashAttention's benchmark convention, unless --batch / --heads fix them.
+void add_bench(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("bench", "Time kernel versions (CUDA events, median of the timed launches)");
+  struct State {
+    std::vector<std::string> kernels;
+    std::vector<int64_t> seqlens{1024, 4096, 16384}, head_dims{64, 128};
+    int64_t batch = 0, heads = 0;
+    std::string causal = "both", dtype = "bf16";
+    int repeats = 20;
+    bool csv = false;
+    cli::TileFlags tile;
+  };
+  auto st = std::make_shared<State>();
+  cmd->add_option("--kernel", st->kernels, "Kernel versions (default: every CUDA version)")->delimiter(',');
+  cmd->add_option("--seqlens", st->seqlens, "Sequence lengths")->delimiter(',');
+  cmd->add_option("--head-dims", st->head_dims, "Head dims")->delimiter(',');
+  cmd->add_option("--batch", st->batch, "Batch (0: 16384 / seqlen)");
+  cmd->add_option("--heads", st->heads, "Heads (0: 2048 / head dim)");
+  cmd->add_option("--causal", st->causal, "no, yes or both")->check(CLI::IsMember({"no", "yes", "both"}));
+  cmd->add_option("--dtype", st->dtype, "Input dtype");
+  cmd->add_option("--repeats", st->repeats, "Timed launches (the median is reported)")
+      ->check(CLI::Range(3, 10000));
+  cmd->add_flag("--csv", st->csv, "CSV output");
+  st->tile.add_to(cmd);
+  cmd->callback([st, &exit_code] {
+    std::string why;
+    if (!gpu::cuda_available(&why)) throw InputError("bench", "needs a CUDA device: " + why);
+    std::vector<const gpu::KernelVersion*> versions;
+    for (const auto& name : st->kernels) versions.push_back(&gpu::kernel_version(name));
+    if (versions.empty())
+      for (const auto& v : gpu::kernel_versions())
+        if (v.backend == gpu::Backend::Cuda) versions.push_back(&v);
+    const TileConfig c = st->tile.config();
+    gpu::BenchOptions o;
+    o.repeats = st->repeats;
+    if (st->csv)
+      fmt::print("kernel,problem,fwd_ms,fwd_tflops,bwd_ms,bwd_tflops,skipped\n");
+    else
+      fmt::print("{:<14} {:<40} {:>9} {:>9} {:>9} {:>9}\n", "kernel", "problem", "fwd ms", "TFLOP/s",
+                 "bwd ms", "TFLOP/s");
+    for (const int64_t d : st->head_dims)
+      for (const int64_t n : st->seqlens)
+        for (const bool causal : {false, true}) {
+          if ((causal && st->causal == "no") || (!causal && st->causal == "yes")) continue;
+          AttentionProblem p;
+          p.batch = st->batch > 0 ? st->batch : std::max<int64_t>(1, 16384 / n);
+          p.heads_q = p.heads_kv = st->heads > 0 ? st->heads : std::max<int64_t>(1, 2048 / d);
+          p.seqlen_q = p.seqlen_k = n;
+          p.head_dim = p.head_dim_v = d;
+          if (causal) p.window_right = 0;
+          p.dtype = parse_dtype(st->dtype);
+          for (const auto* v : versions) {
+            const auto r = gpu::bench(*v, p, c, o);
+            if (st->csv)
+              fmt::print("{},{},{:.4f},{:.1f},{:.4f},{:.1f},\"{}\"\n", r.kernel, r.problem, r.fwd_ms,
+                         r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.skipped);
+            else if (!r.skipped.empty())
+              fmt::print("{:<14} {:<40} skipped: {}\n", r.kernel, r.problem, r.skipped);
+            else
+              fmt::print("{:<14} {:<40} {:>9.3f} {:>9.1f} {:>9.3f} {:>9.1f}\n", r.kernel, r.problem, r.fwd_ms,
+                         r.fwd_tflops, r.bwd_ms, r.bwd_tflops);
+            std::fflush(stdout);
+          }
+        }
+    exit_code = 0;
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +155,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   add_list(app);
   add_check(app, exit_code);
+  add_bench(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,481 @@
+#pragma once
+// fa2-fwd-v1's kernel: FlashAttention-2's forward (Dao 2023, Algorithm 1) on mma.sync tensor cores.
+//
+// One CTA per (query block m, sequence b, query head h): grid (ceil(seqlen_q / Br), batch, heads_q), as
+// FlashAttention-2 launches (the simulator's fwd_fa2 model, tiling_sim/src/kernels/key_streaming.cpp). A CTA
+//   1. exits at once if its query block starts past its sequence's end (varlen: the grid covers the longest);
+//   2. finds the key blocks [n_min, n_max) its rows can see through the (bottom-right aligned) window; with
+//      none, it writes o = 0 and lse = -inf and loads nothing;
+//   3. loads its Q tile once (cp.async, rows past the sequence zero-filled);
+//   4. walks the key blocks from the last visible one down to the first (the masked diagonal block first),
+//      each K and V block loaded once (cp.async, kStages buffers, rows past the sequence zero-filled):
+//        S = Q K^T (mma.m16n8k16, fp32)  -> score pipeline (only where needed)
+//        m_new = max(m_old, rowmax(S)); alpha = exp(m_old - m_new); l = alpha l + rowsum(P); O = alpha O
+//        P = exp(S - m_new) rounded to the input dtype in registers -> O += P V (mma.m16n8k16, fp32)
+//   5. writes O / l in the input dtype (staged through shared memory, 16-byte stores) and lse = m + log l.
+//
+// Score pipeline (docs/design.md, as naive-v1): s = scale * q.k; softcap c: s = c tanh(s / c); + bias;
+// + ALiBi (-slope_h |i + lk - lq - j|); -inf where the window or the boolean mask hides key j. A row with no
+// visible key gives o = 0, lse = -inf.
+//   - plain problems (no softcap, bias, mask, ALiBi; scale > 0): S stays unscaled and the scale is folded
+//     into the exponent, p = exp2(s * scale log2 e - m * scale log2 e) (one FFMA, FA2's trick); window and
+//     sequence-end masking are applied only in the key blocks that straddle a limit;
+//   - otherwise every element goes through the whole pipeline in fp32, in naive-v1's order.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "fa2_fwd_traits.h"
+#include "flashsim/gpu/params.h"
+
+namespace flashsim::gpu::fa2 {
+
+// The kernel's arguments, by value. Pointers as DeviceArgs (kernel.h); `a` from make_params with window sides
+// that hide no key made -1 (so the window arithmetic stays far from int overflow).
+struct Fa2FwdParams {
+  AttentionParams a;
+  const void* q = nullptr;  // [total_q, heads_q, d]
+  const void* k = nullptr;  // [total_k, heads_kv, d]
+  const void* v = nullptr;  // [total_k, heads_kv, d]
+  void* o = nullptr;        // [total_q, heads_q, d]
+  float* lse = nullptr;     // lse_index(...)
+  const void* bias = nullptr;
+  const uint8_t* mask = nullptr;
+  const float* slopes = nullptr;
+  const int32_t* cu_q = nullptr;
+  const int32_t* cu_k = nullptr;
+  bool pipeline = false;  // softcap, bias, mask, ALiBi or scale <= 0: the full per-element score pipeline
+};
+
+namespace detail {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ float neg_inf() {
+  return __int_as_float(0xff800000);  // -inf in IEEE binary32
+}
+
+template <class I>
+__device__ __forceinline__ I min_of(I x, I y) {
+  return x < y ? x : y;
+}
+template <class I>
+__device__ __forceinline__ I max_of(I x, I y) {
+  return x < y ? y : x;
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared, bypassing L1 (.cg); src_bytes = 0 zero-fills the 16 bytes and reads nothing.
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Four 8x8 b16 matrices from shared memory; lane l gives the row address of matrix l / 8, row l % 8.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// c += a b: m16n8k16, A row-major (4 regs), B "col" (2 regs), fp32 accumulators.
+template <class E>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                        uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma16816<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                 uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two fp32 values rounded (to nearest even) to the element type and packed: lo in the low 16 bits (the lower
+// column of an mma fragment pair).
+template <class E>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+__device__ __forceinline__ float to_float(__half x) {
+  return __half2float(x);
+}
+
+// 2^x (MUFU.EX2, relative error ~2^-22); exactly +0 for -inf.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Copies rows [0, rows) of a tile (row r at g + r * stride) into shared memory with the traits' padded pitch;
+// rows [rows, kRows) are zero-filled without reading global memory.
+template <class Tr, int kPerThread>
+__device__ __forceinline__ void copy_tile(typename Tr::Element* s, const typename Tr::Element* g,
+                                          int64_t stride, int rows, int tid) {
+#pragma unroll
+  for (int it = 0; it < kPerThread; ++it) {
+    const int c = tid + it * Tr::kThreads;
+    const int r = c / Tr::kRowChunks, col = (c % Tr::kRowChunks) * Tr::kChunk;
+    const bool ok = r < rows;
+    cp_async_16(smem_addr(s + r * Tr::kPitch + col), ok ? g + r * stride + col : g, ok ? 16 : 0);
+  }
+}
+
+}  // namespace detail
+
+template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, int kStages, class Element>
+__global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const Fa2FwdParams prm) {
+  using namespace detail;
+  using Tr = Fa2FwdTraits<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element>;
+  constexpr int kMT = Tr::kMTiles, kST = Tr::kSTiles, kOT = Tr::kOTiles, kPitch = Tr::kPitch;
+
+  extern __shared__ __align__(16) unsigned char fa2_smem[];
+  Element* sQ = reinterpret_cast<Element*>(fa2_smem);
+  Element* sK = sQ + Tr::kQElems;
+  Element* sV = sK + kStages * Tr::kKvElems;
+
+  const AttentionParams& a = prm.a;
+  const int b = static_cast<int>(blockIdx.y), h = static_cast<int>(blockIdx.z);
+  const int q0 = static_cast<int>(blockIdx.x) * kBlockM;
+  const int lq = seq_len(a, prm.cu_q, a.seqlen_q, b);
+  if (q0 >= lq) return;  // past this sequence's end: nothing to write
+  const int lk = seq_len(a, prm.cu_k, a.seqlen_k, b);
+  const int64_t off_q = seq_offset(a, prm.cu_q, a.seqlen_q, b);
+  const int64_t off_k = seq_offset(a, prm.cu_k, a.seqlen_k, b);
+  const int hk = h / a.group;  // GQA / MQA: the kv head of query head h
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t4 = lane % 4;  // mma fragment coordinates: row group, column pair
+  const int warp_row0 = warp * Tr::kWarpRows;
+
+  // ---- visible key blocks (the simulator's visible_key_blocks): rows [q0, q0 + Br) see keys [lo, hi).
+  const int64_t shift = static_cast<int64_t>(lk) - lq;  // bottom-right alignment: diagonal j = i + shift
+  const int64_t lo = a.window_left < 0 ? 0 : max_of<int64_t>(0, q0 + shift - a.window_left);
+  const int64_t hi =
+      a.window_right < 0 ? lk : min_of<int64_t>(lk, q0 + kBlockM + shift + a.window_right);
+  const int n_min = static_cast<int>(lo / kBlockN);
+  const int n_max = hi <= 0 ? 0 : static_cast<int>((hi + kBlockN - 1) / kBlockN);
+  const int n_blocks = n_max > n_min ? n_max - n_min : 0;
+  // A key block needs element masking when it crosses the end of the keys or a window limit of some row:
+  // the largest left limit (last row) or the smallest right limit (first row).
+  const int64_t left_max = a.window_left < 0 ? 0 : q0 + kBlockM - 1 + shift - a.window_left;
+  const int64_t right_min =
+      a.window_right < 0 ? lk : min_of<int64_t>(lk, q0 + shift + a.window_right + 1);  // exclusive
+
+  // This thread's rows (mt, hf): i = q0 + warp_row0 + mt * 16 + hf * 8 + g; visible keys [jmin, jend).
+  // Rows past the sequence see nothing (their results are never stored).
+  int jmin[kMT][2], jend[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int64_t i = q0 + warp_row0 + mt * 16 + hf * 8 + g;
+      int64_t j0 = a.window_left < 0 ? 0 : max_of<int64_t>(0, i + shift - a.window_left);
+      int64_t j1 = a.window_right < 0 ? lk : min_of<int64_t>(lk, i + shift + a.window_right + 1);
+      if (i >= lq || j1 < j0) j0 = j1 = 0;
+      jmin[mt][hf] = static_cast<int>(j0);
+      jend[mt][hf] = static_cast<int>(max_of<int64_t>(j1, 0));
+    }
+
+  // ---- global tiles
+  const int64_t q_stride = static_cast<int64_t>(a.heads_q) * kHeadDim;    // between rows of q and o
+  const int64_t kv_stride = static_cast<int64_t>(a.heads_kv) * kHeadDim;  // between rows of k and v
+  const Element* gQ = static_cast<const Element*>(prm.q) + (off_q + q0) * q_stride + int64_t{h} * kHeadDim;
+  const Element* gK = static_cast<const Element*>(prm.k) + off_k * kv_stride + int64_t{hk} * kHeadDim;
+  const Element* gV = static_cast<const Element*>(prm.v) + off_k * kv_stride + int64_t{hk} * kHeadDim;
+  Element* gO = static_cast<Element*>(prm.o) + (off_q + q0) * q_stride + int64_t{h} * kHeadDim;
+  const int q_rows = min_of(kBlockM, lq - q0);
+  const auto load_k = [&](Element* dst, int n) {
+    const int k0 = n * kBlockN;
+    copy_tile<Tr, Tr::kKvChunksPerThread>(dst, gK + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0),
+                                          tid);
+  };
+  const auto load_v = [&](Element* dst, int n) {
+    const int k0 = n * kBlockN;
+    copy_tile<Tr, Tr::kKvChunksPerThread>(dst, gV + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0),
+                                          tid);
+  };
+
+  // exp2 multiplier: S unscaled (plain) or already the pipelined score; lse = m * lse_mult + log l.
+  const bool pipeline = prm.pipeline;
+  const float c_exp = pipeline ? kLog2e : a.scale * kLog2e;
+  const float lse_mult = pipeline ? 1.f : a.scale;
+
+  float acc_o[kMT][kOT][4];
+  float row_m[kMT][2], row_l[kMT][2];  // running max (S units) and this thread's partial row sum
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < kOT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[mt][nt][e] = 0.f;
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      row_m[mt][hf] = neg_inf();
+      row_l[mt][hf] = 0.f;
+    }
+  }
+
+  // ---- prologue: Q with the first block (groups count per thread; every thread commits the same groups).
+  if (n_blocks > 0) {
+    copy_tile<Tr, Tr::kQChunksPerThread>(sQ, gQ, q_stride, q_rows, tid);
+    if constexpr (kStages == 1) {
+      load_k(sK, n_max - 1);  // group: Q, K[last]
+      cp_async_commit();
+    } else {
+#pragma unroll
+      for (int s = 0; s < kStages - 1; ++s) {  // groups: blocks 0 .. kStages - 2 of the walk (Q in the first)
+        if (s < n_blocks) {
+          load_k(sK + s * Tr::kKvElems, n_max - 1 - s);
+          load_v(sV + s * Tr::kKvElems, n_max - 1 - s);
+        }
+        cp_async_commit();
+      }
+    }
+  }
+
+  for (int it = 0; it < n_blocks; ++it) {
+    const int n = n_max - 1 - it, k0 = n * kBlockN;
+    const Element* sKc;
+    const Element* sVc;
+    if constexpr (kStages == 1) {
+      // FA2's schedule with one K and one V buffer: V[n] streams in under Q K^T, K[n-1] under softmax + P V.
+      sKc = sK;
+      sVc = sV;
+      cp_async_wait<0>();  // K[n] (and Q) landed
+      __syncthreads();     // ... for every thread; every warp is done with V[n+1]
+      load_v(sV, n);
+      cp_async_commit();
+    } else {
+      // kStages buffers: block it + kStages - 1 of the walk streams in while block it is computed.
+      const int slot = it % kStages;
+      sKc = sK + slot * Tr::kKvElems;
+      sVc = sV + slot * Tr::kKvElems;
+      cp_async_wait<kStages - 2>();  // block it landed
+      __syncthreads();               // ... for every thread; every warp is done with block it - 1's slot
+      const int ahead = it + kStages - 1;
+      if (ahead < n_blocks) {
+        load_k(sK + (ahead % kStages) * Tr::kKvElems, n_max - 1 - ahead);
+        load_v(sV + (ahead % kStages) * Tr::kKvElems, n_max - 1 - ahead);
+      }
+      cp_async_commit();
+    }
+
+    // ---- S = Q K^T: per k16 step, A fragments of the warp's m16 tiles, B fragments of two n8 tiles per
+    // ldmatrix.x4.
+    float acc_s[kMT][kST][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kST; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc_s[mt][nt][e] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < Tr::kQkSteps; ++ks) {
+      uint32_t qa[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+        ldmatrix_x4(qa[mt], smem_addr(sQ + (warp_row0 + mt * 16 + (lane & 15)) * kPitch + ks * 16 +
+                                      (lane >> 4) * 8));
+#pragma unroll
+      for (int np = 0; np < kST / 2; ++np) {
+        uint32_t kb[4];  // b0, b1 of key tile 2np; b0, b1 of key tile 2np + 1
+        ldmatrix_x4(kb, smem_addr(sKc + (np * 16 + (lane & 7) + (lane >> 4) * 8) * kPitch + ks * 16 +
+                                  ((lane >> 3) & 1) * 8));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          mma16816<Element>(acc_s[mt][2 * np], qa[mt], kb[0], kb[1]);
+          mma16816<Element>(acc_s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+        }
+      }
+    }
+
+    if constexpr (kStages == 1) {
+      cp_async_wait<0>();  // V[n] landed
+      __syncthreads();     // ... for every thread; every warp is done with K[n]
+      if (it + 1 < n_blocks) {
+        load_k(sK, n - 1);
+        cp_async_commit();
+      }
+    }
+
+    // ---- score pipeline. Element (mt, nt, e): row (mt, hf = e / 2), key j = k0 + nt * 8 + 2 t4 + e % 2.
+    if (pipeline) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          const int i = q0 + warp_row0 + mt * 16 + hf * 8 + g;
+          const int64_t bias_row = a.has_bias ? b * a.bias_stride_b + h * a.bias_stride_h + i * a.bias_stride_q
+                                              : 0;
+          const int64_t mask_row = a.has_mask ? b * a.mask_stride_b + h * a.mask_stride_h + i * a.mask_stride_q
+                                              : 0;
+          const float slope = a.alibi ? prm.slopes[h] : 0.f;
+#pragma unroll
+          for (int nt = 0; nt < kST; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int j = k0 + nt * 8 + 2 * t4 + e;
+              float& s = acc_s[mt][nt][2 * hf + e];
+              if (j < jmin[mt][hf] || j >= jend[mt][hf]) {  // window, sequence ends
+                s = neg_inf();
+                continue;
+              }
+              float x = s * a.scale;  // s = scale * q.k
+              if (a.softcap > 0.f) x = a.softcap * tanhf(x / a.softcap);
+              if (a.has_bias) x += to_float(static_cast<const Element*>(prm.bias)[bias_row + j]);
+              if (a.alibi) {
+                const int64_t dist = i + shift - j;  // bottom-right aligned distance to the diagonal
+                x += -slope * static_cast<float>(dist < 0 ? -dist : dist);
+              }
+              if (a.has_mask && prm.mask[mask_row + j] == 0) x = neg_inf();
+              s = x;
+            }
+        }
+    } else if (k0 < left_max || k0 + kBlockN > right_min) {
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < kST; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int j = k0 + nt * 8 + 2 * t4 + (e & 1);
+            if (j < jmin[mt][e >> 1] || j >= jend[mt][e >> 1]) acc_s[mt][nt][e] = neg_inf();
+          }
+    }
+
+    // ---- online softmax, per row: a quad (4 lanes) holds one row of the block.
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        float mx = row_m[mt][hf];
+#pragma unroll
+        for (int nt = 0; nt < kST; ++nt)
+          mx = fmaxf(mx, fmaxf(acc_s[mt][nt][2 * hf], acc_s[mt][nt][2 * hf + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        // m = -inf (nothing visible yet): shift by 0 so that exp never sees -inf - -inf.
+        const float m_scaled = mx == neg_inf() ? 0.f : mx * c_exp;
+        const float alpha = exp2_approx(row_m[mt][hf] * c_exp - m_scaled);  // exp(m_old - m_new); 0 from -inf
+        row_m[mt][hf] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < kST; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            float& s = acc_s[mt][nt][2 * hf + e];
+            s = exp2_approx(fmaf(s, c_exp, -m_scaled));  // P = exp(S - m_new), fp32
+            sum += s;
+          }
+        row_l[mt][hf] = row_l[mt][hf] * alpha + sum;  // l = alpha l + rowsum(P), from the unrounded P
+#pragma unroll
+        for (int nt = 0; nt < kOT; ++nt) {
+          acc_o[mt][nt][2 * hf] *= alpha;
+          acc_o[mt][nt][2 * hf + 1] *= alpha;
+        }
+      }
+
+    // ---- O += P V: P rounded to the input dtype; S's C fragments of key tiles 2ks, 2ks + 1 are the A
+    // fragment of k16 step ks. V through ldmatrix.trans: two head-dim n8 tiles per ldmatrix.x4.
+#pragma unroll
+    for (int ks = 0; ks < Tr::kPvSteps; ++ks) {
+      uint32_t pa[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        pa[mt][0] = pack2<Element>(acc_s[mt][2 * ks][0], acc_s[mt][2 * ks][1]);
+        pa[mt][1] = pack2<Element>(acc_s[mt][2 * ks][2], acc_s[mt][2 * ks][3]);
+        pa[mt][2] = pack2<Element>(acc_s[mt][2 * ks + 1][0], acc_s[mt][2 * ks + 1][1]);
+        pa[mt][3] = pack2<Element>(acc_s[mt][2 * ks + 1][2], acc_s[mt][2 * ks + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < kOT / 2; ++dp) {
+        uint32_t vb[4];  // b0, b1 of head-dim tile 2dp; b0, b1 of tile 2dp + 1
+        ldmatrix_x4_trans(vb, smem_addr(sVc + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kPitch +
+                                        dp * 16 + (lane >> 4) * 8));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          mma16816<Element>(acc_o[mt][2 * dp], pa[mt], vb[0], vb[1]);
+          mma16816<Element>(acc_o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+        }
+      }
+    }
+  }
+  if constexpr (kStages > 1) cp_async_wait<0>();  // only empty groups can be left; retire them
+
+  // ---- epilogue: O / l in the input dtype, staged in this warp's own rows of sQ (no other warp reads them),
+  // then 16-byte coalesced stores of the rows inside the sequence; lse = m + log l (-inf, o = 0 if l = 0).
+  float lse_v[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float l = row_l[mt][hf];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      lse_v[mt][hf] = l > 0.f ? row_m[mt][hf] * lse_mult + logf(l) : neg_inf();
+      const int r = warp_row0 + mt * 16 + hf * 8 + g;
+#pragma unroll
+      for (int nt = 0; nt < kOT; ++nt)
+        *reinterpret_cast<uint32_t*>(sQ + r * kPitch + nt * 8 + 2 * t4) =
+            pack2<Element>(acc_o[mt][nt][2 * hf] * inv, acc_o[mt][nt][2 * hf + 1] * inv);
+    }
+  __syncwarp();
+#pragma unroll
+  for (int it = 0; it < Tr::kOChunksPerLane; ++it) {
+    const int c = lane + it * 32;
+    const int r = warp_row0 + c / Tr::kRowChunks, col = (c % Tr::kRowChunks) * Tr::kChunk;
+    if (r < q_rows)
+      *reinterpret_cast<uint4*>(gO + r * q_stride + col) = *reinterpret_cast<const uint4*>(sQ + r * kPitch + col);
+  }
+  if (t4 == 0) {
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = warp_row0 + mt * 16 + hf * 8 + g;
+        if (r < q_rows) prm.lse[lse_index(a, prm.cu_q, b, h, q0 + r)] = lse_v[mt][hf];
+      }
+  }
+}
+
+}  // namespace flashsim::gpu::fa2

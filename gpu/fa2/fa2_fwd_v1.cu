@@ -1,0 +1,199 @@
+// fa2-fwd-v1: FlashAttention-2's forward as one fused kernel (fa2_fwd_kernel.cuh): a query block per CTA,
+// K/V blocks streamed through shared memory by cp.async, S and P in registers, mma.sync tensor cores, O and
+// lse written once. This file: what it can run, the instantiated tile configs and the launch.
+//
+// Instantiated configs (Br x Bc, warps, K/V stages), each for bf16 and fp16:
+//   d64, d96, d128: Br128 Bc64 w4, stages 1 and 2      d256: Br64 Bc64 w4, stages 1 and 2
+// Why these (fa2_fwd_traits.h has the register and shared-memory arithmetic):
+//   - Br128 Bc64 w4 is FlashAttention-2's own choice for d64..d128 on A100 / H100 (flash_fwd_launch_template.h):
+//     4 warps x 32 rows keep the O accumulators (32 x d / 32 lanes) plus S (32 x 64 / 32) in <= 192 fp32
+//     registers, and Bc64 amortizes the per-block O rescale (Br x d multiplies) and barriers over 64 keys.
+//     For d128 causal, FA2's Br128 Bc32 is its sm86/sm89 choice (100 KB of shared memory there); on sm80 /
+//     sm90 it keeps Bc64 for causal too, and so do we: the diagonal block wastes Br x Bc / 2 scores per
+//     query block, under 2% at seqlen 4096, while Bc32 would double the rescales and barriers per key.
+//   - d256: Br64 w4 (16 rows a warp): 128 O + 32 S accumulators; Br128 w4 would need 320 (spills). FA2 runs
+//     Br64 Bc64 w4 where shared memory is short, and Br128 w8 on A100/H100 (8 warps: a later version).
+//   - stages 1 = FA2's schedule (one K and one V buffer: V[n] loads under Q K^T, K[n-1] under softmax + P V);
+//     stages 2 = K and V of the next block prefetched under the whole current block.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "fa2_fwd_kernel.cuh"
+#include "flashsim/error.h"
+#include "flashsim/gpu/kernel.h"
+#include "flashsim/gpu/params.h"
+
+namespace flashsim::gpu {
+
+namespace {
+
+using fa2::Fa2FwdParams;
+using fa2::Fa2FwdTraits;
+
+void cuda_check(cudaError_t e, const char* call, const char* file, int line) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("fa2-fwd-v1: ") + call + " failed at " + file + ":" +
+                             std::to_string(line) + ": " + cudaGetErrorName(e) + ": " +
+                             cudaGetErrorString(e));
+}
+#define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
+
+// gridDim.y (batch) and gridDim.z (heads_q) are at most 65535.
+constexpr int64_t kMaxGridYZ = 65535;
+
+// The instantiated tile configs (the dispatch in launch_t must list the same).
+struct Instance {
+  int head_dim, block_q, block_k, warps;
+};
+constexpr Instance kInstances[] = {{64, 128, 64, 4}, {96, 128, 64, 4}, {128, 128, 64, 4}, {256, 64, 64, 4}};
+constexpr int kMaxStages = 2;  // stages 1 and 2 of each
+constexpr const char* kInstancesText =
+    "d64, d96, d128: Br128 Bc64 w4; d256: Br64 Bc64 w4; each with stages 1 or 2, without q_in_registers or "
+    "kv_shared_buffer";
+
+bool instantiated(const AttentionProblem& p, const TileConfig& c) {
+  if (c.q_in_registers || c.kv_shared_buffer || c.stages < 1 || c.stages > kMaxStages) return false;
+  for (const Instance& i : kInstances)
+    if (p.head_dim == i.head_dim && c.block_q == i.block_q && c.block_k == i.block_k && c.warps == i.warps)
+      return true;
+  return false;
+}
+
+std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16)
+    return "dtype " + std::string(dtype_name(p.dtype)) + " (fa2-fwd-v1 runs fp16 and bf16)";
+  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 256)
+    return "head_dim " + std::to_string(p.head_dim) + " (fa2-fwd-v1 runs 64, 96, 128, 256)";
+  if (p.head_dim_v != p.head_dim)
+    return "head_dim_v " + std::to_string(p.head_dim_v) + " != head_dim " + std::to_string(p.head_dim) +
+           " (fa2-fwd-v1 needs them equal)";
+  if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) return "heads_q is not a multiple of heads_kv";
+  if (p.batch > kMaxGridYZ || p.heads_q > kMaxGridYZ)
+    return "batch or heads_q over 65535 (gridDim.y, gridDim.z)";
+  if (!instantiated(p, c))
+    return "tile " + c.describe() + " is not instantiated for head_dim " + std::to_string(p.head_dim) +
+           " (instantiated: " + kInstancesText + ")";
+  return "";
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) throw InputError("fa2-fwd-v1", std::string("missing device buffer: ") + what);
+}
+void require_aligned(const void* ptr, const char* what) {
+  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+    throw InputError("fa2-fwd-v1", std::string(what) + " is not 16-byte aligned (16-byte cp.async / stores)");
+}
+
+// make_params(p) with the window sides that hide no key (>= Sq + Sk) made -1, as naive-v1 does: the window
+// arithmetic then stays far from int overflow.
+AttentionParams params_of(const AttentionProblem& p) {
+  AttentionParams a = make_params(p);  // throws InputError when a size exceeds int
+  if (a.window_left >= p.seqlen_q + p.seqlen_k) a.window_left = -1;
+  if (a.window_right >= p.seqlen_q + p.seqlen_k) a.window_right = -1;
+  return a;
+}
+
+template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, int kStages, class Element>
+void run(const Fa2FwdParams& prm, cudaStream_t stream) {
+  using Tr = Fa2FwdTraits<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element>;
+  const auto kernel = fa2::flashsim_fa2_fwd_kernel<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element>;
+  constexpr size_t smem = Tr::kSmemBytes;
+  if constexpr (smem > 48 * 1024) {
+    int device = 0, optin = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    if (static_cast<size_t>(optin) < smem)
+      throw std::runtime_error("fa2-fwd-v1: the tile needs " + std::to_string(smem) +
+                               " bytes of shared memory; this device allows " + std::to_string(optin));
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+  }
+  const dim3 grid(static_cast<unsigned>((prm.a.seqlen_q + kBlockM - 1) / kBlockM),
+                  static_cast<unsigned>(prm.a.batch), static_cast<unsigned>(prm.a.heads_q));
+  kernel<<<grid, Tr::kThreads, smem, stream>>>(prm);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, class Element>
+void run_stages(int stages, const Fa2FwdParams& prm, cudaStream_t stream) {
+  if (stages == 1) return run<kHeadDim, kBlockM, kBlockN, kNWarps, 1, Element>(prm, stream);
+  return run<kHeadDim, kBlockM, kBlockN, kNWarps, 2, Element>(prm, stream);
+}
+
+template <class Element>
+void launch_t(const AttentionProblem& p, const TileConfig& c, const Fa2FwdParams& prm, cudaStream_t stream) {
+  const int s = c.stages;
+  switch (p.head_dim) {  // the tiles were checked against kInstances
+    case 64:
+      return run_stages<64, 128, 64, 4, Element>(s, prm, stream);
+    case 96:
+      return run_stages<96, 128, 64, 4, Element>(s, prm, stream);
+    case 128:
+      return run_stages<128, 128, 64, 4, Element>(s, prm, stream);
+    case 256:
+      return run_stages<256, 64, 64, 4, Element>(s, prm, stream);
+    default:
+      throw std::logic_error("fa2-fwd-v1: head_dim passed unsupported() but has no instance");
+  }
+}
+
+void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
+  if (const std::string why = unsupported(p, c); !why.empty()) throw InputError("fa2-fwd-v1", why);
+  require(args.q && args.k && args.v, "q, k, v");
+  require(args.o && args.lse, "o, lse");
+  require(p.bias == BroadcastShape::None || args.bias, "bias");
+  require(p.mask == BroadcastShape::None || args.mask, "mask");
+  require(!p.alibi || args.alibi_slopes, "alibi_slopes");
+  require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
+  require_aligned(args.q, "q");
+  require_aligned(args.k, "k");
+  require_aligned(args.v, "v");
+  require_aligned(args.o, "o");
+
+  Fa2FwdParams prm;
+  prm.a = params_of(p);
+  if (prm.a.seqlen_q == 0 || prm.a.total_q == 0) return;  // no query row: nothing to write
+  prm.q = args.q;
+  prm.k = args.k;
+  prm.v = args.v;
+  prm.o = args.o;
+  prm.lse = args.lse;
+  prm.bias = prm.a.has_bias ? args.bias : nullptr;
+  prm.mask = prm.a.has_mask ? args.mask : nullptr;
+  prm.slopes = prm.a.alibi ? args.alibi_slopes : nullptr;
+  prm.cu_q = p.varlen() ? args.cu_seqlens_q : nullptr;
+  prm.cu_k = p.varlen() ? args.cu_seqlens_k : nullptr;
+  // The plain path folds the scale into exp2 and takes the row max of unscaled scores: scale > 0 only.
+  prm.pipeline =
+      prm.a.softcap > 0.f || prm.a.has_bias || prm.a.has_mask || prm.a.alibi || !(prm.a.scale > 0.f);
+  const auto stream = static_cast<cudaStream_t>(args.stream);
+  if (p.dtype == DType::BF16)
+    launch_t<__nv_bfloat16>(p, c, prm, stream);
+  else
+    launch_t<__half>(p, c, prm, stream);
+}
+
+}  // namespace
+
+KernelVersion fa2_fwd_v1() {
+  KernelVersion kv;
+  kv.name = "fa2-fwd-v1";
+  kv.algorithm = Algorithm::Fa2;
+  kv.backend = Backend::Cuda;
+  kv.summary =
+      "FlashAttention-2 forward: one CTA per query block, K/V blocks streamed by cp.async, S and P in "
+      "registers, mma.sync m16n8k16, online softmax, O and lse written once";
+  kv.sim_kernels = {"fwd_fa2"};
+  kv.unsupported = unsupported;
+  kv.workspace_bytes = nullptr;
+  kv.forward = forward;
+  kv.backward = nullptr;  // forward only
+  return kv;
+}
+
+}  // namespace flashsim::gpu

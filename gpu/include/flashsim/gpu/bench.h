@@ -1,0 +1,31 @@
+#pragma once
+// Timing kernel versions on a CUDA device: CUDA events around each launch, warm-up launches first, the median of
+// the timed ones, inputs rotated through more memory than L2 holds so that no launch finds its inputs cached.
+#include <string>
+#include <vector>
+
+#include "flashsim/gpu/kernel.h"
+
+namespace flashsim::gpu {
+
+struct BenchOptions {
+  int warmup = 3;                      // launches before timing: module load, cuBLAS handles, clocks up
+  int repeats = 20;                    // timed launches; the median is reported
+  int64_t rotate_bytes = 256ll << 20;  // input copies cycled through: 5x an H100's 50 MB L2
+};
+
+struct BenchResult {
+  std::string kernel, problem;
+  double fwd_ms = 0, bwd_ms = 0;          // medians; bwd 0 for a forward-only version
+  double fwd_tflops = 0, bwd_tflops = 0;  // forward 4 B H Sq Sk d (halved when causal), backward 2.5x that
+  std::string skipped;                    // why the version cannot run the problem ("" when it ran)
+};
+
+// The FLOPs the benchmarks of FlashAttention count: 4 B H Sq Sk d forward (d for QK^T and PV), half of it with
+// a causal mask (the visible pairs of a square causal problem), and 2.5x the forward for the backward.
+double conventional_forward_flops(const AttentionProblem& p);
+
+BenchResult bench(const KernelVersion& v, const AttentionProblem& p, const TileConfig& c,
+                  const BenchOptions& o);
+
+}  // namespace flashsim::gpu
