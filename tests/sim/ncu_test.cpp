@@ -94,6 +94,15 @@ TEST(Ncu, RecognizesFa2) {
   EXPECT_EQ(b->config.bwd_block_q, 64);
   EXPECT_EQ(b->config.bwd_block_k, 128);
   EXPECT_FALSE(recognize_kernel("void other_kernel<int>"));
+  // flashsim's own FA2 forward (gpu/fa2/), as ncu names a kernel in an anonymous namespace.
+  auto ours = recognize_kernel(
+      "void flashsim::gpu::(anonymous namespace)::flashsim_fa2_fwd_kernel<96, 64, 32, 2, 2, "
+      "__nv_bfloat16>(Params)");
+  ASSERT_TRUE(ours);
+  EXPECT_EQ(ours->model, &kernel_model("fwd_fa2"));
+  EXPECT_EQ(ours->config.block_q, 64);
+  EXPECT_EQ(ours->config.block_k, 32);
+  EXPECT_EQ(ours->config.warps, 2);
 }
 
 namespace {

@@ -18,8 +18,11 @@ TileConfig from_fwd_traits(const std::smatch& m, const std::string& name) {
 KernelModel fa2_forward() {
   KernelModel m = key_streaming_model<1>(
       "fwd_fa2", Algorithm::Fa2, "FA2 forward: Q block resident, K/V blocks streamed, O and lse stored once");
+  // Dao-AILab's kernel (PyTorch's SDPA flash backend builds the same), and ours (gpu/fa2/), whose first four
+  // template arguments are the same: head dim, Br, Bc, warps.
   m.ncu_names = {
-      {R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits}};
+      {R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits},
+      {R"(flashsim_fa2_fwd_kernel<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits}};
   return m;
 }
 
