@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# On the GPU machine: our FA2 forward (fa2-fwd-v1) under Nsight Compute on 4 shapes, one launch each, with the
+# metrics `flashsim traffic compare` reads (ncu_shapes.sh's set), then the comparison with the prediction for
+# the same tile config (the kernel's template arguments). Into OUT:
+#   bash bench/gpu/traffic.sh [BUNDLE] [OUT]
+set -u
+cd "$(dirname "$0")/../.."
+bundle=${1:-.gpu-bundle}
+out=${2:-${OUT:-.}}
+export LD_LIBRARY_PATH="$PWD/$bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+metrics=$(sed -n '/^metrics=/,/^l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum/p' bench/gpu/ncu_shapes.sh | sed 's/^metrics=//' | tr -d '\\\n')
+metrics=$metrics,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
+# name batch heads seqlen head_dim causal
+shapes=(
+  "d128_n4096 2 16 4096 128 no"
+  "d128_n4096_causal 2 16 4096 128 yes"
+  "d64_n2048 4 16 2048 64 no"
+  "d96_n3000_causal 2 8 3000 96 yes"
+)
+for s in "${shapes[@]}"; do
+  set -- $s
+  name=$1 b=$2 h=$3 n=$4 d=$5 causal=$6
+  ncu --clock-control none -k regex:flashsim_fa2_fwd_kernel --launch-count 1 --csv --metrics "$metrics" \
+    "$bundle/flashsim-gpu" bench --kernel fa2-fwd-v1 --batch "$b" --heads "$h" --seqlens "$n" --head-dims "$d" \
+    --causal "$causal" --repeats 3 > "$out/ncu_fa2_fwd_v1_$name.csv" 2> "$out/ncu_fa2_fwd_v1_$name.err"
+  flags=(--batch "$b" --heads "$h" --seqlen "$n" --head-dim "$d")
+  [ "$causal" = yes ] && flags+=(--causal)
+  echo "== $name: flashsim traffic compare ${flags[*]}" | tee -a "$out/traffic_compare.txt"
+  "$bundle/flashsim" traffic compare --ncu "$out/ncu_fa2_fwd_v1_$name.csv" "${flags[@]}" 2>&1 | tee -a "$out/traffic_compare.txt"
+done
+tar -C "$out" -czf "$out/ncu_fa2_fwd_v1_csvs.tar.gz" $(cd "$out" && ls ncu_fa2_fwd_v1_*.csv) && rm -f "$out"/ncu_fa2_fwd_v1_*.csv
