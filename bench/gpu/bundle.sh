@@ -19,4 +19,8 @@ for bin in "$out/flashsim" "$out/flashsim-gpu"; do
     esac
   done
 done
+strip "$out/flashsim" "$out/flashsim-gpu"
+# The device tool carries at most 64 MiB with the working tree: the libraries travel compressed (OpenBLAS alone
+# is 36 MB), unpacked on the GPU machine by the scripts that use the bundle (check.sh, bench.sh, traffic.sh).
+tar -C "$out" -cJf "$out/lib.tar.xz" lib && rm -rf "$out/lib"
 du -sh "$out"

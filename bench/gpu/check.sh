@@ -7,6 +7,7 @@ set -u
 cd "$(dirname "$0")/../.."
 bundle=${1:-.gpu-bundle}
 out=${2:-${OUT:-.}}
+[ -d "$bundle/lib" ] || tar -C "$bundle" -xJf "$bundle/lib.tar.xz"  # bundle.sh packs the libraries
 export LD_LIBRARY_PATH="$PWD/$bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 fg="$bundle/flashsim-gpu"
 nvidia-smi -L | tee "$out/gpu.txt"

@@ -47,11 +47,14 @@ struct Fa2FwdParams {
   const int32_t* cu_q = nullptr;
   const int32_t* cu_k = nullptr;
   bool pipeline = false;  // softcap, bias, mask, ALiBi or scale <= 0: the full per-element score pipeline
+  // Problem constants precomputed on the host: the kernel reads them as constant-bank operands rather than
+  // keeping them in registers across the key loop.
+  int64_t q_stride = 0;     // heads_q * d: between rows of q and o
+  int64_t kv_stride = 0;    // heads_kv * d: between rows of k and v
+  float exp2_scale = 0.f;   // exp(x) = exp2(x * exp2_scale): scale * log2(e) (plain), log2(e) (pipeline)
 };
 
 namespace detail {
-
-constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ float neg_inf() {
   return __int_as_float(0xff800000);  // -inf in IEEE binary32
@@ -147,26 +150,40 @@ __device__ __forceinline__ float exp2_approx(float x) {
 }
 
 // Copies rows [0, rows) of a tile (row r at g + r * stride) into shared memory with the traits' padded pitch;
-// rows [rows, kRows) are zero-filled without reading global memory.
-template <class Tr, int kPerThread>
+// rows [rows, kRows) are zero-filled without reading global memory. Thread tid copies chunk tid % kRowSlots
+// of rows tid / kRowSlots + it * kRowsPerPass through one source pointer stepped by a pass (no per-chunk
+// 64-bit offsets kept live across the key loop); shared-memory destinations are compile-time offsets.
+template <class Tr, int kRows>
 __device__ __forceinline__ void copy_tile(typename Tr::Element* s, const typename Tr::Element* g,
                                           int64_t stride, int rows, int tid) {
+  constexpr int kEl = static_cast<int>(sizeof(typename Tr::Element));
+  constexpr int kRowsPerPass = Tr::kThreads / Tr::kRowSlots;
+  static_assert(kRows % kRowsPerPass == 0, "whole passes");
+  const int r0 = tid / Tr::kRowSlots, chunk = tid % Tr::kRowSlots, col = chunk * Tr::kChunk;
+  if (Tr::kRowSlots != Tr::kRowChunks && chunk >= Tr::kRowChunks) return;  // d96: 4 idle slots a row
+  const int left = rows - r0;  // rows this thread still has to copy
+  const typename Tr::Element* src = g + r0 * stride + col;
+  const uint32_t dst = smem_addr(s + r0 * Tr::kPitch + col);
 #pragma unroll
-  for (int it = 0; it < kPerThread; ++it) {
-    const int c = tid + it * Tr::kThreads;
-    const int r = c / Tr::kRowChunks, col = (c % Tr::kRowChunks) * Tr::kChunk;
-    const bool ok = r < rows;
-    cp_async_16(smem_addr(s + r * Tr::kPitch + col), ok ? g + r * stride + col : g, ok ? 16 : 0);
+  for (int it = 0; it < kRows / kRowsPerPass; ++it) {
+    const bool ok = it * kRowsPerPass < left;
+    cp_async_16(dst + it * kRowsPerPass * Tr::kPitch * kEl, ok ? src : g, ok ? 16 : 0);
+    src += kRowsPerPass * stride;
   }
 }
 
 }  // namespace detail
 
-template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, int kStages, class Element>
+// kPipeline: the full per-element score pipeline (softcap, bias, mask, ALiBi, or a scale <= 0) in every key
+// block; without it, unscaled scores with the scale folded into exp2 and masking only in the blocks that
+// straddle a window limit or the end of the keys. Two instantiations rather than a run-time branch: the
+// pipeline's loads and tanhf would otherwise cost the plain kernel registers (and spills) in its hot loop.
+template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, int kStages, class Element, bool kPipeline>
 __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const Fa2FwdParams prm) {
   using namespace detail;
   using Tr = Fa2FwdTraits<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element>;
   constexpr int kMT = Tr::kMTiles, kST = Tr::kSTiles, kOT = Tr::kOTiles, kPitch = Tr::kPitch;
+  constexpr uint32_t kEl = sizeof(Element);
 
   extern __shared__ __align__(16) unsigned char fa2_smem[];
   Element* sQ = reinterpret_cast<Element*>(fa2_smem);
@@ -195,49 +212,50 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   const int n_max = hi <= 0 ? 0 : static_cast<int>((hi + kBlockN - 1) / kBlockN);
   const int n_blocks = n_max > n_min ? n_max - n_min : 0;
   // A key block needs element masking when it crosses the end of the keys or a window limit of some row:
-  // the largest left limit (last row) or the smallest right limit (first row).
+  // the largest left limit (last row) or the smallest right limit (first row). Blocks n with
+  // n_full_lo <= n < n_full_hi need none.
   const int64_t left_max = a.window_left < 0 ? 0 : q0 + kBlockM - 1 + shift - a.window_left;
   const int64_t right_min =
       a.window_right < 0 ? lk : min_of<int64_t>(lk, q0 + shift + a.window_right + 1);  // exclusive
-
-  // This thread's rows (mt, hf): i = q0 + warp_row0 + mt * 16 + hf * 8 + g; visible keys [jmin, jend).
-  // Rows past the sequence see nothing (their results are never stored).
-  int jmin[kMT][2], jend[kMT][2];
-#pragma unroll
-  for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-    for (int hf = 0; hf < 2; ++hf) {
-      const int64_t i = q0 + warp_row0 + mt * 16 + hf * 8 + g;
-      int64_t j0 = a.window_left < 0 ? 0 : max_of<int64_t>(0, i + shift - a.window_left);
-      int64_t j1 = a.window_right < 0 ? lk : min_of<int64_t>(lk, i + shift + a.window_right + 1);
-      if (i >= lq || j1 < j0) j0 = j1 = 0;
-      jmin[mt][hf] = static_cast<int>(j0);
-      jend[mt][hf] = static_cast<int>(max_of<int64_t>(j1, 0));
-    }
+  const int n_full_lo = left_max <= 0 ? 0 : static_cast<int>(min_of<int64_t>((left_max + kBlockN - 1) / kBlockN, n_max));
+  const int n_full_hi = right_min < kBlockN ? 0 : static_cast<int>(right_min / kBlockN);
+  // Keys [jlo, jhi) visible to row i by the window and the sequence ends; none for a row past the sequence
+  // (its results are never stored). Computed where needed rather than kept live across the key loop.
+  const auto row_keys = [&](int i, int& jlo, int& jhi) {
+    int64_t j0 = a.window_left < 0 ? 0 : max_of<int64_t>(0, i + shift - a.window_left);
+    int64_t j1 = a.window_right < 0 ? lk : min_of<int64_t>(lk, i + shift + a.window_right + 1);
+    if (i >= lq || j1 < j0) j0 = j1 = 0;
+    jlo = static_cast<int>(j0);
+    jhi = static_cast<int>(j1);
+  };
 
   // ---- global tiles
-  const int64_t q_stride = static_cast<int64_t>(a.heads_q) * kHeadDim;    // between rows of q and o
-  const int64_t kv_stride = static_cast<int64_t>(a.heads_kv) * kHeadDim;  // between rows of k and v
-  const Element* gQ = static_cast<const Element*>(prm.q) + (off_q + q0) * q_stride + int64_t{h} * kHeadDim;
+  const int64_t q_stride = prm.q_stride, kv_stride = prm.kv_stride;
   const Element* gK = static_cast<const Element*>(prm.k) + off_k * kv_stride + int64_t{hk} * kHeadDim;
   const Element* gV = static_cast<const Element*>(prm.v) + off_k * kv_stride + int64_t{hk} * kHeadDim;
-  Element* gO = static_cast<Element*>(prm.o) + (off_q + q0) * q_stride + int64_t{h} * kHeadDim;
   const int q_rows = min_of(kBlockM, lq - q0);
   const auto load_k = [&](Element* dst, int n) {
     const int k0 = n * kBlockN;
-    copy_tile<Tr, Tr::kKvChunksPerThread>(dst, gK + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0),
+    copy_tile<Tr, kBlockN>(dst, gK + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0),
                                           tid);
   };
   const auto load_v = [&](Element* dst, int n) {
     const int k0 = n * kBlockN;
-    copy_tile<Tr, Tr::kKvChunksPerThread>(dst, gV + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0),
+    copy_tile<Tr, kBlockN>(dst, gV + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0),
                                           tid);
   };
 
+  // ldmatrix row addresses of this lane (bytes): lane l addresses row l % 8 of matrix l / 8 of an x4.
+  //   Q (A, m16 x k16): matrices (rows 0-7 | 8-15) x (cols 0-7 | 8-15) -> a0, a1, a2, a3
+  //   K (B of two n8 key tiles x k16): (keys 0-7, d 0-7), (keys 0-7, d 8-15), (keys 8-15, d 0-7), (8-15, 8-15)
+  //   V (B of k16 keys x two n8 head-dim tiles, .trans): (keys 0-7 | 8-15) x (d 0-7 | 8-15)
+  // The tile and step offsets are compile-time constants added to these (ldmatrix [reg + imm]).
+  const uint32_t q_lane = smem_addr(sQ) + kEl * ((warp_row0 + (lane & 15)) * kPitch + (lane >> 4) * 8);
+  const uint32_t k_lane_off = kEl * (((lane & 7) + (lane >> 4) * 8) * kPitch + ((lane >> 3) & 1) * 8);
+  const uint32_t v_lane_off = kEl * (((lane & 7) + ((lane >> 3) & 1) * 8) * kPitch + (lane >> 4) * 8);
+
   // exp2 multiplier: S unscaled (plain) or already the pipelined score; lse = m * lse_mult + log l.
-  const bool pipeline = prm.pipeline;
-  const float c_exp = pipeline ? kLog2e : a.scale * kLog2e;
-  const float lse_mult = pipeline ? 1.f : a.scale;
+  const float c_exp = prm.exp2_scale;
 
   float acc_o[kMT][kOT][4];
   float row_m[kMT][2], row_l[kMT][2];  // running max (S units) and this thread's partial row sum
@@ -256,7 +274,8 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
 
   // ---- prologue: Q with the first block (groups count per thread; every thread commits the same groups).
   if (n_blocks > 0) {
-    copy_tile<Tr, Tr::kQChunksPerThread>(sQ, gQ, q_stride, q_rows, tid);
+    const Element* gQ = static_cast<const Element*>(prm.q) + (off_q + q0) * q_stride + int64_t{h} * kHeadDim;
+    copy_tile<Tr, kBlockM>(sQ, gQ, q_stride, q_rows, tid);
     if constexpr (kStages == 1) {
       load_k(sK, n_max - 1);  // group: Q, K[last]
       cp_async_commit();
@@ -299,7 +318,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
       cp_async_commit();
     }
 
-    // ---- S = Q K^T: per k16 step, A fragments of the warp's m16 tiles, B fragments of two n8 tiles per
+    // ---- S = Q K^T: per k16 step, A fragments of the warp's m16 tiles, B fragments of two n8 key tiles per
     // ldmatrix.x4.
     float acc_s[kMT][kST][4];
 #pragma unroll
@@ -308,18 +327,16 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
       for (int nt = 0; nt < kST; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc_s[mt][nt][e] = 0.f;
+    const uint32_t k_lane = smem_addr(sKc) + k_lane_off;
 #pragma unroll
     for (int ks = 0; ks < Tr::kQkSteps; ++ks) {
       uint32_t qa[kMT][4];
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-        ldmatrix_x4(qa[mt], smem_addr(sQ + (warp_row0 + mt * 16 + (lane & 15)) * kPitch + ks * 16 +
-                                      (lane >> 4) * 8));
+      for (int mt = 0; mt < kMT; ++mt) ldmatrix_x4(qa[mt], q_lane + kEl * (mt * 16 * kPitch + ks * 16));
 #pragma unroll
       for (int np = 0; np < kST / 2; ++np) {
         uint32_t kb[4];  // b0, b1 of key tile 2np; b0, b1 of key tile 2np + 1
-        ldmatrix_x4(kb, smem_addr(sKc + (np * 16 + (lane & 7) + (lane >> 4) * 8) * kPitch + ks * 16 +
-                                  ((lane >> 3) & 1) * 8));
+        ldmatrix_x4(kb, k_lane + kEl * (np * 16 * kPitch + ks * 16));
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           mma16816<Element>(acc_s[mt][2 * np], qa[mt], kb[0], kb[1]);
@@ -337,17 +354,17 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
       }
     }
 
-    // ---- score pipeline. Element (mt, nt, e): row (mt, hf = e / 2), key j = k0 + nt * 8 + 2 t4 + e % 2.
-    if (pipeline) {
+    // ---- score pipeline. Element (mt, nt, e): row i (mt, hf = e / 2), key j = k0 + nt * 8 + 2 t4 + e % 2.
+    if constexpr (kPipeline) {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
         for (int hf = 0; hf < 2; ++hf) {
           const int i = q0 + warp_row0 + mt * 16 + hf * 8 + g;
-          const int64_t bias_row = a.has_bias ? b * a.bias_stride_b + h * a.bias_stride_h + i * a.bias_stride_q
-                                              : 0;
-          const int64_t mask_row = a.has_mask ? b * a.mask_stride_b + h * a.mask_stride_h + i * a.mask_stride_q
-                                              : 0;
+          int jlo, jhi;
+          row_keys(i, jlo, jhi);
+          const int64_t bias_row = b * a.bias_stride_b + h * a.bias_stride_h + i * a.bias_stride_q;
+          const int64_t mask_row = b * a.mask_stride_b + h * a.mask_stride_h + i * a.mask_stride_q;
           const float slope = a.alibi ? prm.slopes[h] : 0.f;
 #pragma unroll
           for (int nt = 0; nt < kST; ++nt)
@@ -355,7 +372,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
             for (int e = 0; e < 2; ++e) {
               const int j = k0 + nt * 8 + 2 * t4 + e;
               float& s = acc_s[mt][nt][2 * hf + e];
-              if (j < jmin[mt][hf] || j >= jend[mt][hf]) {  // window, sequence ends
+              if (j < jlo || j >= jhi) {  // window, sequence ends: no bias or mask read there
                 s = neg_inf();
                 continue;
               }
@@ -370,16 +387,23 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
               s = x;
             }
         }
-    } else if (k0 < left_max || k0 + kBlockN > right_min) {
+    } else {
+      if (n < n_full_lo || n >= n_full_hi) {
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
+        for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < kST; ++nt)
+          for (int hf = 0; hf < 2; ++hf) {
+            int jlo, jhi;
+            row_keys(q0 + warp_row0 + mt * 16 + hf * 8 + g, jlo, jhi);
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int j = k0 + nt * 8 + 2 * t4 + (e & 1);
-            if (j < jmin[mt][e >> 1] || j >= jend[mt][e >> 1]) acc_s[mt][nt][e] = neg_inf();
+            for (int nt = 0; nt < kST; ++nt)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int j = k0 + nt * 8 + 2 * t4 + e;
+                if (j < jlo || j >= jhi) acc_s[mt][nt][2 * hf + e] = neg_inf();
+              }
           }
+      }
     }
 
     // ---- online softmax, per row: a quad (4 lanes) holds one row of the block.
@@ -416,6 +440,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
 
     // ---- O += P V: P rounded to the input dtype; S's C fragments of key tiles 2ks, 2ks + 1 are the A
     // fragment of k16 step ks. V through ldmatrix.trans: two head-dim n8 tiles per ldmatrix.x4.
+    const uint32_t v_lane = smem_addr(sVc) + v_lane_off;
 #pragma unroll
     for (int ks = 0; ks < Tr::kPvSteps; ++ks) {
       uint32_t pa[kMT][4];
@@ -429,8 +454,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
 #pragma unroll
       for (int dp = 0; dp < kOT / 2; ++dp) {
         uint32_t vb[4];  // b0, b1 of head-dim tile 2dp; b0, b1 of tile 2dp + 1
-        ldmatrix_x4_trans(vb, smem_addr(sVc + (ks * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * kPitch +
-                                        dp * 16 + (lane >> 4) * 8));
+        ldmatrix_x4_trans(vb, v_lane + kEl * (ks * 16 * kPitch + dp * 16));
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           mma16816<Element>(acc_o[mt][2 * dp], pa[mt], vb[0], vb[1]);
@@ -443,6 +467,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
 
   // ---- epilogue: O / l in the input dtype, staged in this warp's own rows of sQ (no other warp reads them),
   // then 16-byte coalesced stores of the rows inside the sequence; lse = m + log l (-inf, o = 0 if l = 0).
+  const float lse_mult = kPipeline ? 1.f : a.scale;
   float lse_v[kMT][2];
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt)
@@ -460,6 +485,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
             pack2<Element>(acc_o[mt][nt][2 * hf] * inv, acc_o[mt][nt][2 * hf + 1] * inv);
     }
   __syncwarp();
+  Element* gO = static_cast<Element*>(prm.o) + (off_q + q0) * q_stride + int64_t{h} * kHeadDim;
 #pragma unroll
   for (int it = 0; it < Tr::kOChunksPerLane; ++it) {
     const int c = lane + it * 32;

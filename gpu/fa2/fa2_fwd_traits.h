@@ -48,13 +48,16 @@ struct Fa2FwdTraits {
   static constexpr int kPvSteps = kBlockN / 16;        // k16 steps of O += P V
 
   // ---- register budget (per thread): the fp32 accumulators live across the whole key loop.
-  // O: kMTiles * kOTiles * 4, S/P: kMTiles * kSTiles * 4. With the A/B fragments of one k16 step
-  // (4 + 4 regs per m tile), the softmax statistics (m, l: 4 per m tile), the per-row window limits and the
-  // addressing (~30), the total has to stay under 255 to avoid spills:
-  //   d64  Br128 w4: 2 * ( 8 + 8) * 4 = 128 accumulators
-  //   d96  Br128 w4: 2 * (12 + 8) * 4 = 160
-  //   d128 Br128 w4: 2 * (16 + 8) * 4 = 192   (FA2's own Br128 Bc64 w4 budget on A100/H100)
-  //   d256 Br64  w4: 1 * (32 + 8) * 4 = 160   (Br128 w4 would need 2 * 40 * 4 = 320: impossible)
+  // O: kMTiles * kOTiles * 4, S/P: kMTiles * kSTiles * 4. On top: the A/B fragments ptxas keeps in flight
+  // (it prefetches ~12 ldmatrix.x4 = 48 registers ahead of the MMAs), the softmax statistics (m, l: 4 per
+  // m tile), the copy and ldmatrix addressing and loop state (~15); the total has to stay under 255:
+  //   d64  Br128 w4: 2 * ( 8 + 8) * 4 = 128 accumulators   (plain kernel: ~222 registers, no spills)
+  //   d96  Br128 w4: 2 * (12 + 8) * 4 = 160                (~250, no spills)
+  //   d128 Br128 w4: 2 * (16 + 8) * 4 = 192                (255, 32-60 bytes of spilled loop invariants;
+  //                                                         FA2's own Br128 Bc64 w4 spills 172 bytes on sm80)
+  //   d256 Br64  w4: 1 * (32 + 8) * 4 = 160                (~252, no spills; Br128 w4 would need 320)
+  // Problem constants (row strides, scale * log2 e) are kernel parameters read as constant-bank operands, and
+  // the per-row window limits are recomputed in the blocks that need them, to keep them out of registers.
   static constexpr int kAccRegs = kMTiles * (kOTiles + kSTiles) * 4;
 
   // ---- shared memory
@@ -66,8 +69,9 @@ struct Fa2FwdTraits {
   static constexpr size_t kSmemBytes =
       static_cast<size_t>(kQElems + 2 * kStages * kKvElems) * sizeof(Element);
   // Q and K/V tiles are copied by all threads, kChunk elements (16 bytes) per cp.async.
-  static constexpr int kQChunksPerThread = kBlockM * kRowChunks / kThreads;
-  static constexpr int kKvChunksPerThread = kBlockN * kRowChunks / kThreads;
+  // A row takes kRowSlots threads of a copy pass (kRowChunks rounded up to a power of two: d96's 12 chunks
+  // take 16 slots, 4 idle), so a pass is whole rows and a thread steps one source pointer by a pass.
+  static constexpr int kRowSlots = kRowChunks <= 8 ? 8 : kRowChunks <= 16 ? 16 : 32;
   static constexpr int kOChunksPerLane = kWarpRows * kRowChunks / 32;  // O: each warp stores its own rows
 
   static_assert(sizeof(Element) == 2, "mma.m16n8k16 with fp16 / bf16 operands");
@@ -76,8 +80,9 @@ struct Fa2FwdTraits {
   static_assert(kBlockN % 16 == 0, "Bc: k16 steps of P V, n16 pairs of ldmatrix.x4 on K");
   static_assert(kStages >= 1 && kStages <= 4, "K/V buffers");
   static_assert((kPitch * sizeof(Element) / 16) % 2 == 1, "odd 16-byte chunks per row: no bank conflicts");
-  static_assert((kBlockM * kRowChunks) % kThreads == 0 && (kBlockN * kRowChunks) % kThreads == 0,
-                "tile copies split evenly over the CTA");
+  static_assert(kRowSlots >= kRowChunks && kThreads % kRowSlots == 0 &&
+                    kBlockN % (kThreads / kRowSlots) == 0 && kBlockM % (kThreads / kRowSlots) == 0,
+                "tile copies: whole rows per pass, whole passes per tile");
   static_assert((kWarpRows * kRowChunks) % 32 == 0, "O stores split evenly over the warp");
   static_assert(kAccRegs <= 192, "accumulators beyond 192 registers leave too little for fragments: spills");
 };

@@ -15,6 +15,9 @@
 //     Br64 Bc64 w4 where shared memory is short, and Br128 w8 on A100/H100 (8 warps: a later version).
 //   - stages 1 = FA2's schedule (one K and one V buffer: V[n] loads under Q K^T, K[n-1] under softmax + P V);
 //     stages 2 = K and V of the next block prefetched under the whole current block.
+// Each config has two kernels (the last template argument): the plain one (scale folded into exp2, masking
+// only in the key blocks that cross a window limit or the end of the keys) and the full per-element score
+// pipeline (softcap, bias, mask, ALiBi, or scale <= 0), chosen here per problem: 32 kernels in all.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -98,10 +101,11 @@ AttentionParams params_of(const AttentionProblem& p) {
   return a;
 }
 
-template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, int kStages, class Element>
+template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, int kStages, class Element, bool kPipeline>
 void run(const Fa2FwdParams& prm, cudaStream_t stream) {
   using Tr = Fa2FwdTraits<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element>;
-  const auto kernel = fa2::flashsim_fa2_fwd_kernel<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element>;
+  const auto kernel =
+      fa2::flashsim_fa2_fwd_kernel<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element, kPipeline>;
   constexpr size_t smem = Tr::kSmemBytes;
   if constexpr (smem > 48 * 1024) {
     int device = 0, optin = 0;
@@ -121,8 +125,11 @@ void run(const Fa2FwdParams& prm, cudaStream_t stream) {
 
 template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, class Element>
 void run_stages(int stages, const Fa2FwdParams& prm, cudaStream_t stream) {
-  if (stages == 1) return run<kHeadDim, kBlockM, kBlockN, kNWarps, 1, Element>(prm, stream);
-  return run<kHeadDim, kBlockM, kBlockN, kNWarps, 2, Element>(prm, stream);
+  if (stages == 1)
+    return prm.pipeline ? run<kHeadDim, kBlockM, kBlockN, kNWarps, 1, Element, true>(prm, stream)
+                        : run<kHeadDim, kBlockM, kBlockN, kNWarps, 1, Element, false>(prm, stream);
+  return prm.pipeline ? run<kHeadDim, kBlockM, kBlockN, kNWarps, 2, Element, true>(prm, stream)
+                      : run<kHeadDim, kBlockM, kBlockN, kNWarps, 2, Element, false>(prm, stream);
 }
 
 template <class Element>
@@ -171,6 +178,10 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   // The plain path folds the scale into exp2 and takes the row max of unscaled scores: scale > 0 only.
   prm.pipeline =
       prm.a.softcap > 0.f || prm.a.has_bias || prm.a.has_mask || prm.a.alibi || !(prm.a.scale > 0.f);
+  prm.q_stride = static_cast<int64_t>(prm.a.heads_q) * prm.a.head_dim;
+  prm.kv_stride = static_cast<int64_t>(prm.a.heads_kv) * prm.a.head_dim;
+  constexpr float kLog2e = 1.4426950408889634f;
+  prm.exp2_scale = prm.pipeline ? kLog2e : prm.a.scale * kLog2e;
   const auto stream = static_cast<cudaStream_t>(args.stream);
   if (p.dtype == DType::BF16)
     launch_t<__nv_bfloat16>(p, c, prm, stream);

@@ -6,5 +6,6 @@ namespace flashsim::gpu {
 
 KernelVersion host_emulated_v1();  // src/host_emulated.cpp
 KernelVersion naive_v1();          // naive/naive_v1.cu
+KernelVersion fa2_fwd_v1();        // fa2/fa2_fwd_v1.cu
 
 }  // namespace flashsim::gpu
