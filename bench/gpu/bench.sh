@@ -2,7 +2,8 @@
 # On the GPU machine: our CUDA kernel versions (flashsim-gpu bench) and PyTorch's SDPA backends (sdpa_bench.py)
 # on the same grid in the same run, then one table with each of ours beside the SDPA flash backend and the ratio:
 #   bash bench/gpu/bench.sh [BUNDLE] [OUT]     (BUNDLE: bench/gpu/bundle.sh's folder, default .gpu-bundle)
-# GRID: extra flags for both (e.g. "--seqlens 4096 --head-dims 128 --batch 2 --heads 16").
+# GRID: extra flags for both (e.g. "--seqlens 4096 --head-dims 128 --batch 2 --heads 16"); TAG: a suffix of the
+# output files.
 set -u
 cd "$(dirname "$0")/../.."
 bundle=${1:-.gpu-bundle}
@@ -10,8 +11,8 @@ out=${2:-${OUT:-.}}
 [ -d "$bundle/lib" ] || tar -C "$bundle" -xJf "$bundle/lib.tar.xz"  # bundle.sh packs the libraries
 export LD_LIBRARY_PATH="$PWD/$bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi -L > "$out/gpu.txt"
-"$bundle/flashsim-gpu" bench --csv ${KERNELS:+--kernel $KERNELS} ${GRID:-} > "$out/bench_ours.csv"
+"$bundle/flashsim-gpu" bench --csv ${KERNELS:+--kernel $KERNELS} ${GRID:-} > "$out/bench_ours${TAG:-}.csv"
 echo "flashsim-gpu bench: exit $?"
-PYTHONUNBUFFERED=1 python3 bench/gpu/sdpa_bench.py ${GRID:-} > "$out/bench_sdpa.csv"
+PYTHONUNBUFFERED=1 python3 bench/gpu/sdpa_bench.py ${GRID:-} > "$out/bench_sdpa${TAG:-}.csv"
 echo "sdpa_bench.py: exit $?"
-python3 bench/gpu/bench_table.py "$out/bench_ours.csv" "$out/bench_sdpa.csv" | tee "$out/bench_table.txt"
+python3 bench/gpu/bench_table.py "$out/bench_ours${TAG:-}.csv" "$out/bench_sdpa${TAG:-}.csv" | tee "$out/bench_table${TAG:-}.txt"
