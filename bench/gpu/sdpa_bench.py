@@ -15,14 +15,15 @@ BACKENDS = {"sdpa-flash": SDPBackend.FLASH_ATTENTION, "sdpa-cudnn": SDPBackend.C
             "sdpa-efficient": SDPBackend.EFFICIENT_ATTENTION}
 
 
-def median_ms(fn, sets, warmup, repeats):
+def median_ms(fn, count, warmup, repeats):
+    """Median over `repeats` timed calls fn(i) (i cycling through the `count` input sets) after `warmup` calls."""
     for i in range(warmup):
-        fn(sets[i % len(sets)])
+        fn(i % count)
     times = []
     for i in range(repeats):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn(sets[(warmup + i) % len(sets)])
+        fn((warmup + i) % count)
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop))
@@ -59,11 +60,13 @@ def main():
                 for name, backend in BACKENDS.items():
                     try:
                         with sdpa_kernel(backend):
-                            fwd = median_ms(lambda s: F.scaled_dot_product_attention(s[0], s[1], s[2], is_causal=causal),
-                                            sets, 3, args.repeats)
-                            outs = [F.scaled_dot_product_attention(s[0], s[1], s[2], is_causal=causal) for s in sets]
-                            bwd = median_ms(lambda s: torch.autograd.grad(outs[sets.index(s)], s[:3], s[3], retain_graph=True),
-                                            sets, 3, args.repeats)
+                            def forward(i):
+                                q, k, v, _ = sets[i]
+                                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                            fwd = median_ms(forward, len(sets), 3, args.repeats)
+                            outs = [forward(i) for i in range(len(sets))]
+                            bwd = median_ms(lambda i: torch.autograd.grad(outs[i], sets[i][:3], sets[i][3], retain_graph=True),
+                                            len(sets), 3, args.repeats)
                         print(f"{name},{problem},{fwd:.4f},{flops / fwd / 1e9:.1f},{bwd:.4f},{2.5 * flops / bwd / 1e9:.1f},\"\"",
                               flush=True)
                     except RuntimeError as e:
