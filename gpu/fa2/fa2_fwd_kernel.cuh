@@ -49,9 +49,9 @@ struct Fa2FwdParams {
   bool pipeline = false;  // softcap, bias, mask, ALiBi or scale <= 0: the full per-element score pipeline
   // Problem constants precomputed on the host: the kernel reads them as constant-bank operands rather than
   // keeping them in registers across the key loop.
-  int64_t q_stride = 0;     // heads_q * d: between rows of q and o
-  int64_t kv_stride = 0;    // heads_kv * d: between rows of k and v
-  float exp2_scale = 0.f;   // exp(x) = exp2(x * exp2_scale): scale * log2(e) (plain), log2(e) (pipeline)
+  int64_t q_stride = 0;    // heads_q * d: between rows of q and o
+  int64_t kv_stride = 0;   // heads_kv * d: between rows of k and v
+  float exp2_scale = 0.f;  // exp(x) = exp2(x * exp2_scale): scale * log2(e) (plain), log2(e) (pipeline)
 };
 
 namespace detail {
@@ -206,8 +206,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   // ---- visible key blocks (the simulator's visible_key_blocks): rows [q0, q0 + Br) see keys [lo, hi).
   const int64_t shift = static_cast<int64_t>(lk) - lq;  // bottom-right alignment: diagonal j = i + shift
   const int64_t lo = a.window_left < 0 ? 0 : max_of<int64_t>(0, q0 + shift - a.window_left);
-  const int64_t hi =
-      a.window_right < 0 ? lk : min_of<int64_t>(lk, q0 + kBlockM + shift + a.window_right);
+  const int64_t hi = a.window_right < 0 ? lk : min_of<int64_t>(lk, q0 + kBlockM + shift + a.window_right);
   const int n_min = static_cast<int>(lo / kBlockN);
   const int n_max = hi <= 0 ? 0 : static_cast<int>((hi + kBlockN - 1) / kBlockN);
   const int n_blocks = n_max > n_min ? n_max - n_min : 0;
@@ -217,7 +216,8 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   const int64_t left_max = a.window_left < 0 ? 0 : q0 + kBlockM - 1 + shift - a.window_left;
   const int64_t right_min =
       a.window_right < 0 ? lk : min_of<int64_t>(lk, q0 + shift + a.window_right + 1);  // exclusive
-  const int n_full_lo = left_max <= 0 ? 0 : static_cast<int>(min_of<int64_t>((left_max + kBlockN - 1) / kBlockN, n_max));
+  const int n_full_lo =
+      left_max <= 0 ? 0 : static_cast<int>(min_of<int64_t>((left_max + kBlockN - 1) / kBlockN, n_max));
   const int n_full_hi = right_min < kBlockN ? 0 : static_cast<int>(right_min / kBlockN);
   // Keys [jlo, jhi) visible to row i by the window and the sequence ends; none for a row past the sequence
   // (its results are never stored). Computed where needed rather than kept live across the key loop.
@@ -236,13 +236,11 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   const int q_rows = min_of(kBlockM, lq - q0);
   const auto load_k = [&](Element* dst, int n) {
     const int k0 = n * kBlockN;
-    copy_tile<Tr, kBlockN>(dst, gK + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0),
-                                          tid);
+    copy_tile<Tr, kBlockN>(dst, gK + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0), tid);
   };
   const auto load_v = [&](Element* dst, int n) {
     const int k0 = n * kBlockN;
-    copy_tile<Tr, kBlockN>(dst, gV + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0),
-                                          tid);
+    copy_tile<Tr, kBlockN>(dst, gV + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0), tid);
   };
 
   // ldmatrix row addresses of this lane (bytes): lane l addresses row l % 8 of matrix l / 8 of an x4.
@@ -491,7 +489,8 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
     const int c = lane + it * 32;
     const int r = warp_row0 + c / Tr::kRowChunks, col = (c % Tr::kRowChunks) * Tr::kChunk;
     if (r < q_rows)
-      *reinterpret_cast<uint4*>(gO + r * q_stride + col) = *reinterpret_cast<const uint4*>(sQ + r * kPitch + col);
+      *reinterpret_cast<uint4*>(gO + r * q_stride + col) =
+          *reinterpret_cast<const uint4*>(sQ + r * kPitch + col);
   }
   if (t4 == 0) {
 #pragma unroll

@@ -31,7 +31,7 @@ namespace flashsim::gpu::fa2 {
 
 template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, int kStages_, class Element_>
 struct Fa2FwdTraits {
-  using Element = Element_;  // __nv_bfloat16 or __half: the input, P and output dtype
+  using Element = Element_;                   // __nv_bfloat16 or __half: the input, P and output dtype
   static constexpr int kHeadDim = kHeadDim_;  // d (= head_dim_v): 64, 96, 128, 256
   static constexpr int kBlockM = kBlockM_;    // Br: query rows per CTA
   static constexpr int kBlockN = kBlockN_;    // Bc: key rows per K/V block
