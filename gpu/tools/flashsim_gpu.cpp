@@ -12,6 +12,7 @@
 #include "flashsim/gpu/harness.h"
 #include "help_format.h"
 #include "problem_flags.h"
+#include "suggest.h"
 
 namespace {
 
@@ -161,7 +162,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "flashsim-gpu: error: %s (see --help)\n", e.what());
+    if (const auto unknown = flashsim::cli::unknown_argument_message(app)) {  // a typo: the nearest name
+      std::fprintf(stderr, "flashsim-gpu: error: %s\n", unknown->c_str());
+    } else {
+      std::fprintf(stderr, "flashsim-gpu: error: %s (see --help)\n", e.what());
+    }
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "flashsim-gpu: error: %s\n", e.what());
