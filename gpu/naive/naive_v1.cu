@@ -25,6 +25,7 @@
 #include "flashsim/error.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
+#include "score_pipeline.cuh"
 
 namespace flashsim::gpu {
 
@@ -68,76 +69,41 @@ constexpr int64_t kMaxGridY = 65535;
 constexpr int kMaxHeadDim = 256;  // the head dims this version claims (any value 1..256 works)
 
 // ---------------------------------------------------------------------------------------------------------
-// Element types: conversions by the cuda_fp16.h / cuda_bf16.h intrinsics (round to nearest even).
+// Element types: cuBLAS's name of each (the conversions, to_float / from_float, are score_pipeline.cuh's).
 
 template <class T>
 struct Elem;
 template <>
 struct Elem<float> {
   static constexpr cudaDataType_t kCuda = CUDA_R_32F;
-  __device__ static float to_float(float x) { return x; }
-  __device__ static float from_float(float x) { return x; }
 };
 template <>
 struct Elem<__half> {
   static constexpr cudaDataType_t kCuda = CUDA_R_16F;
-  __device__ static float to_float(__half x) { return __half2float(x); }
-  __device__ static __half from_float(float x) { return __float2half_rn(x); }
 };
 template <>
 struct Elem<__nv_bfloat16> {
   static constexpr cudaDataType_t kCuda = CUDA_R_16BF;
-  __device__ static float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-  __device__ static __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
 };
-
-__device__ __forceinline__ float neg_inf() {
-  return __int_as_float(0xff800000);  // -inf in IEEE binary32
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // What a row kernel of one (sequence b, kv head hk) launch needs, by value. Row (r, i) of a launch is query
 // row i of query head h = h0 + r (blockIdx.y = r, blockIdx.x = i); its lq x lk scores are row (r * lq + i)
 // of the [g, lq, lk] workspace matrices.
 struct RowArgs {
-  AttentionParams a;              // window, softcap, bias / mask strides and flags (make_params)
-  int b = 0, h0 = 0;              // the sequence, and the first query head of the group
-  int lq = 0, lk = 0;             // this sequence's lengths
-  const void* bias = nullptr;     // args.bias [b|1, h|1, seqlen_q, seqlen_k], the problem's dtype
-  const uint8_t* mask = nullptr;  // args.mask, same shape, != 0 keeps the score
-  const float* slopes = nullptr;  // args.alibi_slopes [heads_q]
+  AttentionParams a;     // window, softcap, bias / mask strides and flags (make_params)
+  int b = 0, h0 = 0;     // the sequence, and the first query head of the group
+  int lq = 0, lk = 0;    // this sequence's lengths
+  ScoreInputs in;        // args.bias, args.mask, args.alibi_slopes (score_pipeline.cuh)
   float* lse = nullptr;  // args.lse + p.lse_index(b, h0, 0): lse(h0 + r, i) = lse[r * lse_head_stride + i]
   int64_t lse_head_stride = 0;  // seqlen_q, or total_q with variable lengths
 };
 
-// Index of (b, h, i, j) in a [b|1, h|1, seqlen_q, seqlen_k] bias (or dbias): broadcast dims have stride 0.
-__device__ __forceinline__ int64_t bias_index(const RowArgs& ra, int h, int i, int j) {
-  return ra.b * ra.a.bias_stride_b + h * ra.a.bias_stride_h + i * ra.a.bias_stride_q + j;
-}
-
-// The score pipeline of docs/design.md on s = scale * q.k (reference/src/head_view.h, HeadView::scores):
-// softcap, + bias, + ALiBi, then -inf where the window or the mask hides key j. dcap (optional) receives the
-// softcap's derivative 1 - tanh^2(s / c).
+// The pipelined score of row (r, i) of a launch (query head h) and key j, from s = scale * q.k
+// (score_pipeline.cuh); dcap as there.
 template <class T>
-__device__ __forceinline__ float score_pipeline(const RowArgs& ra, int h, int i, int j, float s,
-                                                float* dcap) {
-  const AttentionParams& a = ra.a;
-  float x = s;
-  if (a.softcap > 0.f) {
-    const float t = tanhf(x / a.softcap);  // s = c tanh(s / c)
-    x = a.softcap * t;
-    if (dcap) *dcap = 1.f - t * t;  // d(c tanh(s / c)) / ds = 1 - tanh^2(s / c)
-  }
-  if (a.has_bias)
-    x += Elem<T>::to_float(static_cast<const T*>(ra.bias)[bias_index(ra, h, i, j)]);  // s += bias
-  if (a.alibi) {
-    const int dist = i + ra.lk - ra.lq - j;  // bottom-right aligned diagonal distance
-    x += -ra.slopes[h] * static_cast<float>(dist < 0 ? -dist : dist);  // s += -slope_h |i + lk - lq - j|
-  }
-  const bool visible =
-      window_visible(a, ra.lq, ra.lk, i, j) &&
-      (!a.has_mask || ra.mask[ra.b * a.mask_stride_b + h * a.mask_stride_h + i * a.mask_stride_q + j] != 0);
-  return visible ? x : neg_inf();
+__device__ __forceinline__ float row_score(const RowArgs& ra, int h, int i, int j, float s, float* dcap) {
+  return score_pipeline<T>(ra.a, ra.in, ra.b, h, ra.lq, ra.lk, i, j, s, dcap);
 }
 
 struct MaxOp {
@@ -173,7 +139,7 @@ __global__ void __launch_bounds__(kRowThreads) naive_softmax_kernel(RowArgs ra, 
   const size_t row = (static_cast<size_t>(r) * ra.lq + i) * ra.lk;
   float m = neg_inf();
   for (int j = threadIdx.x; j < ra.lk; j += kRowThreads) {
-    const float x = score_pipeline<T>(ra, h, i, j, gS[row + j], nullptr);
+    const float x = row_score<T>(ra, h, i, j, gS[row + j], nullptr);
     gS[row + j] = x;
     m = fmaxf(m, x);  // m = max_j s
   }
@@ -187,7 +153,7 @@ __global__ void __launch_bounds__(kRowThreads) naive_softmax_kernel(RowArgs ra, 
   if (threadIdx.x == 0) ra.lse[r * ra.lse_head_stride + i] = lse;
   for (int j = threadIdx.x; j < ra.lk; j += kRowThreads) {
     const float pj = lse == neg_inf() ? 0.f : expf(gS[row + j] - lse);  // P = exp(s - lse); 0 where masked
-    gP[row + j] = Elem<T>::from_float(pj);                              // rounded as before P V
+    gP[row + j] = from_float<T>(pj);                                    // rounded as before P V
   }
 }
 
@@ -202,7 +168,7 @@ __global__ void __launch_bounds__(kRowThreads) naive_bwd_softmax_kernel(RowArgs 
   const bool cap = ra.a.softcap > 0.f;
   for (int j = threadIdx.x; j < ra.lk; j += kRowThreads) {
     float dcap = 1.f;
-    const float x = score_pipeline<T>(ra, h, i, j, gS[row + j], &dcap);
+    const float x = row_score<T>(ra, h, i, j, gS[row + j], &dcap);
     gP[row + j] = lse == neg_inf() ? 0.f : expf(x - lse);  // P = exp(s - lse); exp(-inf) = 0 where masked
     if (cap) gS[row + j] = dcap;
   }
@@ -223,17 +189,16 @@ __global__ void __launch_bounds__(kRowThreads)
   const T* dorow = dO + i * ld_o + static_cast<int64_t>(r) * dv;
   const T* orow = O + i * ld_o + static_cast<int64_t>(r) * dv;
   float dot = 0.f;
-  for (int c = threadIdx.x; c < dv; c += kRowThreads)
-    dot += Elem<T>::to_float(dorow[c]) * Elem<T>::to_float(orow[c]);
+  for (int c = threadIdx.x; c < dv; c += kRowThreads) dot += to_float(dorow[c]) * to_float(orow[c]);
   const float D = block_reduce(dot, sRed, SumOp{});  // D = sum_c dO[i, c] O[i, c]
   for (int j = threadIdx.x; j < ra.lk; j += kRowThreads) {
     const float pj = gP[row + j];
     float ds = pj * (gdP[row + j] - D);  // dS = P o (dP - D)
     if (dbias && pj != 0.f)
-      atomicAdd(dbias + bias_index(ra, h, i, j), ds);  // dbias = sum of dS over broadcast
-    if (gDcap) ds *= gDcap[row + j];                   // through the softcap: dS o (1 - tanh^2)
-    gPt[row + j] = Elem<T>::from_float(pj);            // P rounded as before P^T dO
-    gdSt[row + j] = Elem<T>::from_float(ds);           // dS rounded as before dS K, dS^T Q
+      atomicAdd(dbias + bias_index(ra.a, ra.b, h, i, j), ds);  // dbias = sum of dS over broadcast
+    if (gDcap) ds *= gDcap[row + j];                           // through the softcap: dS o (1 - tanh^2)
+    gPt[row + j] = from_float<T>(pj);                          // P rounded as before P^T dO
+    gdSt[row + j] = from_float<T>(ds);                         // dS rounded as before dS K, dS^T Q
   }
 }
 
@@ -245,10 +210,9 @@ __global__ void __launch_bounds__(kConvertThreads)
                                   int d_v, int64_t ld_k, int64_t ld_v) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  for (int64_t e = first; e < lk * d; e += stride)
-    dk[(e / d) * ld_k + e % d] = Elem<T>::from_float(dk_acc[e]);
+  for (int64_t e = first; e < lk * d; e += stride) dk[(e / d) * ld_k + e % d] = from_float<T>(dk_acc[e]);
   for (int64_t e = first; e < lk * d_v; e += stride)
-    dv[(e / d_v) * ld_v + e % d_v] = Elem<T>::from_float(dv_acc[e]);
+    dv[(e / d_v) * ld_v + e % d_v] = from_float<T>(dv_acc[e]);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -410,9 +374,9 @@ RowArgs row_args(const AttentionProblem& p, const AttentionParams& a, const Devi
   ra.h0 = static_cast<int>(h0);
   ra.lq = static_cast<int>(p.len_q(b));
   ra.lk = static_cast<int>(p.len_k(b));
-  ra.bias = a.has_bias ? args.bias : nullptr;
-  ra.mask = a.has_mask ? args.mask : nullptr;
-  ra.slopes = a.alibi ? args.alibi_slopes : nullptr;
+  ra.in.bias = a.has_bias ? args.bias : nullptr;
+  ra.in.mask = a.has_mask ? args.mask : nullptr;
+  ra.in.slopes = a.alibi ? args.alibi_slopes : nullptr;
   ra.lse = args.lse + p.lse_index(b, h0, 0);
   ra.lse_head_stride = p.varlen() ? p.total_q() : p.seqlen_q;  // lse(b, h + 1, i) - lse(b, h, i)
   return ra;
