@@ -348,4 +348,21 @@ void forward(const char* name, const AttentionProblem& p, const TileConfig& c, c
   }
 }
 
+// A version's registry entry: kName (a namespace-scope array, so that the plain functions the registry holds
+// can name it) in every message; forward only, no workspace.
+template <int kPasses, const char* kName>
+KernelVersion make_version(Algorithm algorithm, std::string summary, std::string sim_kernel) {
+  KernelVersion kv;
+  kv.name = kName;
+  kv.algorithm = algorithm;
+  kv.backend = Backend::Cuda;
+  kv.summary = std::move(summary);
+  kv.sim_kernels = {std::move(sim_kernel)};
+  kv.unsupported = [](const AttentionProblem& p, const TileConfig& c) { return unsupported(kName, p, c); };
+  kv.forward = [](const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
+    forward<kPasses>(kName, p, c, args);
+  };
+  return kv;
+}
+
 }  // namespace flashsim::gpu::streaming

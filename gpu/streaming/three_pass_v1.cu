@@ -8,34 +8,15 @@
 namespace flashsim::gpu {
 
 namespace {
-
-constexpr const char* kName = "three-pass-v1";
-constexpr int kPasses = 3;  // max, sum, output
-
-std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
-  return streaming::unsupported(kName, p, c);
-}
-
-void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
-  streaming::forward<kPasses>(kName, p, c, args);
-}
-
+constexpr char kName[] = "three-pass-v1";
 }  // namespace
 
 KernelVersion three_pass_v1() {
-  KernelVersion kv;
-  kv.name = kName;
-  kv.algorithm = Algorithm::ThreePass;
-  kv.backend = Backend::Cuda;
-  kv.summary =
+  return streaming::make_version<3, kName>(  // 3 passes: max, sum, output
+      Algorithm::ThreePass,
       "three-pass safe softmax on CUDA cores: one CTA per query block, K blocks staged in shared memory in "
-      "every pass (max, sum, output), V in the last; O and lse written once";
-  kv.sim_kernels = {"fwd_three_pass"};
-  kv.unsupported = unsupported;
-  kv.workspace_bytes = nullptr;
-  kv.forward = forward;
-  kv.backward = nullptr;  // forward only
-  return kv;
+      "every pass (max, sum, output), V in the last; O and lse written once",
+      "fwd_three_pass");
 }
 
 }  // namespace flashsim::gpu

@@ -9,34 +9,15 @@
 namespace flashsim::gpu {
 
 namespace {
-
-constexpr const char* kName = "two-pass-v1";
-constexpr int kPasses = 2;  // online statistics, output
-
-std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
-  return streaming::unsupported(kName, p, c);
-}
-
-void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
-  streaming::forward<kPasses>(kName, p, c, args);
-}
-
+constexpr char kName[] = "two-pass-v1";
 }  // namespace
 
 KernelVersion two_pass_v1() {
-  KernelVersion kv;
-  kv.name = kName;
-  kv.algorithm = Algorithm::TwoPass;
-  kv.backend = Backend::Cuda;
-  kv.summary =
+  return streaming::make_version<2, kName>(  // 2 passes: online statistics, output
+      Algorithm::TwoPass,
       "two-pass online softmax on CUDA cores: one CTA per query block, K blocks staged in shared memory in "
-      "both passes (running max and rescaled sum, output), V in the second; O and lse written once";
-  kv.sim_kernels = {"fwd_two_pass"};
-  kv.unsupported = unsupported;
-  kv.workspace_bytes = nullptr;
-  kv.forward = forward;
-  kv.backward = nullptr;  // forward only
-  return kv;
+      "both passes (running max and rescaled sum, output), V in the second; O and lse written once",
+      "fwd_two_pass");
 }
 
 }  // namespace flashsim::gpu
