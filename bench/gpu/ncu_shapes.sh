@@ -21,7 +21,7 @@ fi
 only=${2:-}  # optional: a regex of shape names to run
 # name batch heads heads_kv seqlen head_dim causal
 # SHAPES=validation: 5 shapes measured after the model of the first 7 was written; SHAPES=validation2: 4 more,
-# measured later; SHAPES=calibration: the problem of tiling_sim/tests/data/ncu_fa2_h100_calibration.csv.
+# measured later; SHAPES=calibration: the problem of tests/data/ncu_fa2_h100_calibration.csv.
 if [ "${SHAPES:-}" = calibration ]; then
 shapes=("calibration_d128_n4096 2 16 16 4096 128 0")
 elif [ "${SHAPES:-}" = validation2 ]; then
