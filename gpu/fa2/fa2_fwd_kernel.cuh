@@ -149,7 +149,16 @@ __device__ __forceinline__ float exp2_approx(float x) {
   return y;
 }
 
-// Copies rows [0, rows) of a tile (row r at g + r * stride) into shared memory with the traits' padded pitch;
+// Address of logical 16-byte chunk c (compile-time, even) of a row, given the lane's swizzled address of the
+// row's chunk 0 or 1 (`addr`, whose bits 4-6 hold (c0 ^ swz(r)) with c0 in {0, 1}): the XOR moves it within
+// the row's 128-byte (d96: 64-byte) group, the rest of c is a plain offset (an ldmatrix immediate).
+template <class Tr>
+__device__ __forceinline__ uint32_t swz_chunk(uint32_t addr, int c) {
+  return (addr ^ static_cast<uint32_t>((c & Tr::kSwzMask) * 16)) +
+         static_cast<uint32_t>((c & ~Tr::kSwzMask) * 16);
+}
+
+// Copies rows [0, rows) of a tile (row r at g + r * stride) into shared memory in the traits' swizzled layout;
 // rows [rows, kRows) are zero-filled without reading global memory. Thread tid copies chunk tid % kRowSlots
 // of rows tid / kRowSlots + it * kRowsPerPass through one source pointer stepped by a pass (no per-chunk
 // 64-bit offsets kept live across the key loop); shared-memory destinations are compile-time offsets.
@@ -163,11 +172,14 @@ __device__ __forceinline__ void copy_tile(typename Tr::Element* s, const typenam
   if (Tr::kRowSlots != Tr::kRowChunks && chunk >= Tr::kRowChunks) return;  // d96: 4 idle slots a row
   const int left = rows - r0;  // rows this thread still has to copy
   const typename Tr::Element* src = g + r0 * stride + col;
-  const uint32_t dst = smem_addr(s + r0 * Tr::kPitch + col);
+  const uint32_t dst = smem_addr(s + r0 * Tr::kPitch + (chunk ^ Tr::swz(r0)) * Tr::kChunk);
 #pragma unroll
   for (int it = 0; it < kRows / kRowsPerPass; ++it) {
     const bool ok = it * kRowsPerPass < left;
-    cp_async_16(dst + it * kRowsPerPass * Tr::kPitch * kEl, ok ? src : g, ok ? 16 : 0);
+    // row r0 + it * kRowsPerPass = r0 | it * kRowsPerPass (r0 < kRowsPerPass, a power of two): its swizzle
+    // is swz(r0) ^ swz(it * kRowsPerPass), the second a compile-time constant (non-zero only for d256).
+    const uint32_t flip = static_cast<uint32_t>(Tr::swz(it * kRowsPerPass) * 16);
+    cp_async_16((dst ^ flip) + it * kRowsPerPass * Tr::kPitch * kEl, ok ? src : g, ok ? 16 : 0);
     src += kRowsPerPass * stride;
   }
 }
@@ -185,7 +197,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   constexpr int kMT = Tr::kMTiles, kST = Tr::kSTiles, kOT = Tr::kOTiles, kPitch = Tr::kPitch;
   constexpr uint32_t kEl = sizeof(Element);
 
-  extern __shared__ __align__(16) unsigned char fa2_smem[];
+  extern __shared__ __align__(128) unsigned char fa2_smem[];  // the swizzle XORs whole addresses
   Element* sQ = reinterpret_cast<Element*>(fa2_smem);
   Element* sK = sQ + Tr::kQElems;
   Element* sV = sK + kStages * Tr::kKvElems;
@@ -247,10 +259,15 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   //   Q (A, m16 x k16): matrices (rows 0-7 | 8-15) x (cols 0-7 | 8-15) -> a0, a1, a2, a3
   //   K (B of two n8 key tiles x k16): (keys 0-7, d 0-7), (keys 0-7, d 8-15), (keys 8-15, d 0-7), (8-15, 8-15)
   //   V (B of k16 keys x two n8 head-dim tiles, .trans): (keys 0-7 | 8-15) x (d 0-7 | 8-15)
-  // The tile and step offsets are compile-time constants added to these (ldmatrix [reg + imm]).
-  const uint32_t q_lane = smem_addr(sQ) + kEl * ((warp_row0 + (lane & 15)) * kPitch + (lane >> 4) * 8);
-  const uint32_t k_lane_off = kEl * (((lane & 7) + (lane >> 4) * 8) * kPitch + ((lane >> 3) & 1) * 8);
-  const uint32_t v_lane_off = kEl * (((lane & 7) + ((lane >> 3) & 1) * 8) * kPitch + (lane >> 4) * 8);
+  // Each holds the swizzled chunk (0 or 1) ^ swz(lane & 7) (every matrix starts at a row r0 % 8 == 0); the
+  // k16 step / head-dim pair picks its chunk by swz_chunk, the tile offsets are ldmatrix immediates.
+  const int lane_swz = Tr::swz(lane & 7);
+  const uint32_t q_lane =
+      smem_addr(sQ) + kEl * (warp_row0 + (lane & 15)) * kPitch + 16 * ((lane >> 4) ^ lane_swz);
+  const uint32_t k_lane_off =
+      kEl * ((lane & 7) + (lane >> 4) * 8) * kPitch + 16 * (((lane >> 3) & 1) ^ lane_swz);
+  const uint32_t v_lane_off =
+      kEl * ((lane & 7) + ((lane >> 3) & 1) * 8) * kPitch + 16 * ((lane >> 4) ^ lane_swz);
 
   // exp2 multiplier: S unscaled (plain) or already the pipelined score; lse = m * lse_mult + log l.
   const float c_exp = prm.exp2_scale;
@@ -330,11 +347,12 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
     for (int ks = 0; ks < Tr::kQkSteps; ++ks) {
       uint32_t qa[kMT][4];
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) ldmatrix_x4(qa[mt], q_lane + kEl * (mt * 16 * kPitch + ks * 16));
+      for (int mt = 0; mt < kMT; ++mt)
+        ldmatrix_x4(qa[mt], swz_chunk<Tr>(q_lane, 2 * ks) + kEl * mt * 16 * kPitch);
 #pragma unroll
       for (int np = 0; np < kST / 2; ++np) {
         uint32_t kb[4];  // b0, b1 of key tile 2np; b0, b1 of key tile 2np + 1
-        ldmatrix_x4(kb, k_lane + kEl * (np * 16 * kPitch + ks * 16));
+        ldmatrix_x4(kb, swz_chunk<Tr>(k_lane, 2 * ks) + kEl * np * 16 * kPitch);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           mma16816<Element>(acc_s[mt][2 * np], qa[mt], kb[0], kb[1]);
@@ -452,7 +470,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
 #pragma unroll
       for (int dp = 0; dp < kOT / 2; ++dp) {
         uint32_t vb[4];  // b0, b1 of head-dim tile 2dp; b0, b1 of tile 2dp + 1
-        ldmatrix_x4_trans(vb, v_lane + kEl * (ks * 16 * kPitch + dp * 16));
+        ldmatrix_x4_trans(vb, swz_chunk<Tr>(v_lane, 2 * dp) + kEl * ks * 16 * kPitch);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           mma16816<Element>(acc_o[mt][2 * dp], pa[mt], vb[0], vb[1]);
@@ -476,10 +494,10 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inv = l > 0.f ? 1.f / l : 0.f;
       lse_v[mt][hf] = l > 0.f ? row_m[mt][hf] * lse_mult + logf(l) : neg_inf();
-      const int r = warp_row0 + mt * 16 + hf * 8 + g;
+      const int r = warp_row0 + mt * 16 + hf * 8 + g;  // swz(r) = swz(g)
 #pragma unroll
       for (int nt = 0; nt < kOT; ++nt)
-        *reinterpret_cast<uint32_t*>(sQ + r * kPitch + nt * 8 + 2 * t4) =
+        *reinterpret_cast<uint32_t*>(sQ + r * kPitch + (nt ^ Tr::swz(g)) * 8 + 2 * t4) =
             pack2<Element>(acc_o[mt][nt][2 * hf] * inv, acc_o[mt][nt][2 * hf + 1] * inv);
     }
   __syncwarp();
@@ -490,7 +508,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
     const int r = warp_row0 + c / Tr::kRowChunks, col = (c % Tr::kRowChunks) * Tr::kChunk;
     if (r < q_rows)
       *reinterpret_cast<uint4*>(gO + r * q_stride + col) =
-          *reinterpret_cast<const uint4*>(sQ + r * kPitch + col);
+          *reinterpret_cast<const uint4*>(sQ + r * kPitch + ((col / Tr::kChunk) ^ Tr::swz(r)) * Tr::kChunk);
   }
   if (t4 == 0) {
 #pragma unroll

@@ -18,12 +18,21 @@
 //   sQ  [kBlockM][kPitch]              the Q tile, loaded once; reused at the end to stage O for 16-byte stores
 //   sK  [kStages][kBlockN][kPitch]     K blocks (kStages buffers)
 //   sV  [kStages][kBlockN][kPitch]     V blocks
-// kPitch = kHeadDim + 8 elements: each row is padded by one 16-byte chunk. A row is then an odd number of
-// 16-byte chunks (d/8 + 1 = 9, 13, 17, 33), so the 8 row addresses of one 8x8 ldmatrix matrix (8 rows, 16
-// bytes each) fall in 8 different 16-byte bank groups: conflict-free ldmatrix (and ldmatrix.trans for V),
-// conflict-free 16-byte cp.async writes and O staging stores. Padding rather than an XOR swizzle because it
-// also works for d = 96 (12 chunks a row: an XOR over 8 chunks would leave the row) and costs 1/17 of the
-// shared memory at d = 128.
+// kPitch = kHeadDim elements: rows are unpadded and XOR-swizzled at 16-byte chunk granularity (FA2's
+// layout): logical chunk c of row r is stored at chunk c ^ swz(r) of that row, with
+//   d = 64, 128, 256 (a multiple of 8 chunks a row):  swz(r) = r & 7         (within each 128-byte group)
+//   d = 96 (12 chunks, 192-byte rows):                 swz(r) = (r >> 1) & 3  (within each 64-byte group)
+// * ldmatrix / ldmatrix.trans: the 8 rows of an 8x8 matrix (rows r0..r0+7, r0 % 8 == 0, one logical
+//   chunk) land in 8 different 16-byte bank groups: conflict-free (d96: row r starts 4 r mod 8 chunks into
+//   the 128-byte bank window, and c ^ ((r >> 1) & 3) moves the chunk within its 4-chunk group).
+// * cp.async.cg: the two 16-byte halves (2j, 2j + 1) of a 32-byte global sector stay together in one
+//   aligned 32-byte shared slot (the XOR moves the pair as a whole, or swaps its halves), so each sector
+//   is fetched from L2 once. The earlier 16-byte row pad put odd rows 16 bytes off a 32-byte boundary and
+//   read 1.5x the tile bytes from L2 (a 32-byte pad fixes that but costs ldmatrix bank conflicts).
+// * 16-byte cp.async writes, O staging (32-bit stores) and O reads (16-byte loads): conflict-free.
+// swz(r) only depends on r & 7, and the swizzle only touches address bits 4-6 (d96: 4-5) of a row whose
+// start is 128- (d96: 64-) byte aligned, so the kernel applies it to whole shared addresses with an XOR
+// (tile bases are 128-byte aligned) and keeps row / tile offsets as ldmatrix immediates.
 #include <cstddef>
 #include <cstdint>
 
@@ -63,7 +72,12 @@ struct Fa2FwdTraits {
   // ---- shared memory
   static constexpr int kChunk = 16 / static_cast<int>(sizeof(Element));  // elements per 16-byte cp.async
   static constexpr int kRowChunks = kHeadDim / kChunk;                   // 16-byte chunks per tile row
-  static constexpr int kPitch = kHeadDim + kChunk;                       // padded row, in elements
+  static constexpr int kPitch = kHeadDim;                                // unpadded row, in elements
+  static constexpr int kRowBytes = kPitch * static_cast<int>(sizeof(Element));
+  // swizzle: chunk c of row r at chunk c ^ swz(r); swz(r) <= kSwzMask, a function of r & 7
+  static constexpr bool kSwz8 = kRowChunks % 8 == 0;
+  static constexpr int kSwzMask = kSwz8 ? 7 : 3;
+  __host__ __device__ static constexpr int swz(int r) { return kSwz8 ? (r & 7) : ((r >> 1) & 3); }
   static constexpr int kQElems = kBlockM * kPitch;
   static constexpr int kKvElems = kBlockN * kPitch;  // one K (or V) buffer
   static constexpr size_t kSmemBytes =
@@ -79,7 +93,10 @@ struct Fa2FwdTraits {
   static_assert(kBlockM % (16 * kNWarps) == 0, "each warp owns whole m16 tiles");
   static_assert(kBlockN % 16 == 0, "Bc: k16 steps of P V, n16 pairs of ldmatrix.x4 on K");
   static_assert(kStages >= 1 && kStages <= 4, "K/V buffers");
-  static_assert((kPitch * sizeof(Element) / 16) % 2 == 1, "odd 16-byte chunks per row: no bank conflicts");
+  static_assert(kRowChunks % 8 == 0 || kRowChunks % 8 == 4, "swizzle: 8-chunk groups, or d96's 4-chunk ones");
+  static_assert(((kThreads / kRowSlots) & (kThreads / kRowSlots - 1)) == 0, "copy passes: power-of-two rows");
+  static_assert((kBlockM * kRowBytes) % 128 == 0 && (kBlockN * kRowBytes) % 128 == 0,
+                "tile buffers 128-byte aligned: the swizzle XORs whole addresses");
   static_assert(kRowSlots >= kRowChunks && kThreads % kRowSlots == 0 &&
                     kBlockN % (kThreads / kRowSlots) == 0 && kBlockM % (kThreads / kRowSlots) == 0,
                 "tile copies: whole rows per pass, whole passes per tile");
