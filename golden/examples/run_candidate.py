@@ -119,8 +119,9 @@ def main():
         return 0
     exe = args.flashsim
     if exe is None:
-        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "default", "flashsim")
-        exe = here if os.path.exists(here) else "flashsim"
+        here = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+                                             "default", "flashsim"))
+        exe = os.path.relpath(here) if os.path.exists(here) else "flashsim"  # relative: no machine path printed
     cmd = [exe, "golden", "verify", "--golden", args.golden, "--candidate", args.out, "--quiet"]
     if skipped:  # check just the cases the kernel ran
         for name in ran:
