@@ -5,11 +5,7 @@
 # GRID: extra flags for both (e.g. "--seqlens 4096 --head-dims 128 --batch 2 --heads 16"); TAG: a suffix of the
 # output files.
 set -u
-cd "$(dirname "$0")/../.."
-bundle=${1:-.gpu-bundle}
-out=${2:-${OUT:-.}}
-[ -d "$bundle/lib" ] || tar -C "$bundle" -xJf "$bundle/lib.tar.xz"  # bundle.sh packs the libraries
-export LD_LIBRARY_PATH="$PWD/$bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/bundle_env.sh" "$@"
 nvidia-smi -L > "$out/gpu.txt"
 "$bundle/flashsim-gpu" bench --csv ${KERNELS:+--kernel $KERNELS} ${GRID:-} > "$out/bench_ours${TAG:-}.csv"
 echo "flashsim-gpu bench: exit $?"

@@ -21,6 +21,6 @@ for bin in "$out/flashsim" "$out/flashsim-gpu"; do
 done
 strip "$out/flashsim" "$out/flashsim-gpu"
 # The device tool carries at most 64 MiB with the working tree: the libraries travel compressed (OpenBLAS alone
-# is 36 MB), unpacked on the GPU machine by the scripts that use the bundle (check.sh, bench.sh, traffic.sh).
+# is 36 MB), unpacked on the GPU machine by bundle_env.sh, which check.sh, bench.sh and traffic.sh source.
 tar -C "$out" -cJf "$out/lib.tar.xz" lib && rm -rf "$out/lib"
 du -sh "$out"

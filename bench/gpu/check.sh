@@ -4,11 +4,7 @@
 # Tables go to OUT (default $OUT):
 #   bash bench/gpu/check.sh [BUNDLE] [OUT]      (BUNDLE: bench/gpu/bundle.sh's folder, default .gpu-bundle)
 set -u
-cd "$(dirname "$0")/../.."
-bundle=${1:-.gpu-bundle}
-out=${2:-${OUT:-.}}
-[ -d "$bundle/lib" ] || tar -C "$bundle" -xJf "$bundle/lib.tar.xz"  # bundle.sh packs the libraries
-export LD_LIBRARY_PATH="$PWD/$bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/bundle_env.sh" "$@"
 fg="$bundle/flashsim-gpu"
 nvidia-smi -L | tee "$out/gpu.txt"
 "$bundle/flashsim" golden generate --suite default --out /tmp/golden-default --force > /dev/null

@@ -4,11 +4,7 @@
 # the same tile config (the kernel's template arguments). Into OUT:
 #   bash bench/gpu/traffic.sh [BUNDLE] [OUT]
 set -u
-cd "$(dirname "$0")/../.."
-bundle=${1:-.gpu-bundle}
-out=${2:-${OUT:-.}}
-[ -d "$bundle/lib" ] || tar -C "$bundle" -xJf "$bundle/lib.tar.xz"  # bundle.sh packs the libraries
-export LD_LIBRARY_PATH="$PWD/$bundle/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/bundle_env.sh" "$@"
 metrics=$(sed -n '/^metrics=/,/^l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum/p' bench/gpu/ncu_shapes.sh | sed 's/^metrics=//' | tr -d '\\\n')
 metrics=$metrics,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
 # name batch heads seqlen head_dim causal

@@ -255,6 +255,17 @@ void gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int
       static_cast<int>(ldc), stride_c, static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+// naive_scores (and naive_bwd_scores, the same GEMM): S^T (lk x lq, col-major) = scale K Q^T into gS [g, lq,
+// lk] fp32, batched over the g query heads of one kv head (K shared: stride 0); gQ, gK at row 0 of the sequence.
+template <class T>
+void scores_gemm(cublasHandle_t blas, const AttentionParams& a, const T* gQ, const T* gK, float* gS,
+                 int64_t lq, int64_t lk) {
+  constexpr cudaDataType_t kT = Elem<T>::kCuda;
+  const int64_t d = a.head_dim;
+  gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, d, a.scale, {gK, kT, a.heads_kv * d, 0},
+       {gQ, kT, a.heads_q * d, d}, 0.f, gS, CUDA_R_32F, lk, lq * lk, a.group);
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Workspace: one (sequence, kv head) at a time, sized for the largest sequence; n = g * lq * lk.
 //   forward : [s]  gS  fp32 [g, lq, lk]  scale Q K^T, then the pipelined scores
@@ -408,10 +419,7 @@ void forward_t(const AttentionProblem& p, const DeviceArgs& args) {
       const T* gK = k + (ok * hkv + hk) * d;  // row j: gK + j * hkv * d
       const T* gV = v + (ok * hkv + hk) * dv;
       T* gO = o + (oq * hq + h0) * dv;
-      // naive_scores: S^T (lk x lq, col-major) = scale K Q^T, batched over the group's heads (K shared).
-      if (lk > 0)
-        gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, d, a.scale, {gK, kT, hkv * d, 0}, {gQ, kT, hq * d, d},
-             0.f, gS, CUDA_R_32F, lk, lq * lk, g);
+      if (lk > 0) scores_gemm(blas, a, gQ, gK, gS, lq, lk);  // naive_scores
       // naive_softmax: score pipeline, lse, P rounded to T; one CTA per (row i, head r).
       const RowArgs ra = row_args(p, a, args, b, h0);
       naive_softmax_kernel<T>
@@ -472,9 +480,7 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
       T* gdQ = dq + (oq * hq + h0) * d;
       const dim3 rows(static_cast<unsigned>(lq), static_cast<unsigned>(g));  // one CTA per (row i, head r)
       const RowArgs ra = row_args(p, a, args, b, h0);
-      // naive_bwd_scores: S^T (lk x lq, col-major) = scale K Q^T, batched over the group's heads.
-      gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, d, a.scale, {gK, kT, hkv * d, 0}, {gQ, kT, hq * d, d}, 0.f,
-           gS, CUDA_R_32F, lk, n_head, g);
+      scores_gemm(blas, a, gQ, gK, gS, lq, lk);  // naive_bwd_scores
       // naive_bwd_softmax: P = exp(s - lse) in fp32, dcap over gS.
       naive_bwd_softmax_kernel<T><<<rows, kRowThreads, 0, stream>>>(ra, gS, gP);
       CUDA_CHECK(cudaGetLastError());
