@@ -10,11 +10,10 @@
 
 namespace flashsim::gpu {
 
-namespace {
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+void cuda_check(int e, const char* what) {
+  const auto err = static_cast<cudaError_t>(e);
+  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
 }
-}  // namespace
 
 DeviceMemory::~DeviceMemory() {
   for (void* p : blocks_) {
@@ -30,12 +29,13 @@ void* DeviceMemory::alloc(size_t bytes) {
   void* p = nullptr;
   const size_t n = bytes == 0 ? 1 : bytes;  // a valid pointer even for an empty tensor
   if (backend_ == Backend::Cuda) {
-    check(cudaMalloc(&p, n), "cudaMalloc");
+    cuda_check(cudaMalloc(&p, n), "cudaMalloc");
   } else {
     p = std::malloc(n);
     if (!p) throw std::bad_alloc();
   }
   blocks_.push_back(p);
+  allocated_ += n;
   return p;
 }
 
@@ -43,7 +43,7 @@ void* DeviceMemory::upload(const std::vector<uint8_t>& bytes) {
   if (bytes.empty()) return nullptr;
   void* p = alloc(bytes.size());
   if (backend_ == Backend::Cuda) {
-    check(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+    cuda_check(cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "cudaMemcpy to the device");
   } else {
     std::memcpy(p, bytes.data(), bytes.size());
   }
@@ -53,7 +53,7 @@ void* DeviceMemory::upload(const std::vector<uint8_t>& bytes) {
 void DeviceMemory::fill(void* dst, uint8_t byte, size_t bytes) {
   if (!dst) return;
   if (backend_ == Backend::Cuda) {
-    check(cudaMemset(dst, byte, bytes), "cudaMemset");
+    cuda_check(cudaMemset(dst, byte, bytes), "cudaMemset");
   } else {
     std::memset(dst, byte, bytes);
   }
@@ -63,7 +63,7 @@ std::vector<uint8_t> DeviceMemory::download(const void* src, size_t bytes) {
   std::vector<uint8_t> out(bytes);
   if (bytes == 0) return out;
   if (backend_ == Backend::Cuda) {
-    check(cudaMemcpy(out.data(), src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
+    cuda_check(cudaMemcpy(out.data(), src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy from the device");
   } else {
     std::memcpy(out.data(), src, bytes);
   }
@@ -72,8 +72,8 @@ std::vector<uint8_t> DeviceMemory::download(const void* src, size_t bytes) {
 
 void DeviceMemory::synchronize() {
   if (backend_ != Backend::Cuda) return;
-  check(cudaGetLastError(), "kernel launch");
-  check(cudaDeviceSynchronize(), "kernel execution");
+  cuda_check(cudaGetLastError(), "kernel launch");
+  cuda_check(cudaDeviceSynchronize(), "kernel execution");
 }
 
 }  // namespace flashsim::gpu

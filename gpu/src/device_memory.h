@@ -8,6 +8,9 @@
 
 namespace flashsim::gpu {
 
+// Throws std::runtime_error "what: <CUDA's error string>" unless e is cudaSuccess (e: a cudaError_t).
+void cuda_check(int e, const char* what);
+
 class DeviceMemory {
  public:
   explicit DeviceMemory(Backend b) : backend_(b) {}
@@ -19,11 +22,13 @@ class DeviceMemory {
   void* upload(const std::vector<uint8_t>& bytes);   // nullptr for an empty vector
   void fill(void* dst, uint8_t byte, size_t bytes);  // 0xFF: NaN in fp32, fp16 and bf16
   std::vector<uint8_t> download(const void* src, size_t bytes);
-  void synchronize();  // waits for the launches, throws on a kernel error
+  void synchronize();                                    // waits for the launches, throws on a kernel error
+  size_t allocated_bytes() const { return allocated_; }  // by alloc and upload so far
 
  private:
   Backend backend_;
   std::vector<void*> blocks_;
+  size_t allocated_ = 0;
 };
 
 }  // namespace flashsim::gpu

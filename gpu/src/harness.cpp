@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "device_memory.h"
+#include "case_buffers.h"
 #include "flashsim/error.h"
 #include "flashsim/golden/files.h"
 #include "flashsim/golden/manifest.h"
@@ -17,29 +17,6 @@
 namespace flashsim::gpu {
 
 namespace {
-
-std::vector<uint8_t> stored_bytes(const std::vector<double>& values, DType t) {
-  std::vector<uint8_t> bytes(values.size() * static_cast<size_t>(dtype_bytes(t)));
-  to_stored(values, bytes.data(), t);
-  return bytes;
-}
-
-std::vector<uint8_t> int32_bytes(const std::vector<int64_t>& values) {
-  std::vector<uint8_t> bytes(values.size() * 4);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const auto v = static_cast<int32_t>(values[i]);
-    std::memcpy(bytes.data() + 4 * i, &v, 4);
-  }
-  return bytes;
-}
-
-// An output buffer of n elements of dtype t, filled with NaN (all bits set) so that an unwritten element fails.
-void* nan_output(DeviceMemory& mem, int64_t n, DType t) {
-  const size_t bytes = static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(t));
-  void* p = mem.alloc(bytes);
-  mem.fill(p, 0xFF, bytes);
-  return p;
-}
 
 golden::CandidateTensor downloaded(DeviceMemory& mem, const void* src, const AttentionProblem& p,
                                    const std::string& name, DType t) {
@@ -75,32 +52,7 @@ golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, c
   const AttentionProblem& p = lc.c.problem;
   const AttentionInputs& in = lc.inputs;
   DeviceMemory mem(v.backend);
-  DeviceArgs a;
-  a.q = mem.upload(stored_bytes(in.q, p.dtype));
-  a.k = mem.upload(stored_bytes(in.k, p.dtype));
-  a.v = mem.upload(stored_bytes(in.v, p.dtype));
-  if (v.backward) a.dout = mem.upload(stored_bytes(in.dout, p.dtype));
-  a.bias = mem.upload(stored_bytes(in.bias, p.dtype));
-  a.mask = static_cast<const uint8_t*>(mem.upload(in.mask));
-  a.alibi_slopes = static_cast<const float*>(mem.upload(stored_bytes(in.alibi_slopes, DType::F32)));
-  if (p.varlen()) {
-    a.cu_seqlens_q = static_cast<const int32_t*>(mem.upload(int32_bytes(p.cu_seqlens_q())));
-    a.cu_seqlens_k = static_cast<const int32_t*>(mem.upload(int32_bytes(p.cu_seqlens_k())));
-  }
-  a.o = nan_output(mem, p.o_elems(), p.dtype);
-  a.lse = static_cast<float*>(nan_output(mem, p.lse_elems(), DType::F32));
-  if (v.backward) {
-    a.dq = nan_output(mem, p.q_elems(), p.dtype);
-    a.dk = nan_output(mem, p.k_elems(), p.dtype);
-    a.dv = nan_output(mem, p.v_elems(), p.dtype);
-    if (p.bias != BroadcastShape::None)
-      a.dbias = static_cast<float*>(nan_output(mem, p.bias_elems(), DType::F32));
-  }
-  if (v.workspace_bytes) {
-    const size_t bytes = v.workspace_bytes(p, c);
-    a.workspace = mem.alloc(bytes);
-    mem.fill(a.workspace, 0, bytes);
-  }
+  const DeviceArgs a = upload_case(mem, p, in, v, c);
   v.forward(p, c, a);
   if (v.backward) v.backward(p, c, a);
   mem.synchronize();
