@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <regex>
+#include <unordered_map>
 
 #include "flashsim/error.h"
 #include "flashsim/sim/l2_sim.h"
@@ -185,11 +186,15 @@ std::vector<NcuKernel> parse_ncu_csv(std::istream& in) {
 }
 
 std::optional<RecognizedKernel> recognize_kernel(const std::string& name) {
+  // Each pattern compiled once (a report has a row per kernel and metric; the fuzzer calls this millions of
+  // times); patterns are the models' string literals, so their addresses are stable keys.
+  thread_local std::unordered_map<const char*, std::regex> compiled;
   for (const KernelModel* m : kernel_models())
     for (const NcuName& n : m->ncu_names) {
+      auto it = compiled.find(n.pattern);
+      if (it == compiled.end()) it = compiled.emplace(n.pattern, std::regex(n.pattern)).first;
       std::smatch match;
-      if (std::regex_search(name, match, std::regex(n.pattern)))
-        return RecognizedKernel{m, n.config(match, name)};
+      if (std::regex_search(name, match, it->second)) return RecognizedKernel{m, n.config(match, name)};
     }
   return std::nullopt;
 }

@@ -58,7 +58,7 @@ enum class WorkBlocks { None, Forward, Backward };
 // An ncu kernel name a model answers to: an ECMAScript regex searched in the demangled name, and the tile
 // config its submatches (the kernel's template arguments) give.
 struct NcuName {
-  const char* pattern;
+  const char* pattern;  // a string literal (its address keys the compiled regex)
   TileConfig (*config)(const std::smatch& m, const std::string& name);
 };
 
