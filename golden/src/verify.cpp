@@ -136,15 +136,6 @@ OutputVerdict check_output(const LoadedCase& lc, const Outputs& out, const std::
   return v;
 }
 
-// The golden file of a manifest entry, its sha256 checked against the manifest's.
-LoadedCase read_golden_case(const fs::path& golden, const ManifestEntry& e, int64_t max_memory_bytes) {
-  const fs::path path = golden / e.file;
-  const std::vector<uint8_t> bytes = read_case_file(path, max_memory_bytes);
-  if (sha256_hex(bytes) != e.sha256)
-    throw InputError(path.string(), "sha256 does not match the manifest (the golden file was changed)");
-  return load_case(parse(bytes, path.string()), path.string());
-}
-
 // The compute dtype a candidate file states in its metadata, if it does.
 std::optional<DType> stated_compute(const SafetensorsFile& f, const std::string& source) {
   const auto it = f.metadata.find(kComputeDtypeKey);
@@ -225,6 +216,14 @@ nlohmann::ordered_json output_json(const OutputVerdict& o) {
 }
 
 }  // namespace
+
+LoadedCase read_golden_case(const fs::path& golden, const ManifestEntry& e, int64_t max_memory_bytes) {
+  const fs::path path = golden / e.file;
+  const std::vector<uint8_t> bytes = read_case_file(path, max_memory_bytes);
+  if (sha256_hex(bytes) != e.sha256)
+    throw InputError(path.string(), "sha256 does not match the manifest (the golden file was changed)");
+  return load_case(parse(bytes, path.string()), path.string());
+}
 
 OutputVerdict verify_output(const std::string& name, const std::vector<double>& exact,
                             const std::vector<int64_t>& shape, const CandidateTensor& got,

@@ -9,9 +9,7 @@
 
 #include "case_buffers.h"
 #include "flashsim/error.h"
-#include "flashsim/golden/files.h"
 #include "flashsim/golden/manifest.h"
-#include "flashsim/golden/safetensors.h"
 #include "stored.h"
 
 namespace flashsim::gpu {
@@ -92,11 +90,7 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
   for (const auto* v : versions) reports.push_back({v, {}, {}});
   for (const auto& e : m.cases) {
     if (!selected(e.name, opt.cases)) continue;
-    const auto path = opt.golden / e.file;
-    const auto bytes = golden::read_case_file(path, opt.max_memory_bytes);
-    if (golden::sha256_hex(bytes) != e.sha256)
-      throw InputError(path.string(), "sha256 does not match the manifest (the golden file was changed)");
-    const golden::LoadedCase lc = golden::load_case(golden::parse(bytes, path.string()), path.string());
+    const golden::LoadedCase lc = golden::read_golden_case(opt.golden, e, opt.max_memory_bytes);
     for (auto& r : reports) {
       if (const std::string why =
               r.version->unsupported ? r.version->unsupported(lc.c.problem, opt.config) : "";

@@ -12,6 +12,7 @@
 
 #include "flashsim/dtype.h"
 #include "flashsim/golden/case_file.h"
+#include "flashsim/golden/manifest.h"
 #include "flashsim/golden/tolerance.h"
 
 namespace flashsim::golden {
@@ -78,6 +79,11 @@ OutputVerdict verify_output(const std::string& name, const std::vector<double>& 
 // a candidate tensor of the wrong shape; an absent output, or a compute dtype the case has no tolerance for,
 // is a failure in the verdict.
 CaseVerdict verify_case(const LoadedCase& lc, const Outputs& out, const VerifyOptions& opt);
+
+// The golden file of a manifest entry in the suite folder `golden`, read (refused over max_memory_bytes, 0: 80% of
+// the memory available), its sha256 checked against the manifest's, and loaded. Throws InputError.
+LoadedCase read_golden_case(const std::filesystem::path& golden, const ManifestEntry& e,
+                            int64_t max_memory_bytes);
 
 // Throws InputError (exit 2) for a bad golden folder or a malformed candidate file, or a candidate output of
 // the wrong shape or a non-float dtype; a missing candidate file or output is a failure in the report.
