@@ -29,6 +29,7 @@
 
 #include "fa2_fwd_traits.h"
 #include "flashsim/gpu/params.h"
+#include "score_pipeline.cuh"  // neg_inf, to_float, biased_score
 
 namespace flashsim::gpu::fa2 {
 
@@ -55,10 +56,6 @@ struct Fa2FwdParams {
 };
 
 namespace detail {
-
-__device__ __forceinline__ float neg_inf() {
-  return __int_as_float(0xff800000);  // -inf in IEEE binary32
-}
 
 template <class I>
 __device__ __forceinline__ I min_of(I x, I y) {
@@ -133,13 +130,6 @@ __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
   uint32_t r;
   asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
-}
-
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) {
-  return __bfloat162float(x);
-}
-__device__ __forceinline__ float to_float(__half x) {
-  return __half2float(x);
 }
 
 // 2^x (MUFU.EX2, relative error ~2^-22); exactly +0 for -inf.
@@ -392,15 +382,10 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
                 s = neg_inf();
                 continue;
               }
-              float x = s * a.scale;  // s = scale * q.k
-              if (a.softcap > 0.f) x = a.softcap * tanhf(x / a.softcap);
-              if (a.has_bias) x += to_float(static_cast<const Element*>(prm.bias)[bias_row + j]);
-              if (a.alibi) {
-                const int64_t dist = i + shift - j;  // bottom-right aligned distance to the diagonal
-                x += -slope * static_cast<float>(dist < 0 ? -dist : dist);
-              }
-              if (a.has_mask && prm.mask[mask_row + j] == 0) x = neg_inf();
-              s = x;
+              const float bias =
+                  a.has_bias ? to_float(static_cast<const Element*>(prm.bias)[bias_row + j]) : 0.f;
+              const float x = biased_score(a, s * a.scale, bias, slope, static_cast<int>(i + shift - j));
+              s = a.has_mask && prm.mask[mask_row + j] == 0 ? neg_inf() : x;
             }
         }
     } else {

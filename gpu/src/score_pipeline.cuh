@@ -59,23 +59,29 @@ struct ScoreInputs {
   const float* slopes = nullptr;  // alibi slopes [heads_q]
 };
 
-// The pipelined score of query i (query head h) and key j of sequence b, from s = scale * q.k: softcap,
-// + bias, + ALiBi, then -inf where the window or the mask hides key j. dcap (optional) receives the
-// softcap's derivative 1 - tanh^2(s / c).
-template <class T>
-__device__ inline float score_pipeline(const AttentionParams& a, const ScoreInputs& in, int b, int h, int lq,
-                                       int lk, int i, int j, float s, float* dcap) {
+// The score before the masks, from s = scale * q.k: softcap c: s = c tanh(s / c); + bias (the element's value,
+// read only where a.has_bias); + ALiBi -slope |dist|, dist = i + lk - lq - j (bottom-right aligned). dcap
+// (optional) receives the softcap's derivative 1 - tanh^2(s / c). Every kernel's score goes through here.
+__device__ inline float biased_score(const AttentionParams& a, float s, float bias, float slope, int dist,
+                                     float* dcap = nullptr) {
   float x = s;
   if (a.softcap > 0.f) {
     const float t = tanhf(x / a.softcap);  // s = c tanh(s / c)
     x = a.softcap * t;
     if (dcap) *dcap = 1.f - t * t;  // d(c tanh(s / c)) / ds = 1 - tanh^2(s / c)
   }
-  if (a.has_bias) x += to_float(static_cast<const T*>(in.bias)[bias_index(a, b, h, i, j)]);  // s += bias
-  if (a.alibi) {
-    const int dist = i + lk - lq - j;  // bottom-right aligned diagonal distance
-    x += -in.slopes[h] * static_cast<float>(dist < 0 ? -dist : dist);  // s += -slope_h |i + lk - lq - j|
-  }
+  if (a.has_bias) x += bias;                                               // s += bias
+  if (a.alibi) x += -slope * static_cast<float>(dist < 0 ? -dist : dist);  // s += -slope_h |dist|
+  return x;
+}
+
+// The pipelined score of query i (query head h) and key j of sequence b, from s = scale * q.k: biased_score,
+// then -inf where the window or the mask hides key j.
+template <class T>
+__device__ inline float score_pipeline(const AttentionParams& a, const ScoreInputs& in, int b, int h, int lq,
+                                       int lk, int i, int j, float s, float* dcap) {
+  const float bias = a.has_bias ? to_float(static_cast<const T*>(in.bias)[bias_index(a, b, h, i, j)]) : 0.f;
+  const float x = biased_score(a, s, bias, a.alibi ? in.slopes[h] : 0.f, i + lk - lq - j, dcap);
   const bool visible =
       window_visible(a, lq, lk, i, j) && (!a.has_mask || in.mask[mask_index(a, b, h, i, j)] != 0);
   return visible ? x : neg_inf();
