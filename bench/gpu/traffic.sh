@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On the GPU machine: our FA2 forward (fa2-fwd-v1) under Nsight Compute on 4 shapes, one launch each, with the
-# metrics `flashsim traffic compare` reads (ncu_shapes.sh's set), then the comparison with the prediction for
-# the same tile config (the kernel's template arguments). Into OUT:
+# On the GPU machine: our FA2 (fa2-v1) under Nsight Compute on 4 shapes: the forward kernel (one launch) and the
+# backward's three kernels (dot_do_o, main, convert_dq: one backward call), with the metrics `flashsim traffic
+# compare` reads (ncu_shapes.sh's set), then the comparison with the prediction for the same tile config (the
+# kernels' template arguments). Into OUT:
 #   bash bench/gpu/traffic.sh [BUNDLE] [OUT]
 set -u
 source "$(dirname "$0")/bundle_env.sh" "$@"
@@ -17,12 +18,18 @@ shapes=(
 for s in "${shapes[@]}"; do
   set -- $s
   name=$1 b=$2 h=$3 n=$4 d=$5 causal=$6
-  ncu --clock-control none -k regex:flashsim_fa2_fwd_kernel --launch-count 1 --csv --metrics "$metrics" \
-    "$bundle/flashsim-gpu" bench --kernel fa2-fwd-v1 --batch "$b" --heads "$h" --seqlens "$n" --head-dims "$d" \
-    --causal "$causal" --repeats 3 > "$out/ncu_fa2_fwd_v1_$name.csv" 2> "$out/ncu_fa2_fwd_v1_$name.err"
   flags=(--batch "$b" --heads "$h" --seqlen "$n" --head-dim "$d")
   [ "$causal" = yes ] && flags+=(--causal)
-  echo "== $name: flashsim traffic compare ${flags[*]}" | tee -a "$out/traffic_compare.txt"
-  "$bundle/flashsim" traffic compare --ncu "$out/ncu_fa2_fwd_v1_$name.csv" "${flags[@]}" 2>&1 | tee -a "$out/traffic_compare.txt"
+  for pass in fwd bwd; do
+    count=1
+    [ $pass = bwd ] && count=3
+    ncu --clock-control none -k "regex:flashsim_fa2_${pass}_" --launch-count $count --csv --metrics "$metrics" \
+      "$bundle/flashsim-gpu" bench --kernel fa2-v1 --batch "$b" --heads "$h" --seqlens "$n" --head-dims "$d" \
+      --causal "$causal" --repeats 3 \
+      > "$out/ncu_fa2_v1_${pass}_$name.csv" 2> "$out/ncu_fa2_v1_${pass}_$name.err"
+    echo "== $name $pass: flashsim traffic compare ${flags[*]}" | tee -a "$out/traffic_compare.txt"
+    "$bundle/flashsim" traffic compare --ncu "$out/ncu_fa2_v1_${pass}_$name.csv" "${flags[@]}" 2>&1 \
+      | tee -a "$out/traffic_compare.txt"
+  done
 done
-tar -C "$out" -czf "$out/ncu_fa2_fwd_v1_csvs.tar.gz" $(cd "$out" && ls ncu_fa2_fwd_v1_*.csv) && rm -f "$out"/ncu_fa2_fwd_v1_*.csv
+tar -C "$out" -czf "$out/ncu_fa2_v1_csvs.tar.gz" $(cd "$out" && ls ncu_fa2_v1_*.csv) && rm -f "$out"/ncu_fa2_v1_*.csv

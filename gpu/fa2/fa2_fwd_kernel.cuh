@@ -18,7 +18,8 @@
 // + ALiBi (-slope_h |i + lk - lq - j|); -inf where the window or the boolean mask hides key j. A row with no
 // visible key gives o = 0, lse = -inf.
 //   - plain problems (no softcap, bias, mask, ALiBi; scale > 0): S stays unscaled and the scale is folded
-//     into the exponent, p = exp2(s * scale log2 e - m * scale log2 e) (one FFMA, FA2's trick); window and
+//     into the exponent, p = exp2((s - m) scale log2 e) (FADD + FMUL: FA2's single FFMA would cost the row max
+//     P = 1, below); window and
 //     sequence-end masking are applied only in the key blocks that straddle a limit;
 //   - otherwise every element goes through the whole pipeline in fp32, in naive-v1's order.
 #include <cuda_bf16.h>
@@ -27,6 +28,7 @@
 
 #include <cstdint>
 
+#include "fa2_device.cuh"
 #include "fa2_fwd_traits.h"
 #include "flashsim/gpu/params.h"
 #include "score_pipeline.cuh"  // neg_inf, to_float, biased_score
@@ -54,127 +56,6 @@ struct Fa2FwdParams {
   int64_t kv_stride = 0;   // heads_kv * d: between rows of k and v
   float exp2_scale = 0.f;  // exp(x) = exp2(x * exp2_scale): scale * log2(e) (plain), log2(e) (pipeline)
 };
-
-namespace detail {
-
-template <class I>
-__device__ __forceinline__ I min_of(I x, I y) {
-  return x < y ? x : y;
-}
-template <class I>
-__device__ __forceinline__ I max_of(I x, I y) {
-  return x < y ? y : x;
-}
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, bypassing L1 (.cg); src_bytes = 0 zero-fills the 16 bytes and reads nothing.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-// Waits until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Four 8x8 b16 matrices from shared memory; lane l gives the row address of matrix l / 8, row l % 8.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// c += a b: m16n8k16, A row-major (4 regs), B "col" (2 regs), fp32 accumulators.
-template <class E>
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
-template <>
-__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                                        uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <>
-__device__ __forceinline__ void mma16816<__half>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                                 uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two fp32 values rounded (to nearest even) to the element type and packed: lo in the low 16 bits (the lower
-// column of an mma fragment pair).
-template <class E>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
-// 2^x (MUFU.EX2, relative error ~2^-22); exactly +0 for -inf.
-__device__ __forceinline__ float exp2_approx(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// Address of logical 16-byte chunk c (compile-time, even) of a row, given the lane's swizzled address of the
-// row's chunk 0 or 1 (`addr`, whose bits 4-6 hold (c0 ^ swz(r)) with c0 in {0, 1}): the XOR moves it within
-// the row's 128-byte (d96: 64-byte) group, the rest of c is a plain offset (an ldmatrix immediate).
-template <class Tr>
-__device__ __forceinline__ uint32_t swz_chunk(uint32_t addr, int c) {
-  return (addr ^ static_cast<uint32_t>((c & Tr::kSwzMask) * 16)) +
-         static_cast<uint32_t>((c & ~Tr::kSwzMask) * 16);
-}
-
-// Copies rows [0, rows) of a tile (row r at g + r * stride) into shared memory in the traits' swizzled layout;
-// rows [rows, kRows) are zero-filled without reading global memory. Thread tid copies chunk tid % kRowSlots
-// of rows tid / kRowSlots + it * kRowsPerPass through one source pointer stepped by a pass (no per-chunk
-// 64-bit offsets kept live across the key loop); shared-memory destinations are compile-time offsets.
-template <class Tr, int kRows>
-__device__ __forceinline__ void copy_tile(typename Tr::Element* s, const typename Tr::Element* g,
-                                          int64_t stride, int rows, int tid) {
-  constexpr int kEl = static_cast<int>(sizeof(typename Tr::Element));
-  constexpr int kRowsPerPass = Tr::kThreads / Tr::kRowSlots;
-  static_assert(kRows % kRowsPerPass == 0, "whole passes");
-  const int r0 = tid / Tr::kRowSlots, chunk = tid % Tr::kRowSlots, col = chunk * Tr::kChunk;
-  if (Tr::kRowSlots != Tr::kRowChunks && chunk >= Tr::kRowChunks) return;  // d96: 4 idle slots a row
-  const int left = rows - r0;  // rows this thread still has to copy
-  const typename Tr::Element* src = g + r0 * stride + col;
-  const uint32_t dst = smem_addr(s + r0 * Tr::kPitch + (chunk ^ Tr::swz(r0)) * Tr::kChunk);
-#pragma unroll
-  for (int it = 0; it < kRows / kRowsPerPass; ++it) {
-    const bool ok = it * kRowsPerPass < left;
-    // row r0 + it * kRowsPerPass = r0 | it * kRowsPerPass (r0 < kRowsPerPass, a power of two): its swizzle
-    // is swz(r0) ^ swz(it * kRowsPerPass), the second a compile-time constant (non-zero only for d256).
-    const uint32_t flip = static_cast<uint32_t>(Tr::swz(it * kRowsPerPass) * 16);
-    cp_async_16((dst ^ flip) + it * kRowsPerPass * Tr::kPitch * kEl, ok ? src : g, ok ? 16 : 0);
-    src += kRowsPerPass * stride;
-  }
-}
-
-}  // namespace detail
 
 // kPipeline: the full per-element score pipeline (softcap, bias, mask, ALiBi, or a scale <= 0) in every key
 // block; without it, unscaled scores with the scale folded into exp2 and masking only in the blocks that
@@ -419,8 +300,9 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         // m = -inf (nothing visible yet): shift by 0 so that exp never sees -inf - -inf.
-        const float m_scaled = mx == neg_inf() ? 0.f : mx * c_exp;
-        const float alpha = exp2_approx(row_m[mt][hf] * c_exp - m_scaled);  // exp(m_old - m_new); 0 from -inf
+        const float m_shift = mx == neg_inf() ? 0.f : mx;
+        const float alpha =
+            exp2_approx((row_m[mt][hf] - m_shift) * c_exp);  // exp(m_old - m_new); 0 from -inf
         row_m[mt][hf] = mx;
         float sum = 0.f;
 #pragma unroll
@@ -428,7 +310,11 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& s = acc_s[mt][nt][2 * hf + e];
-            s = exp2_approx(fmaf(s, c_exp, -m_scaled));  // P = exp(S - m_new), fp32
+            // P = exp(S - m_new), fp32, as (s - m) c rather than FA2's fma(s, c, -m c): the row max gets
+            // P = 1 exactly (as the reference), where fma leaves the rounding of m c, up to 1e-3 at scores
+            // of 1e4, which the rounding of P then turns into an error of O that is the same for the whole
+            // row; the backward's D = rowsum(dO o O) amplifies it (fp16 magnitude-x64: dq 8x its bound).
+            s = exp2_approx((s - m_shift) * c_exp);
             sum += s;
           }
         row_l[mt][hf] = row_l[mt][hf] * alpha + sum;  // l = alpha l + rowsum(P), from the unrounded P

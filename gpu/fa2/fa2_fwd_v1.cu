@@ -1,6 +1,6 @@
-// fa2-fwd-v1: FlashAttention-2's forward as one fused kernel (fa2_fwd_kernel.cuh): a query block per CTA,
+// fa2-v1's forward: FlashAttention-2's forward as one fused kernel (fa2_fwd_kernel.cuh): a query block per CTA,
 // K/V blocks streamed through shared memory by cp.async, S and P in registers, mma.sync tensor cores, O and
-// lse written once. This file: what it can run, the instantiated tile configs and the launch.
+// lse written once. This file: what it can run, the instantiated tile configs and the launch (fa2_v1.h).
 //
 // Instantiated configs (Br x Bc, warps, K/V stages), each for bf16 and fp16:
 //   d64, d96, d128: Br128 Bc64 w4, stages 1 and 2      d256: Br64 Bc64 w4, stages 1 and 2
@@ -27,6 +27,7 @@
 #include <string>
 
 #include "fa2_fwd_kernel.cuh"
+#include "fa2_v1.h"
 #include "flashsim/error.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
@@ -40,7 +41,7 @@ using fa2::Fa2FwdTraits;
 
 void cuda_check(cudaError_t e, const char* call, const char* file, int line) {
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("fa2-fwd-v1: ") + call + " failed at " + file + ":" +
+    throw std::runtime_error(std::string("fa2-v1: ") + call + " failed at " + file + ":" +
                              std::to_string(line) + ": " + cudaGetErrorName(e) + ": " +
                              cudaGetErrorString(e));
 }
@@ -53,11 +54,13 @@ constexpr int64_t kMaxGridYZ = 65535;
 struct Instance {
   int head_dim, block_q, block_k, warps;
 };
-constexpr Instance kInstances[] = {{64, 128, 64, 4}, {96, 128, 64, 4}, {128, 128, 64, 4}, {256, 64, 64, 4}};
+constexpr Instance kInstances[] = {
+    {64, 128, 64, 4}, {96, 128, 64, 4}, {128, 128, 64, 4}, {128, 128, 32, 4}, {256, 64, 64, 4}};
 constexpr int kMaxStages = 2;  // stages 1 and 2 of each
 constexpr const char* kInstancesText =
-    "d64, d96, d128: Br128 Bc64 w4; d256: Br64 Bc64 w4; each with stages 1 or 2, without q_in_registers or "
-    "kv_shared_buffer";
+    "d64, d96, d128: Br128 Bc64 w4; d128: Br128 Bc32 w4; d256: Br64 Bc64 w4; each with stages 1 or 2, "
+    "without "
+    "q_in_registers or kv_shared_buffer";
 
 bool instantiated(const AttentionProblem& p, const TileConfig& c) {
   if (c.q_in_registers || c.kv_shared_buffer || c.stages < 1 || c.stages > kMaxStages) return false;
@@ -67,14 +70,14 @@ bool instantiated(const AttentionProblem& p, const TileConfig& c) {
   return false;
 }
 
-std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
+std::string unsupported_impl(const AttentionProblem& p, const TileConfig& c) {
   if (p.dtype != DType::F16 && p.dtype != DType::BF16)
-    return "dtype " + std::string(dtype_name(p.dtype)) + " (fa2-fwd-v1 runs fp16 and bf16)";
+    return "dtype " + std::string(dtype_name(p.dtype)) + " (fa2-v1 forward runs fp16 and bf16)";
   if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 256)
-    return "head_dim " + std::to_string(p.head_dim) + " (fa2-fwd-v1 runs 64, 96, 128, 256)";
+    return "head_dim " + std::to_string(p.head_dim) + " (fa2-v1 forward runs 64, 96, 128, 256)";
   if (p.head_dim_v != p.head_dim)
     return "head_dim_v " + std::to_string(p.head_dim_v) + " != head_dim " + std::to_string(p.head_dim) +
-           " (fa2-fwd-v1 needs them equal)";
+           " (fa2-v1 forward needs them equal)";
   if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) return "heads_q is not a multiple of heads_kv";
   if (p.batch > kMaxGridYZ || p.heads_q > kMaxGridYZ)
     return "batch or heads_q over 65535 (gridDim.y, gridDim.z)";
@@ -85,20 +88,11 @@ std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
 }
 
 void require(bool ok, const char* what) {
-  if (!ok) throw InputError("fa2-fwd-v1", std::string("missing device buffer: ") + what);
+  if (!ok) throw InputError("fa2-v1", std::string("missing device buffer: ") + what);
 }
 void require_aligned(const void* ptr, const char* what) {
   if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
-    throw InputError("fa2-fwd-v1", std::string(what) + " is not 16-byte aligned (16-byte cp.async / stores)");
-}
-
-// make_params(p) with the window sides that hide no key (>= Sq + Sk) made -1, as naive-v1 does: the window
-// arithmetic then stays far from int overflow.
-AttentionParams params_of(const AttentionProblem& p) {
-  AttentionParams a = make_params(p);  // throws InputError when a size exceeds int
-  if (a.window_left >= p.seqlen_q + p.seqlen_k) a.window_left = -1;
-  if (a.window_right >= p.seqlen_q + p.seqlen_k) a.window_right = -1;
-  return a;
+    throw InputError("fa2-v1", std::string(what) + " is not 16-byte aligned (16-byte cp.async / stores)");
 }
 
 template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, int kStages, class Element, bool kPipeline>
@@ -112,7 +106,7 @@ void run(const Fa2FwdParams& prm, cudaStream_t stream) {
     CUDA_CHECK(cudaGetDevice(&device));
     CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     if (static_cast<size_t>(optin) < smem)
-      throw std::runtime_error("fa2-fwd-v1: the tile needs " + std::to_string(smem) +
+      throw std::runtime_error("fa2-v1: the tile needs " + std::to_string(smem) +
                                " bytes of shared memory; this device allows " + std::to_string(optin));
     CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
@@ -141,16 +135,25 @@ void launch_t(const AttentionProblem& p, const TileConfig& c, const Fa2FwdParams
     case 96:
       return run_stages<96, 128, 64, 4, Element>(s, prm, stream);
     case 128:
-      return run_stages<128, 128, 64, 4, Element>(s, prm, stream);
+      return c.block_k == 32 ? run_stages<128, 128, 32, 4, Element>(s, prm, stream)
+                             : run_stages<128, 128, 64, 4, Element>(s, prm, stream);
     case 256:
       return run_stages<256, 64, 64, 4, Element>(s, prm, stream);
     default:
-      throw std::logic_error("fa2-fwd-v1: head_dim passed unsupported() but has no instance");
+      throw std::logic_error("fa2-v1: head_dim passed unsupported() but has no instance");
   }
 }
 
+}  // namespace
+
+namespace fa2 {
+
+std::string forward_unsupported(const AttentionProblem& p, const TileConfig& c) {
+  return unsupported_impl(p, c);
+}
+
 void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
-  if (const std::string why = unsupported(p, c); !why.empty()) throw InputError("fa2-fwd-v1", why);
+  if (const std::string why = unsupported_impl(p, c); !why.empty()) throw InputError("fa2-v1", why);
   require(args.q && args.k && args.v, "q, k, v");
   require(args.o && args.lse, "o, lse");
   require(p.bias == BroadcastShape::None || args.bias, "bias");
@@ -189,22 +192,6 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
     launch_t<__half>(p, c, prm, stream);
 }
 
-}  // namespace
-
-KernelVersion fa2_fwd_v1() {
-  KernelVersion kv;
-  kv.name = "fa2-fwd-v1";
-  kv.algorithm = Algorithm::Fa2;
-  kv.backend = Backend::Cuda;
-  kv.summary =
-      "FlashAttention-2 forward: one CTA per query block, K/V blocks streamed by cp.async, S and P in "
-      "registers, mma.sync m16n8k16, online softmax, O and lse written once";
-  kv.sim_kernels = {"fwd_fa2"};
-  kv.unsupported = unsupported;
-  kv.workspace_bytes = nullptr;
-  kv.forward = forward;
-  kv.backward = nullptr;  // forward only
-  return kv;
-}
+}  // namespace fa2
 
 }  // namespace flashsim::gpu

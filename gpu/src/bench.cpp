@@ -56,18 +56,22 @@ BenchResult bench(const KernelVersion& v, const AttentionProblem& p, const TileC
     r.skipped = why;
     return r;
   }
+  const std::string no_backward =
+      !v.backward ? "" : (v.backward_unsupported ? v.backward_unsupported(p, c) : "");
+  const bool backward = v.backward && no_backward.empty();
+  if (!no_backward.empty()) r.skipped = "backward: " + no_backward;
   const AttentionInputs in = make_random_inputs(p, 1);  // never zeros: real data, as a model would see
   DeviceMemory mem(Backend::Cuda);
   std::vector<DeviceArgs> sets;
   do {  // enough copies that the rotation moves more bytes than L2 holds
-    sets.push_back(upload_case(mem, p, in, v, c));
+    sets.push_back(upload_case(mem, p, in, v, c, backward));
   } while (mem.allocated_bytes() < static_cast<size_t>(o.rotate_bytes) && sets.size() < 64);
   for (const auto& s : sets) v.forward(p, c, s);  // o and lse for the backward
   mem.synchronize();
   const double fwd = conventional_forward_flops(p);
   r.fwd_ms = median_ms(o.warmup, o.repeats, sets.size(), [&](size_t i) { v.forward(p, c, sets[i]); });
   r.fwd_tflops = fwd / (r.fwd_ms * 1e-3) / 1e12;
-  if (v.backward) {
+  if (backward) {
     r.bwd_ms = median_ms(o.warmup, o.repeats, sets.size(), [&](size_t i) { v.backward(p, c, sets[i]); });
     r.bwd_tflops = 2.5 * fwd / (r.bwd_ms * 1e-3) / 1e12;
   }

@@ -18,12 +18,12 @@ void* nan_output(DeviceMemory& mem, int64_t n, DType t) {
 }  // namespace
 
 DeviceArgs upload_case(DeviceMemory& mem, const AttentionProblem& p, const AttentionInputs& in,
-                       const KernelVersion& v, const TileConfig& c) {
+                       const KernelVersion& v, const TileConfig& c, bool backward) {
   DeviceArgs a;
   a.q = mem.upload(stored_bytes(in.q, p.dtype));
   a.k = mem.upload(stored_bytes(in.k, p.dtype));
   a.v = mem.upload(stored_bytes(in.v, p.dtype));
-  if (v.backward) a.dout = mem.upload(stored_bytes(in.dout, p.dtype));
+  if (backward) a.dout = mem.upload(stored_bytes(in.dout, p.dtype));
   a.bias = mem.upload(stored_bytes(in.bias, p.dtype));
   a.mask = static_cast<const uint8_t*>(mem.upload(in.mask));
   a.alibi_slopes = static_cast<const float*>(mem.upload(stored_bytes(in.alibi_slopes, DType::F32)));
@@ -36,14 +36,14 @@ DeviceArgs upload_case(DeviceMemory& mem, const AttentionProblem& p, const Atten
   }
   a.o = nan_output(mem, p.o_elems(), p.dtype);
   a.lse = static_cast<float*>(nan_output(mem, p.lse_elems(), DType::F32));
-  if (v.backward) {
+  if (backward) {
     a.dq = nan_output(mem, p.q_elems(), p.dtype);
     a.dk = nan_output(mem, p.k_elems(), p.dtype);
     a.dv = nan_output(mem, p.v_elems(), p.dtype);
     if (p.bias != BroadcastShape::None)
       a.dbias = static_cast<float*>(nan_output(mem, p.bias_elems(), DType::F32));
   }
-  if (v.workspace_bytes) {
+  if (backward && v.workspace_bytes) {
     const size_t bytes = v.workspace_bytes(p, c);
     a.workspace = mem.alloc(bytes);
     mem.fill(a.workspace, 0, bytes);

@@ -7,8 +7,9 @@
 
 namespace flashsim::gpu {
 
-// dout is uploaded, and dq, dk, dv (and dbias with a bias) allocated, when the version has a backward.
+// With `backward` (the version's backward will run), dout is uploaded, dq, dk, dv (and dbias with a bias)
+// allocated, and the workspace allocated and zeroed.
 DeviceArgs upload_case(DeviceMemory& mem, const AttentionProblem& p, const AttentionInputs& in,
-                       const KernelVersion& v, const TileConfig& c);
+                       const KernelVersion& v, const TileConfig& c, bool backward);
 
 }  // namespace flashsim::gpu

@@ -65,11 +65,12 @@ void add_check(CLI::App& app, int& exit_code) {
     opt.max_memory_bytes = st->memory.bytes();
     bool pass = true;
     for (const auto& r : gpu::check(opt)) {
-      fmt::print("== {} ({}, {}): {} cases run, {} skipped\n", r.version->name,
+      fmt::print("== {} ({}, {}): {} cases run ({} forward only), {} skipped\n", r.version->name,
                  algorithm_name(r.version->algorithm),
                  r.version->backend == gpu::Backend::Cuda ? "cuda" : "host", r.report.cases.size(),
-                 r.skipped.size());
+                 r.forward_only.size(), r.skipped.size());
       fmt::print("{}", golden::format_report(r.report, st->quiet));
+      for (const auto& [name, why] : r.forward_only) fmt::print("forward only {}: {}\n", name, why);
       for (const auto& [name, why] : r.skipped) fmt::print("skipped {}: {}\n", name, why);
       pass = pass && r.report.pass();
     }
@@ -134,11 +135,12 @@ void add_bench(CLI::App& app, int& exit_code) {
             if (st->csv)
               fmt::print("{},{},{:.4f},{:.1f},{:.4f},{:.1f},\"{}\"\n", r.kernel, r.problem, r.fwd_ms,
                          r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.skipped);
-            else if (!r.skipped.empty())
+            else if (!(r.fwd_ms > 0))
               fmt::print("{:<14} {:<40} skipped: {}\n", r.kernel, r.problem, r.skipped);
             else
-              fmt::print("{:<14} {:<40} {:>9.3f} {:>9.1f} {:>9.3f} {:>9.1f}\n", r.kernel, r.problem, r.fwd_ms,
-                         r.fwd_tflops, r.bwd_ms, r.bwd_tflops);
+              fmt::print("{:<14} {:<40} {:>9.3f} {:>9.1f} {:>9.3f} {:>9.1f}{}\n", r.kernel, r.problem,
+                         r.fwd_ms, r.fwd_tflops, r.bwd_ms, r.bwd_tflops,
+                         r.skipped.empty() ? "" : "  " + r.skipped);
             std::fflush(stdout);
           }
         }

@@ -152,3 +152,17 @@ TEST(GpuParams, StridesMatchTheProblemOnEverySmokeCase) {
     }
   }
 }
+
+TEST(GpuHarness, ABackwardThatCannotRunLeavesTheForwardChecked) {
+  auto v = stand_in();
+  v.backward_unsupported = [](const AttentionProblem&, const TileConfig&) { return std::string("not here"); };
+  v.backward = [](const AttentionProblem&, const TileConfig&, const gpu::DeviceArgs&) {
+    throw std::logic_error("the backward must not run");
+  };
+  const auto lc = smoke_case("bf16-gqa");
+  const auto out = gpu::run_case(v, lc, TileConfig{});
+  EXPECT_EQ(out.tensors.count("dq"), 0u);
+  golden::VerifyOptions fwd_only;
+  fwd_only.outputs = {"o", "lse"};
+  EXPECT_TRUE(golden::verify_case(lc, out, fwd_only).pass);
+}

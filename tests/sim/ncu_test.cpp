@@ -103,6 +103,21 @@ TEST(Ncu, RecognizesFa2) {
   EXPECT_EQ(ours->config.block_q, 64);
   EXPECT_EQ(ours->config.block_k, 32);
   EXPECT_EQ(ours->config.warps, 2);
+  // Its backward's three kernels: template arguments <d, Br, Bc, warps (twice the forward's), ...>.
+  const std::pair<const char*, const char*> bwd[] = {{"flashsim_fa2_bwd_dot_kernel", "bwd_dot_do_o"},
+                                                     {"flashsim_fa2_bwd_main_kernel", "bwd_dq_dk_dv"},
+                                                     {"flashsim_fa2_bwd_convert_kernel", "bwd_convert_dq"}};
+  for (const auto& [kernel, model] : bwd) {
+    auto k = recognize_kernel(std::string("void flashsim::gpu::fa2::") + kernel +
+                              "<128, 64, 128, 8, __nv_bfloat16, false>(flashsim::gpu::fa2::Fa2BwdParams)");
+    ASSERT_TRUE(k) << kernel;
+    EXPECT_EQ(k->model, &kernel_model(model)) << kernel;
+    EXPECT_EQ(k->config.bwd_block_q, 64) << kernel;
+    EXPECT_EQ(k->config.bwd_block_k, 128) << kernel;
+    EXPECT_EQ(k->config.warps, 4) << kernel;
+  }
+  EXPECT_FALSE(
+      recognize_kernel("void flashsim::gpu::fa2::flashsim_fa2_bwd_dbias_kernel<128, 64, 128, 8>(P)"));
 }
 
 namespace {

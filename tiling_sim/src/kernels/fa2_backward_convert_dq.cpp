@@ -59,7 +59,8 @@ KernelModel fa2_backward_convert_dq() {
   KernelModel m = fa2_backward_model(
       "bwd_convert_dq",
       "FA2 backward 3/3: the fp32 dQ accumulator (or the partials, summed) converted and stored",
-      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_convert_dq_kernel"));
+      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_convert_dq_kernel"),
+      FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_convert_kernel"));
   m.launch = convert_launch;
   m.cta = convert_cta;
   m.sequence = convert_sequence;

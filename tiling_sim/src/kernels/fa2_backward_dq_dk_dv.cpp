@@ -99,7 +99,8 @@ KernelModel fa2_backward_dq_dk_dv() {
   KernelModel m = fa2_backward_model(
       "bwd_dq_dk_dv",
       "FA2 backward 2/3: a key block per CTA, dK and dV stored, dQ reduced into the fp32 accumulator",
-      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"));
+      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"),
+      FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_main_kernel"));
   m.work_blocks = WorkBlocks::Backward;
   m.backward_mma_rate = true;
   m.launch = main_launch;

@@ -1,6 +1,7 @@
 #pragma once
 // FlashAttention-2's backward kernels, as ncu names them: <kernel><..., Flash_bwd_kernel_traits<kHeadDim,
-// kBlockM, kBlockN, kNWarps, ...>>; the backward launches twice the forward's warps.
+// kBlockM, kBlockN, kNWarps, ...>>, and flashsim's own (gpu/fa2, fa2-v1), which move the same bytes:
+// <kernel><kHeadDim, kBlockM, kBlockN, kNWarps, ...>; the backward launches twice the forward's warps.
 #include "kernels.h"
 
 namespace flashsim::sim::kernels {
@@ -17,14 +18,18 @@ inline TileConfig from_bwd_traits(const std::smatch& m, const std::string& name)
 #define FLASHSIM_FA2_BWD_NCU_PATTERN(kernel) \
   kernel R"(.*Flash_bwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))"
 
-// A model of one of FA2's three backward kernels, answering to the ncu name pattern given.
-inline KernelModel fa2_backward_model(std::string name, std::string summary, const char* ncu_pattern) {
+// flashsim's own kernel of the same job (gpu/fa2/fa2_bwd_*.cuh): its template arguments start alike.
+#define FLASHSIM_GPU_BWD_NCU_PATTERN(kernel) kernel R"(<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))"
+
+// A model of one of FA2's three backward kernels, answering to FA2's ncu name pattern and flashsim's.
+inline KernelModel fa2_backward_model(std::string name, std::string summary, const char* ncu_pattern,
+                                      const char* flashsim_pattern) {
   KernelModel m;
   m.name = std::move(name);
   m.algorithm = Algorithm::Fa2;
   m.pass = Pass::Backward;
   m.summary = std::move(summary);
-  m.ncu_names = {{ncu_pattern, from_bwd_traits}};
+  m.ncu_names = {{ncu_pattern, from_bwd_traits}, {flashsim_pattern, from_bwd_traits}};
   return m;
 }
 

@@ -24,6 +24,8 @@ struct VersionReport {
   const KernelVersion* version = nullptr;
   golden::VerifyReport report;                               // the cases it ran
   std::vector<std::pair<std::string, std::string>> skipped;  // (case, why the version cannot run it)
+  // (case, why its backward cannot run): cases whose forward ran and was checked (o, lse) without a backward
+  std::vector<std::pair<std::string, std::string>> forward_only;
 };
 
 // Whether a CUDA device can run kernels here; why not in *why.

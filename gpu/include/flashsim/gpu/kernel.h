@@ -43,6 +43,9 @@ struct KernelVersion {
   std::vector<std::string> sim_kernels;
   // Why the version cannot run this case ("" when it can): dtype, head dim, a feature it lacks.
   std::string (*unsupported)(const AttentionProblem& p, const TileConfig& c) = nullptr;
+  // Why the backward cannot run a case the forward runs ("" when it can; nullptr: never): the harness then
+  // checks o and lse only and lists the case's backward as skipped.
+  std::string (*backward_unsupported)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   size_t (*workspace_bytes)(const AttentionProblem& p, const TileConfig& c) = nullptr;  // nullptr: none
   // Launches (asynchronous on args.stream); throw InputError for a config they cannot run.
   void (*forward)(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) = nullptr;

@@ -1,0 +1,224 @@
+// fa2-v1's backward: FlashAttention-2's three backward kernels (fa2_bwd_rowwise.cuh, fa2_bwd_kernel.cuh), plus
+// a dbias reduction where the bias broadcasts. This file: what it can run, the instantiated tile configs, the
+// workspace and the launches.
+//
+// Instantiated: d64, d96, d128 with the backward tile Br64 Bc128 and 8 warps (TileConfig bwd_block_q 64,
+// bwd_block_k 128, warps 4: the backward launches twice the forward's warps, as FlashAttention-2's and the
+// simulator's models do), bf16 and fp16, plain and score-pipeline kernels; dq_strategy atomic or partials
+// (run-time). Why this tile (fa2_bwd_traits.h has the arithmetic):
+//   - Bc128 over 8 warps gives each warp one m16 tile of keys, whose dK and dV (16 x d each, fp32) stay in
+//     registers for the whole CTA: 2 d / 8 x 4 = 128 registers at d128. It is FlashAttention-2's d128
+//     backward tile on A100 / H100 (Flash_bwd_kernel_traits<128, 64, 128, 8, ...>).
+//   - Br64: S^T and dP^T of a step are 16 x 64 per warp, 2 x 32 registers; Br128 would need 128 more (spills).
+//   - d256 needs dK + dV = 256 registers a thread at 16 key rows a warp: not instantiated (FlashAttention-2
+//     splits the head dim over warps at d256; a later version).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "device_memory.h"  // cuda_check
+#include "fa2_bwd_kernel.cuh"
+#include "fa2_bwd_rowwise.cuh"
+#include "fa2_v1.h"
+#include "flashsim/error.h"
+
+namespace flashsim::gpu::fa2 {
+
+namespace {
+
+constexpr int kBwdBlockQ = 64, kBwdBlockK = 128, kBwdWarps = 8;  // the instantiated tile (above)
+
+bool bias_broadcast(const AttentionProblem& p) {
+  const auto shape = p.broadcast_shape(p.bias);  // [b|1, h|1, seqlen_q, seqlen_k]
+  return shape[0] != p.batch || shape[1] != p.heads_q;
+}
+
+// The workspace, in order, each part 256-byte aligned: the lse shift, D (lse_elems fp32 each), the dQ accumulator
+// (accum_rows x heads_q x d fp32, once per key block for the partials), dS for a broadcast bias (B H Sq Sk fp32).
+struct WorkspaceLayout {
+  size_t lse_shift = 0, dsum = 0, accum = 0, dbias_full = 0, total = 0;
+};
+size_t aligned(size_t x) {
+  return (x + 255) / 256 * 256;
+}
+WorkspaceLayout workspace_layout(const AttentionProblem& p, const TileConfig& c) {
+  const AttentionParams a = params_of(p);
+  WorkspaceLayout w;
+  const size_t lse = aligned(static_cast<size_t>(p.lse_elems()) * sizeof(float));
+  size_t accum =
+      static_cast<size_t>(accum_rows(a)) * static_cast<size_t>(p.heads_q * p.head_dim) * sizeof(float);
+  if (c.dq_strategy == DqStrategy::Partials)
+    accum *= static_cast<size_t>((p.seqlen_k + kBwdBlockK - 1) / kBwdBlockK);
+  const size_t full = p.bias != BroadcastShape::None && bias_broadcast(p)
+                          ? static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q * p.seqlen_k) * sizeof(float)
+                          : 0;
+  w.lse_shift = 0;
+  w.dsum = lse;
+  w.accum = 2 * lse;
+  w.dbias_full = w.accum + aligned(accum);
+  w.total = w.dbias_full + aligned(full);
+  return w;
+}
+
+template <int kHeadDim, class Element, bool kPipeline>
+void run(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaStream_t stream) {
+  using Tr = Fa2BwdTraits<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>;
+  const unsigned q_blocks = static_cast<unsigned>((prm.a.seqlen_q + kBwdBlockQ - 1) / kBwdBlockQ);
+  const unsigned k_blocks = static_cast<unsigned>((prm.a.seqlen_k + kBwdBlockK - 1) / kBwdBlockK);
+  const dim3 rows_grid(q_blocks, static_cast<unsigned>(prm.a.batch), static_cast<unsigned>(prm.a.heads_q));
+  const dim3 main_grid(k_blocks, static_cast<unsigned>(prm.a.batch), static_cast<unsigned>(prm.a.heads_kv));
+
+  flashsim_fa2_bwd_dot_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>
+      <<<rows_grid, Tr::kThreads, 0, stream>>>(prm);
+  cuda_check(cudaGetLastError(), "fa2-v1: backward dot_do_o launch");
+
+  const auto main =
+      flashsim_fa2_bwd_main_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element, kPipeline>;
+  constexpr size_t smem = Tr::kSmemBytes;
+  int device = 0, optin = 0;
+  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
+  cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+             "cudaDeviceGetAttribute");
+  if (static_cast<size_t>(optin) < smem)
+    throw std::runtime_error("fa2-v1: the backward tile needs " + std::to_string(smem) +
+                             " bytes of shared memory; this device allows " + std::to_string(optin));
+  cuda_check(cudaFuncSetAttribute(main, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+             "cudaFuncSetAttribute");
+  main<<<main_grid, Tr::kThreads, smem, stream>>>(prm);
+  cuda_check(cudaGetLastError(), "fa2-v1: backward main launch");
+
+  flashsim_fa2_bwd_convert_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>
+      <<<rows_grid, Tr::kThreads, 0, stream>>>(prm);
+  cuda_check(cudaGetLastError(), "fa2-v1: backward convert_dq launch");
+
+  if (dbias && dbias != prm.dbias) {  // dS went to the full-size workspace: reduce over the broadcast dims
+    const auto shape = p.broadcast_shape(p.bias);
+    const int64_t elems = p.bias_elems();
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((elems + 255) / 256, 65535));
+    flashsim_fa2_bwd_dbias_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>
+        <<<blocks, 256, 0, stream>>>(prm, dbias, static_cast<int>(shape[0]), static_cast<int>(shape[1]));
+    cuda_check(cudaGetLastError(), "fa2-v1: backward dbias launch");
+  }
+}
+
+template <class Element, bool kPipeline>
+void run_dim(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaStream_t stream) {
+  switch (p.head_dim) {
+    case 64:
+      return run<64, Element, kPipeline>(prm, p, dbias, stream);
+    case 96:
+      return run<96, Element, kPipeline>(prm, p, dbias, stream);
+    case 128:
+      return run<128, Element, kPipeline>(prm, p, dbias, stream);
+    default:
+      throw std::logic_error("fa2-v1: head_dim passed backward_unsupported() but has no instance");
+  }
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) throw InputError("fa2-v1", std::string("missing device buffer: ") + what);
+}
+
+}  // namespace
+
+// What the backward lacks beyond the forward's limits (forward_unsupported: dtype, heads, grid).
+std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c) {
+  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128)
+    return "head_dim " + std::to_string(p.head_dim) + " (fa2-v1's backward runs 64, 96, 128)";
+  if (c.bwd_block_q != kBwdBlockQ || c.bwd_block_k != kBwdBlockK || 2 * c.warps != kBwdWarps)
+    return "backward tile bwd Br" + std::to_string(c.bwd_block_q) + " Bc" + std::to_string(c.bwd_block_k) +
+           " w" + std::to_string(2 * c.warps) +
+           " is not instantiated (instantiated: bwd Br64 Bc128 with 8 warps, " + "i.e. TileConfig warps 4)";
+  return "";
+}
+
+size_t backward_workspace_bytes(const AttentionProblem& p, const TileConfig& c) {
+  return workspace_layout(p, c).total;
+}
+
+void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
+  if (std::string why = forward_unsupported(p, c); !why.empty()) throw InputError("fa2-v1", why);
+  if (std::string why = backward_unsupported(p, c); !why.empty()) throw InputError("fa2-v1", why);
+  require(args.q && args.k && args.v && args.o && args.lse && args.dout, "q, k, v, o, lse, dout");
+  require(args.dq && args.dk && args.dv, "dq, dk, dv");
+  require(p.bias == BroadcastShape::None || (args.bias && args.dbias), "bias, dbias");
+  require(p.mask == BroadcastShape::None || args.mask, "mask");
+  require(!p.alibi || args.alibi_slopes, "alibi_slopes");
+  require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
+  require(args.workspace, "workspace");
+
+  Fa2BwdParams prm;
+  prm.a = params_of(p);
+  const auto stream = static_cast<cudaStream_t>(args.stream);
+  const auto elem = static_cast<size_t>(dtype_bytes(p.dtype));
+  if (prm.a.total_k == 0) {  // no key anywhere: every gradient is zero
+    if (prm.a.total_q > 0)
+      cuda_check(cudaMemsetAsync(args.dq, 0, elem * static_cast<size_t>(p.q_elems()), stream),
+                 "cudaMemsetAsync");
+    if (args.dbias)
+      cuda_check(cudaMemsetAsync(args.dbias, 0, sizeof(float) * static_cast<size_t>(p.bias_elems()), stream),
+                 "cudaMemsetAsync");
+    return;
+  }
+  if (prm.a.total_q == 0) {  // no query: dK = dV = 0
+    cuda_check(cudaMemsetAsync(args.dk, 0, elem * static_cast<size_t>(p.k_elems()), stream),
+               "cudaMemsetAsync");
+    cuda_check(cudaMemsetAsync(args.dv, 0, elem * static_cast<size_t>(p.v_elems()), stream),
+               "cudaMemsetAsync");
+    if (args.dbias)
+      cuda_check(cudaMemsetAsync(args.dbias, 0, sizeof(float) * static_cast<size_t>(p.bias_elems()), stream),
+                 "cudaMemsetAsync");
+    return;
+  }
+  const WorkspaceLayout w = workspace_layout(p, c);
+  auto* ws = static_cast<unsigned char*>(args.workspace);
+  prm.q = args.q;
+  prm.k = args.k;
+  prm.v = args.v;
+  prm.o = args.o;
+  prm.dout = args.dout;
+  prm.lse = args.lse;
+  prm.dq = args.dq;
+  prm.dk = args.dk;
+  prm.dv = args.dv;
+  prm.bias = prm.a.has_bias ? args.bias : nullptr;
+  prm.mask = prm.a.has_mask ? args.mask : nullptr;
+  prm.slopes = prm.a.alibi ? args.alibi_slopes : nullptr;
+  prm.cu_q = p.varlen() ? args.cu_seqlens_q : nullptr;
+  prm.cu_k = p.varlen() ? args.cu_seqlens_k : nullptr;
+  prm.lse_shift = reinterpret_cast<float*>(ws + w.lse_shift);
+  prm.dsum = reinterpret_cast<float*>(ws + w.dsum);
+  prm.dq_accum = reinterpret_cast<float*>(ws + w.accum);
+  prm.pipeline =
+      prm.a.softcap > 0.f || prm.a.has_bias || prm.a.has_mask || prm.a.alibi || !(prm.a.scale > 0.f);
+  prm.deterministic = c.dq_strategy == DqStrategy::Partials;
+  prm.q_stride = static_cast<int64_t>(prm.a.heads_q) * prm.a.head_dim;
+  prm.kv_stride = static_cast<int64_t>(prm.a.heads_kv) * prm.a.head_dim;
+  prm.accum_rows = accum_rows(prm.a);
+  if (prm.a.has_bias) {
+    // dS goes straight into dbias when the bias has the full [B, H, Sq, Sk] shape, else into the workspace and
+    // is reduced over the broadcast dims afterwards. Elements no CTA visits (hidden by the window, outside a
+    // sequence) stay 0.
+    const bool direct = !bias_broadcast(p);
+    prm.dbias = direct ? args.dbias : reinterpret_cast<float*>(ws + w.dbias_full);
+    prm.dbias_stride_q = prm.a.seqlen_k;
+    prm.dbias_stride_h = direct ? prm.a.bias_stride_h : int64_t{prm.a.seqlen_q} * prm.a.seqlen_k;
+    prm.dbias_stride_b = direct ? prm.a.bias_stride_b : int64_t{prm.a.heads_q} * prm.dbias_stride_h;
+    const size_t elems = direct ? static_cast<size_t>(p.bias_elems())
+                                : static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q * p.seqlen_k);
+    cuda_check(cudaMemsetAsync(prm.dbias, 0, sizeof(float) * elems, stream), "cudaMemsetAsync");
+  }
+  if (p.dtype == DType::BF16)
+    prm.pipeline ? run_dim<__nv_bfloat16, true>(prm, p, args.dbias, stream)
+                 : run_dim<__nv_bfloat16, false>(prm, p, args.dbias, stream);
+  else
+    prm.pipeline ? run_dim<__half, true>(prm, p, args.dbias, stream)
+                 : run_dim<__half, false>(prm, p, args.dbias, stream);
+}
+
+}  // namespace flashsim::gpu::fa2
