@@ -40,9 +40,9 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             c.bwd_block_k = bq;
             for (const KernelModel* k :
                  {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"),
-                  &kernel_model("bwd_convert_dq"), &kernel_model("fwd_three_pass"),
-                  &kernel_model("fwd_two_pass"), &kernel_model("fwd_fa1"), &kernel_model("naive_scores"),
-                  &kernel_model("naive_softmax"), &kernel_model("naive_pv"),
+                  &kernel_model("bwd_dq_dk_dv_group"), &kernel_model("bwd_convert_dq"),
+                  &kernel_model("fwd_three_pass"), &kernel_model("fwd_two_pass"), &kernel_model("fwd_fa1"),
+                  &kernel_model("naive_scores"), &kernel_model("naive_softmax"), &kernel_model("naive_pv"),
                   &kernel_model("naive_bwd_scores"), &kernel_model("naive_bwd_softmax"),
                   &kernel_model("naive_bwd_dp"), &kernel_model("naive_bwd_ds"), &kernel_model("naive_bwd_dv"),
                   &kernel_model("naive_bwd_dq"), &kernel_model("naive_bwd_dk")}) {
@@ -52,7 +52,9 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             }
             TileConfig partials = c;  // deterministic dQ: per-key-block partials and a reduction kernel
             partials.dq_strategy = DqStrategy::Partials;
-            for (const KernelModel* k : kernels_of(Algorithm::Fa2, Pass::Backward)) {
+            auto bwd = kernels_of(Algorithm::Fa2, Pass::Backward);
+            bwd.push_back(&kernel_model("bwd_dq_dk_dv_group"));
+            for (const KernelModel* k : bwd) {
               expect_same_counts(analytic_counts(*k, p, partials), execute_counts(schedule(*k, p, partials)),
                                  p.describe() + " " + partials.describe() + " " + k->name);
               ++cases;
@@ -67,8 +69,9 @@ TEST(Counts, Varlen) {
   TileConfig c;
   for (const KernelModel* k :
        {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"),
-        &kernel_model("bwd_convert_dq"), &kernel_model("fwd_fa1"), &kernel_model("naive_scores"),
-        &kernel_model("naive_pv"), &kernel_model("naive_bwd_ds"), &kernel_model("naive_bwd_dk")})
+        &kernel_model("bwd_dq_dk_dv_group"), &kernel_model("bwd_convert_dq"), &kernel_model("fwd_fa1"),
+        &kernel_model("naive_scores"), &kernel_model("naive_pv"), &kernel_model("naive_bwd_ds"),
+        &kernel_model("naive_bwd_dk")})
     expect_same_counts(analytic_counts(*k, p, c), execute_counts(schedule(*k, p, c)), "varlen");
 }
 
@@ -184,4 +187,28 @@ TEST(Model, ImbalanceAnalyticEqualsExecuted) {
       }
     }
   }
+}
+
+TEST(Counts, GroupBackwardLoadsKvOncePerKvHead) {
+  // flashsim's main backward kernel (a CTA per kv head, its group's query heads in turn) moves FA2's bytes for
+  // MHA; with GQA it reads K and V and stores dK and dV once per kv head, where FA2's reads them per query head.
+  TileConfig c;
+  const auto mha =
+      ProblemBuilder().batch(2).heads(8, 8).seqlen(300, 300).head_dim(64).dtype(DType::BF16).build();
+  const auto gqa =
+      ProblemBuilder().batch(2).heads(8, 2).seqlen(300, 300).head_dim(64).dtype(DType::BF16).build();
+  const auto& fa2 = kernel_model("bwd_dq_dk_dv");
+  const auto& group = kernel_model("bwd_dq_dk_dv_group");
+  const auto bytes = [](const KernelCounts& k, ref::TensorId t, bool load) {
+    const auto& tt = k.tensors[static_cast<size_t>(t)];
+    return load ? tt.load.bytes : tt.store.bytes;
+  };
+  for (auto t : {ref::TensorId::K, ref::TensorId::V, ref::TensorId::Q, ref::TensorId::dO})
+    EXPECT_EQ(bytes(analytic_counts(group, mha, c), t, true), bytes(analytic_counts(fa2, mha, c), t, true));
+  const auto g = analytic_counts(group, gqa, c), f = analytic_counts(fa2, gqa, c);
+  for (auto t : {ref::TensorId::K, ref::TensorId::V}) EXPECT_EQ(4 * bytes(g, t, true), bytes(f, t, true));
+  for (auto t : {ref::TensorId::dK, ref::TensorId::dV}) EXPECT_EQ(4 * bytes(g, t, false), bytes(f, t, false));
+  for (auto t : {ref::TensorId::Q, ref::TensorId::dO}) EXPECT_EQ(bytes(g, t, true), bytes(f, t, true));
+  EXPECT_EQ(g.launch.grid_z, 2);
+  EXPECT_DOUBLE_EQ(g.mma_flops, f.mma_flops);
 }

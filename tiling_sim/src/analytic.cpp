@@ -34,7 +34,8 @@ void count_ctas(const KernelModel& m, const AttentionProblem& p, const TileConfi
   }
 }
 
-// One sequence (batch entry) of one kernel, for one query head; scaled by `times` (heads, equal batches).
+// One sequence (batch entry) of one kernel, for one query head (per_kv_head: one kv head); scaled by `times`
+// (heads, equal batches).
 void sequence(const KernelModel& m, const AttentionProblem& p, const TileConfig& c, const KernelLaunch& l,
               int64_t b, int64_t times, KernelCounts& k, std::vector<double>* work) {
   KernelCounts one;
@@ -56,9 +57,10 @@ void sequence(const KernelModel& m, const AttentionProblem& p, const TileConfig&
 }
 
 // Footprints (what a cold L2 must fetch or eventually write back) of the tensors the kernel touches.
-void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig& c) {
+void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig& c, bool per_kv_head) {
   const int e = dtype_bytes(p.dtype);
   const int64_t tq = p.total_q(), tk = p.total_k(), hq = p.heads_q, hk = p.heads_kv;
+  const int64_t h_dkv = per_kv_head ? hk : hq;  // dK, dV per kv head, or per query head (FA2's expanded dK)
   int64_t padded = 0;
   int64_t score_elems = 0;
   for (int64_t b = 0; b < p.batch; ++b) score_elems += p.len_q(b) * p.len_k(b) * hq;
@@ -81,8 +83,8 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
                                              {TensorId::Delta, tq * hq * 4},
                                              {TensorId::RowSum, tq * hq * 4},
                                              {TensorId::dQ, tq * hq * p.head_dim * e},
-                                             {TensorId::dK, tk * hq * p.head_dim * e},
-                                             {TensorId::dV, tk * hq * p.head_dim_v * e},
+                                             {TensorId::dK, tk * h_dkv * p.head_dim * e},
+                                             {TensorId::dV, tk * h_dkv * p.head_dim_v * e},
                                              {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
   for (const auto& [t, bytes] : fp)
     if (touched(t)) k.tensors[static_cast<size_t>(t)].unique_bytes = bytes;
@@ -104,11 +106,12 @@ KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, co
       m.work_blocks != WorkBlocks::None && (p.varlen() || p.window_left >= 0 || p.window_right >= 0 ||
                                             p.seqlen_q % bq != 0 || p.seqlen_k % bk != 0);
   std::vector<std::vector<double>> work(uneven ? static_cast<size_t>(p.varlen() ? p.batch : 1) : 0);
+  const int64_t heads = m.per_kv_head ? p.heads_kv : p.heads_q;  // the grid's z
   if (p.varlen()) {
     for (int64_t b = 0; b < p.batch; ++b)
-      sequence(m, p, c, k.launch, b, p.heads_q, k, uneven ? &work[static_cast<size_t>(b)] : nullptr);
+      sequence(m, p, c, k.launch, b, heads, k, uneven ? &work[static_cast<size_t>(b)] : nullptr);
   } else {
-    sequence(m, p, c, k.launch, 0, p.batch * p.heads_q, k, uneven ? &work[0] : nullptr);
+    sequence(m, p, c, k.launch, 0, p.batch * heads, k, uneven ? &work[0] : nullptr);
   }
   if (uneven) {  // equal sequences: one (batch, head)'s blocks, repeated; varlen: every CTA
     const int64_t pattern_heads = p.varlen() ? k.launch.grid_z : 1, pattern_batch = p.varlen() ? p.batch : 1;
@@ -121,7 +124,7 @@ KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, co
       }
     k.cta_work_repeat = p.varlen() ? 1 : k.launch.grid_y * k.launch.grid_z;
   }
-  add_footprints(k, p, c);
+  add_footprints(k, p, c, m.per_kv_head);
   return k;
 }
 

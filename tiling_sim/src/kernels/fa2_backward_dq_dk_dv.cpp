@@ -34,34 +34,67 @@ double tile_flops(const AttentionProblem& p, int64_t rq, int64_t rk) {
          static_cast<double>(3 * p.head_dim + 2 * p.head_dim_v);
 }
 
+// Query head h's part of key block n's CTA: every query block that sees the key block, from the last down.
+void query_blocks(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n, int64_t m0, int64_t m1,
+                  int64_t rk) {
+  const auto& p = x.p;
+  const int64_t sq = p.len_q(b);
+  for (int64_t i = m0; i < m1; ++i) {
+    const int64_t m = m1 - 1 - (i - m0);  // FA2 walks the query blocks from the last one down
+    const int64_t q0 = m * c.bwd_block_q, rq = std::min(c.bwd_block_q, sq - q0);
+    x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
+    x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
+    x.add(AccessKind::Load, TensorId::Lse, b, h, q0, rq, 1, 4);
+    x.add(AccessKind::Load, TensorId::Delta, b, h, q0, rq, 1, 4);
+    if (c.dq_strategy == DqStrategy::Atomic) {
+      x.add(AccessKind::Reduce, TensorId::DqAccum, b, h, q0, c.bwd_block_q, p.head_dim, 4);  // unpredicated
+    } else {  // this key block's own fp32 partial of dQ: plain stores, no atomics
+      x.add(AccessKind::Store, TensorId::DqAccum, b, h, dq_partial_row(p, b, n, q0), rq, p.head_dim, 4);
+    }
+    x.w->mma_flops += tile_flops(p, rq, rk);
+    x.w->exp_ops += static_cast<double>(rq * rk);
+    x.w->vector_ops += 3.0 * static_cast<double>(rq * rk);  // P = exp(S - lse): FMA; dS = P o (dP - D)
+  }
+}
+
+// FA2's CTA (b, query head h, key block n): K and V of h's kv head, dK and dV of h (the expanded per-query-head
+// gradients FA2 sums over a GQA group afterwards).
 void main_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) {
   const auto& p = x.p;
-  const int64_t sq = p.len_q(b), sk = p.len_k(b), k0 = n * c.bwd_block_k;
+  const int64_t sk = p.len_k(b), k0 = n * c.bwd_block_k;
   if (k0 >= sk) return;
   const int64_t rk = std::min(c.bwd_block_k, sk - k0), hk = p.kv_head(h);
   const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, c.bwd_block_q);
   if (m1 > m0) {
     x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
     x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
-    for (int64_t i = m0; i < m1; ++i) {
-      const int64_t m = m1 - 1 - (i - m0);  // FA2 walks the query blocks from the last one down
-      const int64_t q0 = m * c.bwd_block_q, rq = std::min(c.bwd_block_q, sq - q0);
-      x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
-      x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
-      x.add(AccessKind::Load, TensorId::Lse, b, h, q0, rq, 1, 4);
-      x.add(AccessKind::Load, TensorId::Delta, b, h, q0, rq, 1, 4);
-      if (c.dq_strategy == DqStrategy::Atomic) {
-        x.add(AccessKind::Reduce, TensorId::DqAccum, b, h, q0, c.bwd_block_q, p.head_dim, 4);  // unpredicated
-      } else {  // this key block's own fp32 partial of dQ: plain stores, no atomics
-        x.add(AccessKind::Store, TensorId::DqAccum, b, h, dq_partial_row(p, b, n, q0), rq, p.head_dim, 4);
-      }
-      x.w->mma_flops += tile_flops(p, rq, rk);
-      x.w->exp_ops += static_cast<double>(rq * rk);
-      x.w->vector_ops += 3.0 * static_cast<double>(rq * rk);  // P = exp(S - lse): FMA; dS = P o (dP - D)
-    }
+    query_blocks(x, c, b, h, n, m0, m1, rk);
   }
   x.add(AccessKind::Store, TensorId::dK, b, h, k0, rk, p.head_dim, x.e);
   x.add(AccessKind::Store, TensorId::dV, b, h, k0, rk, p.head_dim_v, x.e);
+}
+
+// flashsim's CTA (b, kv head hk, key block n) (gpu/fa2/fa2_bwd_kernel.cuh): K and V loaded once, the group's
+// query heads walked in order, dK and dV of hk stored once (nothing to sum afterwards).
+void group_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t hk, int64_t n) {
+  const auto& p = x.p;
+  const int64_t sk = p.len_k(b), k0 = n * c.bwd_block_k;
+  if (k0 >= sk) return;
+  const int64_t rk = std::min(c.bwd_block_k, sk - k0), g = p.group_size();
+  const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, c.bwd_block_q);
+  if (m1 > m0) {
+    x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
+    x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
+    for (int64_t h = hk * g; h < (hk + 1) * g; ++h) query_blocks(x, c, b, h, n, m0, m1, rk);
+  }
+  x.add(AccessKind::Store, TensorId::dK, b, hk, k0, rk, p.head_dim, x.e);
+  x.add(AccessKind::Store, TensorId::dV, b, hk, k0, rk, p.head_dim_v, x.e);
+}
+
+KernelLaunch group_launch(const AttentionProblem& p, const TileConfig& c) {
+  KernelLaunch l = main_launch(p, c);
+  l.grid_z = p.heads_kv;
+  return l;
 }
 
 void main_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
@@ -99,13 +132,27 @@ KernelModel fa2_backward_dq_dk_dv() {
   KernelModel m = fa2_backward_model(
       "bwd_dq_dk_dv",
       "FA2 backward 2/3: a key block per CTA, dK and dV stored, dQ reduced into the fp32 accumulator",
-      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"),
-      FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_main_kernel"));
+      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"));
   m.work_blocks = WorkBlocks::Backward;
   m.backward_mma_rate = true;
   m.launch = main_launch;
   m.cta = main_cta;
   m.sequence = main_sequence;
+  return m;
+}
+
+KernelModel fa2_backward_dq_dk_dv_group() {
+  KernelModel m = fa2_backward_model("bwd_dq_dk_dv_group",
+                                     "flashsim's FA2 backward 2/3 (gpu/fa2): a CTA per (key block, kv head) "
+                                     "walking its group's query heads: "
+                                     "K, V, dK, dV once per kv head",
+                                     FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_main_kernel"));
+  m.algorithm.reset();  // not a step of the reference's FA2 backward: by name only (sim predict --kernel)
+  m.work_blocks = WorkBlocks::Backward;
+  m.backward_mma_rate = true;
+  m.per_kv_head = true;
+  m.launch = group_launch;
+  m.cta = group_cta;  // no closed form: the key blocks of one (sequence, kv head) are built and counted
   return m;
 }
 

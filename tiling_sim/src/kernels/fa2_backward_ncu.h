@@ -21,15 +21,17 @@ inline TileConfig from_bwd_traits(const std::smatch& m, const std::string& name)
 // flashsim's own kernel of the same job (gpu/fa2/fa2_bwd_*.cuh): its template arguments start alike.
 #define FLASHSIM_GPU_BWD_NCU_PATTERN(kernel) kernel R"(<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))"
 
-// A model of one of FA2's three backward kernels, answering to FA2's ncu name pattern and flashsim's.
+// A model of one of FA2's three backward kernels, answering to FA2's ncu name pattern and (optionally)
+// flashsim's.
 inline KernelModel fa2_backward_model(std::string name, std::string summary, const char* ncu_pattern,
-                                      const char* flashsim_pattern) {
+                                      const char* flashsim_pattern = nullptr) {
   KernelModel m;
   m.name = std::move(name);
   m.algorithm = Algorithm::Fa2;
   m.pass = Pass::Backward;
   m.summary = std::move(summary);
-  m.ncu_names = {{ncu_pattern, from_bwd_traits}, {flashsim_pattern, from_bwd_traits}};
+  m.ncu_names = {{ncu_pattern, from_bwd_traits}};
+  if (flashsim_pattern) m.ncu_names.push_back({flashsim_pattern, from_bwd_traits});
   return m;
 }
 

@@ -20,6 +20,7 @@ KernelModel naive_backward_dq();
 KernelModel naive_backward_dk();
 KernelModel fa2_backward_dot_do_o();
 KernelModel fa2_backward_dq_dk_dv();
+KernelModel fa2_backward_dq_dk_dv_group();
 KernelModel fa2_backward_convert_dq();
 
 inline int64_t ceil_div(int64_t a, int64_t b) {

@@ -36,7 +36,9 @@ Registry& registry() {
           kernels::naive_backward_scores, kernels::naive_backward_softmax, kernels::naive_backward_dp,
           kernels::naive_backward_ds, kernels::naive_backward_dv, kernels::naive_backward_dq,
           kernels::naive_backward_dk, kernels::fa2_backward_dot_do_o, kernels::fa2_backward_dq_dk_dv,
-          kernels::fa2_backward_convert_dq})
+          kernels::fa2_backward_convert_dq,
+          // by name only (no algorithm step of the reference): flashsim's own gpu/ kernels
+          kernels::fa2_backward_dq_dk_dv_group})
       b.add(make());
     return b;
   }();

@@ -71,12 +71,17 @@ struct KernelModel {
   std::vector<NcuName> ncu_names;
   WorkBlocks work_blocks = WorkBlocks::None;
   bool backward_mma_rate = false;  // time model: the profile's measured FA2 backward MMA rate, else forward's
+  // The grid's z spans the kv heads (not the query heads): CTA (b, hk, block) moves the data of kv head hk's
+  // whole group of query heads (counted once per kv head, and dK / dV footprints per kv head).
+  bool per_kv_head = false;
   // Grid, threads, registers and shared-memory buffers (launch() sets the model).
   KernelLaunch (*launch)(const AttentionProblem& p, const TileConfig& c) = nullptr;
-  // The moves and work of CTA (b, h, block) of the grid (b < grid_y, h < grid_z, block < grid_x).
+  // The moves and work of CTA (b, h, block) of the grid (b < grid_y, h < grid_z, block < grid_x; h a kv head
+  // when per_kv_head).
   void (*cta)(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t block) = nullptr;
-  // The closed form: sequence b's counts for one query head, without building its CTAs. nullptr: the CTAs
-  // of (b, head 0) are built and counted (fine for kernels with one or a few CTAs per sequence and head).
+  // The closed form: sequence b's counts for one query head (per_kv_head: one kv head), without building its
+  // CTAs. nullptr: the CTAs of (b, head 0) are built and counted (fine for kernels with one or a few CTAs per
+  // sequence and head).
   void (*sequence)(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) = nullptr;
 };
 
