@@ -15,6 +15,7 @@
 
 #include "fa2_bwd_params.cuh"
 #include "fa2_bwd_traits.h"
+#include "fa2_device.cuh"      // pack2
 #include "score_pipeline.cuh"  // neg_inf, to_float, from_float
 
 namespace flashsim::gpu::fa2 {
@@ -69,19 +70,18 @@ __global__ void __launch_bounds__(kNWarps * 32) flashsim_fa2_bwd_dot_kernel(cons
   }
 }
 
-// Four fp32 values rounded to the element type and stored as one 8-byte store (a warp's 32 stores then fill
-// whole 32-byte sectors: element-wise 2-byte stores cost 4x the sectors).
+// Eight fp32 values (two float4) rounded to the element type and stored by one 16-byte st.global.v4 (PTX:
+// from C++, nvcc split the uint4 store into four 4-byte STG in the SASS, whatever the alignment asserted,
+// which ncu's L1 store bytes count as 4x the data).
 template <class Element>
-__device__ inline void store4(Element* dst, float4 v) {
-  union {
-    Element e[4];
-    uint2 u;
-  } pack;
-  pack.e[0] = from_float<Element>(v.x);
-  pack.e[1] = from_float<Element>(v.y);
-  pack.e[2] = from_float<Element>(v.z);
-  pack.e[3] = from_float<Element>(v.w);
-  *reinterpret_cast<uint2*>(dst) = pack.u;
+__device__ inline void store8(Element* dst, float4 lo, float4 hi) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(dst),
+               "r"(detail::pack2<Element>(lo.x, lo.y)), "r"(detail::pack2<Element>(lo.z, lo.w)),
+               "r"(detail::pack2<Element>(hi.x, hi.y)), "r"(detail::pack2<Element>(hi.z, hi.w))
+               : "memory");
+}
+__device__ inline float4 add4(float4 a, float4 b) {
+  return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
 }
 
 template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, class Element>
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kNWarps * 32) flashsim_fa2_bwd_convert_kernel(
   const int q_rows = min(kBlockM, lq - q0);
   const float* acc = prm.dq_accum + (accum_row0(a, prm.cu_q, b) + q0) * prm.q_stride + int64_t{h} * kHeadDim;
   Element* dq = static_cast<Element*>(prm.dq) + (off_q + q0) * prm.q_stride + int64_t{h} * kHeadDim;
-  constexpr int kVecs = kHeadDim / 4;  // float4s a row
+  constexpr int kChunks = kHeadDim / 8;  // 8-element chunks a row: two float4 of the accumulator, one store
   if (prm.deterministic) {
     // The partials of the key blocks that see this query block, added in key-block order (the main kernel
     // wrote exactly these: queries_seeing and keys_seen agree).
@@ -105,27 +105,25 @@ __global__ void __launch_bounds__(kNWarps * 32) flashsim_fa2_bwd_convert_kernel(
     keys_seen(a, lq, lk, q0, q0 + q_rows, j_lo, j_hi);
     block_range(j_lo, j_hi, kBlockN, n_first, n_last);
     const int64_t slab = prm.accum_rows * prm.q_stride;
-    for (int x = static_cast<int>(threadIdx.x); x < q_rows * kVecs; x += Tr::kThreads) {
-      const int64_t at = (x / kVecs) * prm.q_stride + (x % kVecs) * 4;
-      float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int x = static_cast<int>(threadIdx.x); x < q_rows * kChunks; x += Tr::kThreads) {
+      const int64_t at = (x / kChunks) * prm.q_stride + (x % kChunks) * 8;
+      float4 lo = make_float4(0.f, 0.f, 0.f, 0.f), hi = lo;
       for (int nb = n_first; nb < n_last; ++nb) {
-        const float4 v = *reinterpret_cast<const float4*>(acc + nb * slab + at);
-        s.x += v.x;
-        s.y += v.y;
-        s.z += v.z;
-        s.w += v.w;
+        lo = add4(lo, *reinterpret_cast<const float4*>(acc + nb * slab + at));
+        hi = add4(hi, *reinterpret_cast<const float4*>(acc + nb * slab + at + 4));
       }
-      store4(dq + (x / kVecs) * prm.q_stride + (x % kVecs) * 4, s);
+      store8(dq + (x / kChunks) * prm.q_stride + (x % kChunks) * 8, lo, hi);
     }
     return;
   }
   // Atomic strategy: the whole Br-row tile of the padded accumulator is read (rows past the sequence hold
   // the main kernel's unpredicated additions of zeros); only the dQ store is predicated.
   const int rows = min(kBlockM, static_cast<int>((lq + 127) / 128 * 128) - q0);
-  for (int x = static_cast<int>(threadIdx.x); x < rows * kVecs; x += Tr::kThreads) {
-    const int r = x / kVecs;
-    const float4 v = *reinterpret_cast<const float4*>(acc + r * prm.q_stride + (x % kVecs) * 4);
-    if (r < q_rows) store4(dq + r * prm.q_stride + (x % kVecs) * 4, v);
+  for (int x = static_cast<int>(threadIdx.x); x < rows * kChunks; x += Tr::kThreads) {
+    const int r = x / kChunks;
+    const float* src = acc + r * prm.q_stride + (x % kChunks) * 8;
+    const float4 lo = *reinterpret_cast<const float4*>(src), hi = *reinterpret_cast<const float4*>(src + 4);
+    if (r < q_rows) store8(dq + r * prm.q_stride + (x % kChunks) * 8, lo, hi);
   }
 }
 

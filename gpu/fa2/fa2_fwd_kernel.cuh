@@ -1,5 +1,5 @@
 #pragma once
-// fa2-fwd-v1's kernel: FlashAttention-2's forward (Dao 2023, Algorithm 1) on mma.sync tensor cores.
+// fa2-v1's forward kernel: FlashAttention-2's forward (Dao 2023, Algorithm 1) on mma.sync tensor cores.
 //
 // One CTA per (query block m, sequence b, query head h): grid (ceil(seqlen_q / Br), batch, heads_q), as
 // FlashAttention-2 launches (the simulator's fwd_fa2 model, tiling_sim/src/kernels/key_streaming.cpp). A CTA

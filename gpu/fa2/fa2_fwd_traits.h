@@ -1,5 +1,5 @@
 #pragma once
-// Traits of fa2-fwd-v1's kernel (fa2_fwd_kernel.cuh): tile shapes, the warp partition, the tensor-core tiling
+// Traits of fa2-v1's forward kernel (fa2_fwd_kernel.cuh): tile shapes, the warp partition, the tensor-core tiling
 // and the shared-memory layout, all compile-time, from the template arguments
 // <kHeadDim, kBlockM (Br), kBlockN (Bc), kNWarps, kStages, Element>.
 //
