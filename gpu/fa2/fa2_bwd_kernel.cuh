@@ -68,7 +68,10 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
   const int shift = lk - lq;  // bottom-right alignment: diagonal j = i + shift
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t4 = lane % 4;  // mma fragment coordinates: row group, column pair
-  const int kw0 = warp * Tr::kKeyRows;    // this warp's key rows (dK, dV, S^T, dP^T)
+  const int kw0 = (Tr::kDParts == 1 ? warp : warp % Tr::kKeyWarps) * Tr::kKeyRows;  // its key rows
+  const int dpart = Tr::kDParts == 1 ? 0 : warp / Tr::kKeyWarps;  // its head-dim part of dK and dV
+  const bool writes_ds =
+      dpart == 0;  // one warp of a key tile's kDParts stores its dS (they compute the same)
 
   // ---- the query blocks that see this key block, for each of the group's query heads
   int i_lo, i_hi, m_first, m_last;
@@ -211,7 +214,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
           p = hidden ? 0.f : exp2_approx(fmaf(acc_s[t][e], scale, -ls) * kLog2e);  // P = exp(scale s - lse)
         }
         const float ds = p * (acc_dp[t][e] - dd);  // dS = P o (dP - D), from the unrounded P
-        if (kPipeline && prm.dbias && i < lq && j < lk)
+        if (kPipeline && prm.dbias && writes_ds && i < lq && j < lk)
           prm.dbias[b * prm.dbias_stride_b + h * prm.dbias_stride_h + i * prm.dbias_stride_q + j] = ds;
         acc_s[t][e] = p;
         acc_dp[t][e] = ds * dcap;  // through the softcap: d(raw score) = dS (1 - tanh^2)
@@ -230,7 +233,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
 #pragma unroll
       for (int dp = 0; dp < kDT / 2; ++dp) {
         uint32_t ob[4];
-        ldmatrix_x4_trans(ob, swz_chunk<Tr>(do_t_lane, 2 * dp) + kEl * ks * 16 * kPitch);
+        ldmatrix_x4_trans(ob, swz_chunk<Tr>(do_t_lane, dpart * kDT + 2 * dp) + kEl * ks * 16 * kPitch);
         mma16816<Element>(acc_dv[2 * dp], pa, ob[0], ob[1]);
         mma16816<Element>(acc_dv[2 * dp + 1], pa, ob[2], ob[3]);
       }
@@ -244,7 +247,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
       da[2] = pack2<Element>(acc_dp[2 * ks + 1][0], acc_dp[2 * ks + 1][1]);
       da[3] = pack2<Element>(acc_dp[2 * ks + 1][2], acc_dp[2 * ks + 1][3]);
 #pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
+      for (int hf = 0; hf < 2 && writes_ds; ++hf) {
         const int r = kw0 + g + 8 * hf;  // key row of sdS; chunk = query tile, swizzled by r & 7
 #pragma unroll
         for (int c = 0; c < 2; ++c)
@@ -254,53 +257,58 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
 #pragma unroll
       for (int dp = 0; dp < kDT / 2; ++dp) {
         uint32_t qb[4];
-        ldmatrix_x4_trans(qb, swz_chunk<Tr>(q_t_lane, 2 * dp) + kEl * ks * 16 * kPitch);
+        ldmatrix_x4_trans(qb, swz_chunk<Tr>(q_t_lane, dpart * kDT + 2 * dp) + kEl * ks * 16 * kPitch);
         mma16816<Element>(acc_dk[2 * dp], da, qb[0], qb[1]);
         mma16816<Element>(acc_dk[2 * dp + 1], da, qb[2], qb[3]);
       }
     }
     __syncthreads();  // dS^T complete
 
-    // ---- dQ (rows 16 wm.., head-dim tiles of wd) = scale dS K over the block's keys.
-    float acc_dq[Tr::kDqTiles][4];
+    // ---- dQ (rows 16 wm.., head-dim tiles of wd) = scale dS K over the block's keys, in kDqPasses passes.
 #pragma unroll
-    for (int t = 0; t < Tr::kDqTiles; ++t)
+    for (int pass = 0; pass < Tr::kDqPasses; ++pass) {
+      const int tile0 = wd * Tr::kDqTiles + pass * Tr::kDqPassTiles;  // first n8 head-dim tile of this pass
+      float acc_dq[Tr::kDqPassTiles][4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc_dq[t][e] = 0.f;
+      for (int t = 0; t < Tr::kDqPassTiles; ++t)
 #pragma unroll
-    for (int ks = 0; ks < Tr::kDqSteps; ++ks) {
-      uint32_t da[4];
-      ldmatrix_x4_trans(da, ds_a_lane + kEl * ks * 16 * kSPitch);
+        for (int e = 0; e < 4; ++e) acc_dq[t][e] = 0.f;
 #pragma unroll
-      for (int dp = 0; dp < Tr::kDqTiles / 2; ++dp) {
-        uint32_t kb[4];
-        ldmatrix_x4_trans(kb, swz_chunk<Tr>(k_t_lane, wd * Tr::kDqTiles + 2 * dp) + kEl * ks * 16 * kPitch);
-        mma16816<Element>(acc_dq[2 * dp], da, kb[0], kb[1]);
-        mma16816<Element>(acc_dq[2 * dp + 1], da, kb[2], kb[3]);
-      }
-    }
-    // The accumulator's rows of this (sequence, head): the whole Br-row tile (padded to 128 rows a sequence,
-    // so a tile never leaves its sequence's rows); the deterministic partials: key block n's own slab.
-    float* acc =
-        prm.dq_accum + (accum_row0(a, prm.cu_q, b) + q0 + 16 * wm) * prm.q_stride + int64_t{h} * kHeadDim;
-    if (prm.deterministic) acc += int64_t{n} * prm.accum_rows * prm.q_stride;
+      for (int ks = 0; ks < Tr::kDqSteps; ++ks) {
+        uint32_t da[4];
+        ldmatrix_x4_trans(da, ds_a_lane + kEl * ks * 16 * kSPitch);
 #pragma unroll
-    for (int t = 0; t < Tr::kDqTiles; ++t)
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        float* dst = acc + (g + 8 * hf) * prm.q_stride + (wd * Tr::kDqTiles + t) * 8 + 2 * t4;
-        const float2 val = make_float2(acc_dq[t][2 * hf] * scale, acc_dq[t][2 * hf + 1] * scale);
-        if (prm.deterministic) {
-          *reinterpret_cast<float2*>(dst) = val;
-        } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-          atomicAdd(reinterpret_cast<float2*>(dst), val);  // one 8-byte reduction (sm_90)
-#else
-          atomicAdd(dst, val.x);
-          atomicAdd(dst + 1, val.y);
-#endif
+        for (int dp = 0; dp < Tr::kDqPassTiles / 2; ++dp) {
+          uint32_t kb[4];
+          ldmatrix_x4_trans(kb, swz_chunk<Tr>(k_t_lane, tile0 + 2 * dp) + kEl * ks * 16 * kPitch);
+          mma16816<Element>(acc_dq[2 * dp], da, kb[0], kb[1]);
+          mma16816<Element>(acc_dq[2 * dp + 1], da, kb[2], kb[3]);
         }
       }
+      // The accumulator's rows of this (sequence, head): the whole Br-row tile (padded to 128 rows a
+      // sequence, so a tile never leaves its sequence's rows); the deterministic partials: key block n's slab.
+      // (Computed here, after the products: live across them, the pointer cost a spill at d128.)
+      float* acc =
+          prm.dq_accum + (accum_row0(a, prm.cu_q, b) + q0 + 16 * wm) * prm.q_stride + int64_t{h} * kHeadDim;
+      if (prm.deterministic) acc += int64_t{n} * prm.accum_rows * prm.q_stride;
+#pragma unroll
+      for (int t = 0; t < Tr::kDqPassTiles; ++t)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          float* dst = acc + (g + 8 * hf) * prm.q_stride + (tile0 + t) * 8 + 2 * t4;
+          const float2 val = make_float2(acc_dq[t][2 * hf] * scale, acc_dq[t][2 * hf + 1] * scale);
+          if (prm.deterministic) {
+            *reinterpret_cast<float2*>(dst) = val;
+          } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+            atomicAdd(reinterpret_cast<float2*>(dst), val);  // one 8-byte reduction (sm_90)
+#else
+            atomicAdd(dst, val.x);
+            atomicAdd(dst + 1, val.y);
+#endif
+          }
+        }
+    }
   }
   cp_async_wait<0>();  // only an empty group can be left
   __syncthreads();     // every warp is done with sK and sV (dQ's B operand): they stage dK and dV now
@@ -312,7 +320,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
     const int r = kw0 + g + 8 * hf;  // swz(r) = swz(g)
 #pragma unroll
     for (int t = 0; t < kDT; ++t) {
-      const int col = (t ^ Tr::swz(g)) * 8 + 2 * t4;
+      const int col = ((dpart * kDT + t) ^ Tr::swz(g)) * 8 + 2 * t4;
       // d96 (12 chunks): chunk t ^ swz stays inside t's 4-chunk group
       *reinterpret_cast<uint32_t*>(sK + r * kPitch + col) =
           pack2<Element>(acc_dk[t][2 * hf] * scale, acc_dk[t][2 * hf + 1] * scale);
@@ -324,11 +332,13 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
   const int64_t kv_stride = prm.kv_stride;
   Element* gdK = static_cast<Element*>(prm.dk) + (off_k + k0) * kv_stride + int64_t{hk} * kHeadDim;
   Element* gdV = static_cast<Element*>(prm.dv) + (off_k + k0) * kv_stride + int64_t{hk} * kHeadDim;
-  constexpr int kChunksPerLane = Tr::kKeyRows * Tr::kRowChunks / 32;
+  // Each warp stores the chunks it staged: its key rows, its head-dim part.
+  constexpr int kPartChunks = Tr::kRowChunks / Tr::kDParts;
+  constexpr int kChunksPerLane = Tr::kKeyRows * kPartChunks / 32;
 #pragma unroll
   for (int it = 0; it < kChunksPerLane; ++it) {
     const int c = lane + it * 32;
-    const int r = kw0 + c / Tr::kRowChunks, chunk = c % Tr::kRowChunks;
+    const int r = kw0 + c / kPartChunks, chunk = dpart * kPartChunks + c % kPartChunks;
     if (r < k_rows) {
       const int sc = (chunk ^ Tr::swz(r)) * Tr::kChunk;
       *reinterpret_cast<uint4*>(gdK + r * kv_stride + chunk * Tr::kChunk) =

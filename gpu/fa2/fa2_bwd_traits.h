@@ -6,8 +6,10 @@
 //
 // Work split (FlashAttention-2's backward, Dao 2023 Algorithm 2): one CTA per (key block, sequence, kv head);
 // the CTA keeps dK and dV of its key block in registers and walks every query block (of every query head of
-// its kv head's group) that can see the block. Warp w owns key rows [16 w, 16 w + 16) for dK and dV, and
-// computes the transposed score tile of those keys against the query block:
+// its kv head's group) that can see the block. Warp w owns key rows [16 kt, 16 kt + 16), kt = w % kKeyWarps, and
+// head-dim part w / kKeyWarps of their dK and dV (kDParts parts: 1 up to d128; 2 at d256, where dK + dV of 16
+// rows would take 256 registers), and computes the transposed score tile of those keys against the query block
+// (the kDParts warps of a key tile compute the same tile: 2 of the 5 products twice at d256):
 //   S^T  = K_w Q^T     (16 keys x Br queries, k = d)        dP^T = V_w dO^T   (same shape)
 //   P^T  = exp(S^T - lse) ; dS^T = P^T o (dP^T - D)          (element-wise, fp32, in registers)
 //   dV_w += P^T dO     (16 x d, k = Br)                       dK_w += dS^T Q    (16 x d, k = Br)
@@ -44,21 +46,28 @@ struct Fa2BwdTraits {
   static constexpr int kThreads = kNWarps * 32;
 
   // ---- warp partition and mma tiling
-  static constexpr int kKeyRows = kBlockN / kNWarps;  // key rows a warp owns (dK, dV): one m16 tile
-  static constexpr int kQTiles = kBlockM / 8;         // n8 query tiles of S^T / dP^T per warp
-  static constexpr int kQkSteps = kHeadDim / 16;      // k16 steps of S^T = K Q^T (and dP^T)
-  static constexpr int kDTiles = kHeadDim / 8;        // n8 head-dim tiles of dK, dV per warp
-  static constexpr int kPSteps = kBlockM / 16;        // k16 steps of dV += P^T dO (and dK)
+  static constexpr int kKeyRows = 16;                     // key rows a warp owns (dK, dV): one m16 tile
+  static constexpr int kKeyWarps = kBlockN / kKeyRows;    // warps along the key block
+  static constexpr int kDParts = kNWarps / kKeyWarps;     // head-dim parts of dK, dV (warps per key tile)
+  static constexpr int kQTiles = kBlockM / 8;             // n8 query tiles of S^T / dP^T per warp
+  static constexpr int kQkSteps = kHeadDim / 16;          // k16 steps of S^T = K Q^T (and dP^T)
+  static constexpr int kDTiles = kHeadDim / 8 / kDParts;  // n8 head-dim tiles of dK, dV per warp
+  static constexpr int kPSteps = kBlockM / 16;            // k16 steps of dV += P^T dO (and dK)
   // dQ = dS K: kQWarps warps along the query rows (an m16 tile each), the rest split the head dim.
   static constexpr int kQWarps = kBlockM / 16;
   static constexpr int kDqSplit = kNWarps / kQWarps;        // head-dim parts of dQ
   static constexpr int kDqTiles = kHeadDim / 8 / kDqSplit;  // n8 head-dim tiles of dQ per warp
   static constexpr int kDqSteps = kBlockN / 16;             // k16 steps over the block's keys
+  // dQ's accumulators in passes of at most 8 n8 tiles (32 registers): at d256 the 16 tiles a warp owns would
+  // sit on top of dK and dV's 128.
+  static constexpr int kDqPasses = kDqTiles > 8 ? kDqTiles / 8 : 1;
+  static constexpr int kDqPassTiles = kDqTiles / kDqPasses;
 
   // ---- register budget (per thread): dK and dV live across the whole CTA; S^T and dP^T across one step.
   //   d64  Br64 Bc128 w8: dK + dV 2 x 32 = 64,  S^T + dP^T 2 x 32 = 64  -> 128 accumulators
   //   d96  Br64 Bc128 w8: 2 x 48 = 96 + 64 = 160
   //   d128 Br64 Bc128 w8: 2 x 64 = 128 + 64 = 192 (FlashAttention-2's d128 backward tile on A100 / H100)
+  //   d256 Br64 Bc64  w8: 2 parts of the head dim: 2 x 64 = 128 + 64 = 192
   // dQ's accumulators (kDqTiles * 4: 16 at d64, 32 at d128) only live after S^T and dP^T are dead.
   static constexpr int kAccRegs = 2 * kDTiles * 4 + 2 * kQTiles * 4;
 
@@ -83,8 +92,10 @@ struct Fa2BwdTraits {
       4 * kBlockM * sizeof(float);
 
   static_assert(sizeof(Element) == 2, "mma.m16n8k16 with fp16 / bf16 operands");
-  static_assert(kKeyRows == 16, "each warp owns one m16 tile of keys");
-  static_assert(kHeadDim % 16 == 0 && kHeadDim <= 128, "head dim: k16 steps; dK + dV in registers up to 128");
+  static_assert(kBlockN % kKeyRows == 0 && kNWarps % kKeyWarps == 0, "each warp owns one m16 tile of keys");
+  static_assert(kHeadDim % 16 == 0 && kHeadDim / kDParts <= 128 && kDTiles % 2 == 0,
+                "head dim: k16 steps; at most 128 columns of dK + dV in a warp's registers, in n8 pairs");
+  static_assert(kDqTiles % kDqPasses == 0 && kDqPassTiles % 2 == 0, "dQ passes of whole n8 pairs");
   static_assert(kBlockM % 16 == 0 && kSChunks % 8 == 0, "Br: k16 steps; dS^T rows a multiple of 128 bytes");
   static_assert(kNWarps % kQWarps == 0 && (kHeadDim / 8) % (2 * kDqSplit) == 0,
                 "dQ: whole m16 row tiles per warp, head-dim pairs of n8 tiles per warp");

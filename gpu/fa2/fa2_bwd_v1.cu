@@ -10,8 +10,9 @@
 //     registers for the whole CTA: 2 d / 8 x 4 = 128 registers at d128. It is FlashAttention-2's d128
 //     backward tile on A100 / H100 (Flash_bwd_kernel_traits<128, 64, 128, 8, ...>).
 //   - Br64: S^T and dP^T of a step are 16 x 64 per warp, 2 x 32 registers; Br128 would need 128 more (spills).
-//   - d256 needs dK + dV = 256 registers a thread at 16 key rows a warp: not instantiated (FlashAttention-2
-//     splits the head dim over warps at d256; a later version).
+//   - d256: Br64 Bc64 with 8 warps (TileConfig bwd_block_k 64), FlashAttention-2's d256 backward tile: dK + dV
+//     of 16 key rows would take 256 registers a thread, so the two warps of a key tile split the head dim
+//     (each recomputes the tile's S^T and dP^T); shared memory 201 KB (Q, dO double-buffered at 64 KB each).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -31,7 +32,10 @@ namespace flashsim::gpu::fa2 {
 
 namespace {
 
-constexpr int kBwdBlockQ = 64, kBwdBlockK = 128, kBwdWarps = 8;  // the instantiated tile (above)
+constexpr int kBwdBlockQ = 64, kBwdWarps = 8;  // the instantiated tiles (above): Br64, 8 warps, and
+int block_k_of(int64_t head_dim) {             // Bc128 up to d128, Bc64 at d256
+  return head_dim == 256 ? 64 : 128;
+}
 
 bool bias_broadcast(const AttentionProblem& p) {
   const auto shape = p.broadcast_shape(p.bias);  // [b|1, h|1, seqlen_q, seqlen_k]
@@ -53,7 +57,7 @@ WorkspaceLayout workspace_layout(const AttentionProblem& p, const TileConfig& c)
   size_t accum =
       static_cast<size_t>(accum_rows(a)) * static_cast<size_t>(p.heads_q * p.head_dim) * sizeof(float);
   if (c.dq_strategy == DqStrategy::Partials)
-    accum *= static_cast<size_t>((p.seqlen_k + kBwdBlockK - 1) / kBwdBlockK);
+    accum *= static_cast<size_t>((p.seqlen_k + c.bwd_block_k - 1) / c.bwd_block_k);
   const size_t full = p.bias != BroadcastShape::None && bias_broadcast(p)
                           ? static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q * p.seqlen_k) * sizeof(float)
                           : 0;
@@ -65,7 +69,7 @@ WorkspaceLayout workspace_layout(const AttentionProblem& p, const TileConfig& c)
   return w;
 }
 
-template <int kHeadDim, class Element, bool kPipeline>
+template <int kHeadDim, int kBwdBlockK, class Element, bool kPipeline>
 void run(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaStream_t stream) {
   using Tr = Fa2BwdTraits<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>;
   const unsigned q_blocks = static_cast<unsigned>((prm.a.seqlen_q + kBwdBlockQ - 1) / kBwdBlockQ);
@@ -110,11 +114,13 @@ template <class Element, bool kPipeline>
 void run_dim(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaStream_t stream) {
   switch (p.head_dim) {
     case 64:
-      return run<64, Element, kPipeline>(prm, p, dbias, stream);
+      return run<64, 128, Element, kPipeline>(prm, p, dbias, stream);
     case 96:
-      return run<96, Element, kPipeline>(prm, p, dbias, stream);
+      return run<96, 128, Element, kPipeline>(prm, p, dbias, stream);
     case 128:
-      return run<128, Element, kPipeline>(prm, p, dbias, stream);
+      return run<128, 128, Element, kPipeline>(prm, p, dbias, stream);
+    case 256:
+      return run<256, 64, Element, kPipeline>(prm, p, dbias, stream);
     default:
       throw std::logic_error("fa2-v1: head_dim passed backward_unsupported() but has no instance");
   }
@@ -128,12 +134,15 @@ void require(bool ok, const char* what) {
 
 // What the backward lacks beyond the forward's limits (forward_unsupported: dtype, heads, grid).
 std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c) {
-  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128)
-    return "head_dim " + std::to_string(p.head_dim) + " (fa2-v1's backward runs 64, 96, 128)";
-  if (c.bwd_block_q != kBwdBlockQ || c.bwd_block_k != kBwdBlockK || 2 * c.warps != kBwdWarps)
+  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 256)
+    return "head_dim " + std::to_string(p.head_dim) + " (fa2-v1's backward runs 64, 96, 128, 256)";
+  if (c.bwd_block_q != kBwdBlockQ || c.bwd_block_k != block_k_of(p.head_dim) || 2 * c.warps != kBwdWarps)
     return "backward tile bwd Br" + std::to_string(c.bwd_block_q) + " Bc" + std::to_string(c.bwd_block_k) +
-           " w" + std::to_string(2 * c.warps) +
-           " is not instantiated (instantiated: bwd Br64 Bc128 with 8 warps, " + "i.e. TileConfig warps 4)";
+           " w" + std::to_string(2 * c.warps) + " is not instantiated for head_dim " +
+           std::to_string(p.head_dim) +
+           " (instantiated, with 8 warps, i.e. TileConfig warps 4: bwd Br64 Bc128 for d64, d96, d128; bwd "
+           "Br64 "
+           "Bc64 for d256)";
   return "";
 }
 
