@@ -166,3 +166,33 @@ TEST(GpuHarness, ABackwardThatCannotRunLeavesTheForwardChecked) {
   fwd_only.outputs = {"o", "lse"};
   EXPECT_TRUE(golden::verify_case(lc, out, fwd_only).pass);
 }
+
+TEST(GpuRegistry, Fa2StatesWhatItsBackwardRuns) {
+  const auto& v = gpu::kernel_version("fa2-v1");
+  ASSERT_TRUE(v.backward && v.backward_unsupported && v.workspace_bytes);
+  const auto d128 =
+      ProblemBuilder().batch(2).heads(4, 2).seqlen(300, 300).head_dim(128).dtype(DType::BF16).build();
+  const TileConfig deflt;
+  EXPECT_EQ(v.unsupported(d128, deflt), "");
+  EXPECT_EQ(v.backward_unsupported(d128, deflt), "");
+  auto d256 = d128;
+  d256.head_dim = d256.head_dim_v = 256;
+  EXPECT_NE(v.unsupported(d256, deflt), "");  // the forward's d256 tile is Br64
+  TileConfig t256;
+  t256.block_q = 64;
+  EXPECT_EQ(v.unsupported(d256, t256), "");
+  EXPECT_NE(v.backward_unsupported(d256, t256).find("Bc64"), std::string::npos);  // names the tile it runs
+  t256.bwd_block_k = 64;
+  EXPECT_EQ(v.backward_unsupported(d256, t256), "");
+  auto fp32 = d128;
+  fp32.dtype = DType::F32;
+  EXPECT_NE(v.unsupported(fp32, deflt).find("fp32"), std::string::npos);
+  // The deterministic dQ keeps one fp32 accumulator per key block: ceil(300 / 128) = 3 of them.
+  TileConfig partials;
+  partials.dq_strategy = DqStrategy::Partials;
+  const size_t atomic_bytes = v.workspace_bytes(d128, deflt),
+               partial_bytes = v.workspace_bytes(d128, partials);
+  EXPECT_GT(partial_bytes, 2 * atomic_bytes);
+  EXPECT_GE(atomic_bytes,
+            size_t{2} * 384 * 4 * 128 * 4);  // 2 sequences x 384 padded rows x 4 heads x d x fp32
+}
