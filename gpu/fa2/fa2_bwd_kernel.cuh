@@ -62,7 +62,6 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
   const int lk = seq_len(a, prm.cu_k, a.seqlen_k, b);
   if (k0 >= lk) return;  // past this sequence's keys: nothing to store
   const int lq = seq_len(a, prm.cu_q, a.seqlen_q, b);
-  const int64_t off_q = seq_offset(a, prm.cu_q, a.seqlen_q, b);
   const int64_t off_k = seq_offset(a, prm.cu_k, a.seqlen_k, b);
   const int k_rows = min_of(kBlockN, lk - k0);
   const int shift = lk - lq;  // bottom-right alignment: diagonal j = i + shift
@@ -88,7 +87,8 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
   // across the loop, they spilled at d128.
   const auto load_step = [&](int s, int slot) {
     const int h = step_head(s), q0 = step_q0(s), rows = min_of(kBlockM, lq - q0);
-    const int64_t row0 = (off_q + q0) * prm.q_stride + int64_t{h} * kHeadDim;
+    // (the sequence's row offset recomputed per step: kept live across the loop it cost a spill at d128)
+    const int64_t row0 = (seq_offset(a, prm.cu_q, a.seqlen_q, b) + q0) * prm.q_stride + int64_t{h} * kHeadDim;
     copy_tile<Tr, kBlockM>(sQ + slot * Tr::kQElems, static_cast<const Element*>(prm.q) + row0, prm.q_stride,
                            rows, tid);
     copy_tile<Tr, kBlockM>(sdO + slot * Tr::kQElems, static_cast<const Element*>(prm.dout) + row0,
