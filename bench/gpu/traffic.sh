@@ -8,23 +8,25 @@ set -u
 source "$(dirname "$0")/bundle_env.sh" "$@"
 metrics=$(sed -n '/^metrics=/,/^l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum/p' bench/gpu/ncu_shapes.sh | sed 's/^metrics=//' | tr -d '\\\n')
 metrics=$metrics,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
-# name batch heads seqlen head_dim causal
+# name batch heads heads_kv seqlen head_dim causal (the GQA shape checks the backward's per-kv-head model)
 shapes=(
-  "d128_n4096 2 16 4096 128 no"
-  "d128_n4096_causal 2 16 4096 128 yes"
-  "d64_n2048 4 16 2048 64 no"
-  "d96_n3000_causal 2 8 3000 96 yes"
+  "d128_n4096 2 16 16 4096 128 no"
+  "d128_n4096_causal 2 16 16 4096 128 yes"
+  "d64_n2048 4 16 16 2048 64 no"
+  "d96_n3000_causal 2 8 8 3000 96 yes"
+  "gqa_d128_n2048 2 32 8 2048 128 no"
 )
 for s in "${shapes[@]}"; do
   set -- $s
-  name=$1 b=$2 h=$3 n=$4 d=$5 causal=$6
-  flags=(--batch "$b" --heads "$h" --seqlen "$n" --head-dim "$d")
+  name=$1 b=$2 h=$3 hkv=$4 n=$5 d=$6 causal=$7
+  flags=(--batch "$b" --heads "$h" --heads-kv "$hkv" --seqlen "$n" --head-dim "$d")
   [ "$causal" = yes ] && flags+=(--causal)
   for pass in fwd bwd; do
     count=1
     [ $pass = bwd ] && count=3
     ncu --clock-control none -k "regex:flashsim_fa2_${pass}_" --launch-count $count --csv --metrics "$metrics" \
-      "$bundle/flashsim-gpu" bench --kernel fa2-v1 --batch "$b" --heads "$h" --seqlens "$n" --head-dims "$d" \
+      "$bundle/flashsim-gpu" bench --kernel fa2-v1 --batch "$b" --heads "$h" --heads-kv "$hkv" --seqlens "$n" \
+      --head-dims "$d" \
       --causal "$causal" --repeats 3 \
       > "$out/ncu_fa2_v1_${pass}_$name.csv" 2> "$out/ncu_fa2_v1_${pass}_$name.err"
     echo "== $name $pass: flashsim traffic compare ${flags[*]}" | tee -a "$out/traffic_compare.txt"

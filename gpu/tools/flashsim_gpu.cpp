@@ -85,7 +85,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   struct State {
     std::vector<std::string> kernels;
     std::vector<int64_t> seqlens{1024, 4096, 16384}, head_dims{64, 128};
-    int64_t batch = 0, heads = 0;
+    int64_t batch = 0, heads = 0, heads_kv = 0;
     std::string causal = "both", dtype = "bf16";
     int repeats = 20;
     bool csv = false;
@@ -97,6 +97,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--head-dims", st->head_dims, "Head dims")->delimiter(',');
   cmd->add_option("--batch", st->batch, "Batch (0: 16384 / seqlen)");
   cmd->add_option("--heads", st->heads, "Heads (0: 2048 / head dim)");
+  cmd->add_option("--heads-kv", st->heads_kv, "Key/value heads, GQA/MQA when fewer (0: --heads)");
   cmd->add_option("--causal", st->causal, "no, yes or both")->check(CLI::IsMember({"no", "yes", "both"}));
   cmd->add_option("--dtype", st->dtype, "Input dtype");
   cmd->add_option("--repeats", st->repeats, "Timed launches (the median is reported)")
@@ -126,6 +127,8 @@ void add_bench(CLI::App& app, int& exit_code) {
           AttentionProblem p;
           p.batch = st->batch > 0 ? st->batch : std::max<int64_t>(1, 16384 / n);
           p.heads_q = p.heads_kv = st->heads > 0 ? st->heads : std::max<int64_t>(1, 2048 / d);
+          if (st->heads_kv > 0) p.heads_kv = st->heads_kv;
+          p.validate();  // heads_q a multiple of heads_kv: an InputError naming the field otherwise
           p.seqlen_q = p.seqlen_k = n;
           p.head_dim = p.head_dim_v = d;
           if (causal) p.window_right = 0;
