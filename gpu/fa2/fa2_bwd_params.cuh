@@ -2,11 +2,9 @@
 // The arguments of fa2-v1's three backward kernels (fa2_bwd_rowwise.cuh: dot_do_o, convert_dq; fa2_bwd_kernel.cuh:
 // the main kernel) and the index arithmetic they share: where a row of the fp32 dQ accumulator lives, and which
 // query blocks see a key block (and the converse), computed so that both directions agree exactly.
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
-#include "flashsim/gpu/params.h"
+#include "flashsim/gpu/params.h"  // FLASHSIM_HD: host and device under nvcc, host alone elsewhere (the tests)
 
 namespace flashsim::gpu::fa2 {
 
@@ -44,12 +42,12 @@ struct Fa2BwdParams {
 // Row of the padded fp32 accumulator where sequence b starts: each sequence's rows rounded up to a multiple
 // of 128 (flashsim::dq_accum_padded_rows), laid out as FlashAttention-2 does with variable lengths,
 // floor((cu_q[b] + 128 b) / 128) * 128 (never overlaps sequence b - 1's padded rows).
-__host__ __device__ inline int64_t accum_row0(const AttentionParams& a, const int32_t* cu_q, int b) {
+FLASHSIM_HD int64_t accum_row0(const AttentionParams& a, const int32_t* cu_q, int b) {
   return a.varlen ? (static_cast<int64_t>(cu_q[b]) + 128 * int64_t{b}) / 128 * 128
                   : static_cast<int64_t>(b) * ((a.seqlen_q + 127) / 128 * 128);
 }
 // Rows of the padded accumulator over all sequences (an upper bound with variable lengths).
-__host__ __device__ inline int64_t accum_rows(const AttentionParams& a) {
+FLASHSIM_HD int64_t accum_rows(const AttentionParams& a) {
   return a.varlen ? a.total_q + 128 * (int64_t{a.batch} + 1)
                   : int64_t{a.batch} * ((a.seqlen_q + 127) / 128 * 128);
 }
@@ -59,15 +57,14 @@ __host__ __device__ inline int64_t accum_rows(const AttentionParams& a) {
 // shift - left <= j - i <= shift + right (shift = lk - lq)", so a query block sees a key block exactly when
 // the key block sees the query block: the main kernel writes dQ partials for those pairs and convert_dq reads
 // the same ones. hi <= lo: none.
-__device__ inline void queries_seeing(const AttentionParams& a, int lq, int lk, int k0, int k1, int& lo,
-                                      int& hi) {
+FLASHSIM_HD void queries_seeing(const AttentionParams& a, int lq, int lk, int k0, int k1, int& lo, int& hi) {
   const int64_t shift = static_cast<int64_t>(lk) - lq;
   const int64_t l = a.window_right < 0 ? 0 : k0 - shift - a.window_right;
   const int64_t h = a.window_left < 0 ? lq : k1 - 1 - shift + a.window_left + 1;
   lo = static_cast<int>(l < 0 ? 0 : l);
   hi = static_cast<int>(h > lq ? lq : h);
 }
-__device__ inline void keys_seen(const AttentionParams& a, int lq, int lk, int q0, int q1, int& lo, int& hi) {
+FLASHSIM_HD void keys_seen(const AttentionParams& a, int lq, int lk, int q0, int q1, int& lo, int& hi) {
   const int64_t shift = static_cast<int64_t>(lk) - lq;
   const int64_t l = a.window_left < 0 ? 0 : q0 + shift - a.window_left;
   const int64_t h = a.window_right < 0 ? lk : q1 - 1 + shift + a.window_right + 1;
@@ -75,7 +72,7 @@ __device__ inline void keys_seen(const AttentionParams& a, int lq, int lk, int q
   hi = static_cast<int>(h > lk ? lk : h);
 }
 // Blocks of size blk covering rows [lo, hi): [first, last), empty when hi <= lo.
-__device__ inline void block_range(int lo, int hi, int blk, int& first, int& last) {
+FLASHSIM_HD void block_range(int lo, int hi, int blk, int& first, int& last) {
   first = hi > lo ? lo / blk : 0;
   last = hi > lo ? (hi + blk - 1) / blk : 0;
 }

@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
+#include <utility>
+#include <vector>
 
+#include "fa2_bwd_params.cuh"  // gpu/fa2: the backward's host-and-device index arithmetic
 #include "flashsim/error.h"
 #include "flashsim/golden/case_file.h"
 #include "flashsim/golden/files.h"
@@ -195,4 +199,61 @@ TEST(GpuRegistry, Fa2StatesWhatItsBackwardRuns) {
   EXPECT_GT(partial_bytes, 2 * atomic_bytes);
   EXPECT_GE(atomic_bytes,
             size_t{2} * 384 * 4 * 128 * 4);  // 2 sequences x 384 padded rows x 4 heads x d x fp32
+}
+
+// fa2-v1's deterministic dQ: the main kernel writes a partial for each (query block, key block) pair the key
+// block sees (queries_seeing), the convert kernel reads the pairs the query block sees (keys_seen). Both must be
+// exactly the pairs whose rectangle holds a visible (i, j), or the convert kernel reads a partial nobody wrote.
+TEST(GpuFa2Backward, VisibleBlockPairsAgreeBothWays) {
+  int cases = 0;
+  for (int lq : {1, 5, 64, 65, 130, 300})
+    for (int lk : {1, 7, 128, 129, 300})
+      for (auto [wl, wr] : {std::pair{-1, -1}, std::pair{-1, 0}, std::pair{0, 0}, std::pair{17, 3},
+                            std::pair{200, -1}, std::pair{-1, 40}})
+        for (auto [br, bc] : {std::pair{64, 128}, std::pair{64, 64}}) {
+          gpu::AttentionParams a;
+          a.window_left = wl;
+          a.window_right = wr;
+          const auto visible = [&](int i, int j) { return gpu::window_visible(a, lq, lk, i, j); };
+          for (int q0 = 0; q0 < lq; q0 += br)
+            for (int k0 = 0; k0 < lk; k0 += bc) {
+              const int q1 = std::min(q0 + br, lq), k1 = std::min(k0 + bc, lk);
+              bool any = false;
+              for (int i = q0; i < q1 && !any; ++i)
+                for (int j = k0; j < k1 && !any; ++j) any = visible(i, j);
+              int lo, hi, first, last;
+              gpu::fa2::queries_seeing(a, lq, lk, k0, k1, lo, hi);
+              gpu::fa2::block_range(lo, hi, br, first, last);
+              const bool by_key_block = q0 / br >= first && q0 / br < last;
+              gpu::fa2::keys_seen(a, lq, lk, q0, q1, lo, hi);
+              gpu::fa2::block_range(lo, hi, bc, first, last);
+              const bool by_query_block = k0 / bc >= first && k0 / bc < last;
+              EXPECT_EQ(by_key_block, any)
+                  << lq << " " << lk << " " << wl << "," << wr << " " << q0 << " " << k0;
+              EXPECT_EQ(by_query_block, any)
+                  << lq << " " << lk << " " << wl << "," << wr << " " << q0 << " " << k0;
+              ++cases;
+            }
+        }
+  EXPECT_GT(cases, 1000);
+}
+
+TEST(GpuFa2Backward, AccumulatorRowsOfSequencesDoNotOverlap) {
+  // Each sequence's rows rounded up to 128 from accum_row0, inside accum_rows, in order (varlen and not).
+  for (const std::vector<int32_t>& lens :
+       {std::vector<int32_t>{1, 127, 128, 129, 0, 300}, std::vector<int32_t>{64}}) {
+    std::vector<int32_t> cu = {0};
+    for (int32_t l : lens) cu.push_back(cu.back() + l);
+    gpu::AttentionParams a;
+    a.varlen = true;
+    a.batch = static_cast<int>(lens.size());
+    a.total_q = cu.back();
+    int64_t end = 0;
+    for (int b = 0; b < a.batch; ++b) {
+      const int64_t row0 = gpu::fa2::accum_row0(a, cu.data(), b);
+      EXPECT_GE(row0, end) << b;
+      end = row0 + (lens[static_cast<size_t>(b)] + 127) / 128 * 128;
+    }
+    EXPECT_LE(end, gpu::fa2::accum_rows(a));
+  }
 }
