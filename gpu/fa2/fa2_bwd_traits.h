@@ -17,7 +17,7 @@
 // and dS^T never leave the registers for dK and dV (the key-major "transposed" orientation). Only dQ needs
 // dS summed over all of the block's keys, i.e. across warps: the warps write dS^T (input dtype) to shared
 // memory, and then
-//   dQ = dS K           (Br x d, k = Bc)  warp w: query rows 16 (w % kQWarps), head-dim half/quarter w / kQWarps
+//   dQ = dS K           (Br x d, k = Bc)  warp w: query rows 16 (w % kQWarps), head-dim part w / kQWarps
 // is added into the fp32 accumulator (atomics) or stored as this key block's partial (deterministic).
 //
 // Tensor cores: mma.sync.aligned.m16n8k16 (bf16 / fp16 in, fp32 accumulate), operands by ldmatrix(.trans):
@@ -68,7 +68,8 @@ struct Fa2BwdTraits {
   //   d96  Br64 Bc128 w8: 2 x 48 = 96 + 64 = 160
   //   d128 Br64 Bc128 w8: 2 x 64 = 128 + 64 = 192 (FlashAttention-2's d128 backward tile on A100 / H100)
   //   d256 Br64 Bc64  w8: 2 parts of the head dim: 2 x 64 = 128 + 64 = 192
-  // dQ's accumulators (kDqTiles * 4: 16 at d64, 32 at d128) only live after S^T and dP^T are dead.
+  // dQ's accumulators (kDqPassTiles * 4: 16 at d64, 32 at d128 and, in two passes, at d256) only live after
+  // S^T and dP^T are dead.
   static constexpr int kAccRegs = 2 * kDTiles * 4 + 2 * kQTiles * 4;
 
   // ---- shared memory: Q, dO, K, V tiles as the forward's (swizzled 16-byte chunks, unpadded rows)
