@@ -226,10 +226,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
 #pragma unroll
     for (int ks = 0; ks < Tr::kPSteps; ++ks) {
       uint32_t pa[4];
-      pa[0] = pack2<Element>(acc_s[2 * ks][0], acc_s[2 * ks][1]);
-      pa[1] = pack2<Element>(acc_s[2 * ks][2], acc_s[2 * ks][3]);
-      pa[2] = pack2<Element>(acc_s[2 * ks + 1][0], acc_s[2 * ks + 1][1]);
-      pa[3] = pack2<Element>(acc_s[2 * ks + 1][2], acc_s[2 * ks + 1][3]);
+      c_to_a<Element>(pa, acc_s[2 * ks], acc_s[2 * ks + 1]);
 #pragma unroll
       for (int dp = 0; dp < kDT / 2; ++dp) {
         uint32_t ob[4];
@@ -242,10 +239,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
 #pragma unroll
     for (int ks = 0; ks < Tr::kPSteps; ++ks) {
       uint32_t da[4];
-      da[0] = pack2<Element>(acc_dp[2 * ks][0], acc_dp[2 * ks][1]);
-      da[1] = pack2<Element>(acc_dp[2 * ks][2], acc_dp[2 * ks][3]);
-      da[2] = pack2<Element>(acc_dp[2 * ks + 1][0], acc_dp[2 * ks + 1][1]);
-      da[3] = pack2<Element>(acc_dp[2 * ks + 1][2], acc_dp[2 * ks + 1][3]);
+      c_to_a<Element>(da, acc_dp[2 * ks], acc_dp[2 * ks + 1]);
 #pragma unroll
       for (int hf = 0; hf < 2 && writes_ds; ++hf) {
         const int r = kw0 + g + 8 * hf;  // key row of sdS; chunk = query tile, swizzled by r & 7

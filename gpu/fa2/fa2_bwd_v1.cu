@@ -21,8 +21,9 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
-#include "device_memory.h"  // cuda_check
+#include "device_memory.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem
 #include "fa2_bwd_kernel.cuh"
 #include "fa2_bwd_rowwise.cuh"
 #include "fa2_v1.h"
@@ -79,26 +80,18 @@ void run(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaS
 
   flashsim_fa2_bwd_dot_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>
       <<<rows_grid, Tr::kThreads, 0, stream>>>(prm);
-  cuda_check(cudaGetLastError(), "fa2-v1: backward dot_do_o launch");
+  FLASHSIM_CUDA_CHECK(cudaGetLastError());
 
   const auto main =
       flashsim_fa2_bwd_main_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element, kPipeline>;
   constexpr size_t smem = Tr::kSmemBytes;
-  int device = 0, optin = 0;
-  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
-  cuda_check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-             "cudaDeviceGetAttribute");
-  if (static_cast<size_t>(optin) < smem)
-    throw std::runtime_error("fa2-v1: the backward tile needs " + std::to_string(smem) +
-                             " bytes of shared memory; this device allows " + std::to_string(optin));
-  cuda_check(cudaFuncSetAttribute(main, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
-             "cudaFuncSetAttribute");
+  allow_dynamic_smem(reinterpret_cast<const void*>(main), smem, "fa2-v1 backward");
   main<<<main_grid, Tr::kThreads, smem, stream>>>(prm);
-  cuda_check(cudaGetLastError(), "fa2-v1: backward main launch");
+  FLASHSIM_CUDA_CHECK(cudaGetLastError());
 
   flashsim_fa2_bwd_convert_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>
       <<<rows_grid, Tr::kThreads, 0, stream>>>(prm);
-  cuda_check(cudaGetLastError(), "fa2-v1: backward convert_dq launch");
+  FLASHSIM_CUDA_CHECK(cudaGetLastError());
 
   if (dbias && dbias != prm.dbias) {  // dS went to the full-size workspace: reduce over the broadcast dims
     const auto shape = p.broadcast_shape(p.bias);
@@ -106,7 +99,7 @@ void run(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaS
     const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((elems + 255) / 256, 65535));
     flashsim_fa2_bwd_dbias_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>
         <<<blocks, 256, 0, stream>>>(prm, dbias, static_cast<int>(shape[0]), static_cast<int>(shape[1]));
-    cuda_check(cudaGetLastError(), "fa2-v1: backward dbias launch");
+    FLASHSIM_CUDA_CHECK(cudaGetLastError());
   }
 }
 
@@ -124,10 +117,6 @@ void run_dim(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, c
     default:
       throw std::logic_error("fa2-v1: head_dim passed backward_unsupported() but has no instance");
   }
-}
-
-void require(bool ok, const char* what) {
-  if (!ok) throw InputError("fa2-v1", std::string("missing device buffer: ") + what);
 }
 
 }  // namespace
@@ -153,61 +142,45 @@ size_t backward_workspace_bytes(const AttentionProblem& p, const TileConfig& c) 
 void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
   if (std::string why = forward_unsupported(p, c); !why.empty()) throw InputError("fa2-v1", why);
   if (std::string why = backward_unsupported(p, c); !why.empty()) throw InputError("fa2-v1", why);
-  require(args.q && args.k && args.v && args.o && args.lse && args.dout, "q, k, v, o, lse, dout");
+  require_inputs(p, args);
+  require(args.o && args.lse && args.dout, "o, lse, dout");
   require(args.dq && args.dk && args.dv, "dq, dk, dv");
-  require(p.bias == BroadcastShape::None || (args.bias && args.dbias), "bias, dbias");
-  require(p.mask == BroadcastShape::None || args.mask, "mask");
-  require(!p.alibi || args.alibi_slopes, "alibi_slopes");
-  require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
+  require(p.bias == BroadcastShape::None || args.dbias, "dbias");
   require(args.workspace, "workspace");
+  for (const auto& [ptr, what] : {std::pair<const void*, const char*>{args.o, "o"},
+                                  {args.dout, "dout"},
+                                  {args.dq, "dq"},
+                                  {args.dk, "dk"},
+                                  {args.dv, "dv"}})
+    require_aligned(ptr, what);  // 16-byte loads (dot_do_o, cp.async) and stores (dK, dV, dQ)
 
   Fa2BwdParams prm;
-  prm.a = params_of(p);
+  set_problem(prm, p, args);
   const auto stream = static_cast<cudaStream_t>(args.stream);
+  const auto zero = [&](void* dst, int64_t elems, size_t elem_bytes) {
+    if (elems > 0)
+      FLASHSIM_CUDA_CHECK(cudaMemsetAsync(dst, 0, elem_bytes * static_cast<size_t>(elems), stream));
+  };
   const auto elem = static_cast<size_t>(dtype_bytes(p.dtype));
-  if (prm.a.total_k == 0) {  // no key anywhere: every gradient is zero
-    if (prm.a.total_q > 0)
-      cuda_check(cudaMemsetAsync(args.dq, 0, elem * static_cast<size_t>(p.q_elems()), stream),
-                 "cudaMemsetAsync");
-    if (args.dbias)
-      cuda_check(cudaMemsetAsync(args.dbias, 0, sizeof(float) * static_cast<size_t>(p.bias_elems()), stream),
-                 "cudaMemsetAsync");
-    return;
-  }
-  if (prm.a.total_q == 0) {  // no query: dK = dV = 0
-    cuda_check(cudaMemsetAsync(args.dk, 0, elem * static_cast<size_t>(p.k_elems()), stream),
-               "cudaMemsetAsync");
-    cuda_check(cudaMemsetAsync(args.dv, 0, elem * static_cast<size_t>(p.v_elems()), stream),
-               "cudaMemsetAsync");
-    if (args.dbias)
-      cuda_check(cudaMemsetAsync(args.dbias, 0, sizeof(float) * static_cast<size_t>(p.bias_elems()), stream),
-                 "cudaMemsetAsync");
+  if (prm.a.total_k == 0 || prm.a.total_q == 0) {  // no key or no query anywhere: every gradient is zero
+    zero(args.dq, p.q_elems(), elem);
+    zero(args.dk, p.k_elems(), elem);
+    zero(args.dv, p.v_elems(), elem);
+    if (args.dbias) zero(args.dbias, p.bias_elems(), sizeof(float));
     return;
   }
   const WorkspaceLayout w = workspace_layout(p, c);
   auto* ws = static_cast<unsigned char*>(args.workspace);
-  prm.q = args.q;
-  prm.k = args.k;
-  prm.v = args.v;
   prm.o = args.o;
   prm.dout = args.dout;
   prm.lse = args.lse;
   prm.dq = args.dq;
   prm.dk = args.dk;
   prm.dv = args.dv;
-  prm.bias = prm.a.has_bias ? args.bias : nullptr;
-  prm.mask = prm.a.has_mask ? args.mask : nullptr;
-  prm.slopes = prm.a.alibi ? args.alibi_slopes : nullptr;
-  prm.cu_q = p.varlen() ? args.cu_seqlens_q : nullptr;
-  prm.cu_k = p.varlen() ? args.cu_seqlens_k : nullptr;
   prm.lse_shift = reinterpret_cast<float*>(ws + w.lse_shift);
   prm.dsum = reinterpret_cast<float*>(ws + w.dsum);
   prm.dq_accum = reinterpret_cast<float*>(ws + w.accum);
-  prm.pipeline =
-      prm.a.softcap > 0.f || prm.a.has_bias || prm.a.has_mask || prm.a.alibi || !(prm.a.scale > 0.f);
   prm.deterministic = c.dq_strategy == DqStrategy::Partials;
-  prm.q_stride = static_cast<int64_t>(prm.a.heads_q) * prm.a.head_dim;
-  prm.kv_stride = static_cast<int64_t>(prm.a.heads_kv) * prm.a.head_dim;
   prm.accum_rows = accum_rows(prm.a);
   if (prm.a.has_bias) {
     // dS goes straight into dbias when the bias has the full [B, H, Sq, Sk] shape, else into the workspace and
@@ -220,7 +193,7 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
     prm.dbias_stride_b = direct ? prm.a.bias_stride_b : int64_t{prm.a.heads_q} * prm.dbias_stride_h;
     const size_t elems = direct ? static_cast<size_t>(p.bias_elems())
                                 : static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q * p.seqlen_k);
-    cuda_check(cudaMemsetAsync(prm.dbias, 0, sizeof(float) * elems, stream), "cudaMemsetAsync");
+    zero(prm.dbias, static_cast<int64_t>(elems), sizeof(float));
   }
   if (p.dtype == DType::BF16)
     prm.pipeline ? run_dim<__nv_bfloat16, true>(prm, p, args.dbias, stream)

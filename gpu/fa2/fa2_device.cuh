@@ -92,6 +92,17 @@ __device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
   return r;
 }
 
+// The A fragment (m16 x k16, element type) of two adjacent n8 tiles of an mma's fp32 C fragments (c_lo:
+// columns 0-7 of the k16 step, c_hi: 8-15): a thread's C elements of a row pair are its A elements of the same
+// rows, so one product's accumulators feed the next product with no shuffle (rounded to nearest even).
+template <class E>
+__device__ __forceinline__ void c_to_a(uint32_t (&a)[4], const float (&c_lo)[4], const float (&c_hi)[4]) {
+  a[0] = pack2<E>(c_lo[0], c_lo[1]);  // row g,     columns 2 t4, 2 t4 + 1
+  a[1] = pack2<E>(c_lo[2], c_lo[3]);  // row g + 8
+  a[2] = pack2<E>(c_hi[0], c_hi[1]);  // row g,     columns 8 + 2 t4, ...
+  a[3] = pack2<E>(c_hi[2], c_hi[3]);  // row g + 8
+}
+
 // 2^x (MUFU.EX2, relative error ~2^-22); exactly +0 for -inf.
 __device__ __forceinline__ float exp2_approx(float x) {
   float y;

@@ -332,12 +332,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
     for (int ks = 0; ks < Tr::kPvSteps; ++ks) {
       uint32_t pa[kMT][4];
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        pa[mt][0] = pack2<Element>(acc_s[mt][2 * ks][0], acc_s[mt][2 * ks][1]);
-        pa[mt][1] = pack2<Element>(acc_s[mt][2 * ks][2], acc_s[mt][2 * ks][3]);
-        pa[mt][2] = pack2<Element>(acc_s[mt][2 * ks + 1][0], acc_s[mt][2 * ks + 1][1]);
-        pa[mt][3] = pack2<Element>(acc_s[mt][2 * ks + 1][2], acc_s[mt][2 * ks + 1][3]);
-      }
+      for (int mt = 0; mt < kMT; ++mt) c_to_a<Element>(pa[mt], acc_s[mt][2 * ks], acc_s[mt][2 * ks + 1]);
 #pragma unroll
       for (int dp = 0; dp < kOT / 2; ++dp) {
         uint32_t vb[4];  // b0, b1 of head-dim tile 2dp; b0, b1 of tile 2dp + 1

@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "device_memory.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem
 #include "fa2_fwd_kernel.cuh"
 #include "fa2_v1.h"
 #include "flashsim/error.h"
@@ -39,14 +40,6 @@ namespace {
 
 using fa2::Fa2FwdParams;
 using fa2::Fa2FwdTraits;
-
-void cuda_check(cudaError_t e, const char* call, const char* file, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("fa2-v1: ") + call + " failed at " + file + ":" +
-                             std::to_string(line) + ": " + cudaGetErrorName(e) + ": " +
-                             cudaGetErrorString(e));
-}
-#define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
 
 // gridDim.y (batch) and gridDim.z (heads_q) are at most 65535.
 constexpr int64_t kMaxGridYZ = 65535;
@@ -88,34 +81,17 @@ std::string unsupported_impl(const AttentionProblem& p, const TileConfig& c) {
   return "";
 }
 
-void require(bool ok, const char* what) {
-  if (!ok) throw InputError("fa2-v1", std::string("missing device buffer: ") + what);
-}
-void require_aligned(const void* ptr, const char* what) {
-  if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
-    throw InputError("fa2-v1", std::string(what) + " is not 16-byte aligned (16-byte cp.async / stores)");
-}
-
 template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, int kStages, class Element, bool kPipeline>
 void run(const Fa2FwdParams& prm, cudaStream_t stream) {
   using Tr = Fa2FwdTraits<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element>;
   const auto kernel =
       fa2::flashsim_fa2_fwd_kernel<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element, kPipeline>;
   constexpr size_t smem = Tr::kSmemBytes;
-  if constexpr (smem > 48 * 1024) {
-    int device = 0, optin = 0;
-    CUDA_CHECK(cudaGetDevice(&device));
-    CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    if (static_cast<size_t>(optin) < smem)
-      throw std::runtime_error("fa2-v1: the tile needs " + std::to_string(smem) +
-                               " bytes of shared memory; this device allows " + std::to_string(optin));
-    CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  }
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, "fa2-v1");
   const dim3 grid(static_cast<unsigned>((prm.a.seqlen_q + kBlockM - 1) / kBlockM),
                   static_cast<unsigned>(prm.a.batch), static_cast<unsigned>(prm.a.heads_q));
   kernel<<<grid, Tr::kThreads, smem, stream>>>(prm);
-  CUDA_CHECK(cudaGetLastError());
+  FLASHSIM_CUDA_CHECK(cudaGetLastError());
 }
 
 template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, class Element>
@@ -155,35 +131,15 @@ std::string forward_unsupported(const AttentionProblem& p, const TileConfig& c) 
 
 void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
   if (const std::string why = unsupported_impl(p, c); !why.empty()) throw InputError("fa2-v1", why);
-  require(args.q && args.k && args.v, "q, k, v");
+  require_inputs(p, args);
   require(args.o && args.lse, "o, lse");
-  require(p.bias == BroadcastShape::None || args.bias, "bias");
-  require(p.mask == BroadcastShape::None || args.mask, "mask");
-  require(!p.alibi || args.alibi_slopes, "alibi_slopes");
-  require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
-  require_aligned(args.q, "q");
-  require_aligned(args.k, "k");
-  require_aligned(args.v, "v");
   require_aligned(args.o, "o");
 
   Fa2FwdParams prm;
-  prm.a = params_of(p);
+  set_problem(prm, p, args);
   if (prm.a.seqlen_q == 0 || prm.a.total_q == 0) return;  // no query row: nothing to write
-  prm.q = args.q;
-  prm.k = args.k;
-  prm.v = args.v;
   prm.o = args.o;
   prm.lse = args.lse;
-  prm.bias = prm.a.has_bias ? args.bias : nullptr;
-  prm.mask = prm.a.has_mask ? args.mask : nullptr;
-  prm.slopes = prm.a.alibi ? args.alibi_slopes : nullptr;
-  prm.cu_q = p.varlen() ? args.cu_seqlens_q : nullptr;
-  prm.cu_k = p.varlen() ? args.cu_seqlens_k : nullptr;
-  // The plain path folds the scale into exp2 and takes the row max of unscaled scores: scale > 0 only.
-  prm.pipeline =
-      prm.a.softcap > 0.f || prm.a.has_bias || prm.a.has_mask || prm.a.alibi || !(prm.a.scale > 0.f);
-  prm.q_stride = static_cast<int64_t>(prm.a.heads_q) * prm.a.head_dim;
-  prm.kv_stride = static_cast<int64_t>(prm.a.heads_kv) * prm.a.head_dim;
   constexpr float kLog2e = 1.4426950408889634f;
   prm.exp2_scale = prm.pipeline ? kLog2e : prm.a.scale * kLog2e;
   const auto stream = static_cast<cudaStream_t>(args.stream);

@@ -2,6 +2,7 @@
 // fa2-v1: FlashAttention-2's forward (fa2_fwd_v1.cu) and backward (fa2_bwd_v1.cu) as one kernel version
 // (fa2_v1.cpp registers it). Host-side entry points of the two launch files.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "flashsim/gpu/kernel.h"
@@ -12,6 +13,33 @@ namespace flashsim::gpu::fa2 {
 // make_params(p) with the window sides that hide no key (>= Sq + Sk) made -1, as naive-v1 does: the window
 // arithmetic then stays far from int overflow.
 AttentionParams params_of(const AttentionProblem& p);
+
+// Throws InputError("fa2-v1", "missing device buffer: what") unless ok.
+void require(bool ok, const char* what);
+// Throws InputError("fa2-v1") unless ptr is 16-byte aligned (16-byte cp.async loads and stores).
+void require_aligned(const void* ptr, const char* what);
+// The inputs every fa2-v1 launch reads: q, k, v (16-byte aligned) and the buffers of the problem's features.
+void require_inputs(const AttentionProblem& p, const DeviceArgs& args);
+
+// The problem and the inputs every fa2-v1 kernel reads, into its parameters (Fa2FwdParams, Fa2BwdParams): sizes,
+// q, k, v, the features' pointers (nullptr where off), the row strides, and which score path runs.
+template <class Params>
+void set_problem(Params& prm, const AttentionProblem& p, const DeviceArgs& args) {
+  prm.a = params_of(p);
+  prm.q = args.q;
+  prm.k = args.k;
+  prm.v = args.v;
+  prm.bias = prm.a.has_bias ? args.bias : nullptr;
+  prm.mask = prm.a.has_mask ? args.mask : nullptr;
+  prm.slopes = prm.a.alibi ? args.alibi_slopes : nullptr;
+  prm.cu_q = p.varlen() ? args.cu_seqlens_q : nullptr;
+  prm.cu_k = p.varlen() ? args.cu_seqlens_k : nullptr;
+  // The plain path takes the row max of unscaled scores and applies the scale in the exponent: scale > 0 only.
+  prm.pipeline =
+      prm.a.softcap > 0.f || prm.a.has_bias || prm.a.has_mask || prm.a.alibi || !(prm.a.scale > 0.f);
+  prm.q_stride = static_cast<int64_t>(prm.a.heads_q) * prm.a.head_dim;
+  prm.kv_stride = static_cast<int64_t>(prm.a.heads_kv) * prm.a.head_dim;
+}
 
 // Why the forward / backward cannot run this case ("" when it can).
 std::string forward_unsupported(const AttentionProblem& p, const TileConfig& c);

@@ -22,6 +22,7 @@
 #include <string>
 #include <type_traits>
 
+#include "device_memory.h"  // FLASHSIM_CUDA_CHECK
 #include "flashsim/error.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
@@ -32,21 +33,15 @@ namespace flashsim::gpu {
 namespace {
 
 // ---------------------------------------------------------------------------------------------------------
-// Error checks: every CUDA and cuBLAS return code, thrown as std::runtime_error naming the call.
+// Error checks: every CUDA (FLASHSIM_CUDA_CHECK, device_memory.h) and cuBLAS return code, thrown as
+// std::runtime_error naming the call.
 
-void cuda_check(cudaError_t e, const char* call, const char* file, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("naive-v1: ") + call + " failed at " + file + ":" +
-                             std::to_string(line) + ": " + cudaGetErrorName(e) + ": " +
-                             cudaGetErrorString(e));
-}
 void cublas_check(cublasStatus_t s, const char* call, const char* file, int line) {
   if (s != CUBLAS_STATUS_SUCCESS)
     throw std::runtime_error(std::string("naive-v1: ") + call + " failed at " + file + ":" +
                              std::to_string(line) + ": " + cublasGetStatusName(s) + ": " +
                              cublasGetStatusString(s));
 }
-#define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
 #define CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
 
 // ---------------------------------------------------------------------------------------------------------
@@ -412,7 +407,7 @@ void forward_t(const AttentionProblem& p, const DeviceArgs& args) {
     auto* gS = reinterpret_cast<float*>(ws + w.s);  // [g, lq, lk] fp32
     auto* gP = reinterpret_cast<T*>(ws + w.p);      // [g, lq, lk] T
     // No key at all: o = 0 for every head of the sequence's rows (contiguous); lse = -inf by naive_softmax.
-    if (lk == 0) CUDA_CHECK(cudaMemsetAsync(o + oq * hq * dv, 0, sizeof(T) * lq * hq * dv, stream));
+    if (lk == 0) FLASHSIM_CUDA_CHECK(cudaMemsetAsync(o + oq * hq * dv, 0, sizeof(T) * lq * hq * dv, stream));
     for (int64_t hk = 0; hk < hkv; ++hk) {
       const int64_t h0 = hk * g;
       const T* gQ = q + (oq * hq + h0) * d;   // row i of head h0 + r: gQ + i * hq * d + r * d
@@ -424,7 +419,7 @@ void forward_t(const AttentionProblem& p, const DeviceArgs& args) {
       const RowArgs ra = row_args(p, a, args, b, h0);
       naive_softmax_kernel<T>
           <<<dim3(static_cast<unsigned>(lq), static_cast<unsigned>(g)), kRowThreads, 0, stream>>>(ra, gS, gP);
-      CUDA_CHECK(cudaGetLastError());
+      FLASHSIM_CUDA_CHECK(cudaGetLastError());
       // naive_pv: O^T (dv x lq, col-major, rows of o) = V^T P^T, batched over the group's heads (V shared).
       if (lk > 0)
         gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, dv, lq, lk, 1.f, {gV, kT, hkv * dv, 0}, {gP, kT, lk, lq * lk},
@@ -451,14 +446,16 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
   float* dbias = p.bias != BroadcastShape::None ? args.dbias : nullptr;  // the bias's shape, fp32
   auto* ws = static_cast<unsigned char*>(args.workspace);
   // dbias is accumulated with atomics over every sequence and head: start from zero (the harness fills NaN).
-  if (dbias) CUDA_CHECK(cudaMemsetAsync(dbias, 0, sizeof(float) * p.bias_elems(), stream));
+  if (dbias) FLASHSIM_CUDA_CHECK(cudaMemsetAsync(dbias, 0, sizeof(float) * p.bias_elems(), stream));
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t lq = p.len_q(b), lk = p.len_k(b), oq = p.offset_q(b), ok = p.offset_k(b);
     if (lq == 0 ||
         lk == 0) {  // nothing visible: zero gradients on the sequence's rows (contiguous, all heads)
-      if (lq > 0) CUDA_CHECK(cudaMemsetAsync(dq + oq * hq * d, 0, sizeof(T) * lq * hq * d, stream));
-      if (lk > 0) CUDA_CHECK(cudaMemsetAsync(dk + ok * hkv * d, 0, sizeof(T) * lk * hkv * d, stream));
-      if (lk > 0) CUDA_CHECK(cudaMemsetAsync(dvv + ok * hkv * dv, 0, sizeof(T) * lk * hkv * dv, stream));
+      if (lq > 0) FLASHSIM_CUDA_CHECK(cudaMemsetAsync(dq + oq * hq * d, 0, sizeof(T) * lq * hq * d, stream));
+      if (lk > 0)
+        FLASHSIM_CUDA_CHECK(cudaMemsetAsync(dk + ok * hkv * d, 0, sizeof(T) * lk * hkv * d, stream));
+      if (lk > 0)
+        FLASHSIM_CUDA_CHECK(cudaMemsetAsync(dvv + ok * hkv * dv, 0, sizeof(T) * lk * hkv * dv, stream));
       continue;
     }
     const Layout w = layout(p, lq, lk);
@@ -483,7 +480,7 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
       scores_gemm(blas, a, gQ, gK, gS, lq, lk);  // naive_bwd_scores
       // naive_bwd_softmax: P = exp(s - lse) in fp32, dcap over gS.
       naive_bwd_softmax_kernel<T><<<rows, kRowThreads, 0, stream>>>(ra, gS, gP);
-      CUDA_CHECK(cudaGetLastError());
+      FLASHSIM_CUDA_CHECK(cudaGetLastError());
       // naive_bwd_dp: dP^T (lk x lq, col-major) = V dO^T, batched over the group's heads (V shared).
       gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, dv, 1.f, {gV, kT, hkv * dv, 0}, {gdO, kT, hq * dv, dv},
            0.f, gdP, CUDA_R_32F, lk, n_head, g);
@@ -491,7 +488,7 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
       naive_bwd_ds_kernel<T><<<rows, kRowThreads, 0, stream>>>(ra, gP, gdP, a.softcap > 0.f ? gS : nullptr,
                                                                gdO, gO, hq * dv, static_cast<int>(dv), gPt,
                                                                gdS, dbias);
-      CUDA_CHECK(cudaGetLastError());
+      FLASHSIM_CUDA_CHECK(cudaGetLastError());
       // naive_bwd_dv: dV^T (dv x lk, col-major) += dO_r^T P_r, one GEMM per head of the group (beta = 1 after
       // the first: the group's sum in fp32).
       for (int64_t r = 0; r < g; ++r)
@@ -511,7 +508,7 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
       naive_bwd_convert_dkdv_kernel<T><<<blocks, kConvertThreads, 0, stream>>>(
           gdK, gdV, dk + (ok * hkv + hk) * d, dvv + (ok * hkv + hk) * dv, lk, static_cast<int>(d),
           static_cast<int>(dv), hkv * d, hkv * dv);
-      CUDA_CHECK(cudaGetLastError());
+      FLASHSIM_CUDA_CHECK(cudaGetLastError());
     }
   }
 }

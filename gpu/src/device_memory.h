@@ -8,8 +8,17 @@
 
 namespace flashsim::gpu {
 
-// Throws std::runtime_error "what: <CUDA's error string>" unless e is cudaSuccess (e: a cudaError_t).
-void cuda_check(int e, const char* what);
+// Throws std::runtime_error "what[ at file:line]: <CUDA's error name: string>" unless e is cudaSuccess (e: a
+// cudaError_t).
+void cuda_check(int e, const char* what, const char* file = nullptr, int line = 0);
+// cuda_check of a CUDA runtime call, named by its text and place.
+#define FLASHSIM_CUDA_CHECK(call) \
+  ::flashsim::gpu::cuda_check(static_cast<int>(call), #call, __FILE__, __LINE__)
+
+// Lets `kernel` (a __global__ function) launch with `bytes` of dynamic shared memory: above the 48 KB every
+// launch may take, checks the device's opt-in limit (std::runtime_error "who: the tile needs ...") and sets
+// the kernel's attribute.
+void allow_dynamic_smem(const void* kernel, size_t bytes, const char* who);
 
 class DeviceMemory {
  public:

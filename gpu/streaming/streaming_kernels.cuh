@@ -26,6 +26,7 @@
 #include <string>
 #include <type_traits>
 
+#include "device_memory.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem
 #include "flashsim/error.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
@@ -230,21 +231,12 @@ __global__ void streaming_fwd_kernel(const StreamingParams prm) {
 // The largest dynamic shared memory a CTA may opt in to on sm90 (cudaDevAttrMaxSharedMemoryPerBlockOptin of
 // an H100: 227 KB); the launch also checks the actual device's limit.
 constexpr size_t kMaxSmemOptin = 232448;
-constexpr int kMaxHeadDim = 256;            // the head dims these versions claim (any value 1..256 works)
-constexpr int64_t kMaxGridYZ = 65535;       // gridDim.y (batch) and gridDim.z (heads_q) are at most 65535
-constexpr int kMaxThreads = 1024;           // threads per CTA
-constexpr size_t kDefaultSmem = 48 * 1024;  // dynamic shared memory a launch gets without opting in
+constexpr int kMaxHeadDim = 256;       // the head dims these versions claim (any value 1..256 works)
+constexpr int64_t kMaxGridYZ = 65535;  // gridDim.y (batch) and gridDim.z (heads_q) are at most 65535
+constexpr int kMaxThreads = 1024;      // threads per CTA
 // A bound on Br and Bc far above what fits in shared memory (S alone is Br x Bc fp32): it keeps the int
 // arguments of smem_layout and their size_t products exact before the shared-memory check.
 constexpr int64_t kMaxTileRows = int64_t{1} << 16;
-
-inline void cuda_check(const char* name, cudaError_t e, const char* call, const char* file, int line) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(name) + ": " + call + " failed at " + file + ":" +
-                             std::to_string(line) + ": " + cudaGetErrorName(e) + ": " +
-                             cudaGetErrorString(e));
-}
-#define FLASHSIM_STREAMING_CHECK(name, call) cuda_check((name), (call), #call, __FILE__, __LINE__)
 
 inline std::string unsupported(const char* name, const AttentionProblem& p, const TileConfig& c) {
   const std::string n = name;
@@ -285,23 +277,11 @@ void launch_t(const char* name, const StreamingParams& prm, int threads, cudaStr
   const size_t smem =
       smem_layout(prm.block_q, prm.block_k, prm.a.head_dim, prm.a.head_dim_v, static_cast<int>(sizeof(T)))
           .total;
-  if (smem > kDefaultSmem) {
-    int device = 0, optin = 0;
-    FLASHSIM_STREAMING_CHECK(name, cudaGetDevice(&device));
-    FLASHSIM_STREAMING_CHECK(name,
-                             cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    if (static_cast<size_t>(optin) < smem)
-      throw std::runtime_error(std::string(name) + ": the tile needs " + std::to_string(smem) +
-                               " bytes of shared memory; this device allows " + std::to_string(optin));
-  }
-  // Set every time (not only above 48 KB): a smaller launch after a larger one is fine either way, and the
-  // attribute is per kernel, shared by every problem this process runs.
-  FLASHSIM_STREAMING_CHECK(name, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                      static_cast<int>(smem)));
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, name);
   const dim3 grid(static_cast<unsigned>((prm.a.seqlen_q + prm.block_q - 1) / prm.block_q),
                   static_cast<unsigned>(prm.a.batch), static_cast<unsigned>(prm.a.heads_q));
   kernel<<<grid, static_cast<unsigned>(threads), smem, stream>>>(prm);
-  FLASHSIM_STREAMING_CHECK(name, cudaGetLastError());
+  FLASHSIM_CUDA_CHECK(cudaGetLastError());
 }
 
 // The forward of kPasses passes: checks, parameters, the dtype dispatch and the launch.

@@ -105,6 +105,23 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_flag("--csv", st->csv, "CSV output");
   st->tile.add_to(cmd);
   cmd->callback([st, &exit_code] {
+    // The grid's problems, each checked (heads_q a multiple of --heads-kv, ...) before anything runs or prints.
+    std::vector<AttentionProblem> problems;
+    for (const int64_t d : st->head_dims)
+      for (const int64_t n : st->seqlens)
+        for (const bool causal : {false, true}) {
+          if ((causal && st->causal == "no") || (!causal && st->causal == "yes")) continue;
+          AttentionProblem p;
+          p.batch = st->batch > 0 ? st->batch : std::max<int64_t>(1, 16384 / n);
+          p.heads_q = p.heads_kv = st->heads > 0 ? st->heads : std::max<int64_t>(1, 2048 / d);
+          if (st->heads_kv > 0) p.heads_kv = st->heads_kv;
+          p.seqlen_q = p.seqlen_k = n;
+          p.head_dim = p.head_dim_v = d;
+          if (causal) p.window_right = 0;
+          p.dtype = parse_dtype(st->dtype);
+          p.validate();  // an InputError naming the field
+          problems.push_back(p);
+        }
     std::string why;
     if (!gpu::cuda_available(&why)) throw InputError("bench", "needs a CUDA device: " + why);
     std::vector<const gpu::KernelVersion*> versions;
@@ -120,33 +137,19 @@ void add_bench(CLI::App& app, int& exit_code) {
     else
       fmt::print("{:<14} {:<40} {:>9} {:>9} {:>9} {:>9}\n", "kernel", "problem", "fwd ms", "TFLOP/s",
                  "bwd ms", "TFLOP/s");
-    for (const int64_t d : st->head_dims)
-      for (const int64_t n : st->seqlens)
-        for (const bool causal : {false, true}) {
-          if ((causal && st->causal == "no") || (!causal && st->causal == "yes")) continue;
-          AttentionProblem p;
-          p.batch = st->batch > 0 ? st->batch : std::max<int64_t>(1, 16384 / n);
-          p.heads_q = p.heads_kv = st->heads > 0 ? st->heads : std::max<int64_t>(1, 2048 / d);
-          if (st->heads_kv > 0) p.heads_kv = st->heads_kv;
-          p.validate();  // heads_q a multiple of heads_kv: an InputError naming the field otherwise
-          p.seqlen_q = p.seqlen_k = n;
-          p.head_dim = p.head_dim_v = d;
-          if (causal) p.window_right = 0;
-          p.dtype = parse_dtype(st->dtype);
-          for (const auto* v : versions) {
-            const auto r = gpu::bench(*v, p, c, o);
-            if (st->csv)
-              fmt::print("{},{},{:.4f},{:.1f},{:.4f},{:.1f},\"{}\"\n", r.kernel, r.problem, r.fwd_ms,
-                         r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.skipped);
-            else if (!(r.fwd_ms > 0))
-              fmt::print("{:<14} {:<40} skipped: {}\n", r.kernel, r.problem, r.skipped);
-            else
-              fmt::print("{:<14} {:<40} {:>9.3f} {:>9.1f} {:>9.3f} {:>9.1f}{}\n", r.kernel, r.problem,
-                         r.fwd_ms, r.fwd_tflops, r.bwd_ms, r.bwd_tflops,
-                         r.skipped.empty() ? "" : "  " + r.skipped);
-            std::fflush(stdout);
-          }
-        }
+    for (const auto& p : problems)
+      for (const auto* v : versions) {
+        const auto r = gpu::bench(*v, p, c, o);
+        if (st->csv)
+          fmt::print("{},{},{:.4f},{:.1f},{:.4f},{:.1f},\"{}\"\n", r.kernel, r.problem, r.fwd_ms,
+                     r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.skipped);
+        else if (!(r.fwd_ms > 0))
+          fmt::print("{:<14} {:<40} skipped: {}\n", r.kernel, r.problem, r.skipped);
+        else
+          fmt::print("{:<14} {:<40} {:>9.3f} {:>9.1f} {:>9.3f} {:>9.1f}{}\n", r.kernel, r.problem, r.fwd_ms,
+                     r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.skipped.empty() ? "" : "  " + r.skipped);
+        std::fflush(stdout);
+      }
     exit_code = 0;
   });
 }
