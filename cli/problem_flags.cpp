@@ -102,16 +102,27 @@ AttentionProblem ProblemFlags::problem() const {
   return p;
 }
 
-void TileFlags::add_to(CLI::App* cmd) {
-  cmd->add_option("--block-q", block_q, "Br: query rows per forward tile")->capture_default_str();
-  cmd->add_option("--block-k", block_k, "Bc: key rows per forward tile")->capture_default_str();
-  cmd->add_option("--bwd-block-q", bwd_block_q, "Query rows per backward tile")->capture_default_str();
-  cmd->add_option("--bwd-block-k", bwd_block_k, "Key rows per backward tile")->capture_default_str();
-  cmd->add_option("--warps", warps, "Warps per CTA")->capture_default_str();
-  cmd->add_option("--stages", stages, "Pipeline stages of the K/V buffers")->capture_default_str();
-  cmd->add_flag("--q-in-registers", q_in_registers, "Keep the Q tile in registers");
-  cmd->add_flag("--kv-shared", kv_shared, "K and V share one shared-memory buffer");
-  cmd->add_option("--dq-strategy", dq_strategy, "Backward dQ: atomic or partials")->capture_default_str();
+void TileFlags::add_to(CLI::App* cmd, bool per_version_defaults) {
+  const auto opt = [&](const char* name, auto& field, const char* what) {
+    auto* o = cmd->add_option(name, field,
+                              per_version_defaults
+                                  ? std::string(what) + " (default: the kernel version's launch tile)"
+                                  : std::string(what));
+    if (per_version_defaults)
+      o->always_capture_default(false);
+    else
+      o->capture_default_str();
+    given_.push_back(o);
+  };
+  opt("--block-q", block_q, "Br: query rows per forward tile");
+  opt("--block-k", block_k, "Bc: key rows per forward tile");
+  opt("--bwd-block-q", bwd_block_q, "Query rows per backward tile");
+  opt("--bwd-block-k", bwd_block_k, "Key rows per backward tile");
+  opt("--warps", warps, "Warps per CTA");
+  opt("--stages", stages, "Pipeline stages of the K/V buffers");
+  given_.push_back(cmd->add_flag("--q-in-registers", q_in_registers, "Keep the Q tile in registers"));
+  given_.push_back(cmd->add_flag("--kv-shared", kv_shared, "K and V share one shared-memory buffer"));
+  opt("--dq-strategy", dq_strategy, "Backward dQ: atomic or partials");
 }
 
 TileConfig TileFlags::config() const {
@@ -127,6 +138,22 @@ TileConfig TileFlags::config() const {
   t.dq_strategy = parse_dq_strategy(dq_strategy);
   t.validate();
   return t;
+}
+
+TileConfig TileFlags::over(TileConfig base) const {
+  const TileConfig f = config();  // validates the given values (and the defaults of the absent ones)
+  const auto given = [&](size_t i) { return i < given_.size() && given_[i]->count() > 0; };
+  if (given(0)) base.block_q = f.block_q;
+  if (given(1)) base.block_k = f.block_k;
+  if (given(2)) base.bwd_block_q = f.bwd_block_q;
+  if (given(3)) base.bwd_block_k = f.bwd_block_k;
+  if (given(4)) base.warps = f.warps;
+  if (given(5)) base.stages = f.stages;
+  if (given(6)) base.q_in_registers = f.q_in_registers;
+  if (given(7)) base.kv_shared_buffer = f.kv_shared_buffer;
+  if (given(8)) base.dq_strategy = f.dq_strategy;
+  base.validate();
+  return base;
 }
 
 void MemoryFlag::add_to(CLI::App* cmd) {

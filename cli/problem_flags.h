@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "flashsim/problem.h"
 #include "flashsim/tile_config.h"
@@ -32,9 +33,17 @@ struct TileFlags {
   std::string dq_strategy = "atomic";
 
   // Adds --block-q --block-k --bwd-block-q --bwd-block-k --warps --stages --q-in-registers --kv-shared
-  // --dq-strategy to cmd (the loop order is the algorithm's: --algorithm).
-  void add_to(CLI::App* cmd);
+  // --dq-strategy to cmd (the loop order is the algorithm's: --algorithm). With per_version_defaults, the help
+  // says that an absent flag keeps the kernel version's own launch tile (flashsim-gpu) instead of a default.
+  void add_to(CLI::App* cmd, bool per_version_defaults = false);
+  // Every field from the flags (absent ones at their defaults), validated.
   TileConfig config() const;
+  // base with the fields of the flags given on the command line replaced, validated (InputError naming the
+  // field).
+  TileConfig over(TileConfig base) const;
+
+ private:
+  std::vector<CLI::Option*> given_;  // in add_to's order: over() applies those with count() > 0
 };
 
 // --max-memory GiB, the same on every command that allocates; bytes() is 0 (the default limit, 80% of the

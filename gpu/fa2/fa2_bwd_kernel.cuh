@@ -323,9 +323,13 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
     }
   }
   __syncwarp();
-  const int64_t kv_stride = prm.kv_stride;
-  Element* gdK = static_cast<Element*>(prm.dk) + (off_k + k0) * kv_stride + int64_t{hk} * kHeadDim;
-  Element* gdV = static_cast<Element*>(prm.dv) + (off_k + k0) * kv_stride + int64_t{hk} * kHeadDim;
+  // (the sequence's key offset and the block's key rows recomputed: kept live across the loop, they cost a
+  // spill at d96 and d128)
+  const int64_t kv_stride = prm.kv_stride, off_k_out = seq_offset(a, prm.cu_k, a.seqlen_k, b);
+  // rows [0, k_end) of the block are keys (the pipeline kernel recomputes it: kept live, it spilled at d96)
+  const int k_end = kPipeline ? seq_len(a, prm.cu_k, a.seqlen_k, b) - k0 : k_rows;
+  Element* gdK = static_cast<Element*>(prm.dk) + (off_k_out + k0) * kv_stride + int64_t{hk} * kHeadDim;
+  Element* gdV = static_cast<Element*>(prm.dv) + (off_k_out + k0) * kv_stride + int64_t{hk} * kHeadDim;
   // Each warp stores the chunks it staged: its key rows, its head-dim part.
   constexpr int kPartChunks = Tr::kRowChunks / Tr::kDParts;
   constexpr int kChunksPerLane = Tr::kKeyRows * kPartChunks / 32;
@@ -333,7 +337,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
   for (int it = 0; it < kChunksPerLane; ++it) {
     const int c = lane + it * 32;
     const int r = kw0 + c / kPartChunks, chunk = dpart * kPartChunks + c % kPartChunks;
-    if (r < k_rows) {
+    if (r < k_end) {
       const int sc = (chunk ^ Tr::swz(r)) * Tr::kChunk;
       *reinterpret_cast<uint4*>(gdK + r * kv_stride + chunk * Tr::kChunk) =
           *reinterpret_cast<const uint4*>(sK + r * kPitch + sc);

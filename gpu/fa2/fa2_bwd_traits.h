@@ -39,7 +39,7 @@ namespace flashsim::gpu::fa2 {
 template <int kHeadDim_, int kBlockM_, int kBlockN_, int kNWarps_, class Element_>
 struct Fa2BwdTraits {
   using Element = Element_;
-  static constexpr int kHeadDim = kHeadDim_;  // d (= head_dim_v): 64, 96, 128
+  static constexpr int kHeadDim = kHeadDim_;  // d (= head_dim_v): 64, 96, 128, 256
   static constexpr int kBlockM = kBlockM_;    // backward Br: query rows per step
   static constexpr int kBlockN = kBlockN_;    // backward Bc: key rows per CTA
   static constexpr int kNWarps = kNWarps_;
@@ -67,6 +67,7 @@ struct Fa2BwdTraits {
   //   d64  Br64 Bc128 w8: dK + dV 2 x 32 = 64,  S^T + dP^T 2 x 32 = 64  -> 128 accumulators
   //   d96  Br64 Bc128 w8: 2 x 48 = 96 + 64 = 160
   //   d128 Br64 Bc128 w8: 2 x 64 = 128 + 64 = 192 (FlashAttention-2's d128 backward tile on A100 / H100)
+  //   d128 Br64 Bc64  w8: 2 parts of the head dim: 2 x 32 = 64 + 64 = 128 (the score-pipeline kernel's tile)
   //   d256 Br64 Bc64  w8: 2 parts of the head dim: 2 x 64 = 128 + 64 = 192
   // dQ's accumulators (kDqPassTiles * 4: 16 at d64, 32 at d128 and, in two passes, at d256) only live after
   // S^T and dP^T are dead.

@@ -4,15 +4,17 @@
 //
 // Instantiated: d64, d96, d128 with the backward tile Br64 Bc128 and 8 warps (TileConfig bwd_block_q 64,
 // bwd_block_k 128, warps 4: the backward launches twice the forward's warps, as FlashAttention-2's and the
-// simulator's models do), bf16 and fp16, plain and score-pipeline kernels; dq_strategy atomic or partials
-// (run-time). Why this tile (fa2_bwd_traits.h has the arithmetic):
+// simulator's models do), d128 and d256 with Br64 Bc64 and 8 warps; bf16 and fp16, plain and score-pipeline
+// kernels; dq_strategy atomic or partials (run-time). Why these tiles (fa2_bwd_traits.h has the arithmetic):
 //   - Bc128 over 8 warps gives each warp one m16 tile of keys, whose dK and dV (16 x d each, fp32) stay in
 //     registers for the whole CTA: 2 d / 8 x 4 = 128 registers at d128. It is FlashAttention-2's d128
 //     backward tile on A100 / H100 (Flash_bwd_kernel_traits<128, 64, 128, 8, ...>).
 //   - Br64: S^T and dP^T of a step are 16 x 64 per warp, 2 x 32 registers; Br128 would need 128 more (spills).
-//   - d256: Br64 Bc64 with 8 warps (TileConfig bwd_block_k 64), FlashAttention-2's d256 backward tile: dK + dV
-//     of 16 key rows would take 256 registers a thread, so the two warps of a key tile split the head dim
-//     (each recomputes the tile's S^T and dP^T); shared memory 201 KB (Q, dO double-buffered at 64 KB each).
+//   - Bc64 with 8 warps: the two warps of a key tile split the head dim (each recomputes the tile's S^T and
+//     dP^T: 1.4x the tensor-core work of Bc128). At d256 the only way to keep dK + dV (256 registers for 16 full
+//     rows) in registers; at d128 the launch table's choice for the score-pipeline kernel, whose bias / mask
+//     indexing on top of 192 accumulators spills 72 bytes per query block at Bc128 (128 accumulators at Bc64:
+//     none). d256's shared memory: 201 KB (Q, dO double-buffered at 64 KB each).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -34,8 +36,8 @@ namespace flashsim::gpu::fa2 {
 namespace {
 
 constexpr int kBwdBlockQ = 64, kBwdWarps = 8;  // the instantiated tiles (above): Br64, 8 warps, and
-int block_k_of(int64_t head_dim) {             // Bc128 up to d128, Bc64 at d256
-  return head_dim == 256 ? 64 : 128;
+bool instantiated_block_k(int64_t head_dim, int64_t block_k) {  // Bc128 up to d128, Bc64 at d128 and d256
+  return head_dim == 256 ? block_k == 64 : (block_k == 128 || (head_dim == 128 && block_k == 64));
 }
 
 bool bias_broadcast(const AttentionProblem& p) {
@@ -104,14 +106,16 @@ void run(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaS
 }
 
 template <class Element, bool kPipeline>
-void run_dim(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaStream_t stream) {
+void run_dim(const Fa2BwdParams& prm, const AttentionProblem& p, const TileConfig& c, float* dbias,
+             cudaStream_t stream) {
   switch (p.head_dim) {
     case 64:
       return run<64, 128, Element, kPipeline>(prm, p, dbias, stream);
     case 96:
       return run<96, 128, Element, kPipeline>(prm, p, dbias, stream);
     case 128:
-      return run<128, 128, Element, kPipeline>(prm, p, dbias, stream);
+      return c.bwd_block_k == 64 ? run<128, 64, Element, kPipeline>(prm, p, dbias, stream)
+                                 : run<128, 128, Element, kPipeline>(prm, p, dbias, stream);
     case 256:
       return run<256, 64, Element, kPipeline>(prm, p, dbias, stream);
     default:
@@ -125,13 +129,13 @@ void run_dim(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, c
 std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c) {
   if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 256)
     return "head_dim " + std::to_string(p.head_dim) + " (fa2-v1's backward runs 64, 96, 128, 256)";
-  if (c.bwd_block_q != kBwdBlockQ || c.bwd_block_k != block_k_of(p.head_dim) || 2 * c.warps != kBwdWarps)
+  if (c.bwd_block_q != kBwdBlockQ || !instantiated_block_k(p.head_dim, c.bwd_block_k) ||
+      2 * c.warps != kBwdWarps)
     return "backward tile bwd Br" + std::to_string(c.bwd_block_q) + " Bc" + std::to_string(c.bwd_block_k) +
            " w" + std::to_string(2 * c.warps) + " is not instantiated for head_dim " +
            std::to_string(p.head_dim) +
            " (instantiated, with 8 warps, i.e. TileConfig warps 4: bwd Br64 Bc128 for d64, d96, d128; bwd "
-           "Br64 "
-           "Bc64 for d256)";
+           "Br64 Bc64 for d128 and d256)";
   return "";
 }
 
@@ -196,11 +200,11 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
     zero(prm.dbias, static_cast<int64_t>(elems), sizeof(float));
   }
   if (p.dtype == DType::BF16)
-    prm.pipeline ? run_dim<__nv_bfloat16, true>(prm, p, args.dbias, stream)
-                 : run_dim<__nv_bfloat16, false>(prm, p, args.dbias, stream);
+    prm.pipeline ? run_dim<__nv_bfloat16, true>(prm, p, c, args.dbias, stream)
+                 : run_dim<__nv_bfloat16, false>(prm, p, c, args.dbias, stream);
   else
-    prm.pipeline ? run_dim<__half, true>(prm, p, args.dbias, stream)
-                 : run_dim<__half, false>(prm, p, args.dbias, stream);
+    prm.pipeline ? run_dim<__half, true>(prm, p, c, args.dbias, stream)
+                 : run_dim<__half, false>(prm, p, c, args.dbias, stream);
 }
 
 }  // namespace flashsim::gpu::fa2

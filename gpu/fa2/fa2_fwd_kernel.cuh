@@ -349,6 +349,9 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
 
   // ---- epilogue: O / l in the input dtype, staged in this warp's own rows of sQ (no other warp reads them),
   // then 16-byte coalesced stores of the rows inside the sequence; lse = m + log l (-inf, o = 0 if l = 0).
+  // Every lane is done reading the warp's Q rows (ldmatrix of the last key block) before any overwrites them:
+  // with kStages > 1 no barrier follows the last Q K^T (racecheck reported it).
+  __syncwarp();
   const float lse_mult = kPipeline ? 1.f : a.scale;
   float lse_v[kMT][2];
 #pragma unroll

@@ -3,22 +3,27 @@
 // lse written once. This file: what it can run, the instantiated tile configs and the launch (fa2_v1.h).
 //
 // Instantiated configs (Br x Bc, warps, K/V stages), each for bf16 and fp16:
-//   d64, d96, d128: Br128 Bc64 w4, stages 1 and 2      d256: Br64 Bc64 w4, stages 1 and 2
-//   d128: Br128 Bc32 w4, stages 1 and 2 (160 accumulators: spill-free at stages 2, 7% slower than Bc64)
+//   d64, d96, d128: Br128 Bc64 w4      d96, d128: Br128 Bc32 w4      d256: Br64 Bc64 w4      stages 1 and 2
+// The launch table (fa2::launch_tile in fa2_v1.cpp, used when no tile is given): d64 Br128 Bc64 st2; d96 Br128
+// Bc64 st1 (plain) or Bc32 st2 (score pipeline); d128 Br128 Bc32 st2; d256 Br64 Bc64 st1: for d <= 128 the
+// fastest tile whose kernel keeps every register of the key loop out of local memory (the SASS count of
+// bench/gpu/spills.py, on sm_80 and sm_90).
 // Why these (fa2_fwd_traits.h has the register and shared-memory arithmetic):
 //   - Br128 Bc64 w4 is FlashAttention-2's own choice for d64..d128 on A100 / H100 (flash_fwd_launch_template.h):
 //     4 warps x 32 rows keep the O accumulators (32 x d / 32 lanes) plus S (32 x 64 / 32) in <= 192 fp32
 //     registers, and Bc64 amortizes the per-block O rescale (Br x d multiplies) and barriers over 64 keys.
-//     For d128 causal, FA2's Br128 Bc32 is its sm86/sm89 choice (100 KB of shared memory there); on sm80 /
-//     sm90 it keeps Bc64 for causal too, and so do we: the diagonal block wastes Br x Bc / 2 scores per
-//     query block, under 2% at seqlen 4096, while Bc32 would double the rescales and barriers per key.
+//     At d128 those 192 accumulators leave ptxas too few registers: the plain kernel reloads ~60 bytes of
+//     spilled loop state every key block (FA2's own build of this tile spills too), at d96 the score-pipeline
+//     kernel does. Bc32 (160 accumulators at d128) runs spill-free; its cost (twice the rescales and barriers
+//     per key) is partly won back by prefetching the next K/V block (stages 2). The Bc64 tiles stay
+//     instantiated for comparison (--block-k 64).
 //   - d256: Br64 w4 (16 rows a warp): 128 O + 32 S accumulators; Br128 w4 would need 320 (spills). FA2 runs
 //     Br64 Bc64 w4 where shared memory is short, and Br128 w8 on A100/H100 (8 warps: a later version).
 //   - stages 1 = FA2's schedule (one K and one V buffer: V[n] loads under Q K^T, K[n-1] under softmax + P V);
 //     stages 2 = K and V of the next block prefetched under the whole current block.
 // Each config has two kernels (the last template argument): the plain one (scale folded into exp2, masking
 // only in the key blocks that cross a window limit or the end of the keys) and the full per-element score
-// pipeline (softcap, bias, mask, ALiBi, or scale <= 0), chosen here per problem: 40 kernels in all.
+// pipeline (softcap, bias, mask, ALiBi, or scale <= 0), chosen here per problem: 48 kernels in all.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -48,13 +53,12 @@ constexpr int64_t kMaxGridYZ = 65535;
 struct Instance {
   int head_dim, block_q, block_k, warps;
 };
-constexpr Instance kInstances[] = {
-    {64, 128, 64, 4}, {96, 128, 64, 4}, {128, 128, 64, 4}, {128, 128, 32, 4}, {256, 64, 64, 4}};
+constexpr Instance kInstances[] = {{64, 128, 64, 4},  {96, 128, 64, 4},  {96, 128, 32, 4},
+                                   {128, 128, 64, 4}, {128, 128, 32, 4}, {256, 64, 64, 4}};
 constexpr int kMaxStages = 2;  // stages 1 and 2 of each
 constexpr const char* kInstancesText =
-    "d64, d96, d128: Br128 Bc64 w4; d128: Br128 Bc32 w4; d256: Br64 Bc64 w4; each with stages 1 or 2, "
-    "without "
-    "q_in_registers or kv_shared_buffer";
+    "d64, d96, d128: Br128 Bc64 w4; d96, d128: Br128 Bc32 w4; d256: Br64 Bc64 w4; each with stages 1 or 2, "
+    "without q_in_registers or kv_shared_buffer";
 
 bool instantiated(const AttentionProblem& p, const TileConfig& c) {
   if (c.q_in_registers || c.kv_shared_buffer || c.stages < 1 || c.stages > kMaxStages) return false;
@@ -110,7 +114,8 @@ void launch_t(const AttentionProblem& p, const TileConfig& c, const Fa2FwdParams
     case 64:
       return run_stages<64, 128, 64, 4, Element>(s, prm, stream);
     case 96:
-      return run_stages<96, 128, 64, 4, Element>(s, prm, stream);
+      return c.block_k == 32 ? run_stages<96, 128, 32, 4, Element>(s, prm, stream)
+                             : run_stages<96, 128, 64, 4, Element>(s, prm, stream);
     case 128:
       return c.block_k == 32 ? run_stages<128, 128, 32, 4, Element>(s, prm, stream)
                              : run_stages<128, 128, 64, 4, Element>(s, prm, stream);

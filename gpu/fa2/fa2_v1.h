@@ -21,6 +21,16 @@ void require_aligned(const void* ptr, const char* what);
 // The inputs every fa2-v1 launch reads: q, k, v (16-byte aligned) and the buffers of the problem's features.
 void require_inputs(const AttentionProblem& p, const DeviceArgs& args);
 
+// Whether the kernels run the full per-element score pipeline (softcap, bias, mask, ALiBi, or scale <= 0): the
+// plain path takes the row max of unscaled scores and applies the scale in the exponent (scale > 0 only).
+inline bool uses_score_pipeline(const AttentionParams& a) {
+  return a.softcap > 0.f || a.has_bias || a.has_mask || a.alibi || !(a.scale > 0.f);
+}
+
+// fa2-v1's launch table (KernelVersion::launch_tile): per head dim and score path, the instantiated tile with
+// no spilled registers in its loops (fa2_fwd_v1.cu and fa2_bwd_v1.cu give the reasons).
+TileConfig launch_tile(const AttentionProblem& p);
+
 // The problem and the inputs every fa2-v1 kernel reads, into its parameters (Fa2FwdParams, Fa2BwdParams): sizes,
 // q, k, v, the features' pointers (nullptr where off), the row strides, and which score path runs.
 template <class Params>
@@ -34,9 +44,7 @@ void set_problem(Params& prm, const AttentionProblem& p, const DeviceArgs& args)
   prm.slopes = prm.a.alibi ? args.alibi_slopes : nullptr;
   prm.cu_q = p.varlen() ? args.cu_seqlens_q : nullptr;
   prm.cu_k = p.varlen() ? args.cu_seqlens_k : nullptr;
-  // The plain path takes the row max of unscaled scores and applies the scale in the exponent: scale > 0 only.
-  prm.pipeline =
-      prm.a.softcap > 0.f || prm.a.has_bias || prm.a.has_mask || prm.a.alibi || !(prm.a.scale > 0.f);
+  prm.pipeline = uses_score_pipeline(prm.a);
   prm.q_stride = static_cast<int64_t>(prm.a.heads_q) * prm.a.head_dim;
   prm.kv_stride = static_cast<int64_t>(prm.a.heads_kv) * prm.a.head_dim;
 }

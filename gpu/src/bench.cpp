@@ -48,6 +48,7 @@ BenchResult bench(const KernelVersion& v, const AttentionProblem& p, const TileC
   BenchResult r;
   r.kernel = v.name;
   r.problem = p.describe();
+  r.tile = c.describe();
   if (v.backend != Backend::Cuda) {
     r.skipped = "not a CUDA version";
     return r;

@@ -90,7 +90,6 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
       versions.push_back(&v);
     }
   }
-  opt.config.validate();
   const golden::Manifest m = golden::read_manifest(opt.golden);
   std::vector<VersionReport> reports;
   for (const auto* v : versions) reports.push_back({v, {}, {}, {}});
@@ -98,18 +97,18 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
     if (!selected(e.name, opt.cases)) continue;
     const golden::LoadedCase lc = golden::read_golden_case(opt.golden, e, opt.max_memory_bytes);
     for (auto& r : reports) {
-      if (const std::string why =
-              r.version->unsupported ? r.version->unsupported(lc.c.problem, opt.config) : "";
+      const TileConfig c = tile_for(*r.version, lc.c.problem, opt.tiles);
+      if (const std::string why = r.version->unsupported ? r.version->unsupported(lc.c.problem, c) : "";
           !why.empty()) {
         r.skipped.emplace_back(e.name, why);
         continue;
       }
       golden::VerifyOptions vo;
-      if (const std::string why = why_no_backward(*r.version, lc.c.problem, opt.config); !why.empty()) {
+      if (const std::string why = why_no_backward(*r.version, lc.c.problem, c); !why.empty()) {
         vo.outputs = {"o", "lse"};
         if (r.version->backward) r.forward_only.emplace_back(e.name, why);
       }
-      golden::CaseVerdict cv = golden::verify_case(lc, run_case(*r.version, lc, opt.config), vo);
+      golden::CaseVerdict cv = golden::verify_case(lc, run_case(*r.version, lc, c), vo);
       cv.file = e.file;
       r.report.outputs_checked += static_cast<int64_t>(cv.outputs.size());
       for (const auto& o : cv.outputs) r.report.outputs_failed += o.pass ? 0 : 1;

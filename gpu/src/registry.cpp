@@ -14,6 +14,13 @@ const std::vector<KernelVersion>& kernel_versions() {
   return all;
 }
 
+TileConfig tile_for(const KernelVersion& v, const AttentionProblem& p, const TileOverride& user) {
+  const TileConfig launch = v.launch_tile ? v.launch_tile(p) : TileConfig{};
+  TileConfig c = user ? user(launch) : launch;
+  c.validate();
+  return c;
+}
+
 const KernelVersion& kernel_version(const std::string& name) {
   std::string known;
   for (const auto& v : kernel_versions()) {

@@ -54,14 +54,15 @@ void add_check(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   cmd->add_option("--case", st->cases, "Only cases whose name matches this glob (repeatable)");
   cmd->add_flag("--quiet", st->quiet, "Print only failing outputs and the summaries");
-  st->tile.add_to(cmd);
+  st->tile.add_to(cmd, true);
   st->memory.add_to(cmd);
   cmd->callback([st, &exit_code] {
     gpu::CheckOptions opt;
     opt.golden = st->golden;
     opt.kernels = st->kernels;
     opt.cases = st->cases;
-    opt.config = st->tile.config();
+    st->tile.over(TileConfig{});  // bad tile flags: an InputError before anything runs
+    opt.tiles = [st](const TileConfig& launch) { return st->tile.over(launch); };
     opt.max_memory_bytes = st->memory.bytes();
     bool pass = true;
     for (const auto& r : gpu::check(opt)) {
@@ -103,7 +104,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--repeats", st->repeats, "Timed launches (the median is reported)")
       ->check(CLI::Range(3, 10000));
   cmd->add_flag("--csv", st->csv, "CSV output");
-  st->tile.add_to(cmd);
+  st->tile.add_to(cmd, true);
   cmd->callback([st, &exit_code] {
     // The grid's problems, each checked (heads_q a multiple of --heads-kv, ...) before anything runs or prints.
     std::vector<AttentionProblem> problems;
@@ -129,25 +130,27 @@ void add_bench(CLI::App& app, int& exit_code) {
     if (versions.empty())
       for (const auto& v : gpu::kernel_versions())
         if (v.backend == gpu::Backend::Cuda) versions.push_back(&v);
-    const TileConfig c = st->tile.config();
+    st->tile.over(TileConfig{});  // bad tile flags: an InputError before anything runs
     gpu::BenchOptions o;
     o.repeats = st->repeats;
     if (st->csv)
-      fmt::print("kernel,problem,fwd_ms,fwd_tflops,bwd_ms,bwd_tflops,skipped\n");
+      fmt::print("kernel,problem,tile,fwd_ms,fwd_tflops,bwd_ms,bwd_tflops,skipped\n");
     else
-      fmt::print("{:<14} {:<40} {:>9} {:>9} {:>9} {:>9}\n", "kernel", "problem", "fwd ms", "TFLOP/s",
-                 "bwd ms", "TFLOP/s");
+      fmt::print("{:<14} {:<40} {:>9} {:>9} {:>9} {:>9}  {}\n", "kernel", "problem", "fwd ms", "TFLOP/s",
+                 "bwd ms", "TFLOP/s", "tile");
     for (const auto& p : problems)
       for (const auto* v : versions) {
-        const auto r = gpu::bench(*v, p, c, o);
+        const auto r = gpu::bench(
+            *v, p, gpu::tile_for(*v, p, [st](const TileConfig& launch) { return st->tile.over(launch); }), o);
         if (st->csv)
-          fmt::print("{},{},{:.4f},{:.1f},{:.4f},{:.1f},\"{}\"\n", r.kernel, r.problem, r.fwd_ms,
+          fmt::print("{},{},{},{:.4f},{:.1f},{:.4f},{:.1f},\"{}\"\n", r.kernel, r.problem, r.tile, r.fwd_ms,
                      r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.skipped);
         else if (!(r.fwd_ms > 0))
           fmt::print("{:<14} {:<40} skipped: {}\n", r.kernel, r.problem, r.skipped);
         else
-          fmt::print("{:<14} {:<40} {:>9.3f} {:>9.1f} {:>9.3f} {:>9.1f}{}\n", r.kernel, r.problem, r.fwd_ms,
-                     r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.skipped.empty() ? "" : "  " + r.skipped);
+          fmt::print("{:<14} {:<40} {:>9.3f} {:>9.1f} {:>9.3f} {:>9.1f}  {}{}\n", r.kernel, r.problem,
+                     r.fwd_ms, r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.tile,
+                     r.skipped.empty() ? "" : "  " + r.skipped);
         std::fflush(stdout);
       }
     exit_code = 0;

@@ -2,6 +2,7 @@
 // stand-in version and by deliberately broken versions.
 #include "flashsim/gpu/harness.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -199,6 +200,56 @@ TEST(GpuRegistry, Fa2StatesWhatItsBackwardRuns) {
   EXPECT_GT(partial_bytes, 2 * atomic_bytes);
   EXPECT_GE(atomic_bytes,
             size_t{2} * 384 * 4 * 128 * 4);  // 2 sequences x 384 padded rows x 4 heads x d x fp32
+}
+
+TEST(GpuRegistry, Fa2LaunchTableRunsEveryHeadDimAndPath) {
+  // For every head dim, dtype and score path, the launch tile is one the version runs, forward and backward
+  // (a launch table naming an uninstantiated tile would skip every case of that head dim).
+  const auto& v = gpu::kernel_version("fa2-v1");
+  ASSERT_NE(v.launch_tile, nullptr);
+  for (const int64_t d : {64, 96, 128, 256})
+    for (const DType t : {DType::BF16, DType::F16})
+      for (const bool pipeline : {false, true}) {
+        auto b = ProblemBuilder().batch(2).heads(4, 2).seqlen(200, 300).head_dim(d).dtype(t);
+        if (pipeline) b.softcap(30);
+        const AttentionProblem p = b.build();
+        const TileConfig c = gpu::tile_for(v, p);
+        const std::string what = fmt::format("d{} {} {}: {}", d, dtype_name(t), pipeline, c.describe());
+        EXPECT_EQ(v.unsupported(p, c), "") << what;
+        EXPECT_EQ(v.backward_unsupported(p, c), "") << what;
+      }
+  // The entries the ptxas / SASS counts chose (fa2_fwd_v1.cu, fa2_bwd_v1.cu): Bc32 with prefetch at d96 and
+  // d128, Br64 at d256, and the backward's Bc64 for the d128 score pipeline.
+  const auto p128 = ProblemBuilder().head_dim(128).dtype(DType::BF16).build();
+  EXPECT_EQ(gpu::tile_for(v, p128).block_k, 32);
+  EXPECT_EQ(gpu::tile_for(v, p128).stages, 2);
+  EXPECT_EQ(gpu::tile_for(v, p128).bwd_block_k, 128);
+  EXPECT_EQ(
+      gpu::tile_for(v, ProblemBuilder().head_dim(128).dtype(DType::BF16).softcap(30).build()).bwd_block_k,
+      64);
+  EXPECT_EQ(gpu::tile_for(v, ProblemBuilder().head_dim(256).dtype(DType::BF16).build()).block_q, 64);
+}
+
+TEST(GpuRegistry, UserTileFlagsOverrideTheLaunchTile) {
+  const auto& v = gpu::kernel_version("fa2-v1");
+  const auto p = ProblemBuilder().head_dim(128).dtype(DType::BF16).build();
+  // Only what the user changes changes: here the key block, the rest stays the launch table's.
+  const TileConfig c = gpu::tile_for(v, p, [](TileConfig t) {
+    t.block_k = 64;
+    return t;
+  });
+  EXPECT_EQ(c.block_k, 64);
+  EXPECT_EQ(c.stages, 2);
+  EXPECT_EQ(v.unsupported(p, c), "");  // Br128 Bc64 st2 is instantiated too
+  // A version without a launch table runs TileConfig{}; an invalid override is an InputError.
+  const TileConfig none = gpu::tile_for(stand_in(), p);
+  EXPECT_EQ(none.describe(), TileConfig{}.describe());
+  EXPECT_THROW(gpu::tile_for(v, p,
+                             [](TileConfig t) {
+                               t.block_q = 0;
+                               return t;
+                             }),
+               InputError);
 }
 
 // fa2-v1's deterministic dQ: the main kernel writes a partial for each (query block, key block) pair the key

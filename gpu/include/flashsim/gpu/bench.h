@@ -15,7 +15,7 @@ struct BenchOptions {
 };
 
 struct BenchResult {
-  std::string kernel, problem;
+  std::string kernel, problem, tile;      // tile: TileConfig::describe() of the config it ran
   double fwd_ms = 0, bwd_ms = 0;          // medians; bwd 0 for a forward-only version
   double fwd_tflops = 0, bwd_tflops = 0;  // forward 4 B H Sq Sk d (halved when causal), backward 2.5x that
   std::string skipped;                    // why the version cannot run the problem ("" when it ran)

@@ -16,7 +16,7 @@ struct CheckOptions {
   std::filesystem::path golden;      // suite folder (manifest.json and its case files)
   std::vector<std::string> kernels;  // version names; empty: every version whose backend is available here
   std::vector<std::string> cases;    // case-name globs (empty: all)
-  TileConfig config;                 // the tiles every version runs with
+  TileOverride tiles;                // the user's tile flags over each version's launch tile (tile_for)
   int64_t max_memory_bytes = 0;      // golden files larger than this are refused (0: 80% of available)
 };
 

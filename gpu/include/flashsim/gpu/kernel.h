@@ -4,6 +4,7 @@
 // (`flashsim-gpu check`, `bench`) reads.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,11 +48,19 @@ struct KernelVersion {
   // checks o and lse only and lists the case's backward as skipped.
   std::string (*backward_unsupported)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   size_t (*workspace_bytes)(const AttentionProblem& p, const TileConfig& c) = nullptr;  // nullptr: none
+  // The tile config the version runs a problem with when the user names none (nullptr: TileConfig{}): its
+  // launch table, per head dim and score path, as flash-attention's run_mha_fwd_hdim* choose.
+  TileConfig (*launch_tile)(const AttentionProblem& p) = nullptr;
   // Launches (asynchronous on args.stream); throw InputError for a config they cannot run.
   void (*forward)(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) = nullptr;
   // nullptr: forward only (the harness checks o and lse).
   void (*backward)(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) = nullptr;
 };
+
+// The tile v runs p with: its launch tile (TileConfig{} without one), passed through `user` (the command
+// line's tile flags applied over it; empty: unchanged), validated (InputError naming the field).
+using TileOverride = std::function<TileConfig(const TileConfig& launch_tile)>;
+TileConfig tile_for(const KernelVersion& v, const AttentionProblem& p, const TileOverride& user = {});
 
 // Every registered version, in registration order; those of a backend.
 const std::vector<KernelVersion>& kernel_versions();
