@@ -1,6 +1,9 @@
 // forward() and backward(): validation, the memory guard and dispatch to the algorithms by accumulator type.
 #include <omp.h>
 
+#include <algorithm>
+#include <string>
+
 #include "backward_common.h"
 #include "flashsim/error.h"
 #include "kernels.h"
@@ -64,6 +67,34 @@ ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, Algo
     run_forward<float>(ctx, algo, tile, out);
   }
   return out;
+}
+
+SplitKvResult forward_split_kv(const AttentionProblem& p, const AttentionInputs& in, int num_splits,
+                               const TileConfig& tile, const RunOptions& opt) {
+  in.validate(p);
+  tile.validate();
+  if (num_splits < 1 || num_splits > 1024)
+    throw InputError("num_splits", "must be in [1, 1024], got " + std::to_string(num_splits));
+  if (opt.threads < 0) throw InputError("threads", "must be >= 0 (0: OpenMP's default)");
+  if (opt.observer) throw InputError("num_splits", "the split-KV forward has no traffic model yet");
+  detail::ProblemContext ctx(p, in, opt);
+  const int acc_bytes = opt.precision == Precision::Exact ? 8 : 4;
+  const int64_t dmax = std::max(p.head_dim, p.head_dim_v);
+  detail::require_memory(ctx,
+                         ctx.threads() *
+                                 (4 * (tile.block_q + tile.block_k) * dmax + 2 * tile.block_q * tile.block_k +
+                                  num_splits * tile.block_q * (dmax + 1)) *
+                                 acc_bytes +
+                             (num_splits + 1) * (p.o_elems() + p.lse_elems()) * 8,
+                         "split-KV forward");
+  SplitKvResult r;
+  r.combined.o.assign(p.o_elems(), 0.0);
+  r.combined.lse.assign(p.lse_elems(), 0.0);
+  if (opt.precision == Precision::Exact)
+    detail::forward_split_kv<double>(ctx, tile, num_splits, r.combined, &r.partial_o, &r.partial_lse);
+  else
+    detail::forward_split_kv<float>(ctx, tile, num_splits, r.combined, &r.partial_o, &r.partial_lse);
+  return r;
 }
 
 Gradients backward(const AttentionProblem& p, const AttentionInputs& in, const ForwardResult& fwd,

@@ -1,5 +1,8 @@
 // Three-pass safe softmax, two-pass online softmax and FlashAttention-2 (query blocks outer): each task owns
 // one block of query rows of one (batch, head) and streams the key blocks its window allows.
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "head_view.h"
@@ -14,6 +17,7 @@ template <class Acc>
 struct RowBlockBuffers {
   TileArray<Acc> q, k, v, s, p, o;
   ColArray<Acc> m, l, m_new, shift, alpha;
+  std::vector<Acc> split_o, split_lse;  // split-KV: each split's partials for the block's rows
 
   RowBlockBuffers(const TileConfig& tile, const AttentionProblem& prob)
       : q(tile.block_q, prob.head_dim),
@@ -42,11 +46,21 @@ class RowBlockTask {
     buf_.o.topRows(n).setZero();
   }
 
-  // Calls f(j0, m) for every key block [j0, j0 + m) the window lets these rows see (blocks aligned to Bc).
+  // Calls f(j0, m) for every key block [j0, j0 + m) the window lets these rows see (blocks aligned to Bc),
+  // within keys [lo, hi) when given (a split-KV split: whole key blocks).
   template <class F>
   void for_each_key_block(F&& f) const {
     const int64_t bc = tile_.block_k;
-    for (int64_t j0 = (kbegin_ / bc) * bc; j0 < kend_; j0 += bc) f(j0, std::min(bc, hv_.lk - j0));
+    for (int64_t j0 = std::max((kbegin_ / bc) * bc, lo_); j0 < std::min(kend_, hi_); j0 += bc)
+      f(j0, std::min(bc, hv_.lk - j0));
+  }
+  // Restricts the passes to keys [lo, hi) (whole key blocks) and restarts the running statistics.
+  void restrict_keys(int64_t lo, int64_t hi) {
+    lo_ = lo;
+    hi_ = hi;
+    buf_.m.head(n_).setConstant(neg_inf<Acc>());
+    buf_.l.head(n_).setZero();
+    buf_.o.topRows(n_).setZero();
   }
 
   // S tile for key block [j0, j0 + m): loads K (and V when with_v) and computes the scores.
@@ -123,6 +137,17 @@ class RowBlockTask {
     });
   }
 
+  // Split-KV: this split's normalized partial o_s = O / l and lse_s = m + log(l) (o_s = 0, lse_s = -inf where
+  // the split holds no visible key), kept in the accumulator type (fp32 when emulating, as the kernels' fp32
+  // partial buffers), into rows r of po [rows, dv] and pl [rows].
+  void store_partial(Acc* po, Acc* pl) const {
+    for (int64_t r = 0; r < n_; ++r) {
+      const Acc l = buf_.l(r), inv = l > 0 ? Acc(1) / l : Acc(0);
+      for (int64_t c = 0; c < dv_; ++c) po[r * dv_ + c] = buf_.o(r, c) * inv;
+      pl[r] = row_lse(buf_.m(r), l);
+    }
+  }
+
   // Writes o (divided by l unless already normalized) and lse = m + log(l).
   void store(ForwardResult& out, bool divide_by_l) {
     for (int64_t r = 0; r < n_; ++r) {
@@ -164,58 +189,142 @@ class RowBlockTask {
   RowBlockBuffers<Acc>& buf_;
   const int64_t dv_;
   int64_t kbegin_ = 0, kend_ = 0;
+  int64_t lo_ = 0, hi_ = std::numeric_limits<int64_t>::max();  // restrict_keys
   bool may_have_neg_inf_ = true;
 };
+
+// The (query block, sequence, head) tasks of a forward in the launch order of FlashAttention-2's grid: query
+// block fastest, then batch, then head.
+class QueryBlockTasks {
+ public:
+  QueryBlockTasks(const AttentionProblem& p, int64_t block_q) : block_start_(p.batch + 1, 0) {
+    for (int64_t b = 0; b < p.batch; ++b)  // prefix sum of query blocks per sequence
+      block_start_[b + 1] = block_start_[b] + num_blocks(p.len_q(b), block_q);
+    count = block_start_.back() * p.heads_q;
+  }
+  // Task t as (sequence b, head h, query block blk).
+  void decode(int64_t t, int64_t& b, int64_t& h, int64_t& blk) const {
+    h = t / block_start_.back();
+    const int64_t rest = t % block_start_.back();
+    b = std::upper_bound(block_start_.begin(), block_start_.end(), rest) - block_start_.begin() - 1;
+    blk = rest - block_start_[b];
+  }
+  int64_t count = 0;
+
+ private:
+  std::vector<int64_t> block_start_;
+};
+
+// Runs f(hv, b, h, blk, i0, n, buf) for every task (query rows [i0, i0 + n) of query block blk of head h of
+// sequence b), in parallel, with one RowBlockBuffers per thread.
+template <class Acc, class F>
+void run_tasks(const ProblemContext& ctx, const TileConfig& tile, F&& f) {
+  const QueryBlockTasks tasks(ctx.p, tile.block_q);
+#pragma omp parallel num_threads(ctx.threads())
+  {
+    RowBlockBuffers<Acc> buf(tile, ctx.p);
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks.count; ++t) {
+      int64_t b, h, blk;
+      tasks.decode(t, b, h, blk);
+      const HeadView<Acc> hv(ctx, b, h);
+      const int64_t i0 = blk * tile.block_q, n = std::min(tile.block_q, hv.lq - i0);
+      f(hv, b, h, blk, i0, n, buf);
+    }
+  }
+}
 
 }  // namespace
 
 template <class Acc>
 void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algorithm algo,
                        ForwardResult& out) {
-  const AttentionProblem& p = ctx.p;
-  // Tasks in the launch order of FlashAttention-2's grid: query block fastest, then batch, then head.
-  std::vector<int64_t> block_start(p.batch + 1, 0);  // prefix sum of query blocks per sequence
-  for (int64_t b = 0; b < p.batch; ++b)
-    block_start[b + 1] = block_start[b] + num_blocks(p.len_q(b), tile.block_q);
-  const int64_t tasks = block_start.back() * p.heads_q;
   if (auto* obs = ctx.observer()) obs->kernel_begin({algo, Pass::Forward, 0});
-#pragma omp parallel num_threads(ctx.threads())
-  {
-    RowBlockBuffers<Acc> buf(tile, p);
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; ++t) {
-      const int64_t h = t / block_start.back();
-      const int64_t rest = t % block_start.back();
-      const int64_t b =
-          std::upper_bound(block_start.begin(), block_start.end(), rest) - block_start.begin() - 1;
-      const int64_t blk = rest - block_start[b];
-      HeadView<Acc> hv(ctx, b, h);
-      const int64_t i0 = blk * tile.block_q, n = std::min(tile.block_q, hv.lq - i0);
-      if (auto* obs = ctx.observer()) obs->cta_begin(b, h, blk);
-      RowBlockTask<Acc> task(hv, tile, i0, n, buf);
-      switch (algo) {
-        case Algorithm::ThreePass:
-          task.pass_max();
-          task.pass_sum();
-          task.pass_output();
-          task.store(out, false);
-          break;
-        case Algorithm::TwoPass:
-          task.pass_online_stats();
-          task.pass_output();
-          task.store(out, false);
-          break;
-        default:
-          task.pass_flash();
-          task.store(out, true);
-          break;
-      }
-      if (auto* obs = ctx.observer()) obs->cta_end();
-    }
-  }
+  run_tasks<Acc>(ctx, tile,
+                 [&](const HeadView<Acc>& hv, int64_t b, int64_t h, int64_t blk, int64_t i0, int64_t n,
+                     RowBlockBuffers<Acc>& buf) {
+                   if (auto* obs = ctx.observer()) obs->cta_begin(b, h, blk);
+                   RowBlockTask<Acc> task(hv, tile, i0, n, buf);
+                   switch (algo) {
+                     case Algorithm::ThreePass:
+                       task.pass_max();
+                       task.pass_sum();
+                       task.pass_output();
+                       task.store(out, false);
+                       break;
+                     case Algorithm::TwoPass:
+                       task.pass_online_stats();
+                       task.pass_output();
+                       task.store(out, false);
+                       break;
+                     default:
+                       task.pass_flash();
+                       task.store(out, true);
+                       break;
+                   }
+                   if (auto* obs = ctx.observer()) obs->cta_end();
+                 });
   if (auto* obs = ctx.observer()) obs->kernel_end();
 }
 
+template <class Acc>
+void forward_split_kv(const ProblemContext& ctx, const TileConfig& tile, int num_splits, ForwardResult& out,
+                      std::vector<double>* partial_o, std::vector<double>* partial_lse) {
+  const AttentionProblem& p = ctx.p;
+  const int64_t dv = p.head_dim_v, splits = num_splits;
+  if (partial_o) partial_o->assign(splits * p.o_elems(), 0.0);
+  if (partial_lse) partial_lse->assign(splits * p.lse_elems(), 0.0);
+  run_tasks<Acc>(ctx, tile,
+                 [&](const HeadView<Acc>& hv, int64_t, int64_t, int64_t, int64_t i0, int64_t n,
+                     RowBlockBuffers<Acc>& buf) {
+                   std::vector<Acc>& po = buf.split_o;
+                   std::vector<Acc>& pl = buf.split_lse;
+                   po.resize(splits * tile.block_q * dv);
+                   pl.resize(splits * tile.block_q);
+                   RowBlockTask<Acc> task(hv, tile, i0, n, buf);
+                   // Split s: key blocks [s * per, (s + 1) * per) of the sequence's ceil(lk / Bc), per = ceil(blocks /
+                   // splits) (flash-attention's num_n_blocks_per_split); the last splits may hold none.
+                   const int64_t per =
+                       std::max<int64_t>(1, (num_blocks(hv.lk, tile.block_k) + splits - 1) / splits);
+                   for (int64_t s = 0; s < splits; ++s) {
+                     task.restrict_keys(s * per * tile.block_k, (s + 1) * per * tile.block_k);
+                     task.pass_flash();
+                     task.store_partial(po.data() + s * tile.block_q * dv, pl.data() + s * tile.block_q);
+                   }
+                   // Combine: lse = log sum_s exp(lse_s) (shifted by the largest); o = sum_s exp(lse_s - lse) o_s.
+                   for (int64_t r = 0; r < n; ++r) {
+                     Acc mx = neg_inf<Acc>();
+                     for (int64_t s = 0; s < splits; ++s) mx = std::max(mx, pl[s * tile.block_q + r]);
+                     Acc sum = 0;
+                     const Acc shift = safe_shift(mx);
+                     for (int64_t s = 0; s < splits; ++s)
+                       sum += safe_exp_diff(pl[s * tile.block_q + r], shift);
+                     const Acc lse = sum > 0 ? shift + std::log(sum) : neg_inf<Acc>();
+                     for (int64_t c = 0; c < dv; ++c) {
+                       Acc acc = 0;
+                       for (int64_t s = 0; s < splits; ++s) {
+                         const Acc w = sum > 0 ? safe_exp_diff(pl[s * tile.block_q + r], lse) : Acc(0);
+                         acc += w * po[(s * tile.block_q + r) * dv + c];
+                       }
+                       out.o[hv.q_index(i0 + r, dv, c)] = stored_output<Acc>(acc, ctx);
+                     }
+                     out.lse[hv.lse_index(i0 + r)] = static_cast<double>(lse);
+                     for (int64_t s = 0; s < splits; ++s) {
+                       if (partial_lse)
+                         (*partial_lse)[s * p.lse_elems() + hv.lse_index(i0 + r)] = pl[s * tile.block_q + r];
+                       if (partial_o)
+                         for (int64_t c = 0; c < dv; ++c)
+                           (*partial_o)[s * p.o_elems() + hv.q_index(i0 + r, dv, c)] =
+                               po[(s * tile.block_q + r) * dv + c];
+                     }
+                   }
+                 });
+}
+
+template void forward_split_kv<float>(const ProblemContext&, const TileConfig&, int, ForwardResult&,
+                                      std::vector<double>*, std::vector<double>*);
+template void forward_split_kv<double>(const ProblemContext&, const TileConfig&, int, ForwardResult&,
+                                       std::vector<double>*, std::vector<double>*);
 template void forward_streaming<float>(const ProblemContext&, const TileConfig&, Algorithm, ForwardResult&);
 template void forward_streaming<double>(const ProblemContext&, const TileConfig&, Algorithm, ForwardResult&);
 

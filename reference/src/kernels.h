@@ -1,5 +1,7 @@
 #pragma once
 // The algorithms, templated on the accumulator type (double: Exact; float: Fp32 and Emulated).
+#include <vector>
+
 #include "flashsim/ref/attention.h"
 #include "problem_context.h"
 
@@ -12,6 +14,10 @@ template <class Acc>
 void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algorithm algo, ForwardResult& out);
 template <class Acc>
 void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResult& out);
+// Split-KV (Flash-Decoding): FA2's task per split of each sequence's key blocks, then the LSE combine.
+template <class Acc>
+void forward_split_kv(const ProblemContext& ctx, const TileConfig& tile, int num_splits, ForwardResult& out,
+                      std::vector<double>* partial_o, std::vector<double>* partial_lse);
 
 template <class Acc>
 void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradients& out);

@@ -28,6 +28,20 @@ struct Gradients {
 ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, Algorithm algo,
                       const TileConfig& tile = {}, const RunOptions& opt = {});
 
+// Flash-Decoding's split-KV forward: the key blocks (tile.block_k) of each sequence are split into num_splits
+// runs of ceil(blocks / num_splits) blocks (flash-attention's num_n_blocks_per_split; trailing splits may be
+// empty); each split runs FA2's forward over its keys and keeps a normalized partial o_s and lse_s (-inf, o_s = 0
+// where the split sees no key), in the accumulator type (fp32 when emulated), and the combine gives
+//   lse = log sum_s exp(lse_s),  o = sum_s exp(lse_s - lse) o_s
+// (shifted by the largest lse_s). Equal to the other algorithms to rounding for every split count.
+struct SplitKvResult {
+  ForwardResult combined;
+  std::vector<double> partial_o;    // [num_splits][o layout]
+  std::vector<double> partial_lse;  // [num_splits][lse layout]
+};
+SplitKvResult forward_split_kv(const AttentionProblem& p, const AttentionInputs& in, int num_splits,
+                               const TileConfig& tile = {}, const RunOptions& opt = {});
+
 // Backward from the forward's o and lse (computed by any algorithm at the same precision) and in.dout, by an
 // algorithm with a backward of its own (naive: P materialized, dP = dO*V^T, dS = P o (dP - rowsum(dO o O));
 // fa2: key blocks outer, P recomputed per tile from lse, dQ accumulated across key blocks). Throws InputError
