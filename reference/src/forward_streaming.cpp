@@ -267,57 +267,62 @@ void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algori
   if (auto* obs = ctx.observer()) obs->kernel_end();
 }
 
+namespace {
+
+// One task of the split-KV forward: FA2 over each split's keys into the partials, then their combine into out.
+template <class Acc>
+void split_kv_task(const HeadView<Acc>& hv, const TileConfig& tile, int64_t splits, int64_t i0, int64_t n,
+                   RowBlockBuffers<Acc>& buf, ForwardResult& out, std::vector<double>* partial_o,
+                   std::vector<double>* partial_lse) {
+  const ProblemContext& ctx = hv.ctx();
+  const int64_t dv = ctx.p.head_dim_v, bq = tile.block_q;
+  std::vector<Acc>& po = buf.split_o;    // [splits][bq][dv]
+  std::vector<Acc>& pl = buf.split_lse;  // [splits][bq]
+  po.resize(splits * bq * dv);
+  pl.resize(splits * bq);
+  RowBlockTask<Acc> task(hv, tile, i0, n, buf);
+  // Split s: key blocks [s * per, (s + 1) * per) of the sequence's ceil(lk / Bc), per = ceil(blocks / splits)
+  // (flash-attention's num_n_blocks_per_split); the last splits may hold none.
+  const int64_t per = std::max<int64_t>(1, (num_blocks(hv.lk, tile.block_k) + splits - 1) / splits);
+  for (int64_t s = 0; s < splits; ++s) {
+    task.restrict_keys(s * per * tile.block_k, (s + 1) * per * tile.block_k);
+    task.pass_flash();
+    task.store_partial(po.data() + s * bq * dv, pl.data() + s * bq);
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    // lse = log sum_s exp(lse_s), shifted by the largest; o = sum_s exp(lse_s - lse) o_s
+    Acc mx = neg_inf<Acc>(), sum = 0;
+    for (int64_t s = 0; s < splits; ++s) mx = std::max(mx, pl[s * bq + r]);
+    const Acc shift = safe_shift(mx);
+    for (int64_t s = 0; s < splits; ++s) sum += safe_exp_diff(pl[s * bq + r], shift);
+    const Acc lse = sum > 0 ? shift + std::log(sum) : neg_inf<Acc>();
+    for (int64_t c = 0; c < dv; ++c) {
+      Acc acc = 0;
+      for (int64_t s = 0; s < splits; ++s)
+        acc += (sum > 0 ? safe_exp_diff(pl[s * bq + r], lse) : Acc(0)) * po[(s * bq + r) * dv + c];
+      out.o[hv.q_index(i0 + r, dv, c)] = stored_output<Acc>(acc, ctx);
+    }
+    out.lse[hv.lse_index(i0 + r)] = static_cast<double>(lse);
+    for (int64_t s = 0; s < splits; ++s) {
+      if (partial_lse) (*partial_lse)[s * ctx.p.lse_elems() + hv.lse_index(i0 + r)] = pl[s * bq + r];
+      if (partial_o)
+        for (int64_t c = 0; c < dv; ++c)
+          (*partial_o)[s * ctx.p.o_elems() + hv.q_index(i0 + r, dv, c)] = po[(s * bq + r) * dv + c];
+    }
+  }
+}
+
+}  // namespace
+
 template <class Acc>
 void forward_split_kv(const ProblemContext& ctx, const TileConfig& tile, int num_splits, ForwardResult& out,
                       std::vector<double>* partial_o, std::vector<double>* partial_lse) {
-  const AttentionProblem& p = ctx.p;
-  const int64_t dv = p.head_dim_v, splits = num_splits;
-  if (partial_o) partial_o->assign(splits * p.o_elems(), 0.0);
-  if (partial_lse) partial_lse->assign(splits * p.lse_elems(), 0.0);
+  if (partial_o) partial_o->assign(num_splits * ctx.p.o_elems(), 0.0);
+  if (partial_lse) partial_lse->assign(num_splits * ctx.p.lse_elems(), 0.0);
   run_tasks<Acc>(ctx, tile,
                  [&](const HeadView<Acc>& hv, int64_t, int64_t, int64_t, int64_t i0, int64_t n,
                      RowBlockBuffers<Acc>& buf) {
-                   std::vector<Acc>& po = buf.split_o;
-                   std::vector<Acc>& pl = buf.split_lse;
-                   po.resize(splits * tile.block_q * dv);
-                   pl.resize(splits * tile.block_q);
-                   RowBlockTask<Acc> task(hv, tile, i0, n, buf);
-                   // Split s: key blocks [s * per, (s + 1) * per) of the sequence's ceil(lk / Bc), per = ceil(blocks /
-                   // splits) (flash-attention's num_n_blocks_per_split); the last splits may hold none.
-                   const int64_t per =
-                       std::max<int64_t>(1, (num_blocks(hv.lk, tile.block_k) + splits - 1) / splits);
-                   for (int64_t s = 0; s < splits; ++s) {
-                     task.restrict_keys(s * per * tile.block_k, (s + 1) * per * tile.block_k);
-                     task.pass_flash();
-                     task.store_partial(po.data() + s * tile.block_q * dv, pl.data() + s * tile.block_q);
-                   }
-                   // Combine: lse = log sum_s exp(lse_s) (shifted by the largest); o = sum_s exp(lse_s - lse) o_s.
-                   for (int64_t r = 0; r < n; ++r) {
-                     Acc mx = neg_inf<Acc>();
-                     for (int64_t s = 0; s < splits; ++s) mx = std::max(mx, pl[s * tile.block_q + r]);
-                     Acc sum = 0;
-                     const Acc shift = safe_shift(mx);
-                     for (int64_t s = 0; s < splits; ++s)
-                       sum += safe_exp_diff(pl[s * tile.block_q + r], shift);
-                     const Acc lse = sum > 0 ? shift + std::log(sum) : neg_inf<Acc>();
-                     for (int64_t c = 0; c < dv; ++c) {
-                       Acc acc = 0;
-                       for (int64_t s = 0; s < splits; ++s) {
-                         const Acc w = sum > 0 ? safe_exp_diff(pl[s * tile.block_q + r], lse) : Acc(0);
-                         acc += w * po[(s * tile.block_q + r) * dv + c];
-                       }
-                       out.o[hv.q_index(i0 + r, dv, c)] = stored_output<Acc>(acc, ctx);
-                     }
-                     out.lse[hv.lse_index(i0 + r)] = static_cast<double>(lse);
-                     for (int64_t s = 0; s < splits; ++s) {
-                       if (partial_lse)
-                         (*partial_lse)[s * p.lse_elems() + hv.lse_index(i0 + r)] = pl[s * tile.block_q + r];
-                       if (partial_o)
-                         for (int64_t c = 0; c < dv; ++c)
-                           (*partial_o)[s * p.o_elems() + hv.q_index(i0 + r, dv, c)] =
-                               po[(s * tile.block_q + r) * dv + c];
-                     }
-                   }
+                   split_kv_task(hv, tile, num_splits, i0, n, buf, out, partial_o, partial_lse);
                  });
 }
 
