@@ -22,7 +22,7 @@ struct AttentionInputs {
 };
 
 // Stream numbers of the generator (flashsim/random.h), one per tensor.
-enum class InputStream : uint64_t { Q = 1, K = 2, V = 3, dO = 4, Bias = 5, Mask = 6 };
+enum class InputStream : uint64_t { Q = 1, K = 2, V = 3, dO = 4, Bias = 5, Mask = 6, BlockMask = 7 };
 
 // Inputs drawn from N(0, 1) * magnitude (q, k, v, dO; bias N(0,1) without the magnitude), each rounded to
 // the problem's dtype; mask entries keep with probability problem.mask_keep. Elements are indexed by their
