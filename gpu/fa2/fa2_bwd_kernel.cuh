@@ -227,13 +227,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
     for (int ks = 0; ks < Tr::kPSteps; ++ks) {
       uint32_t pa[4];
       c_to_a<Element>(pa, acc_s[2 * ks], acc_s[2 * ks + 1]);
-#pragma unroll
-      for (int dp = 0; dp < kDT / 2; ++dp) {
-        uint32_t ob[4];
-        ldmatrix_x4_trans(ob, swz_chunk<Tr>(do_t_lane, dpart * kDT + 2 * dp) + kEl * ks * 16 * kPitch);
-        mma16816<Element>(acc_dv[2 * dp], pa, ob[0], ob[1]);
-        mma16816<Element>(acc_dv[2 * dp + 1], pa, ob[2], ob[3]);
-      }
+      mma_trans_b_tiles<Tr>(acc_dv, pa, do_t_lane, dpart * kDT, kEl * ks * 16 * kPitch);
     }
     // ---- dS^T (rounded to the input dtype) to shared memory for dQ, and dK_w += dS^T Q.
 #pragma unroll
@@ -248,13 +242,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
           *reinterpret_cast<uint32_t*>(sdS + r * kSPitch + (((2 * ks + c) ^ (r & 7)) * 8) + 2 * t4) =
               da[2 * c + hf];
       }
-#pragma unroll
-      for (int dp = 0; dp < kDT / 2; ++dp) {
-        uint32_t qb[4];
-        ldmatrix_x4_trans(qb, swz_chunk<Tr>(q_t_lane, dpart * kDT + 2 * dp) + kEl * ks * 16 * kPitch);
-        mma16816<Element>(acc_dk[2 * dp], da, qb[0], qb[1]);
-        mma16816<Element>(acc_dk[2 * dp + 1], da, qb[2], qb[3]);
-      }
+      mma_trans_b_tiles<Tr>(acc_dk, da, q_t_lane, dpart * kDT, kEl * ks * 16 * kPitch);
     }
     __syncthreads();  // dS^T complete
 
@@ -271,13 +259,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
       for (int ks = 0; ks < Tr::kDqSteps; ++ks) {
         uint32_t da[4];
         ldmatrix_x4_trans(da, ds_a_lane + kEl * ks * 16 * kSPitch);
-#pragma unroll
-        for (int dp = 0; dp < Tr::kDqPassTiles / 2; ++dp) {
-          uint32_t kb[4];
-          ldmatrix_x4_trans(kb, swz_chunk<Tr>(k_t_lane, tile0 + 2 * dp) + kEl * ks * 16 * kPitch);
-          mma16816<Element>(acc_dq[2 * dp], da, kb[0], kb[1]);
-          mma16816<Element>(acc_dq[2 * dp + 1], da, kb[2], kb[3]);
-        }
+        mma_trans_b_tiles<Tr>(acc_dq, da, k_t_lane, tile0, kEl * ks * 16 * kPitch);
       }
       // The accumulator's rows of this (sequence, head): the whole Br-row tile (padded to 128 rows a
       // sequence, so a tile never leaves its sequence's rows); the deterministic partials: key block n's slab.

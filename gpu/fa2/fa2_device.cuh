@@ -119,6 +119,22 @@ __device__ __forceinline__ uint32_t swz_chunk(uint32_t addr, int c) {
          static_cast<uint32_t>((c & ~Tr::kSwzMask) * 16);
 }
 
+// acc[t] += a B_t for every n8 tile t of acc, B read by ldmatrix.trans two tiles at a time: tiles 2p, 2p + 1 from
+// logical chunk chunk0 + 2p of the lane's row address `lane` (as swz_chunk), `offset` bytes further (the k16
+// step's rows): the backward's dV += P^T dO, dK += dS^T Q and dQ = dS K.
+template <class Tr, int kTiles>
+__device__ __forceinline__ void mma_trans_b_tiles(float (&acc)[kTiles][4], const uint32_t (&a)[4],
+                                                  uint32_t lane, int chunk0, uint32_t offset) {
+  static_assert(kTiles % 2 == 0, "n8 tiles in pairs (one ldmatrix.x4.trans)");
+#pragma unroll
+  for (int p = 0; p < kTiles / 2; ++p) {
+    uint32_t b[4];  // b0, b1 of tile 2p; b0, b1 of tile 2p + 1
+    ldmatrix_x4_trans(b, swz_chunk<Tr>(lane, chunk0 + 2 * p) + offset);
+    mma16816<typename Tr::Element>(acc[2 * p], a, b[0], b[1]);
+    mma16816<typename Tr::Element>(acc[2 * p + 1], a, b[2], b[3]);
+  }
+}
+
 // Copies rows [0, rows) of a tile (row r at g + r * stride) into shared memory in the traits' swizzled layout;
 // rows [rows, kRows) are zero-filled without reading global memory. Thread tid copies chunk tid % kRowSlots
 // of rows tid / kRowSlots + it * kRowsPerPass through one source pointer stepped by a pass (no per-chunk
