@@ -103,7 +103,8 @@ AttentionProblem ProblemFlags::problem() const {
 }
 
 void TileFlags::add_to(CLI::App* cmd, bool per_version_defaults) {
-  const auto opt = [&](const char* name, auto& field, const char* what) {
+  // Each option with the copy of its TileConfig field that over() applies when the option is given.
+  const auto opt = [&](const char* name, auto& field, const char* what, Copy copy) {
     auto* o = cmd->add_option(name, field,
                               per_version_defaults
                                   ? std::string(what) + " (default: the kernel version's launch tile)"
@@ -112,17 +113,25 @@ void TileFlags::add_to(CLI::App* cmd, bool per_version_defaults) {
       o->always_capture_default(false);
     else
       o->capture_default_str();
-    given_.push_back(o);
+    given_.emplace_back(o, copy);
   };
-  opt("--block-q", block_q, "Br: query rows per forward tile");
-  opt("--block-k", block_k, "Bc: key rows per forward tile");
-  opt("--bwd-block-q", bwd_block_q, "Query rows per backward tile");
-  opt("--bwd-block-k", bwd_block_k, "Key rows per backward tile");
-  opt("--warps", warps, "Warps per CTA");
-  opt("--stages", stages, "Pipeline stages of the K/V buffers");
-  given_.push_back(cmd->add_flag("--q-in-registers", q_in_registers, "Keep the Q tile in registers"));
-  given_.push_back(cmd->add_flag("--kv-shared", kv_shared, "K and V share one shared-memory buffer"));
-  opt("--dq-strategy", dq_strategy, "Backward dQ: atomic or partials");
+  opt("--block-q", block_q, "Br: query rows per forward tile",
+      [](TileConfig& t, const TileConfig& f) { t.block_q = f.block_q; });
+  opt("--block-k", block_k, "Bc: key rows per forward tile",
+      [](TileConfig& t, const TileConfig& f) { t.block_k = f.block_k; });
+  opt("--bwd-block-q", bwd_block_q, "Query rows per backward tile",
+      [](TileConfig& t, const TileConfig& f) { t.bwd_block_q = f.bwd_block_q; });
+  opt("--bwd-block-k", bwd_block_k, "Key rows per backward tile",
+      [](TileConfig& t, const TileConfig& f) { t.bwd_block_k = f.bwd_block_k; });
+  opt("--warps", warps, "Warps per CTA", [](TileConfig& t, const TileConfig& f) { t.warps = f.warps; });
+  opt("--stages", stages, "Pipeline stages of the K/V buffers",
+      [](TileConfig& t, const TileConfig& f) { t.stages = f.stages; });
+  given_.emplace_back(cmd->add_flag("--q-in-registers", q_in_registers, "Keep the Q tile in registers"),
+                      [](TileConfig& t, const TileConfig& f) { t.q_in_registers = f.q_in_registers; });
+  given_.emplace_back(cmd->add_flag("--kv-shared", kv_shared, "K and V share one shared-memory buffer"),
+                      [](TileConfig& t, const TileConfig& f) { t.kv_shared_buffer = f.kv_shared_buffer; });
+  opt("--dq-strategy", dq_strategy, "Backward dQ: atomic or partials",
+      [](TileConfig& t, const TileConfig& f) { t.dq_strategy = f.dq_strategy; });
 }
 
 TileConfig TileFlags::config() const {
@@ -142,16 +151,8 @@ TileConfig TileFlags::config() const {
 
 TileConfig TileFlags::over(TileConfig base) const {
   const TileConfig f = config();  // validates the given values (and the defaults of the absent ones)
-  const auto given = [&](size_t i) { return i < given_.size() && given_[i]->count() > 0; };
-  if (given(0)) base.block_q = f.block_q;
-  if (given(1)) base.block_k = f.block_k;
-  if (given(2)) base.bwd_block_q = f.bwd_block_q;
-  if (given(3)) base.bwd_block_k = f.bwd_block_k;
-  if (given(4)) base.warps = f.warps;
-  if (given(5)) base.stages = f.stages;
-  if (given(6)) base.q_in_registers = f.q_in_registers;
-  if (given(7)) base.kv_shared_buffer = f.kv_shared_buffer;
-  if (given(8)) base.dq_strategy = f.dq_strategy;
+  for (const auto& [option, copy] : given_)
+    if (option->count() > 0) copy(base, f);
   base.validate();
   return base;
 }

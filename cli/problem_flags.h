@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flashsim/problem.h"
@@ -43,7 +44,8 @@ struct TileFlags {
   TileConfig over(TileConfig base) const;
 
  private:
-  std::vector<CLI::Option*> given_;  // in add_to's order: over() applies those with count() > 0
+  using Copy = void (*)(TileConfig& to, const TileConfig& from);  // one field of `from` into `to`
+  std::vector<std::pair<CLI::Option*, Copy>> given_;  // over() applies the copies of the options given
 };
 
 // --max-memory GiB, the same on every command that allocates; bytes() is 0 (the default limit, 80% of the

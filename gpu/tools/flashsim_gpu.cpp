@@ -18,6 +18,12 @@ namespace {
 
 using namespace flashsim;
 
+// The tile flags given on the command line over each version's launch tile (gpu::tile_for). `tile` must outlive
+// the result (it lives in the subcommand's state).
+gpu::TileOverride user_tiles(const cli::TileFlags& tile) {
+  return [&tile](const TileConfig& launch) { return tile.over(launch); };
+}
+
 void add_list(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("list", "List the kernel versions: name, algorithm, backend, simulator kernels");
@@ -62,7 +68,7 @@ void add_check(CLI::App& app, int& exit_code) {
     opt.kernels = st->kernels;
     opt.cases = st->cases;
     st->tile.over(TileConfig{});  // bad tile flags: an InputError before anything runs
-    opt.tiles = [st](const TileConfig& launch) { return st->tile.over(launch); };
+    opt.tiles = user_tiles(st->tile);
     opt.max_memory_bytes = st->memory.bytes();
     bool pass = true;
     for (const auto& r : gpu::check(opt)) {
@@ -140,8 +146,7 @@ void add_bench(CLI::App& app, int& exit_code) {
                  "bwd ms", "TFLOP/s", "tile");
     for (const auto& p : problems)
       for (const auto* v : versions) {
-        const auto r = gpu::bench(
-            *v, p, gpu::tile_for(*v, p, [st](const TileConfig& launch) { return st->tile.over(launch); }), o);
+        const auto r = gpu::bench(*v, p, gpu::tile_for(*v, p, user_tiles(st->tile)), o);
         if (st->csv)
           fmt::print("{},{},{},{:.4f},{:.1f},{:.4f},{:.1f},\"{}\"\n", r.kernel, r.problem, r.tile, r.fwd_ms,
                      r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.skipped);
