@@ -79,21 +79,21 @@ SplitKvResult forward_split_kv(const AttentionProblem& p, const AttentionInputs&
   if (opt.observer) throw InputError("num_splits", "the split-KV forward has no traffic model yet");
   detail::ProblemContext ctx(p, in, opt);
   const int acc_bytes = opt.precision == Precision::Exact ? 8 : 4;
-  const int64_t dmax = std::max(p.head_dim, p.head_dim_v);
+  // FA2's tiles, each task's partials of its split, and the outputs with the partials.
+  const int64_t partials = ctx.threads() * num_splits * tile.block_q * (p.head_dim_v + 1) * acc_bytes;
   detail::require_memory(ctx,
-                         ctx.threads() *
-                                 (4 * (tile.block_q + tile.block_k) * dmax + 2 * tile.block_q * tile.block_k +
-                                  num_splits * tile.block_q * (dmax + 1)) *
-                                 acc_bytes +
+                         forward_workspace_bytes(ctx, Algorithm::Fa2, tile, acc_bytes) + partials +
                              (num_splits + 1) * (p.o_elems() + p.lse_elems()) * 8,
                          "split-KV forward");
   SplitKvResult r;
   r.combined.o.assign(p.o_elems(), 0.0);
   r.combined.lse.assign(p.lse_elems(), 0.0);
+  r.partial_o.assign(num_splits * p.o_elems(), 0.0);
+  r.partial_lse.assign(num_splits * p.lse_elems(), 0.0);
   if (opt.precision == Precision::Exact)
-    detail::forward_split_kv<double>(ctx, tile, num_splits, r.combined, &r.partial_o, &r.partial_lse);
+    detail::forward_split_kv<double>(ctx, tile, num_splits, r);
   else
-    detail::forward_split_kv<float>(ctx, tile, num_splits, r.combined, &r.partial_o, &r.partial_lse);
+    detail::forward_split_kv<float>(ctx, tile, num_splits, r);
   return r;
 }
 

@@ -272,8 +272,7 @@ namespace {
 // One task of the split-KV forward: FA2 over each split's keys into the partials, then their combine into out.
 template <class Acc>
 void split_kv_task(const HeadView<Acc>& hv, const TileConfig& tile, int64_t splits, int64_t i0, int64_t n,
-                   RowBlockBuffers<Acc>& buf, ForwardResult& out, std::vector<double>* partial_o,
-                   std::vector<double>* partial_lse) {
+                   RowBlockBuffers<Acc>& buf, SplitKvResult& out) {
   const ProblemContext& ctx = hv.ctx();
   const int64_t dv = ctx.p.head_dim_v, bq = tile.block_q;
   std::vector<Acc>& po = buf.split_o;    // [splits][bq][dv]
@@ -296,18 +295,20 @@ void split_kv_task(const HeadView<Acc>& hv, const TileConfig& tile, int64_t spli
     const Acc shift = safe_shift(mx);
     for (int64_t s = 0; s < splits; ++s) sum += safe_exp_diff(pl[s * bq + r], shift);
     const Acc lse = sum > 0 ? shift + std::log(sum) : neg_inf<Acc>();
+    out.combined.lse[hv.lse_index(i0 + r)] = static_cast<double>(lse);
+    for (int64_t s = 0; s < splits; ++s) {  // lse_s out, then its slot holds the weight exp(lse_s - lse)
+      Acc& w = pl[s * bq + r];
+      out.partial_lse[s * ctx.p.lse_elems() + hv.lse_index(i0 + r)] = w;
+      w = sum > 0 ? safe_exp_diff(w, lse) : Acc(0);
+    }
     for (int64_t c = 0; c < dv; ++c) {
       Acc acc = 0;
-      for (int64_t s = 0; s < splits; ++s)
-        acc += (sum > 0 ? safe_exp_diff(pl[s * bq + r], lse) : Acc(0)) * po[(s * bq + r) * dv + c];
-      out.o[hv.q_index(i0 + r, dv, c)] = stored_output<Acc>(acc, ctx);
-    }
-    out.lse[hv.lse_index(i0 + r)] = static_cast<double>(lse);
-    for (int64_t s = 0; s < splits; ++s) {
-      if (partial_lse) (*partial_lse)[s * ctx.p.lse_elems() + hv.lse_index(i0 + r)] = pl[s * bq + r];
-      if (partial_o)
-        for (int64_t c = 0; c < dv; ++c)
-          (*partial_o)[s * ctx.p.o_elems() + hv.q_index(i0 + r, dv, c)] = po[(s * bq + r) * dv + c];
+      for (int64_t s = 0; s < splits; ++s) {
+        const Acc o_s = po[(s * bq + r) * dv + c];
+        out.partial_o[s * ctx.p.o_elems() + hv.q_index(i0 + r, dv, c)] = o_s;
+        acc += pl[s * bq + r] * o_s;
+      }
+      out.combined.o[hv.q_index(i0 + r, dv, c)] = stored_output<Acc>(acc, ctx);
     }
   }
 }
@@ -315,21 +316,14 @@ void split_kv_task(const HeadView<Acc>& hv, const TileConfig& tile, int64_t spli
 }  // namespace
 
 template <class Acc>
-void forward_split_kv(const ProblemContext& ctx, const TileConfig& tile, int num_splits, ForwardResult& out,
-                      std::vector<double>* partial_o, std::vector<double>* partial_lse) {
-  if (partial_o) partial_o->assign(num_splits * ctx.p.o_elems(), 0.0);
-  if (partial_lse) partial_lse->assign(num_splits * ctx.p.lse_elems(), 0.0);
+void forward_split_kv(const ProblemContext& ctx, const TileConfig& tile, int num_splits, SplitKvResult& out) {
   run_tasks<Acc>(ctx, tile,
                  [&](const HeadView<Acc>& hv, int64_t, int64_t, int64_t, int64_t i0, int64_t n,
-                     RowBlockBuffers<Acc>& buf) {
-                   split_kv_task(hv, tile, num_splits, i0, n, buf, out, partial_o, partial_lse);
-                 });
+                     RowBlockBuffers<Acc>& buf) { split_kv_task(hv, tile, num_splits, i0, n, buf, out); });
 }
 
-template void forward_split_kv<float>(const ProblemContext&, const TileConfig&, int, ForwardResult&,
-                                      std::vector<double>*, std::vector<double>*);
-template void forward_split_kv<double>(const ProblemContext&, const TileConfig&, int, ForwardResult&,
-                                       std::vector<double>*, std::vector<double>*);
+template void forward_split_kv<float>(const ProblemContext&, const TileConfig&, int, SplitKvResult&);
+template void forward_split_kv<double>(const ProblemContext&, const TileConfig&, int, SplitKvResult&);
 template void forward_streaming<float>(const ProblemContext&, const TileConfig&, Algorithm, ForwardResult&);
 template void forward_streaming<double>(const ProblemContext&, const TileConfig&, Algorithm, ForwardResult&);
 

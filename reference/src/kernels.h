@@ -1,6 +1,5 @@
 #pragma once
 // The algorithms, templated on the accumulator type (double: Exact; float: Fp32 and Emulated).
-#include <vector>
 
 #include "flashsim/ref/attention.h"
 #include "problem_context.h"
@@ -14,10 +13,10 @@ template <class Acc>
 void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algorithm algo, ForwardResult& out);
 template <class Acc>
 void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResult& out);
-// Split-KV (Flash-Decoding): FA2's task per split of each sequence's key blocks, then the LSE combine.
+// Split-KV (Flash-Decoding): FA2's task per split of each sequence's key blocks, then the LSE combine; out's
+// vectors sized by the caller.
 template <class Acc>
-void forward_split_kv(const ProblemContext& ctx, const TileConfig& tile, int num_splits, ForwardResult& out,
-                      std::vector<double>* partial_o, std::vector<double>* partial_lse);
+void forward_split_kv(const ProblemContext& ctx, const TileConfig& tile, int num_splits, SplitKvResult& out);
 
 template <class Acc>
 void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradients& out);
