@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
+#include <cstdint>
 
 #include "flashsim/error.h"
 
@@ -36,7 +36,9 @@ void KvCacheLayout::validate() const {
   if (static_cast<int64_t>(block_table.size()) != batch() * max_blocks_per_seq)
     throw InputError("block_table", fmt::format("has {} entries, batch {} x max_blocks_per_seq {} expected",
                                                 block_table.size(), batch(), max_blocks_per_seq));
-  std::set<int64_t> appended_rows;
+  // Cache rows read as cached keys (1) and written by an append (2): an append must own its row, else the
+  // attention would depend on the order of the writes and the reads (a race in a kernel).
+  std::vector<uint8_t> use(num_blocks * page_size, 0);
   for (int64_t b = 0; b < batch(); ++b) {
     if (cache_seqlens[b] < 0)
       throw InputError("cache_seqlens", fmt::format("sequence {}: {} is negative", b, cache_seqlens[b]));
@@ -54,13 +56,19 @@ void KvCacheLayout::validate() const {
                          fmt::format("sequence {}, entry {}: page {} is outside [0, num_blocks = {})", b, i,
                                      page, num_blocks));
     }
-    for (int64_t j = cache_seqlens[b]; j < keys(b); ++j)
-      if (!appended_rows.insert(cache_row(b, j)).second)
-        throw InputError("block_table",
-                         fmt::format("sequence {} appends key {} to a cache row another appended "
-                                     "key of this batch also writes (page {}, row {})",
-                                     b, j, cache_row(b, j) / page_size, cache_row(b, j) % page_size));
+    for (int64_t j = 0; j < cache_seqlens[b]; ++j) use[cache_row(b, j)] |= 1;
   }
+  for (int64_t b = 0; b < batch(); ++b)
+    for (int64_t j = cache_seqlens[b]; j < keys(b); ++j) {
+      uint8_t& u = use[cache_row(b, j)];
+      if (u != 0)
+        throw InputError(
+            "block_table",
+            fmt::format("sequence {} appends key {} to a cache row (page {}, row {}) that {} also", b, j,
+                        cache_row(b, j) / page_size, cache_row(b, j) % page_size,
+                        u == 1 ? "a sequence reads as a cached key" : "another append writes"));
+      u = 2;
+    }
 }
 
 void KvCache::validate(int64_t heads_kv, int64_t head_dim, int64_t head_dim_v) const {
@@ -92,8 +100,8 @@ KvCache appended(const KvCache& cache, int64_t heads_kv, int64_t head_dim, int64
 
 void gather_keys(const KvCache& cache, const AttentionProblem& p, std::vector<double>& k,
                  std::vector<double>& v) {
-  const KvCache full = appended(cache, p.heads_kv, p.head_dim, p.head_dim_v);
-  const KvCacheLayout& l = full.layout;
+  cache.validate(p.heads_kv, p.head_dim, p.head_dim_v);
+  const KvCacheLayout& l = cache.layout;
   int64_t total = 0;
   for (int64_t b = 0; b < l.batch(); ++b) total += l.keys(b);
   const int64_t kr = p.heads_kv * p.head_dim, vr = p.heads_kv * p.head_dim_v;
@@ -102,8 +110,11 @@ void gather_keys(const KvCache& cache, const AttentionProblem& p, std::vector<do
   int64_t row = 0;
   for (int64_t b = 0; b < l.batch(); ++b)
     for (int64_t j = 0; j < l.keys(b); ++j, ++row) {
-      copy_row(full.k_cache, l.cache_row(b, j), k, row, kr);
-      copy_row(full.v_cache, l.cache_row(b, j), v, row, vr);
+      // the cached keys from their pages, then the appended ones (where appended() would write them)
+      const bool cached = j < l.cache_seqlens[b];
+      const int64_t src = cached ? l.cache_row(b, j) : b * l.seqlen_new + j - l.cache_seqlens[b];
+      copy_row(cached ? cache.k_cache : cache.k_new, src, k, row, kr);
+      copy_row(cached ? cache.v_cache : cache.v_new, src, v, row, vr);
     }
 }
 

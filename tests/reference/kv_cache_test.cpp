@@ -78,7 +78,11 @@ TEST(KvCache, AppendWritesTheNewKeysAfterTheCachedOnes) {
   std::vector<double> k, v;
   gather_keys(c, p, k, v);
   EXPECT_EQ(k.size(), static_cast<size_t>((4 + 6) * d));
-  EXPECT_EQ(k[2 * d], 10);  // seq 0's third key is the first new one
+  EXPECT_EQ(k[2 * d], 10);               // seq 0's third key is the first new one
+  std::vector<double> k_after, v_after;  // gathering reads k_new where the append writes it
+  gather_keys(a, p, k_after, v_after);
+  EXPECT_EQ(k, k_after);
+  EXPECT_EQ(v, v_after);
 }
 
 TEST(KvCache, BadTablesAreInputErrorsNamingTheField) {
@@ -118,6 +122,14 @@ TEST(KvCache, BadTablesAreInputErrorsNamingTheField) {
   clash.k_new.assign(2 * 2, 0.0);
   clash.v_new = clash.k_new;
   EXPECT_EQ(field_of(clash), "block_table");
+  auto reads_appended = good;  // sequence 1 appends into page 1 row 0, which sequence 0 reads as its key 2
+  reads_appended.layout.max_blocks_per_seq = 3;
+  reads_appended.layout.block_table = {0, 1, 3, /*seq 1*/ 2, 1, 3};
+  reads_appended.layout.cache_seqlens = {4, 2};
+  reads_appended.layout.seqlen_new = 1;
+  reads_appended.k_new.assign(2 * 2, 0.0);
+  reads_appended.v_new = reads_appended.k_new;
+  EXPECT_EQ(field_of(reads_appended), "block_table");
   auto zero_page = good;
   zero_page.layout.page_size = 0;
   EXPECT_EQ(field_of(zero_page), "page_size");

@@ -30,7 +30,8 @@ struct KvCacheLayout {
     return int64_t{block_table[b * max_blocks_per_seq + j / page_size]} * page_size + j % page_size;
   }
   // Throws InputError naming the field: sizes, a page index outside [0, num_blocks) among the pages a
-  // sequence uses, more keys than its table's pages hold, two sequences writing (appending to) one page row.
+  // sequence uses, more keys than its table's pages hold, an append to a row that another append writes or a
+  // sequence reads as a cached key (shared prefix pages are fine without appends into them).
   void validate() const;
 };
 
