@@ -38,7 +38,10 @@ void ProblemFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--heads-kv", heads_kv, "Key/value heads (GQA/MQA when fewer; default: --heads)");
   cmd->add_option("--seqlen", seqlen, "Sequence length of queries and keys")->capture_default_str();
   cmd->add_option("--seqlen-q", seqlen_q, "Query sequence length (default: --seqlen)");
-  cmd->add_option("--seqlen-k", seqlen_k, "Key sequence length (default: --seqlen)");
+  cmd->add_option("--seqlen-k", seqlen_k,
+                  "Key sequence length (default: --seqlen); with --cache-seqlens, the block table's capacity "
+                  "(default: the "
+                  "longest sequence)");
   cmd->add_option("--head-dim", head_dim, "Head dimension of q and k")->capture_default_str();
   cmd->add_option("--head-dim-v", head_dim_v, "Head dimension of v (default: --head-dim)");
   cmd->add_option("--dtype", dtype, "Input dtype: fp64, fp32, fp16, bf16")->capture_default_str();
@@ -54,6 +57,22 @@ void ProblemFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--varlen", varlen,
                   "Variable lengths: L1,L2,... (queries = keys) or Q1:K1,Q2:K2,...; sets the batch size");
   cmd->add_option("--seed", seed, "Seed of the input generator")->capture_default_str();
+  cmd->add_option("--page-size", page_size,
+                  "Paged KV cache: rows a page (0: no cache); keys come from k_cache through a block table");
+  cmd->add_option(
+      "--cache-seqlens", cache_seqlens,
+      "Paged KV cache: cached keys per sequence, L1,L2,... (sets the batch size) or one L for all "
+      "(default: seqlen_k - seqlen_new)");
+  cmd->add_option("--seqlen-new", seqlen_new,
+                  "Paged KV cache: keys appended to each sequence before attending");
+  cmd->add_option("--num-blocks", num_blocks, "Paged KV cache: pages in the cache (default: the pages used)");
+  cmd->add_option("--block-mask", block_mask,
+                  "Block-sparse mask pattern: s2:local=L,stride=S | s2-homo:local=L,stride=S | "
+                  "local-sink:local=L,sink=G | random:keep=P");
+  cmd->add_option("--block-mask-shape", block_mask_shape, "Block mask dims: bhqk, 1hqk, b1qk, 11qk")
+      ->capture_default_str();
+  cmd->add_option("--block-mask-tile", block_mask_tile, "Block mask tile Q,K (rows, keys)")
+      ->capture_default_str();
 }
 
 AttentionProblem ProblemFlags::problem() const {
@@ -98,6 +117,32 @@ AttentionProblem ProblemFlags::problem() const {
     p.seqlen_q = *std::max_element(p.seqlens_q.begin(), p.seqlens_q.end());
     p.seqlen_k = *std::max_element(p.seqlens_k.begin(), p.seqlens_k.end());
   }
+  if (page_size != 0 || !cache_seqlens.empty() || seqlen_new != 0 || num_blocks != 0) {
+    if (page_size < 1) throw InputError("page-size", "the KV-cache flags need --page-size >= 1");
+    p.page_size = page_size;
+    p.num_blocks = num_blocks;
+    p.seqlen_new = seqlen_new;
+    if (cache_seqlens.empty()) {
+      p.cache_seqlens.assign(p.batch, p.seqlen_k - seqlen_new);
+    } else {
+      for (auto part : split(cache_seqlens, ',')) p.cache_seqlens.push_back(parse_int(part, "cache-seqlens"));
+      if (p.cache_seqlens.size() == 1) p.cache_seqlens.assign(p.batch, p.cache_seqlens[0]);
+      p.batch = static_cast<int64_t>(p.cache_seqlens.size());
+      // Without --seqlen-k the table holds the longest sequence; with it, that is the table's capacity.
+      if (seqlen_k == 0)
+        p.seqlen_k = *std::max_element(p.cache_seqlens.begin(), p.cache_seqlens.end()) + seqlen_new;
+    }
+  }
+  if (!block_mask.empty()) {
+    p.block_mask = parse_broadcast(block_mask_shape, "block-mask-shape");
+    if (p.block_mask == BroadcastShape::None) throw InputError("block-mask-shape", "must not be none");
+    p.block_mask_spec = block_mask;
+    const auto parts = split(block_mask_tile, ',');
+    if (parts.size() != 2)
+      throw InputError("block-mask-tile", fmt::format("expected Q,K, got '{}'", block_mask_tile));
+    p.block_mask_q = parse_int(parts[0], "block-mask-tile");
+    p.block_mask_k = parse_int(parts[1], "block-mask-tile");
+  }
   p.validate();
   return p;
 }
@@ -132,6 +177,10 @@ void TileFlags::add_to(CLI::App* cmd, bool per_version_defaults) {
                       [](TileConfig& t, const TileConfig& f) { t.kv_shared_buffer = f.kv_shared_buffer; });
   opt("--dq-strategy", dq_strategy, "Backward dQ: atomic or partials",
       [](TileConfig& t, const TileConfig& f) { t.dq_strategy = f.dq_strategy; });
+  if (!per_version_defaults)  // our GPU kernels have no split-KV path
+    opt("--num-splits", num_splits,
+        "Split-KV (Flash-Decoding): key splits per row, combined by a second kernel",
+        [](TileConfig& t, const TileConfig& f) { t.num_splits = f.num_splits; });
 }
 
 TileConfig TileFlags::config() const {
@@ -145,6 +194,7 @@ TileConfig TileFlags::config() const {
   t.q_in_registers = q_in_registers;
   t.kv_shared_buffer = kv_shared;
   t.dq_strategy = parse_dq_strategy(dq_strategy);
+  t.num_splits = num_splits;
   t.validate();
   return t;
 }

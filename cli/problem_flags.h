@@ -19,9 +19,13 @@ struct ProblemFlags {
   bool causal = false, alibi = false;
   std::string window, bias = "none", mask = "none", varlen;
   uint64_t seed = 0;
+  int64_t page_size = 0, num_blocks = 0, seqlen_new = 0;
+  std::string cache_seqlens, block_mask, block_mask_shape = "1hqk", block_mask_tile = "128,128";
 
   // Adds --batch --heads --heads-kv --seqlen --seqlen-q --seqlen-k --head-dim --head-dim-v --dtype --scale
-  // --causal --window --softcap --bias --mask --mask-keep --alibi --varlen --seed to cmd.
+  // --causal --window --softcap --bias --mask --mask-keep --alibi --varlen --seed, the KV-cache flags
+  // (--page-size --cache-seqlens --seqlen-new --num-blocks) and the block-mask flags (--block-mask
+  // --block-mask-shape --block-mask-tile) to cmd.
   void add_to(CLI::App* cmd);
   // The problem the flags describe; throws InputError naming the flag for bad values.
   AttentionProblem problem() const;
@@ -32,10 +36,12 @@ struct TileFlags {
   int warps = 4, stages = 1;
   bool q_in_registers = false, kv_shared = false;
   std::string dq_strategy = "atomic";
+  int64_t num_splits = 1;
 
   // Adds --block-q --block-k --bwd-block-q --bwd-block-k --warps --stages --q-in-registers --kv-shared
-  // --dq-strategy to cmd (the loop order is the algorithm's: --algorithm). With per_version_defaults, the help
-  // says that an absent flag keeps the kernel version's own launch tile (flashsim-gpu) instead of a default.
+  // --dq-strategy to cmd (the loop order is the algorithm's: --algorithm), and --num-splits without
+  // per_version_defaults. With per_version_defaults, the help says that an absent flag keeps the kernel
+  // version's own launch tile (flashsim-gpu) instead of a default.
   void add_to(CLI::App* cmd, bool per_version_defaults = false);
   // Every field from the flags (absent ones at their defaults), validated.
   TileConfig config() const;

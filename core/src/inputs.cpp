@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "flashsim/block_mask.h"
 #include "flashsim/error.h"
 #include "flashsim/random.h"
 
@@ -47,11 +49,38 @@ void AttentionInputs::validate(const AttentionProblem& p) const {
   check_size("bias", bias.size(), p.bias_elems());
   check_size("mask", mask.size(), p.mask_elems());
   check_size("alibi_slopes", alibi_slopes.size(), p.alibi ? p.heads_q : 0);
+  check_size("block_mask", block_mask.size(), p.block_mask_elems());
+  if (p.kv_cache()) {
+    cache.validate(p.heads_kv, p.head_dim, p.head_dim_v);
+    const KvCacheLayout want = kv_cache_layout(p, cache.layout.block_table);
+    if (cache.layout.num_blocks != want.num_blocks || cache.layout.page_size != want.page_size ||
+        cache.layout.seqlen_new != want.seqlen_new || cache.layout.cache_seqlens != want.cache_seqlens ||
+        cache.layout.max_blocks_per_seq != want.max_blocks_per_seq)
+      throw InputError("block_table",
+                       "the cache's layout does not match the problem's (num_blocks, page_size, "
+                       "cache_seqlens, seqlen_new or the table's width)");
+    check_values("k_cache", cache.k_cache, p.dtype);
+    check_values("v_cache", cache.v_cache, p.dtype);
+    check_values("k_new", cache.k_new, p.dtype);
+    check_values("v_new", cache.v_new, p.dtype);
+  }
   check_values("q", q, p.dtype);
   check_values("k", k, p.dtype);
   check_values("v", v, p.dtype);
   check_values("do", dout, p.dtype);
   check_values("bias", bias, p.dtype);
+}
+
+std::vector<uint8_t> make_block_mask_tensor(const AttentionProblem& p, uint64_t seed) {
+  const BlockMaskSpec spec = parse_block_mask_spec(p.block_mask_spec);
+  const auto shape = p.block_mask_shape();
+  const int64_t per_batch = shape[1] * shape[2] * shape[3];
+  if (spec.kind == BlockMaskSpec::Kind::Random)
+    return make_block_mask(spec, shape[0] * shape[1], shape[2], shape[3], seed);
+  const std::vector<uint8_t> one = make_block_mask(spec, shape[1], shape[2], shape[3], seed);
+  std::vector<uint8_t> m(shape[0] * per_batch);
+  for (int64_t b = 0; b < shape[0]; ++b) std::copy(one.begin(), one.end(), m.begin() + b * per_batch);
+  return m;
 }
 
 AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, double magnitude) {
@@ -60,14 +89,29 @@ AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, dou
     throw InputError("magnitude", fmt::format("must be finite and > 0, got {}", magnitude));
   AttentionInputs in;
   in.q = normal_tensor(p.q_elems(), seed, InputStream::Q, magnitude, p.dtype);
-  in.k = normal_tensor(p.k_elems(), seed, InputStream::K, magnitude, p.dtype);
-  in.v = normal_tensor(p.v_elems(), seed, InputStream::V, magnitude, p.dtype);
+  if (p.kv_cache()) {
+    in.cache.layout = kv_cache_layout(p, make_block_table(p, seed));
+    const int64_t rows = in.cache.layout.num_blocks * p.page_size, new_rows = p.batch * p.seqlen_new;
+    in.cache.k_cache =
+        normal_tensor(rows * p.heads_kv * p.head_dim, seed, InputStream::K, magnitude, p.dtype);
+    in.cache.v_cache =
+        normal_tensor(rows * p.heads_kv * p.head_dim_v, seed, InputStream::V, magnitude, p.dtype);
+    in.cache.k_new =
+        normal_tensor(new_rows * p.heads_kv * p.head_dim, seed, InputStream::KNew, magnitude, p.dtype);
+    in.cache.v_new =
+        normal_tensor(new_rows * p.heads_kv * p.head_dim_v, seed, InputStream::VNew, magnitude, p.dtype);
+    gather_keys(in.cache, p, in.k, in.v);
+  } else {
+    in.k = normal_tensor(p.k_elems(), seed, InputStream::K, magnitude, p.dtype);
+    in.v = normal_tensor(p.v_elems(), seed, InputStream::V, magnitude, p.dtype);
+  }
   in.dout = normal_tensor(p.o_elems(), seed, InputStream::dO, magnitude, p.dtype);
   in.bias = normal_tensor(p.bias_elems(), seed, InputStream::Bias, 1.0, p.dtype);
   in.mask.resize(p.mask_elems());
   for (int64_t i = 0; i < p.mask_elems(); ++i)
     in.mask[i] = uniform_open01(seed, static_cast<uint64_t>(InputStream::Mask), static_cast<uint64_t>(i)) <
                  p.mask_keep;
+  if (p.block_mask != BroadcastShape::None) in.block_mask = make_block_mask_tensor(p, seed);
   if (p.alibi) {
     in.alibi_slopes.resize(p.heads_q);
     for (int64_t h = 0; h < p.heads_q; ++h) in.alibi_slopes[h] = round_to(p.alibi_slope(h), DType::F32);

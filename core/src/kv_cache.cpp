@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <utility>
 
 #include "flashsim/error.h"
+#include "flashsim/inputs.h"
+#include "flashsim/random.h"
 
 namespace flashsim {
 
@@ -116,6 +120,37 @@ void gather_keys(const KvCache& cache, const AttentionProblem& p, std::vector<do
       copy_row(cached ? cache.k_cache : cache.k_new, src, k, row, kr);
       copy_row(cached ? cache.v_cache : cache.v_new, src, v, row, vr);
     }
+}
+
+KvCacheLayout kv_cache_layout(const AttentionProblem& p, std::vector<int32_t> block_table) {
+  KvCacheLayout l;
+  l.num_blocks = p.cache_num_blocks();
+  l.page_size = p.page_size;
+  l.max_blocks_per_seq = p.max_blocks_per_seq();
+  l.seqlen_new = p.seqlen_new;
+  l.block_table = std::move(block_table);
+  for (const int64_t n : p.cache_seqlens) l.cache_seqlens.push_back(static_cast<int32_t>(n));
+  return l;
+}
+
+std::vector<int32_t> make_block_table(const AttentionProblem& p, uint64_t seed) {
+  const int64_t pages = p.cache_num_blocks(), cols = p.max_blocks_per_seq();
+  if (pages > std::numeric_limits<int32_t>::max())
+    throw InputError("num_blocks", fmt::format("{} pages do not fit int32 page indices", pages));
+  // Fisher-Yates over [0, pages) with draws from the BlockTable stream: page n of the permutation.
+  std::vector<int32_t> perm(pages);
+  for (int64_t n = 0; n < pages; ++n) perm[n] = static_cast<int32_t>(n);
+  for (int64_t n = pages - 1; n > 0; --n) {
+    const double u =
+        uniform_open01(seed, static_cast<uint64_t>(InputStream::BlockTable), static_cast<uint64_t>(n));
+    const auto r = std::min<int64_t>(n, static_cast<int64_t>(u * static_cast<double>(n + 1)));
+    std::swap(perm[n], perm[r]);
+  }
+  std::vector<int32_t> table(p.batch * cols, 0);
+  int64_t next = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.cache_pages(b); ++i) table[b * cols + i] = perm[next++];
+  return table;
 }
 
 KvCache scatter_keys(const std::vector<double>& k, const std::vector<double>& v,

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "flashsim/block_mask.h"
 #include "flashsim/error.h"
 
 namespace flashsim {
@@ -75,11 +76,20 @@ void AttentionProblem::validate() const {
       if (sum_q > kMaxElems || sum_k > kMaxElems) throw InputError("varlen", "total length overflows");
     }
     if (sum_q < 1) throw InputError("varlen", "every query length is 0");
+  } else if (kv_cache()) {
+    require_positive(seqlen_q, "seqlen_q");
   } else {
     require_positive(seqlen_q, "seqlen_q");
     require_positive(seqlen_k, "seqlen_k");
   }
   if (seqlen_q < 0 || seqlen_k < 0) throw InputError("seqlen", "must be >= 0");
+  if (kv_cache()) validate_kv_cache();
+  if (block_mask != BroadcastShape::None) {
+    if (block_mask_q < 1 || block_mask_k < 1)
+      throw InputError("block_mask", fmt::format("tile {}x{}: block_q and block_k must be >= 1", block_mask_q,
+                                                 block_mask_k));
+    parse_block_mask_spec(block_mask_spec);  // throws InputError("block_mask") naming the problem
+  }
   if (scale && !(std::isfinite(*scale) && *scale > 0))
     throw InputError("scale", fmt::format("must be finite and > 0, got {}", *scale));
   if (!(std::isfinite(softcap) && softcap >= 0))
@@ -98,6 +108,63 @@ void AttentionProblem::validate() const {
         std::max<int64_t>(seqlen_k, 1), "bias");
 }
 
+void AttentionProblem::validate_kv_cache() const {
+  if (varlen())
+    throw InputError("varlen",
+                     "a KV-cache problem has queries [batch, seqlen_q]: variable query lengths "
+                     "do not combine with a cache (cache_seqlens give the key lengths)");
+  if (page_size > (int64_t{1} << 20))
+    throw InputError("page_size", fmt::format("must be in [1, 1048576], got {}", page_size));
+  if (static_cast<int64_t>(cache_seqlens.size()) != batch)
+    throw InputError("cache_seqlens",
+                     fmt::format("has {} entries for batch {}", cache_seqlens.size(), batch));
+  if (seqlen_new < 0) throw InputError("seqlen_new", fmt::format("must be >= 0, got {}", seqlen_new));
+  int64_t pages = 0;
+  for (int64_t b = 0; b < batch; ++b) {
+    if (cache_seqlens[b] < 0 || cache_seqlens[b] > kMaxElems)
+      throw InputError("cache_seqlens", fmt::format("sequence {}: {} is out of range", b, cache_seqlens[b]));
+    if (len_k(b) > seqlen_k)
+      throw InputError("cache_seqlens",
+                       fmt::format("sequence {}: {} keys (cache_seqlens {} + {} new) exceed seqlen_k {}, the "
+                                   "table's capacity",
+                                   b, len_k(b), cache_seqlens[b], seqlen_new, seqlen_k));
+    pages += cache_pages(b);
+  }
+  if (num_blocks < 0) throw InputError("num_blocks", fmt::format("must be >= 0, got {}", num_blocks));
+  if (num_blocks > 0 && num_blocks < pages)
+    throw InputError("num_blocks",
+                     fmt::format("{} pages hold fewer than the {} the sequences use", num_blocks, pages));
+  checked_mul(checked_mul(std::max<int64_t>(pages, num_blocks), page_size, "page_size"),
+              heads_kv * std::max(head_dim, head_dim_v), "num_blocks");
+}
+
+int64_t AttentionProblem::cache_num_blocks() const {
+  if (num_blocks > 0) return num_blocks;
+  int64_t pages = 0;
+  for (int64_t b = 0; b < batch; ++b) pages += cache_pages(b);
+  return std::max<int64_t>(pages, 1);
+}
+
+int64_t AttentionProblem::block_mask_elems() const {
+  if (block_mask == BroadcastShape::None) return 0;
+  const auto s = block_mask_shape();
+  return s[0] * s[1] * s[2] * s[3];
+}
+
+std::vector<int64_t> AttentionProblem::block_mask_shape() const {
+  auto s = broadcast_shape(block_mask);
+  s[2] = mask_q_blocks();
+  s[3] = mask_k_blocks();
+  return s;
+}
+
+bool AttentionProblem::block_mask_active(const std::vector<uint8_t>& m, int64_t b, int64_t h, int64_t i,
+                                         int64_t j) const {
+  if (block_mask == BroadcastShape::None) return true;
+  const auto s = block_mask_shape();
+  return block_active(m, s[0], s[1], s[2], s[3], block_mask_q, block_mask_k, b, h, i, j);
+}
+
 double AttentionProblem::softmax_scale() const {
   return scale ? *scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
@@ -110,9 +177,9 @@ int64_t AttentionProblem::offset_q(int64_t b) const {
 }
 
 int64_t AttentionProblem::offset_k(int64_t b) const {
-  if (!varlen()) return b * seqlen_k;
+  if (!keys_vary()) return b * seqlen_k;
   int64_t s = 0;
-  for (int64_t i = 0; i < b; ++i) s += seqlens_k[i];
+  for (int64_t i = 0; i < b; ++i) s += len_k(i);
   return s;
 }
 
@@ -139,11 +206,11 @@ std::vector<int64_t> AttentionProblem::q_shape() const {
   return {batch, seqlen_q, heads_q, head_dim};
 }
 std::vector<int64_t> AttentionProblem::k_shape() const {
-  if (varlen()) return {total_k(), heads_kv, head_dim};
+  if (keys_vary()) return {total_k(), heads_kv, head_dim};
   return {batch, seqlen_k, heads_kv, head_dim};
 }
 std::vector<int64_t> AttentionProblem::v_shape() const {
-  if (varlen()) return {total_k(), heads_kv, head_dim_v};
+  if (keys_vary()) return {total_k(), heads_kv, head_dim_v};
   return {batch, seqlen_k, heads_kv, head_dim_v};
 }
 std::vector<int64_t> AttentionProblem::o_shape() const {
@@ -217,6 +284,10 @@ std::string AttentionProblem::describe() const {
   s += fmt::format(" q{} k{} d{}", seqlen_q, seqlen_k, head_dim);
   if (head_dim_v != head_dim) s += fmt::format(" dv{}", head_dim_v);
   if (varlen()) s += " varlen";
+  if (kv_cache()) {
+    s += fmt::format(" paged{}", page_size);
+    if (seqlen_new > 0) s += fmt::format(" new{}", seqlen_new);
+  }
   if (causal() && window_left < 0) {
     s += " causal";
   } else if (window_left >= 0 || window_right >= 0) {
@@ -226,6 +297,9 @@ std::string AttentionProblem::describe() const {
   if (bias != BroadcastShape::None) s += fmt::format(" bias:{}", broadcast_name(bias));
   if (mask != BroadcastShape::None) s += fmt::format(" mask:{}", broadcast_name(mask));
   if (alibi) s += " alibi";
+  if (block_mask != BroadcastShape::None)
+    s += fmt::format(" block_mask:{}:{}x{}:{}", broadcast_name(block_mask), block_mask_q, block_mask_k,
+                     block_mask_spec);
   if (scale) s += fmt::format(" scale{}", *scale);
   s += fmt::format(" {}", dtype_name(dtype));
   return s;

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "flashsim/inputs.h"
 #include "flashsim/problem.h"
 
 namespace flashsim {
@@ -55,6 +54,14 @@ void gather_keys(const KvCache& cache, const AttentionProblem& p, std::vector<do
 // The paged cache holding the packed keys k / v [sum lens[b], heads_kv, dim] of sequences of lengths `lens` in
 // the pages of `block_table` ([batch, max_blocks_per_seq], page_size rows a page, num_blocks pages; unused
 // rows 0): the inverse of gather_keys without an append, for tables whose sequences use disjoint pages.
+// The layout of problem p's cache (p.kv_cache()) with the given block table.
+KvCacheLayout kv_cache_layout(const AttentionProblem& p, std::vector<int32_t> block_table);
+
+// A seeded page assignment: the pages of all sequences (in order) are a shuffled draw of distinct pages from
+// [0, p.cache_num_blocks()), so tables are non-contiguous and pages unused by any sequence stay free; table
+// entries past a sequence's pages are 0. Independent of thread counts.
+std::vector<int32_t> make_block_table(const AttentionProblem& p, uint64_t seed);
+
 KvCache scatter_keys(const std::vector<double>& k, const std::vector<double>& v,
                      const std::vector<int64_t>& lens, int64_t heads_kv, int64_t head_dim, int64_t head_dim_v,
                      int64_t num_blocks, int64_t page_size, const std::vector<int32_t>& block_table);

@@ -6,9 +6,15 @@
 //   k, v, dk, dv : [total_k, heads_kv, head_dim | head_dim_v]
 //   lse          : [batch, heads_q, seqlen_q]; varlen: [heads_q, total_q] (flash-attention's varlen layout)
 //   bias, mask   : [batch|1, heads_q|1, seqlen_q, seqlen_k]
+//   block_mask   : [batch|1, heads_q|1, ceil(seqlen_q / block_mask_q), ceil(seqlen_k / block_mask_k)] (bool),
+//                  one entry per block_mask_q x block_mask_k tile, ANDed with the window and the mask
+// With a paged KV cache (page_size > 0, flashsim/kv_cache.h) the keys of sequence b are its cache_seqlens[b]
+// cached keys and seqlen_new appended ones; q, o, lse keep their plain layouts ([batch, seqlen_q] rows) and k, v
+// mean the keys gathered from the cache, packed as with variable lengths ([total_k, heads_kv, dim]).
 // lse_index() gives the position of (b, h, i) in either lse layout. With variable lengths, sequence b uses
 // the top-left len_q(b) x len_k(b) corner of its bias / mask [seqlen_q, seqlen_k] slice (seqlen_* = longest).
 // Without variable lengths total_q = batch * seqlen_q and row (b, i) is b * seqlen_q + i: plain BSHD.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,18 +50,35 @@ struct AttentionProblem {
   std::vector<int64_t> seqlens_q;
   std::vector<int64_t> seqlens_k;
   DType dtype = DType::F32;
+  // Block-sparse mask (flashsim/block_mask.h): which dims it has (as bias's), its tile, and the pattern the
+  // input generator draws it from.
+  BroadcastShape block_mask = BroadcastShape::None;
+  int64_t block_mask_q = 128;  // rows of a mask tile (S2-Attention's and FlashAttention's Br)
+  int64_t block_mask_k = 128;
+  std::string block_mask_spec = "random:keep=0.5";
+  // Paged KV cache (page_size > 0): num_blocks pages of page_size rows (0: exactly the pages the sequences
+  // use), cache_seqlens[b] keys cached for sequence b, seqlen_new keys appended to each before attending.
+  int64_t page_size = 0;
+  int64_t num_blocks = 0;
+  int64_t seqlen_new = 0;
+  std::vector<int64_t> cache_seqlens;
 
   // Throws InputError naming the field for any inconsistency.
   void validate() const;
+  void validate_kv_cache() const;  // the cache fields (part of validate())
 
   bool causal() const { return window_right == 0; }
-  bool varlen() const { return !seqlens_q.empty(); }
+  bool varlen() const { return !seqlens_q.empty(); }  // packed query rows (cu_seqlens_q)
+  bool kv_cache() const { return page_size > 0; }
+  bool keys_vary() const { return varlen() || kv_cache(); }  // packed key rows (cu_seqlens_k)
   double softmax_scale() const;
   int64_t group_size() const { return heads_q / heads_kv; }  // q heads per kv head
   int64_t kv_head(int64_t h) const { return h / group_size(); }
 
   int64_t len_q(int64_t b) const { return varlen() ? seqlens_q[b] : seqlen_q; }
-  int64_t len_k(int64_t b) const { return varlen() ? seqlens_k[b] : seqlen_k; }
+  int64_t len_k(int64_t b) const {
+    return kv_cache() ? cache_seqlens[b] + seqlen_new : varlen() ? seqlens_k[b] : seqlen_k;
+  }
   int64_t offset_q(int64_t b) const;  // first row of sequence b in q (cu_seqlens_q[b])
   int64_t offset_k(int64_t b) const;
   int64_t total_q() const { return offset_q(batch); }
@@ -72,6 +95,22 @@ struct AttentionProblem {
   int64_t bias_elems() const { return broadcast_elems(bias); }
   int64_t mask_elems() const { return broadcast_elems(mask); }
   int64_t broadcast_elems(BroadcastShape s) const;
+  int64_t block_mask_elems() const;
+
+  // Block mask grid: tiles along the (longest) query and key sequence.
+  int64_t mask_q_blocks() const { return (seqlen_q + block_mask_q - 1) / block_mask_q; }
+  int64_t mask_k_blocks() const { return (seqlen_k + block_mask_k - 1) / block_mask_k; }
+  std::vector<int64_t> block_mask_shape() const;  // {batch|1, heads_q|1, q blocks, k blocks}
+  // Whether (b, h, i, j) lies in an active tile of block_mask (true without one).
+  bool block_mask_active(const std::vector<uint8_t>& block_mask, int64_t b, int64_t h, int64_t i,
+                         int64_t j) const;
+
+  // Paged KV cache: pages sequence b uses (after the append), pages in the cache, block_table columns.
+  int64_t cache_pages(int64_t b) const { return (len_k(b) + page_size - 1) / page_size; }
+  int64_t cache_num_blocks() const;
+  int64_t max_blocks_per_seq() const { return std::max<int64_t>(1, (seqlen_k + page_size - 1) / page_size); }
+  std::vector<int64_t> k_cache_shape() const { return {cache_num_blocks(), page_size, heads_kv, head_dim}; }
+  std::vector<int64_t> v_cache_shape() const { return {cache_num_blocks(), page_size, heads_kv, head_dim_v}; }
 
   // Shapes as written to files: {batch, seqlen, heads, dim} without varlen, {total, heads, dim} with it.
   std::vector<int64_t> q_shape() const;

@@ -25,6 +25,9 @@ struct TileConfig {
   // Backward tile sizes (FlashAttention-2 uses its own, usually smaller, tiles for the backward).
   int64_t bwd_block_q = 64;
   int64_t bwd_block_k = 128;
+  // Split-KV (Flash-Decoding): each row's key blocks split into num_splits runs whose partial O and LSE a
+  // combine kernel merges (1: no split).
+  int64_t num_splits = 1;
 
   // Throws InputError naming the field when a size is < 1 or absurd.
   void validate() const;
@@ -32,6 +35,7 @@ struct TileConfig {
   // ("... st1 fa2 bwd ..."): the tiles as that algorithm's kernels run them.
   std::string describe() const;
   std::string describe(Algorithm a) const;
+  std::string splits_text() const;  // " splits4", or "" without a split
 };
 
 // The FlashAttention-2 backward's fp32 dQ accumulator reserves each sequence's query rows rounded up to a
