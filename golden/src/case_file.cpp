@@ -16,6 +16,7 @@ std::string generator_version() {
 }
 
 std::vector<std::string> output_names(const AttentionProblem& p) {
+  if (p.kv_cache()) return {"o", "lse"};  // decode kernels have no backward: the forward is the golden
   std::vector<std::string> n = {"o", "lse", "dq", "dk", "dv"};
   if (p.bias != BroadcastShape::None) n.emplace_back("dbias");
   return n;
@@ -46,8 +47,12 @@ AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs&
   AttentionOutputs out;
   const TileConfig tile;
   out.fwd = ref::forward(p, in, Algorithm::Fa2, tile, opt);
-  out.grads = ref::backward(p, in, out.fwd, Algorithm::Fa2, tile, opt);
+  if (!p.kv_cache()) out.grads = ref::backward(p, in, out.fwd, Algorithm::Fa2, tile, opt);
   return out;
+}
+
+std::vector<int64_t> new_keys_shape(const AttentionProblem& p, int64_t dim) {
+  return {p.batch, p.seqlen_new, p.heads_kv, dim};
 }
 
 namespace {
@@ -67,11 +72,17 @@ bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DTyp
   pc.dtype = compute;
   AttentionInputs ic = in;
   if (!(round_all(ic.q, compute) && round_all(ic.k, compute) && round_all(ic.v, compute) &&
-        round_all(ic.dout, compute) && round_all(ic.bias, compute)))
+        round_all(ic.dout, compute) && round_all(ic.bias, compute) && round_all(ic.cache.k_cache, compute) &&
+        round_all(ic.cache.v_cache, compute) && round_all(ic.cache.k_new, compute) &&
+        round_all(ic.cache.v_new, compute)))
     return false;
   opt.precision = ref::Precision::Emulated;
-  out.fwd = ref::forward(pc, ic, fwd, tile, opt);
-  out.grads = ref::backward(pc, ic, out.fwd, bwd, tile, opt);
+  // Split-KV: the splits' partials and their combine are part of the pipeline (fp32 partials, as
+  // flash-attention's splitkv kernel keeps them).
+  out.fwd = tile.num_splits > 1
+                ? ref::forward_split_kv(pc, ic, static_cast<int>(tile.num_splits), tile, opt).combined
+                : ref::forward(pc, ic, fwd, tile, opt);
+  if (!p.kv_cache()) out.grads = ref::backward(pc, ic, out.fwd, bwd, tile, opt);
   return true;
 }
 
@@ -101,9 +112,12 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
   const int64_t accumulation_length = std::max({p.seqlen_q, p.seqlen_k, p.head_dim, p.head_dim_v});
 
   ojson tol = ojson::object();
+  TileConfig tile;
+  tile.num_splits = c.num_splits;
   for (DType d : tolerance_dtypes(p)) {
     AttentionOutputs emu;
-    if (!compute_emulated(p, in, d, opt, emu)) continue;  // inputs overflow d: no kernel in d can run it
+    if (!compute_emulated(p, in, d, opt, emu, Algorithm::Fa2, Algorithm::Fa2, tile))
+      continue;  // inputs overflow d: no kernel in d can run it
     ojson row = ojson::object();
     bool finite = true;
     for (const auto& name : output_names(p)) {
@@ -117,14 +131,30 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
   SafetensorsFile f;
   const StDType st = st_dtype_of(p.dtype);
   f.add("q", Tensor::from_doubles(st, p.q_shape(), in.q));
-  f.add("k", Tensor::from_doubles(st, p.k_shape(), in.k));
-  f.add("v", Tensor::from_doubles(st, p.v_shape(), in.v));
-  f.add("do", Tensor::from_doubles(st, p.o_shape(), in.dout));
+  if (p.kv_cache()) {  // the cache as stored before the append, as flash_attn_with_kvcache takes it
+    const KvCacheLayout& l = in.cache.layout;
+    f.add("k_cache", Tensor::from_doubles(st, p.k_cache_shape(), in.cache.k_cache));
+    f.add("v_cache", Tensor::from_doubles(st, p.v_cache_shape(), in.cache.v_cache));
+    f.add("block_table",
+          Tensor::from_int64(StDType::I32, {p.batch, l.max_blocks_per_seq},
+                             std::vector<int64_t>(l.block_table.begin(), l.block_table.end())));
+    f.add("cache_seqlens", Tensor::from_int64(StDType::I32, {p.batch}, p.cache_seqlens));
+    if (p.seqlen_new > 0) {
+      f.add("k_new", Tensor::from_doubles(st, new_keys_shape(p, p.head_dim), in.cache.k_new));
+      f.add("v_new", Tensor::from_doubles(st, new_keys_shape(p, p.head_dim_v), in.cache.v_new));
+    }
+  } else {
+    f.add("k", Tensor::from_doubles(st, p.k_shape(), in.k));
+    f.add("v", Tensor::from_doubles(st, p.v_shape(), in.v));
+    f.add("do", Tensor::from_doubles(st, p.o_shape(), in.dout));
+  }
   if (p.bias != BroadcastShape::None)
     f.add("bias", Tensor::from_doubles(st, p.broadcast_shape(p.bias), in.bias));
   if (p.mask != BroadcastShape::None)
     f.add("mask", Tensor::from_bytes(p.broadcast_shape(p.mask), in.mask, StDType::BOOL));
   if (p.alibi) f.add("alibi_slopes", Tensor::from_doubles(StDType::F32, {p.heads_q}, in.alibi_slopes));
+  if (p.block_mask != BroadcastShape::None)
+    f.add("block_mask", Tensor::from_bytes(p.block_mask_shape(), in.block_mask, StDType::BOOL));
   if (p.varlen()) {
     // int32, as flash-attention's varlen API takes them
     f.add("cu_seqlens_q", Tensor::from_int64(StDType::I32, {p.batch + 1}, p.cu_seqlens_q()));
@@ -149,6 +179,9 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
       {"accumulation", "2 sqrt(L) u_fp32, L = max(seqlen_q, seqlen_k, head_dim, head_dim_v)"},
       {"factor_forward", kForwardFactor},
       {"factor_backward", kBackwardFactor}};
+  if (c.num_splits > 1)
+    meta["reference"]["emulated_split_kv"] =
+        "num_splits splits of whole key blocks, partial o and lse in fp32, combined with the lse rescaling";
   meta["tolerances"] = tol;
   f.metadata[kFormatMetadataKey] = kFormatName;
   f.metadata[kCaseMetadataKey] = meta.dump();
@@ -180,6 +213,18 @@ std::vector<double> input(const SafetensorsFile& f, const std::string& name,
   return t.to_doubles();
 }
 
+// An integer tensor (I32 or I64) of the given shape, as int64.
+std::vector<int64_t> int_input(const SafetensorsFile& f, const std::string& name,
+                               const std::vector<int64_t>& shape, const std::string& source) {
+  const Tensor& t = need(f, name, source);
+  if (t.dtype != StDType::I32 && t.dtype != StDType::I64)
+    throw InputError(source, fmt::format("tensor '{}' is {}, not I32 or I64", name, st_dtype_name(t.dtype)));
+  check_shape(t, shape, name, source);
+  std::vector<int64_t> v;
+  for (const double x : t.to_doubles()) v.push_back(static_cast<int64_t>(x));
+  return v;
+}
+
 }  // namespace
 
 LoadedCase load_case(const SafetensorsFile& f, const std::string& source) {
@@ -198,9 +243,28 @@ LoadedCase load_case(const SafetensorsFile& f, const std::string& source) {
   const AttentionProblem& p = lc.c.problem;
   AttentionInputs& in = lc.inputs;
   in.q = input(f, "q", p.q_shape(), p.dtype, source);
-  in.k = input(f, "k", p.k_shape(), p.dtype, source);
-  in.v = input(f, "v", p.v_shape(), p.dtype, source);
-  in.dout = input(f, "do", p.o_shape(), p.dtype, source);
+  if (p.kv_cache()) {
+    in.cache.k_cache = input(f, "k_cache", p.k_cache_shape(), p.dtype, source);
+    in.cache.v_cache = input(f, "v_cache", p.v_cache_shape(), p.dtype, source);
+    if (p.seqlen_new > 0) {
+      in.cache.k_new = input(f, "k_new", new_keys_shape(p, p.head_dim), p.dtype, source);
+      in.cache.v_new = input(f, "v_new", new_keys_shape(p, p.head_dim_v), p.dtype, source);
+    }
+    const auto table = int_input(f, "block_table", {p.batch, p.max_blocks_per_seq()}, source);
+    in.cache.layout = kv_cache_layout(p, std::vector<int32_t>(table.begin(), table.end()));
+    const auto lens = int_input(f, "cache_seqlens", {p.batch}, source);
+    if (lens != p.cache_seqlens)
+      throw InputError(source, "tensor 'cache_seqlens' disagrees with the case's cache_seqlens");
+    try {
+      gather_keys(in.cache, p, in.k, in.v);  // validates the layout: pages inside num_blocks, capacity
+    } catch (const InputError& e) {
+      throw InputError(source, e.what());
+    }
+  } else {
+    in.k = input(f, "k", p.k_shape(), p.dtype, source);
+    in.v = input(f, "v", p.v_shape(), p.dtype, source);
+    in.dout = input(f, "do", p.o_shape(), p.dtype, source);
+  }
   if (p.bias != BroadcastShape::None) in.bias = input(f, "bias", p.broadcast_shape(p.bias), p.dtype, source);
   if (p.mask != BroadcastShape::None) {
     const Tensor& t = need(f, "mask", source);
@@ -208,6 +272,14 @@ LoadedCase load_case(const SafetensorsFile& f, const std::string& source) {
       throw InputError(source, fmt::format("tensor 'mask' is {}, not BOOL or U8", st_dtype_name(t.dtype)));
     check_shape(t, p.broadcast_shape(p.mask), "mask", source);
     in.mask = t.data;
+  }
+  if (p.block_mask != BroadcastShape::None) {
+    const Tensor& t = need(f, "block_mask", source);
+    if (t.dtype != StDType::BOOL && t.dtype != StDType::U8)
+      throw InputError(source,
+                       fmt::format("tensor 'block_mask' is {}, not BOOL or U8", st_dtype_name(t.dtype)));
+    check_shape(t, p.block_mask_shape(), "block_mask", source);
+    in.block_mask = t.data;
   }
   if (p.alibi) {
     const Tensor& t = need(f, "alibi_slopes", source);

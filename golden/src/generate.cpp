@@ -17,9 +17,10 @@ namespace flashsim::golden {
 namespace fs = std::filesystem;
 
 double generation_work(const GoldenCase& c) {
-  // one exact and tolerance_dtypes() emulated runs, each a forward and a backward (2.5x the forward)
+  // one exact and tolerance_dtypes() emulated runs, each a forward and a backward (2.5x the forward; KV-cache
+  // cases have no backward)
   const double runs = 1.0 + static_cast<double>(tolerance_dtypes(c.problem).size());
-  return runs * 3.5 * std::max(c.problem.forward_flops(), 1.0);
+  return runs * (c.problem.kv_cache() ? 1.0 : 3.5) * std::max(c.problem.forward_flops(), 1.0);
 }
 
 int64_t generation_memory_bytes(const GoldenCase& c) {
@@ -28,9 +29,15 @@ int64_t generation_memory_bytes(const GoldenCase& c) {
       static_cast<double>(p.q_elems() + p.k_elems() + p.v_elems() + p.o_elems() + p.bias_elems());
   const double out = static_cast<double>(p.o_elems() + p.lse_elems() + p.q_elems() + p.k_elems() +
                                          p.v_elems() + p.bias_elems());
-  const double file = in * dtype_bytes(p.dtype) + out * 8 + static_cast<double>(p.mask_elems());
+  // a KV cache's k_cache / v_cache (and their rounded copies) beside the gathered k / v
+  const double cache =
+      p.kv_cache()
+          ? static_cast<double>(p.cache_num_blocks() * p.page_size * p.heads_kv * (p.head_dim + p.head_dim_v))
+          : 0.0;
+  const double masks = static_cast<double>(p.mask_elems() + p.block_mask_elems());
+  const double file = (in + cache) * dtype_bytes(p.dtype) + out * 8 + masks;
   // inputs + rounded copy, exact + emulated outputs (8 bytes each), the file twice (tensors, then bytes)
-  const double bytes = 8 * (2 * in + 2 * out) + 2 * file + 3 * static_cast<double>(p.mask_elems());
+  const double bytes = 8 * (2 * in + 2 * out + 2 * cache) + 2 * file + 3 * masks;
   return bytes > 9e18 ? INT64_MAX : static_cast<int64_t>(bytes);
 }
 

@@ -19,10 +19,12 @@ namespace {
 
 const std::set<std::string>& known_fields() {
   static const std::set<std::string> f = {
-      "batch",     "heads_q",    "heads_kv", "seqlen",    "seqlen_q",    "seqlen_k",
-      "head_dim",  "head_dim_v", "scale",    "causal",    "window_left", "window_right",
-      "softcap",   "dtype",      "bias",     "mask",      "mask_keep",   "alibi",
-      "seqlens_q", "seqlens_k",  "seed",     "magnitude", "name",        "description"};
+      "batch", "heads_q", "heads_kv", "seqlen", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v", "scale",
+      "causal", "window_left", "window_right", "softcap", "dtype", "bias", "mask", "mask_keep", "alibi",
+      "seqlens_q", "seqlens_k", "seed", "magnitude", "name", "description",
+      // paged KV cache and split-KV (flashsim/kv_cache.h), block-sparse mask (flashsim/block_mask.h)
+      "page_size", "num_blocks", "seqlen_new", "cache_seqlens", "num_splits", "block_mask", "block_q",
+      "block_k", "block_mask_spec"};
   return f;
 }
 
@@ -102,6 +104,33 @@ GoldenCase case_from_fields(const J& j, const std::string& where) {
   } else if (has("seqlens_k")) {
     throw InputError(where, "seqlens_k given without seqlens_q");
   }
+  if (has("page_size")) p.page_size = get_int(j["page_size"], "page_size", where);
+  if (has("num_blocks")) p.num_blocks = get_int(j["num_blocks"], "num_blocks", where);
+  if (has("seqlen_new")) p.seqlen_new = get_int(j["seqlen_new"], "seqlen_new", where);
+  if (has("cache_seqlens")) {
+    if (!p.kv_cache()) throw InputError(where, "cache_seqlens given without page_size");
+    if (j["cache_seqlens"].is_array()) {
+      p.cache_seqlens = get_int_list(j["cache_seqlens"], "cache_seqlens", where);
+      if (p.cache_seqlens.empty()) throw InputError(where, "cache_seqlens must not be empty");
+      p.batch = static_cast<int64_t>(p.cache_seqlens.size());
+    } else {
+      p.cache_seqlens.assign(p.batch, get_int(j["cache_seqlens"], "cache_seqlens", where));
+    }
+    // The table's capacity: the longest sequence unless seqlen_k says more.
+    int64_t longest = 0;
+    for (int64_t l : p.cache_seqlens) longest = std::max(longest, l + p.seqlen_new);
+    if (!has("seqlen_k")) p.seqlen_k = longest;
+  } else if (p.kv_cache()) {
+    p.cache_seqlens.assign(p.batch, p.seqlen_k - p.seqlen_new);
+  }
+  if (has("num_splits")) c.num_splits = get_int(j["num_splits"], "num_splits", where);
+  if (c.num_splits < 1 || c.num_splits > 1024)
+    throw InputError(where, fmt::format("num_splits must be in [1, 1024], got {}", c.num_splits));
+  if (has("block_mask"))
+    p.block_mask = parse_broadcast(get_str(j["block_mask"], "block_mask", where), "block_mask");
+  if (has("block_q")) p.block_mask_q = get_int(j["block_q"], "block_q", where);
+  if (has("block_k")) p.block_mask_k = get_int(j["block_k"], "block_k", where);
+  if (has("block_mask_spec")) p.block_mask_spec = get_str(j["block_mask_spec"], "block_mask_spec", where);
   if (has("seed")) {
     if (!j["seed"].is_number_unsigned()) throw InputError(where, "seed must be a non-negative integer");
     c.seed = j["seed"].template get<uint64_t>();
@@ -122,11 +151,13 @@ GoldenCase case_from_fields(const J& j, const std::string& where) {
 // A short, file-name-safe token for one varied value: "d64", "bf16", "causal", "q97".
 std::string token(const std::string& field, const ojson& v) {
   static const std::map<std::string, std::string> abbrev = {
-      {"batch", "b"},        {"heads_q", "h"},        {"heads_kv", "kv"},      {"seqlen", "n"},
-      {"seqlen_q", "q"},     {"seqlen_k", "k"},       {"head_dim", "d"},       {"head_dim_v", "dv"},
-      {"window_left", "wl"}, {"window_right", "wr"},  {"softcap", "cap"},      {"bias", "bias-"},
-      {"mask", "mask-"},     {"mask_keep", "keep"},   {"magnitude", "x"},      {"scale", "scale"},
-      {"seed", "seed"},      {"seqlens_q", "varlen"}, {"seqlens_k", "varlenk"}};
+      {"batch", "b"},        {"heads_q", "h"},        {"heads_kv", "kv"},         {"seqlen", "n"},
+      {"seqlen_q", "q"},     {"seqlen_k", "k"},       {"head_dim", "d"},          {"head_dim_v", "dv"},
+      {"window_left", "wl"}, {"window_right", "wr"},  {"softcap", "cap"},         {"bias", "bias-"},
+      {"mask", "mask-"},     {"mask_keep", "keep"},   {"magnitude", "x"},         {"scale", "scale"},
+      {"seed", "seed"},      {"seqlens_q", "varlen"}, {"seqlens_k", "varlenk"},   {"page_size", "page"},
+      {"num_blocks", "nb"},  {"seqlen_new", "new"},   {"cache_seqlens", "cache"}, {"num_splits", "splits"},
+      {"block_mask", "bm-"}, {"block_q", "bq"},       {"block_k", "bk"},          {"block_mask_spec", ""}};
   std::string value;
   if (field == "dtype" && v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? field : "no" + field;
@@ -181,6 +212,20 @@ ojson case_to_json(const GoldenCase& c) {
   if (p.varlen()) {
     j["seqlens_q"] = p.seqlens_q;
     j["seqlens_k"] = p.seqlens_k;
+  }
+  // Only cases that use them carry the fields below, so the files of the other cases stay as they were.
+  if (p.kv_cache()) {
+    j["page_size"] = p.page_size;
+    j["num_blocks"] = p.cache_num_blocks();
+    j["seqlen_new"] = p.seqlen_new;
+    j["cache_seqlens"] = p.cache_seqlens;
+  }
+  if (p.kv_cache() || c.num_splits != 1) j["num_splits"] = c.num_splits;
+  if (p.block_mask != BroadcastShape::None) {
+    j["block_mask"] = std::string(broadcast_name(p.block_mask));
+    j["block_q"] = p.block_mask_q;
+    j["block_k"] = p.block_mask_k;
+    j["block_mask_spec"] = p.block_mask_spec;
   }
   return j;
 }

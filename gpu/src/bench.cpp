@@ -8,6 +8,7 @@
 #include <string>
 
 #include "case_buffers.h"
+#include "flashsim/gpu/params.h"
 #include "flashsim/inputs.h"
 
 namespace flashsim::gpu {
@@ -53,7 +54,9 @@ BenchResult bench(const KernelVersion& v, const AttentionProblem& p, const TileC
     r.skipped = "not a CUDA version";
     return r;
   }
-  if (const std::string why = v.unsupported ? v.unsupported(p, c) : ""; !why.empty()) {
+  std::string why = missing_gpu_feature(p);
+  if (why.empty() && v.unsupported) why = v.unsupported(p, c);
+  if (!why.empty()) {
     r.skipped = why;
     return r;
   }

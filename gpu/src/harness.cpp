@@ -10,6 +10,7 @@
 #include "case_buffers.h"
 #include "flashsim/error.h"
 #include "flashsim/golden/manifest.h"
+#include "flashsim/gpu/params.h"
 #include "stored.h"
 
 namespace flashsim::gpu {
@@ -98,8 +99,9 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
     const golden::LoadedCase lc = golden::read_golden_case(opt.golden, e, opt.max_memory_bytes);
     for (auto& r : reports) {
       const TileConfig c = tile_for(*r.version, lc.c.problem, opt.tiles);
-      if (const std::string why = r.version->unsupported ? r.version->unsupported(lc.c.problem, c) : "";
-          !why.empty()) {
+      std::string why = missing_gpu_feature(lc.c.problem);
+      if (why.empty() && r.version->unsupported) why = r.version->unsupported(lc.c.problem, c);
+      if (!why.empty()) {
         r.skipped.emplace_back(e.name, why);
         continue;
       }

@@ -15,6 +15,12 @@ int narrow(int64_t v, const char* field) {
 }
 }  // namespace
 
+std::string missing_gpu_feature(const AttentionProblem& p) {
+  if (p.kv_cache()) return "a paged KV cache (no decode kernel in gpu/ yet)";
+  if (p.block_mask != BroadcastShape::None) return "a block-sparse mask (no sparse kernel in gpu/ yet)";
+  return "";
+}
+
 AttentionParams make_params(const AttentionProblem& p) {
   p.validate();
   AttentionParams a;

@@ -3,7 +3,10 @@
 //   dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P o (dP - D_i);  dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i
 // (dS taken through the softcap's derivative). dQ is accumulated across key blocks. Parallel without atomics:
 // a task owns (batch, kv head, a chunk of key blocks); each chunk accumulates its own dQ partial, and the
-// partials are added in chunk order, so results do not depend on the thread count.
+// partials are added in chunk order, so results do not depend on the thread count. A (key block, query block)
+// pair the block mask hides entirely is skipped (P = 0 there: no contribution to any gradient; no loads, no
+// work). A CTA with no pair to compute (the window leaves none, or the block mask skips them all) loads no K
+// or V; it still stores its zero dK and dV.
 #include <algorithm>
 #include <vector>
 
@@ -75,9 +78,11 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
   auto* obs = ctx.observer();
   if (obs) obs->kernel_begin({Algorithm::Fa2, Pass::Backward, 1});  // bwd_dq_dk_dv
   const int64_t tasks = p.batch * p.heads_kv * chunks;
+  TileCounter total;
 #pragma omp parallel num_threads(ctx.threads())
   {
     BackwardBuffers<Acc> buf(tile, p);
+    TileCounter counts;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t c = t % chunks, b = (t / chunks) % p.batch, hk = t / (chunks * p.batch);
@@ -90,12 +95,24 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
         for (int64_t h = hk * p.group_size(); h < (hk + 1) * p.group_size(); ++h) {
           HeadView<Acc> hv(ctx, b, h);
           if (obs) obs->cta_begin(b, h, jb);
-          hv.load_k(j0, m, buf.k.data());
-          hv.load_v(j0, m, buf.v.data());
           int64_t qbegin, qend;
           hv.query_range(j0, m, qbegin, qend);
-          for (int64_t i0 = (qbegin / br) * br; i0 < qend; i0 += br) {
+          const int64_t ibegin = (qbegin / br) * br;
+          int64_t active = 0;
+          for (int64_t i0 = ibegin; i0 < qend; i0 += br) {
+            const bool a = hv.tile_active(i0, std::min(br, hv.lq - i0), j0, m);
+            counts.add(a);
+            active += a;
+          }
+          // K and V are loaded when some pair is computed (as FlashAttention-2, whose CTA with no query block
+          // to visit writes zero dK, dV and exits; the block mask's skipped pairs count as none).
+          if (active > 0) {
+            hv.load_k(j0, m, buf.k.data());
+            hv.load_v(j0, m, buf.v.data());
+          }
+          for (int64_t i0 = ibegin; i0 < qend; i0 += br) {
             const int64_t n = std::min(br, hv.lq - i0);
+            if (!hv.tile_active(i0, n, j0, m)) continue;
             hv.load_q(i0, n, buf.q.data());
             hv.load_do(i0, n, buf.dout.data());
             if (obs) {
@@ -146,8 +163,10 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
             }
           }
           if (obs) {
-            obs->release(TensorId::K);
-            obs->release(TensorId::V);
+            if (active > 0) {
+              obs->release(TensorId::K);
+              obs->release(TensorId::V);
+            }
             obs->access({AccessKind::Store, TensorId::dK, b, h, j0, m, 0, d});
             obs->access({AccessKind::Store, TensorId::dV, b, h, j0, m, 0, dv});
             obs->cta_end();
@@ -162,8 +181,11 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
         }
       }
     }
+    counts.add_to(total);
   }
   if (obs) obs->kernel_end();
+  out.tiles_skipped = total.skipped;
+  out.tiles_computed = total.computed;
 
   // dQ = sum of the chunk partials, in chunk order.
   out.dq.resize(p.q_elems());

@@ -1,5 +1,7 @@
 // FlashAttention (the first paper's loop order): key blocks outer, query blocks inner; each query block's O,
-// row max m and row sum l live in global memory and are re-read and re-written once per key block.
+// row max m and row sum l live in global memory and are re-read and re-written once per key block. A (key
+// block, query block) pair the block mask hides entirely is skipped (no loads, no stores, no work), and a key
+// block whose pairs are all skipped is not loaded.
 #include <vector>
 
 #include "head_view.h"
@@ -14,8 +16,10 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
   const int64_t d = p.head_dim, dv = p.head_dim_v, br = tile.block_q, bc = tile.block_k;
   const int64_t tasks = p.batch * p.heads_q;  // one CTA per (batch, head), as FlashAttention-1
   if (auto* obs = ctx.observer()) obs->kernel_begin({Algorithm::Fa1, Pass::Forward, 0});
+  TileCounter total;
 #pragma omp parallel num_threads(ctx.threads())
   {
+    TileCounter counts;
     TileArray<Acc> q(br, d), k(bc, d), v(bc, dv), s(br, bc), pt(br, bc), pv(br, dv);
     ColArray<Acc> mt(br), lt(br), shift(br);
 #pragma omp for schedule(dynamic, 1)
@@ -33,10 +37,19 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
         int64_t qbegin, qend;
         hv.query_range(j0, mk, qbegin, qend);
         if (qbegin >= qend) continue;
+        const int64_t ibegin = (qbegin / br) * br;
+        int64_t active = 0;
+        for (int64_t i0 = ibegin; i0 < qend; i0 += br) {
+          const bool a = hv.tile_active(i0, std::min(br, hv.lq - i0), j0, mk);
+          counts.add(a);
+          active += a;
+        }
+        if (active == 0) continue;  // every pair of this key block skipped: K and V not loaded
         hv.load_k(j0, mk, k.data());
         hv.load_v(j0, mk, v.data());
-        for (int64_t i0 = (qbegin / br) * br; i0 < qend; i0 += br) {
+        for (int64_t i0 = ibegin; i0 < qend; i0 += br) {
           const int64_t n = std::min(br, hv.lq - i0);
+          if (!hv.tile_active(i0, n, j0, mk)) continue;
           hv.load_q(i0, n, q.data());
           if (obs) {
             obs->access({AccessKind::Load, TensorId::O, b, h, i0, n, 0, dv});
@@ -82,8 +95,11 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
       }
       if (obs) obs->cta_end();
     }
+    counts.add_to(total);
   }
   if (auto* obs = ctx.observer()) obs->kernel_end();
+  out.tiles_skipped = total.skipped;
+  out.tiles_computed = total.computed;
 }
 
 template void forward_fa1<float>(const ProblemContext&, const TileConfig&, ForwardResult&);

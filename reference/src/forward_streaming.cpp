@@ -1,5 +1,6 @@
 // Three-pass safe softmax, two-pass online softmax and FlashAttention-2 (query blocks outer): each task owns
-// one block of query rows of one (batch, head) and streams the key blocks its window allows.
+// one block of query rows of one (batch, head) and streams the key blocks its window allows, skipping those the
+// block mask hides entirely. Split-KV runs FA2's task over each split's key blocks.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,6 +19,7 @@ struct RowBlockBuffers {
   TileArray<Acc> q, k, v, s, p, o;
   ColArray<Acc> m, l, m_new, shift, alpha;
   std::vector<Acc> split_o, split_lse;  // split-KV: each split's partials for the block's rows
+  TileCounter counts;                   // this thread's visited key blocks, skipped and computed
 
   RowBlockBuffers(const TileConfig& tile, const AttentionProblem& prob)
       : q(tile.block_q, prob.head_dim),
@@ -40,19 +42,25 @@ class RowBlockTask {
                RowBlockBuffers<Acc>& buf)
       : hv_(hv), ctx_(hv.ctx()), tile_(tile), i0_(i0), n_(n), buf_(buf), dv_(ctx_.p.head_dim_v) {
     hv_.key_range(i0, n, kbegin_, kend_);
-    hv_.load_q(i0, n, buf_.q.data());
     buf_.m.head(n).setConstant(neg_inf<Acc>());
     buf_.l.head(n).setZero();
     buf_.o.topRows(n).setZero();
   }
 
   // Calls f(j0, m) for every key block [j0, j0 + m) the window lets these rows see (blocks aligned to Bc),
-  // within keys [lo, hi) when given (a split-KV split: whole key blocks).
+  // within keys [lo, hi) when given (a split-KV split: whole key blocks), except the blocks the block mask
+  // hides entirely (HeadView::tile_active): those are skipped, no load and no work (their scores would all
+  // be -inf, which leaves m, l and O as they are). `count`: add the blocks to the thread's tile counts (the
+  // first pass of each algorithm counts, so a (query block, key block) pair counts once).
   template <class F>
-  void for_each_key_block(F&& f) const {
+  void for_each_key_block(F&& f, bool count) const {
     const int64_t bc = tile_.block_k;
-    for (int64_t j0 = std::max((kbegin_ / bc) * bc, lo_); j0 < std::min(kend_, hi_); j0 += bc)
-      f(j0, std::min(bc, hv_.lk - j0));
+    for (int64_t j0 = std::max((kbegin_ / bc) * bc, lo_); j0 < std::min(kend_, hi_); j0 += bc) {
+      const int64_t m = std::min(bc, hv_.lk - j0);
+      const bool active = hv_.tile_active(i0_, n_, j0, m);
+      if (count) buf_.counts.add(active);
+      if (active) f(j0, m);
+    }
   }
   // Restricts the passes to keys [lo, hi) (whole key blocks) and restarts the running statistics.
   void restrict_keys(int64_t lo, int64_t hi) {
@@ -63,8 +71,14 @@ class RowBlockTask {
     buf_.o.topRows(n_).setZero();
   }
 
-  // S tile for key block [j0, j0 + m): loads K (and V when with_v) and computes the scores.
+  // S tile for key block [j0, j0 + m): loads K (and V when with_v) and computes the scores. Q is loaded before
+  // the first tile (a task that computes none, all its keys hidden by the window or the block mask, loads no
+  // Q: FlashAttention-2's early exit).
   void score_tile(int64_t j0, int64_t m, bool with_v) {
+    if (!q_loaded_) {
+      hv_.load_q(i0_, n_, buf_.q.data());
+      q_loaded_ = true;
+    }
     hv_.load_k(j0, m, buf_.k.data());
     if (with_v) hv_.load_v(j0, m, buf_.v.data());
     hv_.scores(buf_.q.data(), i0_, n_, buf_.k.data(), j0, m, buf_.s.data());
@@ -72,7 +86,7 @@ class RowBlockTask {
       obs->release(TensorId::K);
       if (with_v) obs->release(TensorId::V);
     }
-    may_have_neg_inf_ = ctx_.elementwise_scores() || !hv_.window_covers(i0_, n_, j0, m);
+    may_have_neg_inf_ = ctx_.elementwise_scores() || !hv_.fully_visible(i0_, n_, j0, m);
   }
 
   // P = exp(S - shift) for the current tile.
@@ -88,53 +102,63 @@ class RowBlockTask {
 
   // Pass: running max only (three-pass, pass 1).  m = max(m, rowmax(S))
   void pass_max() {
-    for_each_key_block([&](int64_t j0, int64_t m) {
-      score_tile(j0, m, false);
-      row_max(buf_.s.data(), n_, m, buf_.m_new);
-      buf_.m.head(n_) = buf_.m.head(n_).max(buf_.m_new.head(n_));
-    });
+    for_each_key_block(
+        [&](int64_t j0, int64_t m) {
+          score_tile(j0, m, false);
+          row_max(buf_.s.data(), n_, m, buf_.m_new);
+          buf_.m.head(n_) = buf_.m.head(n_).max(buf_.m_new.head(n_));
+        },
+        true);
   }
   // Pass: sum of exp(s - m) for a known row max (three-pass, pass 2).  l += rowsum(exp(S - m))
   void pass_sum() {
     for (int64_t r = 0; r < n_; ++r) buf_.shift(r) = safe_shift(buf_.m(r));
-    for_each_key_block([&](int64_t j0, int64_t m) {
-      score_tile(j0, m, false);
-      exp_tile(m, buf_.shift);
-      row_sum(buf_.p.data(), n_, m, buf_.alpha);
-      buf_.l.head(n_) += buf_.alpha.head(n_);
-    });
+    for_each_key_block(
+        [&](int64_t j0, int64_t m) {
+          score_tile(j0, m, false);
+          exp_tile(m, buf_.shift);
+          row_sum(buf_.p.data(), n_, m, buf_.alpha);
+          buf_.l.head(n_) += buf_.alpha.head(n_);
+        },
+        false);
   }
   // Pass: online max and rescaled sum (two-pass, pass 1).
   //   m_new = max(m, rowmax(S));  l = l * exp(m - m_new) + rowsum(exp(S - m_new))
   void pass_online_stats() {
-    for_each_key_block([&](int64_t j0, int64_t m) {
-      score_tile(j0, m, false);
-      update_max_and_rescale(m);
-      add_rescaled_row_sums(m);
-    });
+    for_each_key_block(
+        [&](int64_t j0, int64_t m) {
+          score_tile(j0, m, false);
+          update_max_and_rescale(m);
+          add_rescaled_row_sums(m);
+        },
+        true);
   }
   // Pass: normalized output for known m and l (three- and two-pass, last pass).  O += (exp(S - m) / l) * V
   void pass_output() {
     for (int64_t r = 0; r < n_; ++r) buf_.shift(r) = safe_shift(buf_.m(r));
-    for_each_key_block([&](int64_t j0, int64_t m) {
-      score_tile(j0, m, true);
-      exp_tile(m, buf_.shift);
-      for (int64_t r = 0; r < n_; ++r)
-        tile_row(buf_.p.data(), r, m) *= buf_.l(r) > 0 ? Acc(1) / buf_.l(r) : Acc(0);
-      accumulate_pv(m);
-    });
+    for_each_key_block(
+        [&](int64_t j0, int64_t m) {
+          score_tile(j0, m, true);
+          exp_tile(m, buf_.shift);
+          for (int64_t r = 0; r < n_; ++r)
+            tile_row(buf_.p.data(), r, m) *= buf_.l(r) > 0 ? Acc(1) / buf_.l(r) : Acc(0);
+          accumulate_pv(m);
+        },
+        false);
   }
   // FlashAttention's single pass:
   //   m_new = max(m, rowmax(S)); alpha = exp(m - m_new); P = exp(S - m_new);
   //   l = alpha * l + rowsum(P);  O = alpha * O + P * V
   void pass_flash() {
-    for_each_key_block([&](int64_t j0, int64_t m) {
-      score_tile(j0, m, true);
-      update_max_and_rescale(m);
-      add_rescaled_row_sums(m);
-      scale_rows(buf_.o.data(), n_, dv_, buf_.alpha);
-      accumulate_pv(m);
-    });
+    for_each_key_block(
+        [&](int64_t j0, int64_t m) {
+          score_tile(j0, m, true);
+          update_max_and_rescale(m);
+          add_rescaled_row_sums(m);
+          scale_rows(buf_.o.data(), n_, dv_, buf_.alpha);
+          accumulate_pv(m);
+        },
+        true);
   }
 
   // Split-KV: this split's normalized partial o_s = O / l and lse_s = m + log(l) (o_s = 0, lse_s = -inf where
@@ -158,7 +182,7 @@ class RowBlockTask {
       out.lse[hv_.lse_index(i0_ + r)] = static_cast<double>(row_lse(buf_.m(r), l));
     }
     if (auto* obs = ctx_.observer()) {
-      obs->release(TensorId::Q);
+      if (q_loaded_) obs->release(TensorId::Q);
       obs->access({AccessKind::Store, TensorId::O, hv_.b, hv_.h, i0_, n_, 0, dv_});
       obs->access({AccessKind::Store, TensorId::Lse, hv_.b, hv_.h, i0_, n_, 0, 1});
     }
@@ -191,6 +215,7 @@ class RowBlockTask {
   int64_t kbegin_ = 0, kend_ = 0;
   int64_t lo_ = 0, hi_ = std::numeric_limits<int64_t>::max();  // restrict_keys
   bool may_have_neg_inf_ = true;
+  bool q_loaded_ = false;
 };
 
 // The (query block, sequence, head) tasks of a forward in the launch order of FlashAttention-2's grid: query
@@ -216,10 +241,11 @@ class QueryBlockTasks {
 };
 
 // Runs f(hv, b, h, blk, i0, n, buf) for every task (query rows [i0, i0 + n) of query block blk of head h of
-// sequence b), in parallel, with one RowBlockBuffers per thread.
+// sequence b), in parallel, with one RowBlockBuffers per thread; returns the sum of the threads' tile counts.
 template <class Acc, class F>
-void run_tasks(const ProblemContext& ctx, const TileConfig& tile, F&& f) {
+TileCounter run_tasks(const ProblemContext& ctx, const TileConfig& tile, F&& f) {
   const QueryBlockTasks tasks(ctx.p, tile.block_q);
+  TileCounter total;
 #pragma omp parallel num_threads(ctx.threads())
   {
     RowBlockBuffers<Acc> buf(tile, ctx.p);
@@ -231,7 +257,9 @@ void run_tasks(const ProblemContext& ctx, const TileConfig& tile, F&& f) {
       const int64_t i0 = blk * tile.block_q, n = std::min(tile.block_q, hv.lq - i0);
       f(hv, b, h, blk, i0, n, buf);
     }
+    buf.counts.add_to(total);
   }
+  return total;
 }
 
 }  // namespace
@@ -240,31 +268,33 @@ template <class Acc>
 void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algorithm algo,
                        ForwardResult& out) {
   if (auto* obs = ctx.observer()) obs->kernel_begin({algo, Pass::Forward, 0});
-  run_tasks<Acc>(ctx, tile,
-                 [&](const HeadView<Acc>& hv, int64_t b, int64_t h, int64_t blk, int64_t i0, int64_t n,
-                     RowBlockBuffers<Acc>& buf) {
-                   if (auto* obs = ctx.observer()) obs->cta_begin(b, h, blk);
-                   RowBlockTask<Acc> task(hv, tile, i0, n, buf);
-                   switch (algo) {
-                     case Algorithm::ThreePass:
-                       task.pass_max();
-                       task.pass_sum();
-                       task.pass_output();
-                       task.store(out, false);
-                       break;
-                     case Algorithm::TwoPass:
-                       task.pass_online_stats();
-                       task.pass_output();
-                       task.store(out, false);
-                       break;
-                     default:
-                       task.pass_flash();
-                       task.store(out, true);
-                       break;
-                   }
-                   if (auto* obs = ctx.observer()) obs->cta_end();
-                 });
+  const TileCounter counts = run_tasks<Acc>(ctx, tile,
+                                            [&](const HeadView<Acc>& hv, int64_t b, int64_t h, int64_t blk,
+                                                int64_t i0, int64_t n, RowBlockBuffers<Acc>& buf) {
+                                              if (auto* obs = ctx.observer()) obs->cta_begin(b, h, blk);
+                                              RowBlockTask<Acc> task(hv, tile, i0, n, buf);
+                                              switch (algo) {
+                                                case Algorithm::ThreePass:
+                                                  task.pass_max();
+                                                  task.pass_sum();
+                                                  task.pass_output();
+                                                  task.store(out, false);
+                                                  break;
+                                                case Algorithm::TwoPass:
+                                                  task.pass_online_stats();
+                                                  task.pass_output();
+                                                  task.store(out, false);
+                                                  break;
+                                                default:
+                                                  task.pass_flash();
+                                                  task.store(out, true);
+                                                  break;
+                                              }
+                                              if (auto* obs = ctx.observer()) obs->cta_end();
+                                            });
   if (auto* obs = ctx.observer()) obs->kernel_end();
+  out.tiles_skipped = counts.skipped;
+  out.tiles_computed = counts.computed;
 }
 
 namespace {
@@ -317,9 +347,12 @@ void split_kv_task(const HeadView<Acc>& hv, const TileConfig& tile, int64_t spli
 
 template <class Acc>
 void forward_split_kv(const ProblemContext& ctx, const TileConfig& tile, int num_splits, SplitKvResult& out) {
-  run_tasks<Acc>(ctx, tile,
-                 [&](const HeadView<Acc>& hv, int64_t, int64_t, int64_t, int64_t i0, int64_t n,
-                     RowBlockBuffers<Acc>& buf) { split_kv_task(hv, tile, num_splits, i0, n, buf, out); });
+  const TileCounter counts = run_tasks<Acc>(
+      ctx, tile,
+      [&](const HeadView<Acc>& hv, int64_t, int64_t, int64_t, int64_t i0, int64_t n,
+          RowBlockBuffers<Acc>& buf) { split_kv_task(hv, tile, num_splits, i0, n, buf, out); });
+  out.combined.tiles_skipped = counts.skipped;
+  out.combined.tiles_computed = counts.computed;
 }
 
 template void forward_split_kv<float>(const ProblemContext&, const TileConfig&, int, SplitKvResult&);

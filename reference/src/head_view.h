@@ -27,7 +27,8 @@ class HeadView {
         h(head),
         hk(ctx.p.kv_head(head)),
         lq(ctx.cu_q[batch + 1] - ctx.cu_q[batch]),
-        lk(ctx.cu_k[batch + 1] - ctx.cu_k[batch]) {}
+        lk(ctx.cu_k[batch + 1] - ctx.cu_k[batch]),
+        bm_(ctx.block_mask_plane(batch, head)) {}
 
   void load_q(int64_t i0, int64_t n, Acc* dst) const {
     load(TensorId::Q, ctx_.in.q, ctx_.cu_q[b], p_.heads_q, h, p_.head_dim, i0, n, dst);
@@ -81,14 +82,31 @@ class HeadView {
     return row_first(i0 + n - 1) <= j0 && row_last(i0) >= j0 + m - 1;
   }
 
+  // The block mask (problem.h: [batch|1, heads_q|1, q blocks, k blocks], positions within this sequence) on
+  // rows [i0, i0+n) x keys [j0, j0+m): whether any / every mask tile the rectangle overlaps is active (without
+  // a block mask: true). An empty rectangle overlaps no tile (any: false, every: true).
+  bool block_any(int64_t i0, int64_t n, int64_t j0, int64_t m) const {
+    return block_tiles(i0, n, j0, m, true);
+  }
+  bool block_all(int64_t i0, int64_t n, int64_t j0, int64_t m) const {
+    return block_tiles(i0, n, j0, m, false);
+  }
+  // Whether a tiled algorithm computes the (rows [i0, i0+n), keys [j0, j0+m)) tile: false when every block-mask
+  // tile it overlaps is inactive (its scores are all -inf, so skipping it changes nothing).
+  bool tile_active(int64_t i0, int64_t n, int64_t j0, int64_t m) const { return block_any(i0, n, j0, m); }
+  // True when neither the window nor the block mask hides any (i, j) of the tile.
+  bool fully_visible(int64_t i0, int64_t n, int64_t j0, int64_t m) const {
+    return window_covers(i0, n, j0, m) && block_all(i0, n, j0, m);
+  }
+
   // S (n x m, row-major) = the scores of query rows [i0, i0+n) (tile Qt) against keys [j0, j0+m) (tile Kt):
-  // scale * q.k, then softcap, + bias + ALiBi, then -inf where the window or the mask hides the key.
-  // dcap (optional, n x m) receives d softcap(x)/dx = 1 - tanh^2(x / c).
+  // scale * q.k, then softcap, + bias + ALiBi, then -inf where the window, the block mask or the mask hides
+  // the key. dcap (optional, n x m) receives d softcap(x)/dx = 1 - tanh^2(x / c).
   void scores(const Acc* qt, int64_t i0, int64_t n, const Acc* kt, int64_t j0, int64_t m, Acc* s,
               Acc* dcap = nullptr) const {
     gemm<Acc>(ctx_.opt.use_blas, Trans::No, Trans::Yes, n, m, p_.head_dim, static_cast<Acc>(ctx_.scale), qt,
               p_.head_dim, kt, p_.head_dim, Acc(0), s, m);
-    const bool covered = window_covers(i0, n, j0, m);
+    const bool covered = fully_visible(i0, n, j0, m);
     if (!ctx_.elementwise_scores() && covered) return;
     if (auto* obs = ctx_.observer()) {
       if (p_.bias != BroadcastShape::None)
@@ -101,6 +119,8 @@ class HeadView {
     for (int64_t r = 0; r < n; ++r) {
       const int64_t i = i0 + r;
       const int64_t first = row_first(i), last = row_last(i);
+      // This row's tiles of the block mask (nullptr: no block mask, or the whole tile is active).
+      const uint8_t* bm_row = bm_ && !covered ? bm_ + (i / p_.block_mask_q) * ctx_.bm_k_blocks : nullptr;
       Acc* srow = s + r * m;
       for (int64_t c = 0; c < m; ++c) {
         const int64_t j = j0 + c;
@@ -117,7 +137,7 @@ class HeadView {
           x += static_cast<Acc>(-slope * static_cast<double>(dist < 0 ? -dist : dist));
         }
         const bool visible =
-            j >= first && j <= last &&
+            j >= first && j <= last && (!bm_row || bm_row[j / p_.block_mask_k]) &&
             (p_.mask == BroadcastShape::None || ctx_.in.mask[p_.broadcast_index(p_.mask, b, h, i, j)]);
         srow[c] = visible ? x : neg_inf<Acc>();
       }
@@ -133,6 +153,20 @@ class HeadView {
   }
   int64_t row_last(int64_t i) const {
     return p_.window_right >= 0 ? i + lk - lq + p_.window_right : std::numeric_limits<int64_t>::max() / 4;
+  }
+
+  // block_any (any = true) or block_all (any = false) over the mask tiles rows [i0, i0+n) x keys [j0, j0+m)
+  // overlap.
+  bool block_tiles(int64_t i0, int64_t n, int64_t j0, int64_t m, bool any) const {
+    if (n <= 0 || m <= 0) return !any;
+    if (!bm_) return true;
+    const int64_t bq = p_.block_mask_q, bk = p_.block_mask_k;
+    for (int64_t qb = i0 / bq; qb <= (i0 + n - 1) / bq; ++qb) {
+      const uint8_t* row = bm_ + qb * ctx_.bm_k_blocks;
+      for (int64_t kb = j0 / bk; kb <= (j0 + m - 1) / bk; ++kb)
+        if ((row[kb] != 0) == any) return any;
+    }
+    return !any;
   }
 
   void load(TensorId id, const std::vector<double>& src, int64_t row_offset, int64_t heads, int64_t head,
@@ -151,6 +185,9 @@ class HeadView {
  public:
   const int64_t b, h, hk;  // batch, q head, kv head
   const int64_t lq, lk;    // this sequence's lengths
+
+ private:
+  const uint8_t* bm_;  // this (batch, head)'s block-mask plane [q blocks, k blocks], or nullptr
 };
 
 }  // namespace flashsim::ref::detail

@@ -24,6 +24,21 @@ template <class Acc>
 void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const ForwardResult& fwd,
                     Gradients& out);
 
+// (query tile, key tile, head) pairs a tiled loop visited within the window: skipped (every block-mask tile
+// they overlap inactive) and computed. Integer sums, so thread-count independent.
+struct TileCounter {
+  int64_t skipped = 0, computed = 0;
+  // Adds one visited pair.
+  void add(bool active) { ++(active ? computed : skipped); }
+  // Adds this thread's counts into `total` (inside a parallel region).
+  void add_to(TileCounter& total) const {
+#pragma omp atomic
+    total.skipped += skipped;
+#pragma omp atomic
+    total.computed += computed;
+  }
+};
+
 // Block b of a dimension split into blocks of `block`: [b * block, min(len, (b + 1) * block)).
 inline int64_t num_blocks(int64_t len, int64_t block) {
   return (len + block - 1) / block;

@@ -1,10 +1,11 @@
 // dq, dk, dv and dbias of both backward algorithms match central finite differences of L = <O, dO> computed
 // by the independent oracle, in fp64: directional derivatives along random directions, relative error <=
-// 1e-6.
+// 1e-6; over the reference grid and block-sparse problems.
 #include <gtest/gtest.h>
 
 #include <functional>
 
+#include "block_sparse_cases.h"
 #include "flashsim/random.h"
 #include "flashsim/ref/attention.h"
 #include "oracle.h"
@@ -100,6 +101,19 @@ std::vector<Case> gradient_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Grid, Gradient, ::testing::ValuesIn(gradient_cases()),
+                         [](const auto& pinfo) { return pinfo.param.name; });
+
+// Block-sparse masks (block_sparse_cases.h): the oracle reads the block mask element by element.
+std::vector<Case> block_sparse_gradient_cases() {
+  std::vector<Case> out;
+  for (const Case& c : block_sparse_grid())
+    for (const char* want : {"local_sink_misaligned", "random03", "gqa", "varlen_causal_s2", "bias_bhqk",
+                             "bias_11qk", "softcap", "alibi", "combined", "combined_varlen"})
+      if (c.name == want) out.push_back(c);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(BlockSparse, Gradient, ::testing::ValuesIn(block_sparse_gradient_cases()),
                          [](const auto& pinfo) { return pinfo.param.name; });
 
 }  // namespace

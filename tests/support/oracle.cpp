@@ -38,6 +38,17 @@ OracleOutput oracle_forward(const AttentionProblem& p, const AttentionInputs& in
           if (p.window_left >= 0 && j < i + lk - lq - p.window_left) vis = false;
           if (p.window_right >= 0 && j > i + lk - lq + p.window_right) vis = false;
           if (p.mask != BroadcastShape::None && in.mask[idx(p.mask)] == 0) vis = false;
+          if (p.block_mask != BroadcastShape::None) {
+            // One byte per block_mask_q x block_mask_k tile of the longest sequences' grid, positions within
+            // sequence b (its top-left corner with variable lengths), broadcast like a bias.
+            const bool hb = p.block_mask == BroadcastShape::BHQK || p.block_mask == BroadcastShape::BOneQK;
+            const bool hh = p.block_mask == BroadcastShape::BHQK || p.block_mask == BroadcastShape::OneHQK;
+            const int64_t rows = (p.seqlen_q + p.block_mask_q - 1) / p.block_mask_q;
+            const int64_t cols = (p.seqlen_k + p.block_mask_k - 1) / p.block_mask_k;
+            const int64_t plane = (hb ? b : 0) * (hh ? p.heads_q : 1) + (hh ? h : 0);
+            if (in.block_mask[(plane * rows + i / p.block_mask_q) * cols + j / p.block_mask_k] == 0)
+              vis = false;
+          }
           s[j] = x;
           keep[j] = vis;
           if (vis) mx = std::max(mx, x);

@@ -1,8 +1,9 @@
 #pragma once
 // One golden case as a safetensors file: inputs in their stored dtype (q k v do, and bias mask alibi_slopes
-// cu_seqlens_q cu_seqlens_k where the case has them), exact outputs in F64 (o lse dq dk dv, dbias with a
-// bias), and __metadata__["flashsim.case"]: the case (golden::case_to_json), the generator version, the
-// reference algorithms used and the tolerance table.
+// block_mask cu_seqlens_q cu_seqlens_k where the case has them; a KV-cache case has k_cache v_cache block_table
+// cache_seqlens, and k_new v_new when it appends, in place of k v, and no do), exact outputs in F64 (o lse dq dk
+// dv, dbias with a bias; o lse only for a KV-cache case), and __metadata__["flashsim.case"]: the case
+// (golden::case_to_json), the generator version, the reference algorithms used and the tolerance table.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,6 +25,8 @@ std::string generator_version();  // "flashsim 0.1.0, golden format 1"
 // Output names in file order; dbias only when the problem has a bias.
 std::vector<std::string> output_names(const AttentionProblem& p);
 std::vector<int64_t> output_shape(const AttentionProblem& p, const std::string& name);
+// k_new / v_new of a KV-cache case: [batch, seqlen_new, heads_kv, dim].
+std::vector<int64_t> new_keys_shape(const AttentionProblem& p, int64_t dim);
 
 struct AttentionOutputs {
   ref::ForwardResult fwd;
@@ -35,7 +38,8 @@ struct AttentionOutputs {
 // an independent oracle to 1e-12 in tests/).
 AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs& in, ref::RunOptions opt);
 // The reference computed through a GPU kernel's pipeline in `compute`, on the inputs rounded to it, by the
-// given algorithms (default: tiled FlashAttention-2, the tolerances' reference). Returns false (and nothing)
+// given algorithms (default: tiled FlashAttention-2, the tolerances' reference); with tile.num_splits > 1 the
+// forward is split-KV's (ref::forward_split_kv). KV-cache problems have no backward. Returns false (and nothing)
 // when the rounded inputs are not finite (e.g. large bf16 values in fp16).
 bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
                       ref::RunOptions opt, AttentionOutputs& out, Algorithm fwd = Algorithm::Fa2,

@@ -8,7 +8,9 @@
 // dtype bias mask mask_keep alibi seqlens_q seqlens_k) plus seed, magnitude, name, description; `seqlen`
 // sets seqlen_q and seqlen_k; unset head_dim_v / heads_kv follow head_dim / heads_q; `causal: true` sets
 // window_right 0; `seqlens_q` (and `seqlens_k`, default the same) make a variable-length batch; a case
-// without a seed gets its position in the suite.
+// without a seed gets its position in the suite. A paged KV cache: page_size, cache_seqlens (a list sets the
+// batch; one integer applies to every sequence; seqlen_k defaults to the longest), seqlen_new, num_blocks,
+// num_splits. A block-sparse mask: block_mask (its shape, as bias), block_q, block_k, block_mask_spec.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -24,6 +26,8 @@ struct GoldenCase {
   AttentionProblem problem;
   uint64_t seed = 0;
   double magnitude = 1.0;  // q, k, v, dO are N(0, 1) * magnitude, rounded to the dtype
+  // Split-KV (Flash-Decoding) splits of the emulated pipeline the tolerances derive from (1: FA2's forward).
+  int64_t num_splits = 1;
 };
 
 // The case as JSON: the problem's fields under the names above (scale resolved to its value, causal as

@@ -5,6 +5,7 @@
 // mask [b|1, h|1, seqlen_q, seqlen_k], broadcast dims with stride 0 (with variable lengths sequence b uses the
 // top-left len_q x len_k corner of its slice).
 #include <cstdint>
+#include <string>
 
 #include "flashsim/problem.h"
 
@@ -23,6 +24,9 @@ struct AttentionParams {
   int64_t bias_stride_b = 0, bias_stride_h = 0, bias_stride_q = 0;  // key stride 1
   int64_t mask_stride_b = 0, mask_stride_h = 0, mask_stride_q = 0;
 };
+
+// Why no kernel in gpu/ runs p ("" when they may): a paged KV cache or a block-sparse mask (no kernel yet).
+std::string missing_gpu_feature(const AttentionProblem& p);
 
 // Throws InputError when a size exceeds int (the kernels index with 32-bit ints where a tile is concerned).
 AttentionParams make_params(const AttentionProblem& p);

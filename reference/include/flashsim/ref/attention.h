@@ -1,7 +1,8 @@
 #pragma once
 // Exact attention forward and backward on the CPU. Every algorithm computes the same function (the score
-// pipeline in docs/design.md: scale, softcap, bias + ALiBi, window and boolean masks, softmax, P*V) and differs
-// only in how it gets there.
+// pipeline in docs/design.md: scale, softcap, bias + ALiBi, window, block and boolean masks, softmax, P*V) and
+// differs only in how it gets there.
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -13,14 +14,29 @@
 
 namespace flashsim::ref {
 
+// Block-sparse masks (problem.block_mask): every algorithm hides the keys of inactive mask tiles (ANDed with
+// the window and the boolean mask). The tiled algorithms also skip a (query tile, key tile) pair of their own
+// tiles (Br x Bc, which need not match the mask's tile) when every mask tile it overlaps is inactive for that
+// (batch, head): no GEMM, no work and no tile moves reported to the observer (traffic.h), and the same result.
+// tiles_skipped / tiles_computed count the (query tile, key tile, q head) pairs the tiled loop visited (those
+// the window leaves: the key blocks of each query block's window range, or the query blocks of each key
+// block's) and skipped or computed; skipped + computed is the same with or without a block mask, and skipped
+// is 0 without one. Each pair counts once however many passes visit it (three-pass, two-pass); split-KV counts
+// each pair in its one split. fa2, two-pass, three-pass and split-KV count forward tiles (block_q x block_k),
+// fa1 its own loop's (the same pairs), the fa2 backward its (bwd_block_q x bwd_block_k) tiles; the naive
+// algorithms tile nothing and leave both 0.
 struct ForwardResult {
-  std::vector<double> o;    // problem.o_shape()
-  std::vector<double> lse;  // natural-log sum-exp of each row's scores; -inf for a row with no visible key
+  std::vector<double> o;       // problem.o_shape()
+  std::vector<double> lse;     // natural-log sum-exp of each row's scores; -inf for a row with no visible key
+  int64_t tiles_skipped = 0;   // pairs skipped by the block mask (above)
+  int64_t tiles_computed = 0;  // pairs computed
 };
 
 struct Gradients {
   std::vector<double> dq, dk, dv;
-  std::vector<double> dbias;  // problem.bias shape (reduced over broadcast dims), empty without a bias
+  std::vector<double> dbias;   // problem.bias shape (reduced over broadcast dims), empty without a bias
+  int64_t tiles_skipped = 0;   // the backward's pairs skipped by the block mask (above)
+  int64_t tiles_computed = 0;  // and computed
 };
 
 // Forward by any algorithm. `tile` is used by the tiled and streaming algorithms (block_q, block_k); the naive

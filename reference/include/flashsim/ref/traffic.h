@@ -3,6 +3,12 @@
 // on-chip buffers. Nothing here counts: tiling_sim/ implements an observer that counts bytes and checks that
 // the live tiles fit a bounded shared memory, so the algorithm that computes the numbers is the one counted.
 // With an observer attached, an algorithm runs on one thread, CTA by CTA in launch order.
+// Block-sparse masks (attention.h): a (query tile, key tile) pair the block mask hides entirely is skipped and
+// reports nothing (no K, V, Q, dO, lse, D, bias or mask load, no O/m/l or dQ/dBias move of the pair). A tile
+// loaded once for several pairs is loaded only when one of them is computed (as FlashAttention-2's early exit,
+// with or without a block mask): Q of a forward query block (three-pass, two-pass, fa2), K and V of an fa1 key
+// block and of an fa2 backward CTA. CTAs themselves are never skipped: their O, lse (forward) and dK, dV
+// (backward) stores stay.
 #include <cstdint>
 #include <string_view>
 
