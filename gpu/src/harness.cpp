@@ -99,10 +99,10 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
     const golden::LoadedCase lc = golden::read_golden_case(opt.golden, e, opt.max_memory_bytes);
     for (auto& r : reports) {
       const TileConfig c = tile_for(*r.version, lc.c.problem, opt.tiles);
-      std::string why = missing_gpu_feature(lc.c.problem);
-      if (why.empty() && r.version->unsupported) why = r.version->unsupported(lc.c.problem, c);
-      if (!why.empty()) {
-        r.skipped.emplace_back(e.name, why);
+      std::string skip = missing_gpu_feature(lc.c.problem);
+      if (skip.empty() && r.version->unsupported) skip = r.version->unsupported(lc.c.problem, c);
+      if (!skip.empty()) {
+        r.skipped.emplace_back(e.name, skip);
         continue;
       }
       golden::VerifyOptions vo;

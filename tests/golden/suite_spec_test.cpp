@@ -100,7 +100,9 @@ TEST(SuiteSpec, BuiltInSuitesCoverTheFeatures) {
   std::set<int64_t> dims;
   int64_t min_len = 1 << 30, max_len = 0;
   bool q_lt_k = false, q_gt_k = false, gqa = false, mqa = false, varlen = false, masked_rows = false,
-       large = false, dma = false, odd_len = false, window = false, softcap = false, alibi = false;
+       large = false, dma = false, odd_len = false, window = false, softcap = false, alibi = false,
+       paged = false, split = false, sparse = false, dv_default_scale = false;
+  std::set<BroadcastShape> dbias_shapes_gqa_causal;
   for (const auto& c : d.cases) {
     const AttentionProblem& p = c.problem;
     dtypes.insert(p.dtype);
@@ -120,13 +122,53 @@ TEST(SuiteSpec, BuiltInSuitesCoverTheFeatures) {
     window |= p.window_left >= 0;
     softcap |= p.softcap > 0;
     alibi |= p.alibi;
+    paged |= p.kv_cache() && p.page_size % 2 == 1;
+    split |= c.num_splits > 1;
+    sparse |= p.block_mask != BroadcastShape::None;
+    dv_default_scale |= p.head_dim_v != p.head_dim && !p.scale;
+    if (p.bias != BroadcastShape::None && p.heads_kv < p.heads_q && p.causal())
+      dbias_shapes_gqa_causal.insert(p.bias);
   }
   EXPECT_EQ(dtypes, (std::set<DType>{DType::F32, DType::F16, DType::BF16}));
   EXPECT_TRUE(dims.count(32) && dims.count(256) && dims.count(17) && dims.count(111));
   EXPECT_EQ(min_len, 1);
-  EXPECT_EQ(max_len, 2048);
-  for (bool b : {q_lt_k, q_gt_k, gqa, mqa, varlen, masked_rows, large, dma, odd_len, window, softcap, alibi})
+  EXPECT_EQ(max_len, 8192);  // errors that grow with the length need long cases (issue 13)
+  for (bool b : {q_lt_k, q_gt_k, gqa, mqa, varlen, masked_rows, large, dma, odd_len, window, softcap, alibi,
+                 paged, split, sparse, dv_default_scale})
     EXPECT_TRUE(b);
+  EXPECT_EQ(dbias_shapes_gqa_causal.size(), 4u);
+  // The decode and sparse suites: page sizes 1, 16, 256 and an odd one, caches up to 32K, seqlen_q 1 and 4,
+  // splits up to 16, MQA and GQA 8:1; every block-mask pattern and shape.
+  std::set<int64_t> pages, q_lens, splits, groups;
+  int64_t longest_cache = 0;
+  for (const auto& c : load_suite_spec("decode").cases) {
+    const AttentionProblem& p = c.problem;
+    ASSERT_TRUE(p.kv_cache()) << c.name;
+    pages.insert(p.page_size);
+    q_lens.insert(p.seqlen_q);
+    splits.insert(c.num_splits);
+    groups.insert(p.group_size());
+    for (const int64_t l : p.cache_seqlens) longest_cache = std::max(longest_cache, l);
+  }
+  EXPECT_TRUE(pages.count(1) && pages.count(16) && pages.count(256) && pages.count(7));
+  EXPECT_TRUE(q_lens.count(1) && q_lens.count(4));
+  EXPECT_TRUE(splits.count(1) && splits.count(16));
+  EXPECT_TRUE(groups.count(8) && groups.count(1));
+  EXPECT_EQ(longest_cache, 32768);
+  std::set<std::string> patterns;
+  std::set<BroadcastShape> shapes;
+  bool sparse_causal = false, sparse_gqa = false;
+  for (const auto& c : load_suite_spec("sparse").cases) {
+    const AttentionProblem& p = c.problem;
+    ASSERT_NE(p.block_mask, BroadcastShape::None) << c.name;
+    patterns.insert(p.block_mask_spec.substr(0, p.block_mask_spec.find(':')));
+    shapes.insert(p.block_mask);
+    sparse_causal |= p.causal();
+    sparse_gqa |= p.heads_kv < p.heads_q;
+  }
+  EXPECT_EQ(patterns, (std::set<std::string>{"s2", "s2-homo", "local-sink", "random"}));
+  EXPECT_EQ(shapes.size(), 4u);
+  EXPECT_TRUE(sparse_causal && sparse_gqa);
   const SuiteSpec l = load_suite_spec("long");
   for (const auto& c : l.cases) {
     EXPECT_GE(c.problem.seqlen_q, 8192);
