@@ -25,12 +25,50 @@ def _slice(t, b, h, lq, lk):
     return t[b if t.shape[0] > 1 else 0, h if t.shape[1] > 1 else 0, :lq, :lk]
 
 
+def _gather_cache(t):
+    """A KV-cache case's keys per sequence (after appending k_new / v_new), packed: k, v [total_k, heads, d]
+    and the key offsets. Key j of sequence b is row j % page of page block_table[b, j // page]."""
+    kc, vc, table, lens = t["k_cache"], t["v_cache"], t["block_table"], t["cache_seqlens"]
+    page = kc.shape[1]
+    ks, vs, offsets = [], [], [0]
+    for b in range(table.shape[0]):
+        j = np.arange(int(lens[b]))
+        ks.append(kc[table[b, j // page], j % page])
+        vs.append(vc[table[b, j // page], j % page])
+        if "k_new" in t:
+            ks.append(t["k_new"][b])
+            vs.append(t["v_new"][b])
+        offsets.append(offsets[-1] + int(lens[b]) + (t["k_new"].shape[1] if "k_new" in t else 0))
+    return np.concatenate(ks), np.concatenate(vs), offsets
+
+
+def _block_keep(block_mask, case, b, h, lq, lk):
+    """The [lq, lk] element view of a block mask [B|1, H|1, q blocks, k blocks] for sequence b, head h."""
+    m = _slice(block_mask, b, h, block_mask.shape[2], block_mask.shape[3])
+    i = np.arange(lq)[:, None] // case["block_q"]
+    j = np.arange(lk)[None, :] // case["block_k"]
+    return m[i, j] != 0
+
+
 def attention(t, case):
-    """Returns dict o, lse, dq, dk, dv (and dbias), float32, in the golden file's layouts."""
+    """Returns dict o, lse, dq, dk, dv (and dbias), float32, in the golden file's layouts; o and lse only for a
+    KV-cache case (no backward)."""
     f32 = np.float32
+    cache = "k_cache" in t
+    if cache:
+        t = dict(t)
+        k_all, v_all, ko = _gather_cache(t)
+        t["k"], t["v"] = k_all, v_all
+        t["do"] = np.zeros(t["q"].shape[:3] + (v_all.shape[2],), f32)
     q, k, v, do = (t[n].astype(f32) for n in ("q", "k", "v", "do"))
+    block_mask = t.get("block_mask")
     varlen = "cu_seqlens_q" in t
-    if varlen:
+    if cache:
+        B, Sq = q.shape[0], q.shape[1]
+        seqs = [(b * Sq, (b + 1) * Sq, ko[b], ko[b + 1]) for b in range(B)]
+        q4, do4 = (x.reshape(-1, x.shape[2], x.shape[3]) for x in (q, do))
+        k4, v4 = k, v
+    elif varlen:
         cq, ck = t["cu_seqlens_q"].astype(np.int64), t["cu_seqlens_k"].astype(np.int64)
         seqs = [(cq[b], cq[b + 1], ck[b], ck[b + 1]) for b in range(len(cq) - 1)]
         q4, k4, v4, do4 = q, k, v, do  # [total, heads, dim]
@@ -68,6 +106,8 @@ def attention(t, case):
                 j = np.arange(lk)[None, :]
                 s = s - f32(slopes[h]) * np.abs(i + lk - lq - j).astype(f32)
             keep = vis if mask is None else vis & (_slice(mask, b, h, lq, lk) != 0)
+            if block_mask is not None:
+                keep = keep & _block_keep(block_mask, case, b, h, lq, lk)
             s = np.where(keep, s, -np.inf).astype(f32)
             m = s.max(axis=1, keepdims=True) if lk > 0 else np.full((lq, 1), -np.inf, f32)
             empty = ~np.isfinite(m[:, 0])
@@ -90,6 +130,10 @@ def attention(t, case):
                 ds = ds * (1 - np.tanh(raw / cap) ** 2)  # d/dx c tanh(x/c) = 1 - tanh^2(x/c)
             dq[q0:q1, h] = scale * (ds @ K)
             dk[k0:k1, hkv] += scale * (ds.T @ Q)
+    if cache:
+        B, Sq = q.shape[0], q.shape[1]
+        lse = lse.reshape(hq, B, Sq).transpose(1, 0, 2)
+        return {"o": o.reshape(B, Sq, hq, -1), "lse": np.ascontiguousarray(lse)}
     if not varlen:
         B, Sq, Sk = q.shape[0], q.shape[1], k.shape[1]
         o, dq = o.reshape(B, Sq, hq, -1), dq.reshape(B, Sq, hq, -1)
