@@ -50,9 +50,10 @@ def _block_keep(block_mask, case, b, h, lq, lk):
     return m[i, j] != 0
 
 
-def attention(t, case):
+def attention(t, case, dv_product=None):
     """Returns dict o, lse, dq, dk, dv (and dbias), float32, in the golden file's layouts; o and lse only for a
-    KV-cache case (no backward)."""
+    KV-cache case (no backward). dv_product(p, dO) replaces dV's P^T dO for one (sequence, head) (a kernel's own
+    accumulation order, or a planted bug: bench/planted_bugs/)."""
     f32 = np.float32
     cache = "k_cache" in t
     if cache:
@@ -119,7 +120,7 @@ def attention(t, case):
             o[q0:q1, h] = O
             lse[h, q0:q1] = np.where(empty, -np.inf, m[:, 0] + np.log(np.where(empty, 1, l[:, 0])))
             # backward: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO o O))
-            dv[k0:k1, hkv] += p.T @ dO
+            dv[k0:k1, hkv] += p.T @ dO if dv_product is None else dv_product(p, dO)
             dp = dO @ V.T
             D = (dO * O).sum(axis=1, keepdims=True)
             ds = p * (dp - D)
