@@ -1,10 +1,13 @@
 // Google Benchmark of the tiling simulator: the executed simulator (schedules + counts + L2 model) on FA2's
-// forward and backward at a long sequence, and the analytic model's rate over a sweep of tile configs.
+// forward and backward at a long sequence, the analytic model's rate over a sweep of tile configs, and the
+// decode (paged KV cache, split-KV) predictions per split count, whose counters are the predicted numbers
+// (bench/results/decode_sim_2026-11-24/README.md).
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
 #include "flashsim/sim/model.h"
+#include "flashsim/sim/problem_data.h"
 #include "flashsim/sim/sweep.h"
 
 using namespace flashsim;
@@ -55,6 +58,69 @@ void BM_AnalyticSweep(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(configs.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_AnalyticSweep)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// Decode: batch 64, 32 query heads over 8 kv heads, 8192 cached keys each, head dim 128, bf16, pages of
+// state.range(0) rows, state.range(1) splits: `flashsim sim sweep --batch 64 --heads 32 --heads-kv 8
+// --seqlen-q 1 --cache-seqlens 8192 --page-size 256 --head-dim 128 --dtype bf16` (one row of it). The loop
+// times the closed form (block table, split and combine kernels, DRAM and time model); the counters are what
+// it predicts for an H100.
+AttentionProblem decode_problem(int64_t page) {
+  auto p = problem(64, 32, 1, 128);
+  p.heads_kv = 8;
+  p.seqlen_k = 8192;
+  p.page_size = page;
+  p.cache_seqlens.assign(64, 8192);
+  return p;
+}
+
+void BM_DecodeSplitKv(benchmark::State& state) {
+  const auto p = decode_problem(state.range(0));
+  const auto hw = sim::load_profile("H100-SXM5-80GB");
+  TileConfig c = sim::splitkv_tile(p);
+  c.num_splits = state.range(1);
+  const auto data = sim::problem_data(p, 0);
+  const auto kernels = sim::kernels_for(p, c, Algorithm::Fa2, Pass::Forward);
+  std::vector<sim::KernelPrediction> ks;
+  for (auto _ : state) {
+    ks = sim::predict(p, c, hw, kernels, false, 0, &data);
+    benchmark::DoNotOptimize(ks.data());
+  }
+  double time = 0, dram = 0, l2 = 0;
+  for (const auto& k : ks) {
+    time += k.time_s;
+    dram += static_cast<double>(k.dram_read + k.dram_write);
+    l2 += static_cast<double>(k.counts.load_bytes() + k.counts.store_bytes() + k.counts.reduce_bytes());
+  }
+  const auto& split = ks.front();
+  state.counters["pred_us"] = time * 1e6;
+  state.counters["pred_split_us"] = split.time_s * 1e6;
+  state.counters["pred_dram_MB"] = dram / 1e6;
+  state.counters["pred_l2_MB"] = l2 / 1e6;
+  state.counters["pred_t_dram_us"] = split.t_dram * 1e6;
+  state.counters["pred_t_compute_us"] = (split.t_mma + split.t_exp + split.t_vec) * 1e6;
+  state.counters["memory_bound"] = split.bound == "memory" ? 1 : 0;
+  state.counters["floor_us"] = sim::kv_cache_bytes(p) / hw.achieved_dram_bytes_per_s * 1e6;
+}
+BENCHMARK(BM_DecodeSplitKv)
+    ->ArgNames({"page", "splits"})
+    ->ArgsProduct({{16, 256}, {1, 2, 4, 8, 16, 32, 64}})
+    ->Unit(benchmark::kMillisecond);
+
+// The executed schedule of the same decode (every CTA's page runs and table reads, the L2 model), one split.
+void BM_DecodeExecuted(benchmark::State& state) {
+  const auto p = decode_problem(state.range(0));
+  const auto hw = sim::load_profile("H100-SXM5-80GB");
+  const TileConfig c = sim::splitkv_tile(p);
+  const auto data = sim::problem_data(p, 0);
+  int64_t dram = 0;
+  for (auto _ : state) {
+    for (const auto& k :
+         sim::predict(p, c, hw, sim::kernels_for(p, c, Algorithm::Fa2, Pass::Forward), true, 0, &data))
+      dram += k.dram_read + k.dram_write;
+    benchmark::DoNotOptimize(dram);
+  }
+}
+BENCHMARK(BM_DecodeExecuted)->ArgName("page")->Arg(16)->Arg(256)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -71,34 +71,40 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
 
 void print_row(const std::string& name, int64_t load, int64_t store, int64_t reduce, int64_t dram_read,
                int64_t dram_write, const std::string& smem, const std::string& occ, double flops,
-               double time_s, const std::string& bound) {
-  fmt::print("{:<16} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8.3f} {:>9.1f} {:>8.1f} {:>8}\n", name,
-             human(double(load)), human(double(store)), human(double(reduce)), human(double(dram_read)),
-             human(double(dram_write)), smem, occ, flops / 1e12, time_s * 1e6,
+               double time_s, const std::string& bound, size_t width) {
+  fmt::print("{:<{}} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8.3f} {:>9.1f} {:>8.1f} {:>8}\n", name,
+             width, human(double(load)), human(double(store)), human(double(reduce)),
+             human(double(dram_read)), human(double(dram_write)), smem, occ, flops / 1e12, time_s * 1e6,
              time_s > 0 ? flops / time_s / 1e12 : 0.0, bound);
 }
 
 // One row per kernel (and its tensors), then a total per pass: the pass's bytes, FLOPs and time summed, and
 // the TFLOP/s the pass achieves.
 void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
-  fmt::print("{:<16} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8} {:>9} {:>8} {:>8}\n", "kernel",
+  size_t w = 16;  // the kernel column: the longest name
+  for (const auto& k : ks) w = std::max(w, k.name.size());
+  fmt::print("{:<{}} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8} {:>9} {:>8} {:>8}\n", "kernel", w,
              "load", "store", "reduce", "dram read", "dram write", "smem/CTA", "CTA/SM", "TFLOP", "time us",
              "TFLOP/s", "bound");
   for (size_t i = 0; i < ks.size(); ++i) {
     const auto& k = ks[i];
     if (!k.occ.fits) {
-      fmt::print("{:<16} does not fit: {}\n", k.name, k.occ.reason);
+      fmt::print("{:<{}} does not fit: {}\n", k.name, w, k.occ.reason);
     } else {
       print_row(k.name, k.counts.load_bytes(), k.counts.store_bytes(), k.counts.reduce_bytes(), k.dram_read,
                 k.dram_write, std::to_string(k.counts.launch.smem_bytes()), std::to_string(k.occ.ctas_per_sm),
-                k.counts.mma_flops, k.time_s, k.bound);
+                k.counts.mma_flops, k.time_s, k.bound, w);
       for (size_t t = 0; t < k.counts.tensors.size(); ++t) {
         const auto& tt = k.counts.tensors[t];
         if (tt.load.bytes + tt.store.bytes + tt.reduce.bytes == 0) continue;
-        fmt::print("  {:<14} {:>11} {:>11} {:>11}\n", ref::tensor_name(static_cast<ref::TensorId>(t)),
+        fmt::print("  {:<{}} {:>11} {:>11} {:>11}\n", sim::tensor_name(static_cast<ref::TensorId>(t)), w - 2,
                    human(double(tt.load.bytes)), human(double(tt.store.bytes)),
                    human(double(tt.reduce.bytes)));
       }
+      if (k.block_sparse && k.counts.tiles + k.counts.skipped_tiles > 0)
+        fmt::print(
+            "  {:<{}} {} of {} (query block, key block) tiles skipped by the block mask, {} computed\n",
+            "tiles", w - 2, k.counts.skipped_tiles, k.counts.tiles + k.counts.skipped_tiles, k.counts.tiles);
     }
     const Pass pass = k.counts.launch.model->pass;
     if (i + 1 < ks.size() && ks[i + 1].counts.launch.model->pass == pass) continue;
@@ -118,7 +124,7 @@ void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
     }
     if (n > 1)
       print_row(fmt::format("{} total", pass_name(pass)), load, store, reduce, dr, dw, "", "", flops, time,
-                "");
+                "", w);
   }
 }
 
@@ -151,8 +157,98 @@ struct SweepState {
   int top = 20;
 };
 
+// The split-KV sweep of a decode problem: per split count the predicted time, bytes and what bounds the split
+// kernel (DRAM time against MMA + exp + vector time).
+void print_split_sweep(const AttentionProblem& p, const sim::HardwareProfile& hw,
+                       const sim::SplitSweepResult& r, bool json, bool csv) {
+  const auto& rows = r.rows;
+  if (json) {
+    nlohmann::json j = {{"problem", p.describe()},
+                        {"hw", hw.name},
+                        {"kernels", {"fwd_splitkv", "fwd_splitkv_combine"}},
+                        {"tile", sim::describe_pass(r.tile, Algorithm::Fa2, Pass::Forward)},
+                        {"packed_query_heads", p.group_size()},
+                        {"heuristic_num_splits", r.heuristic},
+                        {"kv_cache_bytes", r.kv_bytes},
+                        {"dram_bytes_per_s", r.dram_rate},
+                        {"dram_floor_s", r.floor_s},
+                        {"time_is_estimate", true}};
+    j["rows"] = nlohmann::json::array();
+    for (const auto& x : rows)
+      j["rows"].push_back({{"num_splits", x.num_splits},
+                           {"heuristic", x.heuristic},
+                           {"fits", x.fits},
+                           {"ctas", x.ctas},
+                           {"time_s", x.time_s},
+                           {"split_time_s", x.split_time_s},
+                           {"combine_time_s", x.combine_time_s},
+                           {"load_bytes", x.load_bytes},
+                           {"dram_bytes", x.dram_bytes},
+                           {"t_dram_s", x.t_dram_s},
+                           {"t_compute_s", x.t_compute_s},
+                           {"bound", x.bound},
+                           {"memory_bound", x.memory_bound}});
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  if (csv) {
+    fmt::print(
+        "num_splits,heuristic,ctas,time_s,split_time_s,combine_time_s,load_bytes,dram_bytes,t_dram_s,t_"
+        "compute_s,"
+        "bound,memory_bound\n");
+    for (const auto& x : rows)
+      fmt::print("{},{},{},{:.6e},{:.6e},{:.6e},{},{},{:.6e},{:.6e},{},{}\n", x.num_splits,
+                 x.heuristic ? 1 : 0, x.ctas, x.time_s, x.split_time_s, x.combine_time_s, x.load_bytes,
+                 x.dram_bytes, x.t_dram_s, x.t_compute_s, x.bound, x.memory_bound ? 1 : 0);
+    return;
+  }
+  fmt::print("{} on {}\n", p.describe(), hw.name);
+  fmt::print(
+      "split-KV forward: fwd_splitkv {} (FA2's split-KV tile), the group's {} query heads packed per CTA, "
+      "then "
+      "fwd_splitkv_combine when split\n",
+      sim::describe_pass(r.tile, Algorithm::Fa2, Pass::Forward), p.group_size());
+  fmt::print(
+      "K and V to read: {} ({:.3f} GB); at {:.2f} TB/s (the profile's {}DRAM bandwidth) that takes {:.1f} "
+      "us\n",
+      human(r.kv_bytes), r.kv_bytes / 1e9, r.dram_rate / 1e12,
+      hw.achieved_dram_bytes_per_s > 0 ? "measured " : "peak ", r.floor_s * 1e6);
+  fmt::print("{:>6} {:>7} {:>9} {:>9} {:>10} {:>11} {:>11} {:>9} {:>10} {:>8} {}\n", "splits", "CTAs",
+             "time us", "split us", "combine us", "L2<->SM", "dram", "dram us", "compute us", "bound",
+             "memory-bound");
+  for (const auto& x : rows)
+    fmt::print("{:>5}{} {:>7} {:>9.1f} {:>9.1f} {:>10.1f} {:>11} {:>11} {:>9.1f} {:>10.1f} {:>8} {}\n",
+               x.num_splits, x.heuristic ? '*' : ' ', x.ctas, x.time_s * 1e6, x.split_time_s * 1e6,
+               x.combine_time_s * 1e6, human(double(x.load_bytes)), human(double(x.dram_bytes)),
+               x.t_dram_s * 1e6, x.t_compute_s * 1e6, x.fits ? x.bound : std::string("misfit"),
+               x.memory_bound ? "yes" : "no");
+  fmt::print("* FlashAttention-2's num_splits heuristic picks {}\n", r.heuristic);
+  std::string yes, no, not_bound;
+  for (const auto& x : rows) {
+    (x.memory_bound ? yes : no) +=
+        fmt::format("{}{}", (x.memory_bound ? yes : no).empty() ? "" : ", ", x.num_splits);
+    if (!x.memory_bound && not_bound.find(x.bound) == std::string::npos)
+      not_bound += (not_bound.empty() ? "" : ", ") + x.bound;
+  }
+  fmt::print("memory-bound (the split kernel's DRAM time over its MMA + exp + vector time): {}{}\n",
+             yes.empty() ? "at no split count" : fmt::format("at {} splits", yes),
+             no.empty() ? "" : fmt::format("; not at {} ({})", no, not_bound));
+  fmt::print(
+      "time: an estimate; a split-KV CTA streams DRAM at most at what its loads in flight allow ({}), so few "
+      "CTAs "
+      "cannot reach the bandwidth (docs/simulator.md#decode-paged-and-block-sparse-schedules)\n",
+      hw.cta_dram_latency_s > 0
+          ? fmt::format("one {} KiB K/V tile over {:.0f} ns, measured on this GPU",
+                        r.tile.block_k * std::max(p.head_dim, p.head_dim_v) * dtype_bytes(p.dtype) / 1024,
+                        hw.cta_dram_latency_s * 1e9)
+          : std::string("one SM's share of the bandwidth: not measured for this profile"));
+}
+
 void add_sweep(CLI::App* sim) {
-  auto* sw = sim->add_subcommand("sweep", "Every legal tile config for a problem, ranked by predicted time");
+  auto* sw =
+      sim->add_subcommand("sweep",
+                          "Every legal tile config for a problem, ranked by predicted time (a paged KV "
+                          "cache: FA2's split-KV kernel at each split count)");
   auto st = std::make_shared<SweepState>();
   st->pf.add_to(sw);
   sw->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)")->capture_default_str();
@@ -172,11 +268,18 @@ void add_sweep(CLI::App* sim) {
     const bool bwd = st->pass == "bwd";
     const Pass pass = bwd ? Pass::Backward : Pass::Forward;
     const Algorithm algo = parse_algorithm(st->algorithm);
+    const auto data = sim::problem_data(p, st->pf.seed);
+    if (p.kv_cache()) {  // a decode problem: FA2's split-KV kernel at each split count
+      sim::check_supported(p, sim::splitkv_tile(p), algo, pass);
+      print_split_sweep(p, hw, sim::sweep_splits(p, hw, &data), st->json, st->csv);
+      return;
+    }
+    sim::check_supported(p, TileConfig{}, algo, pass);
     const auto progress = [&](size_t done, size_t total) {
       fmt::print(stderr, "\rsweep [{:<40}] {}/{}", std::string(done * 40 / total, '#'), done, total);
     };
     const auto result =
-        sim::sweep(p, hw, algo, pass, st->progress ? progress : std::function<void(size_t, size_t)>());
+        sim::sweep(p, hw, algo, pass, st->progress ? progress : std::function<void(size_t, size_t)>(), &data);
     if (st->progress) fmt::print(stderr, "\n");
     const auto& rows = result.ranked;
     const int64_t configs = result.configs;
@@ -193,7 +296,7 @@ void add_sweep(CLI::App* sim) {
           {"time_calibrated", (bwd ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd) > 0}};
       j["ranked"] = nlohmann::json::array();
       for (size_t i = 0; i < n; ++i)
-        j["ranked"].push_back({{"config", rows[i].config.describe(algo)},
+        j["ranked"].push_back({{"config", sim::describe_pass(rows[i].config, algo, pass)},
                                {"time_s", rows[i].time_s},
                                {"load_bytes", rows[i].load_bytes},
                                {"dram_bytes", rows[i].dram_bytes},
@@ -202,6 +305,7 @@ void add_sweep(CLI::App* sim) {
                                {"bound", rows[i].bound}});
       fmt::print("{}\n", j.dump(2));
     } else if (st->csv) {
+      // The config column keeps every knob (recorded outputs compare it byte for byte).
       fmt::print("rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound\n");
       for (size_t i = 0; i < n; ++i)
         fmt::print("{},\"{}\",{:.6e},{},{},{},{},{}\n", i + 1, rows[i].config.describe(algo), rows[i].time_s,
@@ -214,8 +318,9 @@ void add_sweep(CLI::App* sim) {
                  "dram", "smem", "occ", "bound");
       for (size_t i = 0; i < n; ++i)
         fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1,
-                   rows[i].config.describe(algo), rows[i].time_s * 1e6, human(double(rows[i].load_bytes)),
-                   human(double(rows[i].dram_bytes)), rows[i].smem_bytes, rows[i].ctas_per_sm, rows[i].bound);
+                   sim::describe_pass(rows[i].config, algo, pass), rows[i].time_s * 1e6,
+                   human(double(rows[i].load_bytes)), human(double(rows[i].dram_bytes)), rows[i].smem_bytes,
+                   rows[i].ctas_per_sm, rows[i].bound);
       fmt::print("time: an estimate ({}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
                  hw.achieved_mma_flops_fwd > 0 ? "MMA at the FA2 rate measured on this GPU"
                                                : "MMA at the tensor peak: a lower bound");
@@ -251,26 +356,43 @@ void add_sim(CLI::App& app) {
   st->memory.add_to(pr);
   pr->callback([st] {
     const auto p = st->pf.problem();
-    const auto c = st->tf.config();
+    // FA2's split-KV kernel runs at its own tile; tile flags given replace its fields.
+    const TileConfig given = st->tf.config();
+    const bool split = p.kv_cache() || given.num_splits > 1;
+    const auto c = split ? st->tf.over(sim::splitkv_tile(p)) : given;
     const auto hw = sim::load_profile(st->hw);
     const Algorithm algo = parse_algorithm(st->algorithm);
+    const auto data = sim::problem_data(p, st->pf.seed);
     std::vector<const sim::KernelModel*> models;
+    std::string note;
     if (!st->kernels.empty()) {
       for (const auto& name : st->kernels) models.push_back(&sim::kernel_model(name));
     } else {
       for (const Pass pass : {Pass::Forward, Pass::Backward}) {
         if (st->pass != "both" && st->pass != pass_name(pass)) continue;
-        for (const auto* m : sim::kernels_of(algo, pass)) models.push_back(m);
+        if (pass == Pass::Backward && st->pass == "both" && split) {
+          note = "no backward: the split-KV / paged-cache forward is an inference kernel (--pass fwd)";
+          continue;
+        }
+        sim::check_supported(p, c, algo, pass);
+        for (const auto* m : sim::kernels_for(p, c, algo, pass)) models.push_back(m);
       }
     }
-    const auto ks = sim::predict(p, c, hw, models, st->executed, st->memory.bytes());
-    const std::string config = st->kernels.empty() ? c.describe(algo) : c.describe();
+    const auto ks = sim::predict(p, c, hw, models, st->executed, st->memory.bytes(), &data);
+    // A forward-only split-KV prediction shows the forward's knobs; dense configs keep every knob (recorded).
+    const std::string config = !st->kernels.empty() ? c.describe()
+                               : split              ? sim::describe_pass(c, algo, Pass::Forward)
+                                                    : c.describe(algo);
     bool fits = true;
     std::string misfit;  // the first kernel that does not fit, and why
+    int64_t tiles = 0, skipped = 0;
     for (const auto& k : ks) {
       if (!k.occ.fits && misfit.empty()) misfit = fmt::format("{} does not fit: {}", k.name, k.occ.reason);
       fits = fits && k.occ.fits;
+      tiles += k.counts.tiles;
+      skipped += k.counts.skipped_tiles;
     }
+    const bool masked = p.block_mask != BroadcastShape::None;
     // A config that does not fit is bad input (exit 2): one line, except that --json still prints the counts
     // (explorers such as bench/sim_charts.py chart them) before the error line on stderr.
     if (!fits && !st->json) throw InputError("tile", misfit);
@@ -284,11 +406,29 @@ void add_sim(CLI::App& app) {
            "time_s is an estimate: max(DRAM, L2, MMA + exp + vector work) with load imbalance; MMA "
            "at the profile's measured FA2 rate where it has one (time_calibrated), else at the "
            "tensor peak (a lower bound)"}};
+      // Keys of the new features only where they are in use (dense outputs keep their bytes).
+      if (split)
+        j["split_kv"] = {{"num_splits", c.num_splits},
+                         {"packed_query_heads", p.group_size()},
+                         {"heuristic_num_splits", sim::splitkv_heuristic(p, c, hw)},
+                         {"kv_cache_bytes", sim::kv_cache_bytes(p)}};
+      if (masked) j["block_mask"] = {{"tiles_computed", tiles}, {"tiles_skipped", skipped}};
+      if (!note.empty()) j["note"] = note;
       for (const auto& k : ks) j["kernels"].push_back(sim::to_json(k));
       fmt::print("{}\n", j.dump(2));
     } else {
       fmt::print("{}\n{}\nhardware: {}\n", p.describe(), config, hw.name);
+      if (split)
+        fmt::print(
+            "split-KV forward: {} split{}, the group's {} query heads packed per CTA; K and V to read {}; "
+            "FA2's heuristic would pick {} split{}\n",
+            c.num_splits, c.num_splits > 1 ? "s" : "", p.group_size(), human(sim::kv_cache_bytes(p)),
+            sim::splitkv_heuristic(p, c, hw), sim::splitkv_heuristic(p, c, hw) > 1 ? "s" : "");
       print_predictions(ks);
+      if (masked)
+        fmt::print("block mask: {} of {} tiles skipped (no K/V bytes, no FLOPs), {} computed\n", skipped,
+                   tiles + skipped, tiles);
+      if (!note.empty()) fmt::print("{}\n", note);
       print_time_note(ks, hw);
     }
     if (!fits) {
@@ -298,7 +438,9 @@ void add_sim(CLI::App& app) {
   });
   auto* list = sim->add_subcommand("kernels", "List the kernel models: name, algorithm, pass, ncu names");
   list->callback([] {
-    fmt::print("{:<18} {:<10} {:<4} {:<44} {}\n", "kernel", "algorithm", "pass", "ncu kernel names",
+    size_t w = 18;  // the longest kernel name
+    for (const auto* m : sim::kernel_models()) w = std::max(w, m->name.size());
+    fmt::print("{:<{}} {:<10} {:<4} {:<44} {}\n", "kernel", w, "algorithm", "pass", "ncu kernel names",
                "what it does");
     for (const auto* m : sim::kernel_models()) {
       std::string ncu;
@@ -306,7 +448,7 @@ void add_sim(CLI::App& app) {
         if (!ncu.empty()) ncu += ' ';
         ncu += sim::ncu_name_hint(n);
       }
-      fmt::print("{:<18} {:<10} {:<4} {:<44} {}\n", m->name,
+      fmt::print("{:<{}} {:<10} {:<4} {:<44} {}\n", m->name, w,
                  m->algorithm ? algorithm_name(*m->algorithm) : std::string_view("-"), pass_name(m->pass),
                  ncu.empty() ? "-" : ncu, m->summary);
     }

@@ -1,11 +1,18 @@
 // Analytic counts equal the executed schedule exactly, over a grid of shapes and configs.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <tuple>
 
 #include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/model.h"
+#include "flashsim/sim/sweep.h"
 #include "problem_builder.h"
+#include "run_cli.h"
 #include "traffic_expect.h"
 
 using namespace flashsim;
@@ -211,4 +218,544 @@ TEST(Counts, GroupBackwardLoadsKvOncePerKvHead) {
   for (auto t : {ref::TensorId::Q, ref::TensorId::dO}) EXPECT_EQ(bytes(g, t, true), bytes(f, t, true));
   EXPECT_EQ(g.launch.grid_z, 2);
   EXPECT_DOUBLE_EQ(g.mma_flops, f.mma_flops);
+}
+
+// --- Decode: the paged KV cache, split-KV and its combine (fwd_splitkv, fwd_splitkv_combine) -----------------
+
+namespace {
+
+// A decode problem: queries [batch, seqlen_q], keys from a paged cache of page_size rows, cache_seqlens per
+// sequence, seqlen_new appended.
+AttentionProblem paged_problem(const std::vector<int64_t>& cache, int64_t page, int64_t hq, int64_t hk,
+                               int64_t d, DType dt, int64_t sq = 1, int64_t fresh = 0) {
+  int64_t longest = 1;
+  for (const int64_t n : cache) longest = std::max(longest, n + fresh);
+  AttentionProblem p = ProblemBuilder()
+                           .batch(static_cast<int64_t>(cache.size()))
+                           .heads(hq, hk)
+                           .seqlen(sq, longest)
+                           .head_dim(d)
+                           .dtype(dt)
+                           .build();
+  p.page_size = page;
+  p.cache_seqlens = cache;
+  p.seqlen_new = fresh;
+  p.validate();
+  return p;
+}
+
+const TensorTraffic& tensor_of(const KernelCounts& k, ref::TensorId t) {
+  return k.tensors[static_cast<size_t>(t)];
+}
+
+// Analytic == executed for every kernel of the split forward, traffic, work, tile counts and the time model's
+// inputs (the CTAs' work and bytes in launch order, hence the same time).
+void expect_decode_agrees(const AttentionProblem& p, const TileConfig& c, const ProblemData& d,
+                          const std::string& what) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  for (const KernelModel* k : kernels_for(p, c, Algorithm::Fa2, Pass::Forward)) {
+    const auto a = analytic_counts(*k, p, c, &d);
+    const auto e = execute_counts(schedule(*k, p, c, &d));
+    const std::string w = what + " " + k->name;
+    expect_same_counts(a, e, w);
+    EXPECT_EQ(a.tiles, e.tiles) << w;
+    EXPECT_EQ(a.skipped_tiles, e.skipped_tiles) << w;
+    if (k->counts) {  // the decode kernels list every CTA (the dense forward a repeated pattern)
+      EXPECT_EQ(a.cta_work, e.cta_work) << w;
+      EXPECT_EQ(a.cta_bytes, e.cta_bytes) << w;
+    }
+    EXPECT_EQ(a.launch.ctas(), e.launch.ctas()) << w;
+    // The same CTAs' work and bytes on the SMs, so the same time from the same footprints (the closed form's
+    // footprints are whole tensors, the executed count's the rows touched: given the closed form's, the
+    // executed counts must time the same).
+    auto same_footprints = e;
+    for (size_t t = 0; t < e.tensors.size(); ++t) {
+      same_footprints.tensors[t].unique_bytes = a.tensors[t].unique_bytes;
+      same_footprints.tensors[t].read_bytes = a.tensors[t].read_bytes;
+      same_footprints.tensors[t].dirty_bytes = a.tensors[t].dirty_bytes;
+    }
+    const auto pa = predict_kernel(a, hw), pe = predict_kernel(same_footprints, hw);
+    EXPECT_NEAR(pa.imbalance, pe.imbalance, 1e-12) << w;
+    EXPECT_NEAR(pa.time_s, pe.time_s, 1e-9 * pe.time_s) << w;
+  }
+}
+
+}  // namespace
+
+TEST(Decode, KernelsForPickTheSplitKernels) {
+  const auto p = paged_problem({100, 200}, 16, 8, 2, 64, DType::BF16);
+  TileConfig c = splitkv_tile(p);
+  auto ks = kernels_for(p, c, Algorithm::Fa2, Pass::Forward);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0]->name, "fwd_splitkv");
+  c.num_splits = 3;
+  ks = kernels_for(p, c, Algorithm::Fa2, Pass::Forward);
+  ASSERT_EQ(ks.size(), 2u);
+  EXPECT_EQ(ks[1]->name, "fwd_splitkv_combine");
+  const auto dense = ProblemBuilder().seqlen(300).build();
+  EXPECT_EQ(kernels_for(dense, TileConfig{}, Algorithm::Fa2, Pass::Forward)[0]->name, "fwd_fa2");
+}
+
+// Page sizes 1, 7, 16, 256 over shuffled tables, ragged cache lengths with 0 and 1 keys, appended keys,
+// speculative queries, GQA and MQA, head rows that are not whole sectors.
+TEST(Decode, PagedAnalyticEqualsExecuted) {
+  int cases = 0;
+  for (const int64_t page : {1, 7, 16, 256})
+    for (const int64_t fresh : {0, 3})
+      for (const int64_t sq : {1, 3})
+        for (const auto& [hq, hk, d, dt] :
+             {std::tuple<int64_t, int64_t, int64_t, DType>{8, 2, 64, DType::BF16},
+              {4, 1, 17, DType::F16},
+              {4, 4, 8, DType::BF16}})
+          for (const int64_t splits : {1, 3, 16}) {
+            const auto p = paged_problem({0, 1, 37, 300, 129}, page, hq, hk, d, dt, sq, fresh);
+            TileConfig c = splitkv_tile(p);
+            c.block_k = 32;  // several key blocks per sequence even at these lengths
+            c.num_splits = splits;
+            for (const uint64_t seed : {1u, 7u})
+              expect_decode_agrees(p, c, problem_data(p, seed),
+                                   fmt::format("{} {} seed {}", p.describe(), c.describe(), seed));
+            ++cases;
+          }
+  EXPECT_EQ(cases, 4 * 2 * 2 * 3 * 3);
+}
+
+// Split-KV without a cache: 1 to 16 splits over sequences of a few key blocks (trailing splits hold none), with
+// windows, GQA and variable lengths.
+TEST(Decode, SplitKvAnalyticEqualsExecuted) {
+  struct Win {
+    int64_t l, r;
+  };
+  for (int64_t splits = 1; splits <= 16; ++splits)
+    for (Win w : {Win{-1, -1}, Win{-1, 0}, Win{40, 0}})
+      for (const bool varlen : {false, true}) {
+        ProblemBuilder b = ProblemBuilder().heads(6, 2).head_dim(32).window(w.l, w.r).dtype(DType::BF16);
+        if (varlen) {
+          b.varlen({1, 70, 5}, {0, 300, 90});
+        } else {
+          b.batch(2).seqlen(70, 300);
+        }
+        const AttentionProblem p = b.build();
+        TileConfig c;
+        c.block_q = 64;
+        c.block_k = 64;
+        c.num_splits = splits;
+        expect_decode_agrees(p, c, ProblemData{}, p.describe() + " " + c.describe());
+      }
+}
+
+// One sequence, page_size 16, head dim 128 in bf16, two kv heads: a page row holds heads_kv x 256 bytes, a kv
+// head's 256 bytes of it start on a sector boundary, so K and V cost 8 sectors a key; the block table is read
+// once per key tile for the pages it spans.
+TEST(Decode, PagedBytesFromFirstPrinciples) {
+  const int64_t keys = 100, hk = 2, d = 128, e = 2, page = 16;
+  const auto p = paged_problem({keys}, page, 8, hk, d, DType::BF16);
+  const TileConfig c = splitkv_tile(p);  // Bc 128: one key tile of 100 keys
+  ASSERT_EQ(c.block_k, 128);
+  const auto k = analytic_counts(kernel_model("fwd_splitkv"), p, c);
+  const auto& kc = tensor_of(k, tensor::KCache);
+  EXPECT_EQ(kc.load.bytes, hk * keys * d * e);           // once per kv head (the 4 query heads packed)
+  EXPECT_EQ(kc.load.sectors, hk * keys * (d * e / 32));  // 8 a key
+  EXPECT_EQ(tensor_of(k, tensor::VCache).load.bytes, hk * keys * d * e);
+  const int64_t pages = (keys + page - 1) / page;  // 7 pages, their 7 int32 entries contiguous in the table
+  EXPECT_EQ(tensor_of(k, tensor::BlockTable).load.bytes, hk * pages * 4);
+  EXPECT_EQ(tensor_of(k, tensor::BlockTable).load.sectors, hk * 1);  // 28 bytes from the row's start
+  EXPECT_EQ(tensor_of(k, ref::TensorId::Q).load.bytes, 8 * d * e);
+  EXPECT_EQ(k.launch.ctas(), hk);  // one query block of 4 packed rows per kv head
+  EXPECT_EQ(tensor_of(k, tensor::KCache).unique_bytes, keys * hk * d * e);
+}
+
+// Head rows smaller than a sector: with one kv head of 8 fp16 (16 bytes) a page of 1 row costs a sector a key,
+// where a contiguous (or 16-row page) layout packs two keys a sector; and with 17 bf16 (34 bytes) in pages of 7
+// the sectors are those the bytes at the table's addresses touch, counted here byte by byte.
+TEST(Decode, PagedSectorsAtTheTableAddresses) {
+  {
+    const int64_t keys = 10;
+    const auto one = paged_problem({keys}, 1, 1, 1, 8, DType::F16);
+    const auto k1 = analytic_counts(kernel_model("fwd_splitkv"), one, splitkv_tile(one));
+    EXPECT_EQ(tensor_of(k1, tensor::KCache).load.bytes, keys * 16);
+    EXPECT_EQ(tensor_of(k1, tensor::KCache).load.sectors, keys);  // a 16-byte page at 16 x page: one sector
+    const auto sixteen = paged_problem({keys}, 16, 1, 1, 8, DType::F16);
+    const auto k16 = analytic_counts(kernel_model("fwd_splitkv"), sixteen, splitkv_tile(sixteen));
+    EXPECT_EQ(tensor_of(k16, tensor::KCache).load.sectors, keys * 16 / 32);  // one page: 160 contiguous bytes
+  }
+  const int64_t d = 17, e = 2, page = 7;
+  const auto p = paged_problem({5, 40, 23}, page, 2, 1, d, DType::BF16, 1, 0);
+  TileConfig c = splitkv_tile(p);
+  c.block_k = 16;  // tiles cut pages: each tile's page runs are counted on their own
+  const auto data = problem_data(p, 3);
+  int64_t want = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t k0 = 0; k0 < p.len_k(b); k0 += c.block_k)
+      for (int64_t j = k0; j < std::min(p.len_k(b), k0 + c.block_k);) {
+        const int64_t pg = data.block_table[static_cast<size_t>(b * p.max_blocks_per_seq() + j / page)];
+        std::set<int64_t> sectors;  // the bytes of this page's run of keys within the tile
+        int64_t jj = j;
+        for (; jj < std::min({p.len_k(b), k0 + c.block_k, (j / page + 1) * page}); ++jj)
+          for (int64_t byte = 0; byte < d * e; ++byte)
+            sectors.insert(((pg * page + jj % page) * d * e + byte) / 32);
+        want += static_cast<int64_t>(sectors.size());
+        j = jj;
+      }
+  const auto k = analytic_counts(kernel_model("fwd_splitkv"), p, c, &data);
+  EXPECT_EQ(tensor_of(k, tensor::KCache).load.sectors, want);
+  EXPECT_EQ(execute_counts(schedule(kernel_model("fwd_splitkv"), p, c, &data))
+                .tensors[size_t(tensor::KCache)]
+                .load.sectors,
+            want);
+  EXPECT_GT(want, (5 + 40 + 23) * d * e / 32);  // more than the contiguous count
+}
+
+// The appended keys: read from k_new / v_new and written into the cache by the CTA whose split holds them, then
+// read back with the tile.
+TEST(Decode, AppendReadsNewKeysAndWritesThemIntoTheCache) {
+  const int64_t fresh = 5, hk = 2, d = 64, e = 2;
+  const auto p = paged_problem({20, 61}, 16, 4, hk, d, DType::BF16, 1, fresh);
+  TileConfig c = splitkv_tile(p);
+  c.num_splits = 4;
+  const auto k = analytic_counts(kernel_model("fwd_splitkv"), p, c);
+  const int64_t appended = 2 * fresh * hk * d * e;  // every new row once: one CTA per kv head holds it
+  EXPECT_EQ(tensor_of(k, tensor::KNew).load.bytes, appended);
+  EXPECT_EQ(tensor_of(k, tensor::VNew).load.bytes, appended);
+  EXPECT_EQ(tensor_of(k, tensor::KCache).store.bytes, appended);
+  EXPECT_EQ(tensor_of(k, tensor::KCache).load.bytes, (20 + 61 + 2 * fresh) * hk * d * e);
+  EXPECT_EQ(tensor_of(k, tensor::KCache).dirty_bytes, appended);  // written back; the rest only read
+}
+
+// With one split (and no cache) the split kernel reads the plain forward's K and V: query heads one a CTA
+// (MHA); with GQA it packs the group and reads them once per kv head.
+TEST(Decode, OneSplitReadsThePlainForwardsKv) {
+  for (const auto& [sq, sk] : {std::pair<int64_t, int64_t>{1, 1000}, {200, 333}, {64, 64}}) {
+    const auto mha =
+        ProblemBuilder().batch(3).heads(4).seqlen(sq, sk).head_dim(64).dtype(DType::BF16).build();
+    TileConfig c;
+    c.block_q = 64;
+    c.block_k = 128;
+    const auto plain = analytic_counts(kernel_model("fwd_fa2"), mha, c);
+    const auto split = analytic_counts(kernel_model("fwd_splitkv"), mha, c);
+    for (auto t :
+         {ref::TensorId::K, ref::TensorId::V, ref::TensorId::Q, ref::TensorId::O, ref::TensorId::Lse})
+      EXPECT_EQ(tensor_of(split, t).load, tensor_of(plain, t).load) << sq << " " << ref::tensor_name(t);
+    EXPECT_EQ(split.load_bytes(), plain.load_bytes());
+    EXPECT_EQ(split.store_bytes(), plain.store_bytes());
+  }
+  const auto gqa =
+      ProblemBuilder().batch(3).heads(8, 2).seqlen(1, 1000).head_dim(64).dtype(DType::BF16).build();
+  TileConfig c;
+  c.block_q = 64;
+  c.block_k = 128;
+  const auto plain = analytic_counts(kernel_model("fwd_fa2"), gqa, c);
+  const auto split = analytic_counts(kernel_model("fwd_splitkv"), gqa, c);
+  EXPECT_EQ(4 * tensor_of(split, ref::TensorId::K).load.bytes, tensor_of(plain, ref::TensorId::K).load.bytes);
+  EXPECT_EQ(4 * tensor_of(split, ref::TensorId::V).load.bytes, tensor_of(plain, ref::TensorId::V).load.bytes);
+}
+
+// The split kernel writes every split's fp32 partials (empty splits too); the combine reads them all and writes
+// O in the problem's dtype and lse in fp32.
+TEST(Decode, CombineReadsThePartialsAndWritesO) {
+  const int64_t batch = 3, hq = 8, hk = 2, dv = 128, e = 2;
+  for (const int64_t splits : {2, 5, 16, 64}) {
+    const auto p = paged_problem({100, 1000, 3}, 16, hq, hk, dv, DType::BF16, 2);
+    TileConfig c = splitkv_tile(p);
+    c.num_splits = splits;
+    const int64_t rows = batch * hq * 2;  // (b, h, i)
+    const auto split = analytic_counts(kernel_model("fwd_splitkv"), p, c);
+    EXPECT_EQ(tensor_of(split, tensor::OAccum).store.bytes, splits * rows * dv * 4);
+    EXPECT_EQ(tensor_of(split, tensor::LseAccum).store.bytes, splits * rows * 4);
+    EXPECT_EQ(tensor_of(split, ref::TensorId::O).store.bytes, 0);
+    const auto comb = analytic_counts(kernel_model("fwd_splitkv_combine"), p, c);
+    EXPECT_EQ(comb.load_bytes(), splits * rows * (dv * 4 + 4));
+    EXPECT_EQ(comb.store_bytes(), rows * (dv * e + 4));
+    EXPECT_EQ(comb.launch.ctas(), (rows + 3) / 4);  // kBlockM 4 rows for head dim 128
+    EXPECT_EQ(comb.load_bytes(), split.store_bytes());
+  }
+}
+
+// FlashAttention-2's num_splits_heuristic (flash_api.cpp, called with 2 x SMs = 264 slots), worked by hand:
+// batch 1, 8 kv heads, one packed query block: 8 CTAs; 8192 keys in 64 blocks of 128. The eligible counts
+// (where ceil(64 / s) changes) 1 .. 8, 10, 11, 13, 16, 22, 32, 64 have wave efficiency w / ceil(w),
+// w = 8s / 264: best 256/264 (s = 32, 64); the first within 85% of it is 32 (22: 176/264 = 0.67). The same
+// rule gives 4 at batch 8 (32 / 264 CTAs a split: 256 / 264 at 4 splits), 2 at batch 16 with 4096 keys, 29 at
+// batch 1 with 32768 keys (256 blocks: 29 is eligible, 232/264 = 0.88; 27 gives 0.82, 28 is not eligible), 1 at
+// batch 64 (512 CTAs fill 80% of the slots). PyTorch's FA2 kernels on an H100 launched the combine for at most
+// 32, 4, 2 and 32 splits at those four shapes (bench/results/decode_sim_2026-11-24/sdpa_decode_h100.txt).
+TEST(Decode, SplitHeuristicAsFlashAttention) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  ASSERT_EQ(hw.sms, 132);
+  const auto splits = [&](int64_t batch, int64_t keys) {
+    const auto p =
+        paged_problem(std::vector<int64_t>(static_cast<size_t>(batch), keys), 256, 32, 8, 128, DType::BF16);
+    return splitkv_heuristic(p, splitkv_tile(p), hw);
+  };
+  EXPECT_EQ(splits(1, 8192), 32);
+  EXPECT_EQ(splits(8, 8192), 4);
+  EXPECT_EQ(splits(16, 4096), 2);
+  EXPECT_EQ(splits(1, 32768), 29);
+  EXPECT_EQ(splits(64, 8192), 1);
+}
+
+// The time model: a launch of a few CTAs cannot stream DRAM at the full rate (each CTA at most one SM's share),
+// so splitting helps a batch-1 decode; a launch that fills the GPU gains nothing from splits.
+TEST(Decode, SplitsHelpOnlyWhenFewCtas) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto one = paged_problem({8192}, 256, 32, 8, 128, DType::BF16);
+  const auto r1 = sweep_splits(one, hw);
+  ASSERT_GE(r1.rows.size(), 5u);
+  EXPECT_EQ(r1.rows[0].num_splits, 1);
+  const auto at = [](const SplitSweepResult& r, int64_t s) {
+    for (const auto& x : r.rows)
+      if (x.num_splits == s) return x;
+    ADD_FAILURE() << "no row for " << s << " splits";
+    return SplitSweepRow{};
+  };
+  EXPECT_LT(at(r1, 16).time_s, at(r1, 1).time_s / 4);
+  // K and V of 8192 keys x 8 kv heads x 128 x 2 x bf16, read once whatever the split.
+  EXPECT_DOUBLE_EQ(r1.kv_bytes, 8192.0 * 8 * 128 * 2 * 2);
+  for (const auto& x : r1.rows) EXPECT_GE(x.time_s, r1.floor_s) << x.num_splits;
+  const auto many = paged_problem(std::vector<int64_t>(64, 8192), 256, 32, 8, 128, DType::BF16);
+  const auto r64 = sweep_splits(many, hw);
+  for (const auto& x : r64.rows) {
+    EXPECT_GE(x.time_s, r64.rows[0].time_s) << x.num_splits;
+    EXPECT_TRUE(x.memory_bound) << x.num_splits;
+  }
+}
+
+// --- Block-sparse: tiles whose block-mask tiles are all inactive move no K/V and do no work ---------------------
+
+namespace {
+
+// Every kernel that honours a block mask, forward and backward.
+std::vector<const KernelModel*> sparse_kernels() {
+  return {&kernel_model("fwd_fa2"),
+          &kernel_model("fwd_three_pass"),
+          &kernel_model("fwd_two_pass"),
+          &kernel_model("fwd_fa1"),
+          &kernel_model("bwd_dot_do_o"),
+          &kernel_model("bwd_dq_dk_dv"),
+          &kernel_model("bwd_dq_dk_dv_group"),
+          &kernel_model("bwd_convert_dq")};
+}
+
+AttentionProblem with_mask(AttentionProblem p, BroadcastShape shape, const std::string& spec, int64_t tq,
+                           int64_t tk) {
+  p.block_mask = shape;
+  p.block_mask_spec = spec;
+  p.block_mask_q = tq;
+  p.block_mask_k = tk;
+  p.validate();
+  return p;
+}
+
+}  // namespace
+
+TEST(BlockSparse, AnalyticEqualsExecuted) {
+  int cases = 0;
+  for (const bool varlen : {false, true})
+    for (const bool causal : {false, true})
+      for (const auto& [spec, shape] :
+           {std::pair<std::string, BroadcastShape>{"s2:local=1,stride=3", BroadcastShape::OneHQK},
+            {"random:keep=0.4", BroadcastShape::BHQK},
+            {"local-sink:local=2,sink=1", BroadcastShape::OneOneQK}})
+        for (const auto& [tq, tk] : {std::pair<int64_t, int64_t>{64, 64}, {32, 128}})
+          for (const auto strategy : {DqStrategy::Atomic, DqStrategy::Partials}) {
+            ProblemBuilder b = ProblemBuilder().heads(4, 2).head_dim(32).dtype(DType::BF16);
+            if (varlen) {
+              b.varlen({100, 7, 300}, {250, 40, 300});
+            } else {
+              b.batch(2).seqlen(300, 333);
+            }
+            if (causal) b.causal();
+            const auto p = with_mask(b.build(), shape, spec, tq, tk);
+            TileConfig c;
+            c.block_q = 64;
+            c.block_k = 32;
+            c.bwd_block_q = 32;
+            c.bwd_block_k = 64;
+            c.dq_strategy = strategy;
+            const auto d = problem_data(p, 5);
+            for (const KernelModel* k : sparse_kernels()) {
+              const auto a = analytic_counts(*k, p, c, &d);
+              const auto e = execute_counts(schedule(*k, p, c, &d));
+              const std::string w = p.describe() + " " + c.describe() + " " + k->name;
+              expect_same_counts(a, e, w);
+              EXPECT_EQ(a.tiles, e.tiles) << w;
+              EXPECT_EQ(a.skipped_tiles, e.skipped_tiles) << w;
+              EXPECT_EQ(a.cta_work, e.cta_work) << w;
+              ++cases;
+            }
+          }
+  EXPECT_EQ(cases, 2 * 2 * 3 * 2 * 2 * 8);
+}
+
+// A mask with every tile active moves exactly what the dense kernels move; one with every tile inactive moves
+// no K, V (or Q, dO against them) and does no matrix work, while the outputs are still written.
+TEST(BlockSparse, AllActiveIsDenseAllInactiveMovesNoKv) {
+  for (const bool causal : {false, true}) {
+    ProblemBuilder b = ProblemBuilder().batch(2).heads(4, 2).seqlen(300, 333).head_dim(32).dtype(DType::BF16);
+    if (causal) b.causal();
+    const AttentionProblem dense = b.build();
+    const auto p = with_mask(dense, BroadcastShape::BHQK, "random:keep=0.5", 64, 64);
+    TileConfig c;
+    ProblemData all, none;
+    all.block_mask.assign(static_cast<size_t>(p.block_mask_elems()), 1);
+    none.block_mask.assign(static_cast<size_t>(p.block_mask_elems()), 0);
+    for (const KernelModel* k : sparse_kernels()) {
+      const auto d = analytic_counts(*k, dense, c);
+      const auto a = analytic_counts(*k, p, c, &all);
+      expect_same_counts(a, d, k->name + " all active");
+      EXPECT_EQ(a.skipped_tiles, 0) << k->name;
+      const auto n = analytic_counts(*k, p, c, &none);
+      EXPECT_EQ(n.tiles, 0) << k->name;
+      EXPECT_EQ(n.skipped_tiles, d.tiles) << k->name;
+      EXPECT_EQ(n.mma_flops, 0.0) << k->name;
+      for (auto t : {ref::TensorId::K, ref::TensorId::V}) EXPECT_EQ(tensor_of(n, t).load.bytes, 0) << k->name;
+      if (k->name == "bwd_dq_dk_dv" || k->name == "bwd_dq_dk_dv_group") {
+        for (auto t : {ref::TensorId::Q, ref::TensorId::dO})
+          EXPECT_EQ(tensor_of(n, t).load.bytes, 0) << k->name;
+        EXPECT_EQ(n.reduce_bytes(), 0) << k->name;
+        EXPECT_EQ(tensor_of(n, ref::TensorId::dK).store.bytes, tensor_of(d, ref::TensorId::dK).store.bytes);
+      }
+      if (k->pass == Pass::Forward) {
+        EXPECT_EQ(tensor_of(n, ref::TensorId::Q).load.bytes, 0) << k->name;
+        EXPECT_EQ(tensor_of(n, ref::TensorId::O).store.bytes,
+                  k->name == "fwd_fa1" ? 0 : tensor_of(d, ref::TensorId::O).store.bytes)
+            << k->name;
+      }
+      // the same with the executed schedule
+      const auto ne = execute_counts(schedule(*k, p, c, &none));
+      expect_same_counts(ne, n, k->name + " all inactive, executed");
+    }
+  }
+}
+
+// A split-KV decode under a block mask: a packed tile is skipped only when every packed head's mask tile is
+// inactive.
+TEST(BlockSparse, PagedSplitKvSkipsTiles) {
+  auto p = paged_problem({300, 77}, 16, 4, 2, 32, DType::BF16, 2);
+  p = with_mask(p, BroadcastShape::BHQK, "random:keep=0.3", 1, 32);
+  TileConfig c = splitkv_tile(p);
+  c.block_k = 32;
+  for (const int64_t splits : {1, 4}) {
+    c.num_splits = splits;
+    const auto d = problem_data(p, 11);
+    expect_decode_agrees(p, c, d, "paged block mask " + std::to_string(splits));
+    const auto k = analytic_counts(kernel_model("fwd_splitkv"), p, c, &d);
+    EXPECT_GT(k.skipped_tiles, 0);
+    EXPECT_GT(k.tiles, 0);
+  }
+}
+
+// The time uses the computed tiles only: a mask keeping a quarter of the tiles of a compute-bound forward cuts
+// its matrix work to a quarter.
+TEST(BlockSparse, TimeUsesComputedTiles) {
+  const AttentionProblem dense =
+      ProblemBuilder().batch(2).heads(16).seqlen(4096).head_dim(128).dtype(DType::BF16).build();
+  const auto p = with_mask(dense, BroadcastShape::OneHQK, "s2:local=8,stride=8", 128, 64);
+  const TileConfig c;  // Br 128, Bc 64: one kernel tile per mask tile
+  const auto d = problem_data(p, 0);
+  const auto k = analytic_counts(kernel_model("fwd_fa2"), p, c, &d);
+  const auto full = analytic_counts(kernel_model("fwd_fa2"), dense, c);
+  EXPECT_EQ(k.tiles + k.skipped_tiles, full.tiles);
+  EXPECT_DOUBLE_EQ(k.mma_flops / full.mma_flops,
+                   static_cast<double>(k.tiles) / static_cast<double>(full.tiles));
+  const auto hw = load_profile("H100-SXM5-80GB");
+  EXPECT_LT(predict_kernel(k, hw).time_s, predict_kernel(full, hw).time_s);
+}
+
+// --- The sim commands: decode and block-sparse problems, one-line errors -------------------------------------
+
+TEST(SimCommands, PredictReportsSkippedTilesAndSplits) {
+  auto r = test::run_cli(
+      "sim predict --batch 2 --heads 4 --seqlen 1024 --head-dim 64 --dtype bf16 --block-mask "
+      "s2:local=2,stride=4 "
+      "--json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("block_mask"));
+  EXPECT_GT(j["block_mask"]["tiles_skipped"].get<int64_t>(), 0);
+  EXPECT_TRUE(j["kernels"][0].contains("tiles_skipped"));
+  r = test::run_cli(
+      "sim predict --batch 2 --heads 4 --seqlen 1024 --head-dim 64 --dtype bf16 "
+      "--block-mask s2:local=2,stride=4");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("tiles skipped by the block mask"), std::string::npos) << r.out;
+  r = test::run_cli(
+      "sim predict --batch 4 --heads 8 --heads-kv 2 --seqlen-q 1 --cache-seqlens 1000 "
+      "--page-size 16 --head-dim 128 --num-splits 4 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["kernels"].size(), 2u);  // forward only: no backward of a KV cache
+  EXPECT_EQ(j["kernels"][0]["kernel"], "fwd_splitkv");
+  EXPECT_EQ(j["kernels"][1]["kernel"], "fwd_splitkv_combine");
+  EXPECT_EQ(j["split_kv"]["num_splits"], 4);
+  EXPECT_EQ(j["kernels"][0]["grid"], nlohmann::json({1, 4, 8}));  // (m blocks, splits, batch x kv heads)
+  // dense predictions have none of the new keys
+  r = test::run_cli("sim predict --batch 1 --heads 2 --seqlen 256 --json");
+  j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.contains("split_kv") || j.contains("block_mask") || j.contains("note"));
+  EXPECT_FALSE(j["kernels"][0].contains("tiles_skipped"));
+}
+
+TEST(SimCommands, DecodeSweepVariesSplits) {
+  const auto r = test::run_cli(
+      "sim sweep --batch 2 --heads 32 --heads-kv 8 --seqlen-q 1 --cache-seqlens 4096 "
+      "--page-size 256 --head-dim 128 --dtype bf16 --csv");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::vector<std::string> splits;
+  std::istringstream in(r.out);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line.rfind("num_splits,", 0), 0u) << line;
+  while (std::getline(in, line)) splits.push_back(line.substr(0, line.find(',')));
+  // 4096 keys in blocks of 128: 32 blocks, so powers of two to 32; FA2's heuristic picks 16 (16 CTAs, wave
+  // efficiency over 264 slots 256/264 at 16 splits, 176/264 at the eligible 11 before it).
+  EXPECT_EQ(splits, (std::vector<std::string>{"1", "2", "4", "8", "16", "32"}));
+  EXPECT_NE(r.out.find("\n16,1,"), std::string::npos) << r.out;
+}
+
+TEST(SimCommands, ForwardSweepRowsShowNoBackwardTiles) {
+  const auto r = test::run_cli("sim sweep --batch 1 --heads 2 --seqlen 256 --head-dim 64 --pass fwd --top 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find(" bwd "), std::string::npos) << r.out;
+  const auto b = test::run_cli("sim sweep --batch 1 --heads 2 --seqlen 256 --head-dim 64 --pass bwd --top 3");
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_EQ(b.out.find(" st1 "), std::string::npos) << b.out;
+}
+
+TEST(SimCommands, BadCombinationsAreOneLineErrors) {
+  const std::string decode =
+      "--batch 2 --heads 8 --heads-kv 2 --seqlen-q 1 --cache-seqlens 500 --page-size 16";
+  for (const std::string& args : std::vector<std::string>{
+           "sim predict --num-splits 4 --pass bwd", "sim predict " + decode + " --pass bwd",
+           "sim predict " + decode + " --algorithm fa1 --pass fwd", "sim sweep " + decode + " --pass bwd",
+           "sim sweep " + decode + " --algorithm naive",
+           "sim predict --seqlen 512 --block-mask s2:local=1,stride=2 --algorithm naive",
+           "sim sweep --seqlen 512 --block-mask s2:local=1,stride=2 --algorithm naive",
+           "sim predict --seqlen 512 --block-mask s2:local=1,stride=2 --kernel naive_scores"}) {
+    const auto r = test::run_cli(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_EQ(test::count_lines(r.out), 1) << args << "\n" << r.out;
+    EXPECT_EQ(r.out.rfind("flashsim: error: ", 0), 0u) << r.out;
+  }
+}
+
+// The executed L2 model on a decode: a cold L2 reads each cached key's rows once (the 128-byte lines of the
+// pages the CTAs touch), whatever the page size, and the combine reads back every partial the split kernel
+// wrote.
+TEST(Decode, ExecutedReadsTheCacheOnce) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  for (const int64_t page : {1, 16, 256}) {
+    const auto p = paged_problem({1000, 513, 77, 2048}, page, 8, 2, 64, DType::BF16);
+    TileConfig c = splitkv_tile(p);
+    c.num_splits = 3;
+    const auto d = problem_data(p, 2);
+    const auto ks = predict(p, c, hw, kernels_for(p, c, Algorithm::Fa2, Pass::Forward), true, 0, &d);
+    ASSERT_EQ(ks.size(), 2u);
+    const double kv =
+        kv_cache_bytes(p);  // whole 128-byte rows (2 kv heads x 64 x bf16 = 256 bytes a page row)
+    EXPECT_GE(static_cast<double>(ks[0].dram_read), kv) << page;
+    EXPECT_LE(static_cast<double>(ks[0].dram_read), kv + 64 * 1024) << page;  // + q and the table
+    const auto& partials = ks[0].counts.tensors[static_cast<size_t>(tensor::OAccum)].store.bytes;
+    EXPECT_GE(ks[1].dram_read, partials) << page;
+  }
 }

@@ -121,3 +121,99 @@ TEST(Reference, NaiveBackwardMatchesSchedule) {
     }
   }
 }
+
+// Block-sparse: the reference skips the (query tile, key tile) pairs whose block-mask tiles are all inactive
+// and reports no moves for them; the schedules skip the same tiles, forward (every streaming algorithm) and
+// FA2's backward. The mask is the one the inputs of the same seed carry.
+TEST(Reference, BlockSparseMatchesSchedules) {
+  struct Case {
+    std::string spec;
+    BroadcastShape shape;
+    int64_t tq, tk;
+    bool causal;
+  };
+  for (const Case& m : {Case{"s2:local=1,stride=3", BroadcastShape::OneHQK, 64, 64, true},
+                        Case{"random:keep=0.4", BroadcastShape::BHQK, 32, 128, false},
+                        Case{"local-sink:local=2,sink=1", BroadcastShape::OneOneQK, 128, 64, false}}) {
+    ProblemBuilder b = ProblemBuilder().batch(2).heads(4, 2).seqlen(200, 300).head_dim(32).dtype(DType::BF16);
+    if (m.causal) b.causal();
+    AttentionProblem p = b.build();
+    p.block_mask = m.shape;
+    p.block_mask_spec = m.spec;
+    p.block_mask_q = m.tq;
+    p.block_mask_k = m.tk;
+    p.validate();
+    const uint64_t seed = 4;
+    const auto in = make_random_inputs(p, seed);
+    const ProblemData d = problem_data(p, seed);
+    ASSERT_EQ(in.block_mask, d.block_mask);
+    TileConfig c;
+    const std::string what = p.describe();
+    {
+      CountingObserver obs(p);
+      ref::RunOptions opt;
+      opt.observer = &obs;
+      const auto fwd = ref::forward(p, in, Algorithm::Fa2, c, opt);
+      const auto g = ref::backward(p, in, fwd, Algorithm::Fa2, c, opt);
+      for (const KernelModel* k : {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"),
+                                   &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_convert_dq")}) {
+        ASSERT_TRUE(obs.kernels().count(k->name)) << what << " no kernel " << k->name;
+        expect_same_traffic(obs.kernels().at(k->name), analytic_counts(*k, p, c, &d), what + " " + k->name);
+      }
+      // the tiles the reference skipped and computed are the schedules'
+      const auto f2 = analytic_counts(kernel_model("fwd_fa2"), p, c, &d);
+      EXPECT_EQ(f2.skipped_tiles, fwd.tiles_skipped) << what;
+      EXPECT_EQ(f2.tiles, fwd.tiles_computed) << what;
+      const auto b2 = analytic_counts(kernel_model("bwd_dq_dk_dv"), p, c, &d);
+      EXPECT_EQ(b2.skipped_tiles, g.tiles_skipped) << what;
+      EXPECT_EQ(b2.tiles, g.tiles_computed) << what;
+      EXPECT_GT(g.tiles_skipped, 0) << what;
+    }
+    for (const auto& [a, name] :
+         {std::pair{Algorithm::ThreePass, "fwd_three_pass"}, std::pair{Algorithm::TwoPass, "fwd_two_pass"},
+          std::pair{Algorithm::Fa1, "fwd_fa1"}}) {
+      CountingObserver obs(p);
+      ref::RunOptions opt;
+      opt.observer = &obs;
+      const auto f = ref::forward(p, in, a, c, opt);
+      ASSERT_TRUE(obs.kernels().count(name)) << name;
+      const auto k = analytic_counts(kernel_model(name), p, c, &d);
+      expect_same_traffic(obs.kernels().at(name), k, what + " " + name);
+      EXPECT_EQ(k.skipped_tiles, f.tiles_skipped) << what << " " << name;
+      EXPECT_EQ(k.tiles, f.tiles_computed) << what << " " << name;
+    }
+  }
+}
+
+// The split kernel's split rule is the reference's (ref::forward_split_kv: ceil(blocks / splits) whole key
+// blocks a split): without grouped heads (nothing packed) it computes and skips the (query tile, key tile)
+// pairs the reference does, over a cache's gathered keys or plain ones, for 1 to 9 splits.
+TEST(Reference, SplitKvTilesMatchTheReferenceSplits) {
+  for (const bool paged : {false, true}) {
+    AttentionProblem p =
+        ProblemBuilder().batch(3).heads(2).seqlen(3, 400).head_dim(32).dtype(DType::BF16).build();
+    if (paged) {
+      p.page_size = 16;
+      p.cache_seqlens = {0, 399, 130};
+      p.seqlen_new = 1;
+    }
+    p.block_mask = BroadcastShape::BHQK;
+    p.block_mask_spec = "random:keep=0.5";
+    p.block_mask_q = 1;
+    p.block_mask_k = 64;
+    p.validate();
+    const auto in = make_random_inputs(p, 9);
+    const ProblemData d = problem_data(p, 9);
+    TileConfig c;
+    c.block_q = 64;
+    c.block_k = 32;
+    for (int splits = 1; splits <= 9; splits += 2) {
+      c.num_splits = splits;
+      const auto r = ref::forward_split_kv(p, in, splits, c);
+      const auto k = analytic_counts(kernel_model("fwd_splitkv"), p, c, &d);
+      EXPECT_EQ(k.skipped_tiles, r.combined.tiles_skipped) << p.describe() << " splits " << splits;
+      EXPECT_EQ(k.tiles, r.combined.tiles_computed) << p.describe() << " splits " << splits;
+      EXPECT_GT(k.skipped_tiles, 0);
+    }
+  }
+}

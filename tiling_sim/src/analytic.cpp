@@ -15,13 +15,13 @@ constexpr auto kLoad = &TensorTraffic::load;
 constexpr auto kStore = &TensorTraffic::store;
 constexpr auto kReduce = &TensorTraffic::reduce;
 
-// Without a closed form: build the CTAs of (b, head 0) and count their moves.
+// Without a closed form: build the CTAs of (b, x.head) and count their moves.
 void count_ctas(const KernelModel& m, const AttentionProblem& p, const TileConfig& c, const KernelLaunch& l,
                 int64_t b, SequenceCounter& x) {
   for (int64_t blk = 0; blk < l.grid_x; ++blk) {
-    CtaWork w{b, 0, blk, {}, 0, 0};
-    CtaBuilder builder{p, dtype_bytes(p.dtype), &w};
-    m.cta(builder, c, b, 0, blk);
+    CtaWork w{b, x.head, blk, {}, 0, 0};
+    CtaBuilder builder{p, dtype_bytes(p.dtype), &w, x.data};
+    m.cta(builder, c, b, x.head, blk);
     for (const auto& mv : w.moves)
       x.add(mv.kind == ref::AccessKind::Load    ? kLoad
             : mv.kind == ref::AccessKind::Store ? kStore
@@ -30,6 +30,8 @@ void count_ctas(const KernelModel& m, const AttentionProblem& p, const TileConfi
     x.k.mma_flops += w.mma_flops;
     x.k.exp_ops += w.exp_ops;
     x.k.vector_ops += w.vector_ops;
+    x.k.tiles += w.tiles;
+    x.k.skipped_tiles += w.skipped_tiles;
     x.cta_work(w.mma_flops);
   }
 }
@@ -37,9 +39,10 @@ void count_ctas(const KernelModel& m, const AttentionProblem& p, const TileConfi
 // One sequence (batch entry) of one kernel, for one query head (per_kv_head: one kv head); scaled by `times`
 // (heads, equal batches).
 void sequence(const KernelModel& m, const AttentionProblem& p, const TileConfig& c, const KernelLaunch& l,
-              int64_t b, int64_t times, KernelCounts& k, std::vector<double>* work) {
+              int64_t b, int64_t times, KernelCounts& k, std::vector<double>* work, int64_t head = 0,
+              const ProblemData* data = nullptr) {
   KernelCounts one;
-  SequenceCounter x{one, work};
+  SequenceCounter x{one, work, head, data};
   if (m.sequence) {
     m.sequence(x, p, c, b);
   } else {
@@ -54,6 +57,26 @@ void sequence(const KernelModel& m, const AttentionProblem& p, const TileConfig&
   k.mma_flops += one.mma_flops * static_cast<double>(times);
   k.exp_ops += one.exp_ops * static_cast<double>(times);
   k.vector_ops += one.vector_ops * static_cast<double>(times);
+  k.tiles += one.tiles * times;
+  k.skipped_tiles += one.skipped_tiles * times;
+}
+
+// With a block mask every (sequence, head) differs: each counted on its own, and the CTAs' work listed in
+// launch order (head, batch, block), kept when the CTAs differ (as the executed count keeps it).
+void per_head_counts(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
+                     const ProblemData& d, KernelCounts& k) {
+  const int64_t heads = m.per_kv_head ? p.heads_kv : p.heads_q, gx = k.launch.grid_x;
+  std::vector<double> all, w;
+  all.reserve(static_cast<size_t>(heads * p.batch * gx));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t b = 0; b < p.batch; ++b) {
+      w.clear();
+      sequence(m, p, c, k.launch, b, 1, k, &w, h, &d);
+      for (int64_t x = 0; x < gx; ++x)
+        all.push_back(x < static_cast<int64_t>(w.size()) ? w[static_cast<size_t>(x)] : 0.0);
+    }
+  if (std::any_of(all.begin(), all.end(), [&](double v) { return v != all.front(); }))
+    k.cta_work = std::move(all);
 }
 
 // Footprints (what a cold L2 must fetch or eventually write back) of the tensors the kernel touches.
@@ -96,25 +119,38 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
 
 }  // namespace
 
-KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, const TileConfig& c) {
+KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
+                             const ProblemData* data) {
+  ProblemData storage;
+  const ProblemData& d = resolve_data(p, data, storage);
   KernelCounts k;
   k.launch = launch(m, p, c);
+  if (m.counts) {  // the model's own closed form of the whole launch
+    m.counts(k, p, c, d);
+    return k;
+  }
+  if (p.block_mask != BroadcastShape::None) {
+    per_head_counts(m, p, c, d, k);
+    add_footprints(k, p, c, m.per_kv_head);
+    return k;
+  }
   // CTAs of unequal work (masked blocks skipped, varlen): their work in launch order (heads, batch, blocks).
   const bool bwd = m.work_blocks == WorkBlocks::Backward;
   const int64_t bq = bwd ? c.bwd_block_q : c.block_q, bk = bwd ? c.bwd_block_k : c.block_k;
+  const bool vary = p.keys_vary();  // sequences of their own lengths (varlen, or a KV cache's cache_seqlens)
   const bool uneven =
-      m.work_blocks != WorkBlocks::None && (p.varlen() || p.window_left >= 0 || p.window_right >= 0 ||
-                                            p.seqlen_q % bq != 0 || p.seqlen_k % bk != 0);
-  std::vector<std::vector<double>> work(uneven ? static_cast<size_t>(p.varlen() ? p.batch : 1) : 0);
+      m.work_blocks != WorkBlocks::None &&
+      (vary || p.window_left >= 0 || p.window_right >= 0 || p.seqlen_q % bq != 0 || p.seqlen_k % bk != 0);
+  std::vector<std::vector<double>> work(uneven ? static_cast<size_t>(vary ? p.batch : 1) : 0);
   const int64_t heads = m.per_kv_head ? p.heads_kv : p.heads_q;  // the grid's z
-  if (p.varlen()) {
+  if (vary) {
     for (int64_t b = 0; b < p.batch; ++b)
       sequence(m, p, c, k.launch, b, heads, k, uneven ? &work[static_cast<size_t>(b)] : nullptr);
   } else {
     sequence(m, p, c, k.launch, 0, p.batch * heads, k, uneven ? &work[0] : nullptr);
   }
   if (uneven) {  // equal sequences: one (batch, head)'s blocks, repeated; varlen: every CTA
-    const int64_t pattern_heads = p.varlen() ? k.launch.grid_z : 1, pattern_batch = p.varlen() ? p.batch : 1;
+    const int64_t pattern_heads = vary ? k.launch.grid_z : 1, pattern_batch = vary ? p.batch : 1;
     k.cta_work.reserve(static_cast<size_t>(pattern_heads * pattern_batch * k.launch.grid_x));
     for (int64_t h = 0; h < pattern_heads; ++h)
       for (int64_t b = 0; b < pattern_batch; ++b) {
@@ -122,7 +158,7 @@ KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, co
         for (int64_t x = 0; x < k.launch.grid_x; ++x)
           k.cta_work.push_back(x < static_cast<int64_t>(w.size()) ? w[static_cast<size_t>(x)] : 0.0);
       }
-    k.cta_work_repeat = p.varlen() ? 1 : k.launch.grid_y * k.launch.grid_z;
+    k.cta_work_repeat = vary ? 1 : k.launch.grid_y * k.launch.grid_z;
   }
   add_footprints(k, p, c, m.per_kv_head);
   return k;

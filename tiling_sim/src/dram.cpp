@@ -101,6 +101,35 @@ static double list_schedule_imbalance(const std::vector<double>& pattern, int64_
   return makespan * static_cast<double>(resident) / total;
 }
 
+// The bytes a second one CTA can stream: its loads in flight over the DRAM latency (Little's law), at most an
+// SM's rate, as measured for the profile; without those measurements one SM's share of the bandwidth.
+static double cta_dram_rate(const KernelLaunch& l, const HardwareProfile& hw) {
+  if (hw.cta_dram_latency_s > 0 && l.inflight_bytes > 0) {
+    const double r = static_cast<double>(l.inflight_bytes) / hw.cta_dram_latency_s;
+    return hw.sm_dram_bytes_per_s > 0 ? std::min(r, hw.sm_dram_bytes_per_s) : r;
+  }
+  return dram_rate(hw) / static_cast<double>(std::max(1, hw.sms));
+}
+
+// The DRAM time when each CTA streams at most at cta_dram_rate: the CTAs' bytes between L2 and the SM (scaled by
+// the kernel's DRAM / L2 ratio) dealt to the resident slots as the block scheduler deals them, the busiest
+// slot's bytes at that rate. Few CTAs (a decode launch without splits) cannot reach the full bandwidth; a full
+// machine is bounded by the bandwidth itself (t_dram).
+static double cta_share_time(const KernelPrediction& r, const HardwareProfile& hw) {
+  const KernelCounts& k = r.counts;
+  const double l2 = static_cast<double>(k.load_bytes() + k.store_bytes() + k.reduce_bytes());
+  const auto ctas = static_cast<double>(std::max<int64_t>(1, k.launch.ctas()));
+  const auto resident = static_cast<double>(std::max<int64_t>(1, r.occ.resident_ctas));
+  if (l2 <= 0) return 0;
+  const double imbalance =
+      k.cta_bytes.empty()
+          ? std::ceil(ctas / resident) / (ctas / resident)
+          : list_schedule_imbalance(k.cta_bytes, 1, std::max<int64_t>(1, r.occ.resident_ctas));
+  const double makespan_bytes = imbalance * l2 / resident;  // the busiest slot's bytes
+  const double dram = static_cast<double>(r.dram_read + r.dram_write);
+  return makespan_bytes * (dram / l2) / cta_dram_rate(k.launch, hw);
+}
+
 // A warp of an FA2-class kernel runs its MMAs and its softmax (exp, rescale) in turn, so they add; memory
 // traffic overlaps with both. The launch's fixed time (start, ramp-up, drain) comes on top.
 static void finish_time(KernelPrediction& r) {
@@ -153,6 +182,10 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   r.calibrated = achieved > 0;
   const double mma_rate = r.calibrated ? achieved : hw.tensor_flops_fp16;
   r.t_dram = static_cast<double>(r.dram_read + r.dram_write) / dram_rate(hw);
+  if (k.launch.model && k.launch.model->dram_cta_share) {
+    r.t_dram_cta = cta_share_time(r, hw);
+    r.t_dram = std::max(r.t_dram, r.t_dram_cta);
+  }
   r.t_l2 = static_cast<double>(k.load_bytes() + k.store_bytes() + k.reduce_bytes()) / hw.l2_bytes_per_s;
   r.t_mma = k.mma_flops / mma_rate * imbalance;
   r.t_exp = k.exp_ops / hw.exp_per_s * imbalance;
@@ -168,24 +201,39 @@ int64_t executed_schedule_bytes(const KernelCounts& analytic, const AttentionPro
       std::max<int64_t>(1, std::min({c.block_q, c.block_k, c.bwd_block_q, c.bwd_block_k}));
   const double blocks =
       std::ceil(static_cast<double>(std::max(p.seqlen_q, p.seqlen_k)) / static_cast<double>(smallest)) + 1;
+  // A paged key tile is one move per page run (K, V, their appended rows' stores); a combine CTA moves each
+  // split's partials of its rows.
+  const double per_block =
+      8 + (p.kv_cache()
+               ? 4.0 * (std::ceil(static_cast<double>(c.block_k) / static_cast<double>(p.page_size)) + 1)
+               : 0.0);
+  const double per_cta =
+      per_block * blocks + (c.num_splits > 1 ? 64.0 * static_cast<double>(c.num_splits) : 0.0);
   const double ctas = static_cast<double>(analytic.launch.ctas());
   const double bytes =
-      ctas * (static_cast<double>(sizeof(CtaWork)) + 8 * blocks * static_cast<double>(sizeof(Move)));
+      ctas * (static_cast<double>(sizeof(CtaWork)) + per_cta * static_cast<double>(sizeof(Move)));
   return bytes > 9e18 ? INT64_MAX : static_cast<int64_t>(bytes);
 }
 
 std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfig& c,
                                       const HardwareProfile& hw,
                                       const std::vector<const KernelModel*>& kernels, bool executed,
-                                      int64_t max_memory_bytes) {
+                                      int64_t max_memory_bytes, const ProblemData* data) {
   const int64_t limit = max_memory_bytes > 0 ? max_memory_bytes : default_memory_limit();
+  ProblemData storage;
+  const ProblemData& d = resolve_data(p, data, storage);
+  const bool masked = p.block_mask != BroadcastShape::None;
   std::vector<KernelPrediction> out;
   for (const KernelModel* kind : kernels) {
+    if (masked && !kind->block_sparse)
+      throw InputError("block_mask", fmt::format("kernel {} cannot skip block-mask tiles", kind->name));
     if (!executed) {
-      out.push_back(predict_kernel(analytic_counts(*kind, p, c), hw));
+      out.push_back(predict_kernel(analytic_counts(*kind, p, c, &d), hw));
+      out.back().block_sparse = masked;
       continue;
     }
-    const int64_t need = executed_schedule_bytes(analytic_counts(*kind, p, c), p, c);
+    const KernelCounts analytic = analytic_counts(*kind, p, c, &d);
+    const int64_t need = executed_schedule_bytes(analytic, p, c);
     if (need > limit)
       throw MemoryLimitError(
           fmt::format("the executed schedule of {} needs up to {} bytes ({:.2f} GiB), over the "
@@ -193,15 +241,20 @@ std::vector<KernelPrediction> predict(const AttentionProblem& p, const TileConfi
                       "--executed) needs none",
                       kind->name, need, static_cast<double>(need) / (1 << 30), limit,
                       static_cast<double>(limit) / (1 << 30)));
-    const KernelSchedule s = schedule(*kind, p, c);
+    const KernelSchedule s = schedule(*kind, p, c, &d);
     const KernelCounts k = execute_counts(s);
     const Occupancy o = occupancy(s.launch, hw);
     KernelPrediction pr = predict_kernel(k, hw, {});
+    pr.block_sparse = masked;
     if (o.fits) {  // the executed L2 model replaces the closed-form DRAM estimate
       const L2Result l2 = simulate_l2(s, p, hw, o.resident_ctas);
       pr.dram_read = l2.dram_read;
       pr.dram_write = l2.dram_write;
       pr.t_dram = static_cast<double>(pr.dram_read + pr.dram_write) / dram_rate(hw);
+      if (kind->dram_cta_share) {
+        pr.t_dram_cta = cta_share_time(pr, hw);
+        pr.t_dram = std::max(pr.t_dram, pr.t_dram_cta);
+      }
       finish_time(pr);
     }
     out.push_back(std::move(pr));
@@ -214,45 +267,53 @@ nlohmann::json to_json(const KernelPrediction& k) {
   for (size_t t = 0; t < k.counts.tensors.size(); ++t) {
     const auto& tt = k.counts.tensors[t];
     if (tt.load.bytes + tt.store.bytes + tt.reduce.bytes == 0) continue;
-    tensors[std::string(ref::tensor_name(static_cast<ref::TensorId>(t)))] = {
+    tensors[std::string(sim::tensor_name(static_cast<ref::TensorId>(t)))] = {
         {"load_bytes", tt.load.bytes},     {"load_sectors", tt.load.sectors},
         {"store_bytes", tt.store.bytes},   {"store_sectors", tt.store.sectors},
         {"reduce_bytes", tt.reduce.bytes}, {"footprint_bytes", tt.unique_bytes}};
   }
   nlohmann::json smem = nlohmann::json::array();
   for (const auto& b : k.counts.launch.smem) smem.push_back({{"buffer", b.name}, {"bytes", b.bytes}});
-  return {{"kernel", k.name},
-          {"grid", {k.counts.launch.grid_x, k.counts.launch.grid_y, k.counts.launch.grid_z}},
-          {"threads", k.counts.launch.threads},
-          {"shared_memory_bytes", k.counts.launch.smem_bytes()},
-          {"shared_memory_buffers", smem},
-          {"fits", k.occ.fits},
-          {"reason", k.occ.reason},
-          {"ctas_per_sm", k.occ.ctas_per_sm},
-          {"occupancy_limiter", k.occ.limiter},
-          {"load_bytes", k.counts.load_bytes()},
-          {"store_bytes", k.counts.store_bytes()},
-          {"reduce_bytes", k.counts.reduce_bytes()},
-          {"dram_read_bytes", k.dram_read},
-          {"dram_write_bytes", k.dram_write},
-          {"mma_flops", k.counts.mma_flops},
-          {"exp_ops", k.counts.exp_ops},
-          {"vector_ops", k.counts.vector_ops},
-          {"t_dram_s", k.t_dram},
-          {"t_l2_s", k.t_l2},
-          {"t_mma_s", k.t_mma},
-          {"t_exp_s", k.t_exp},
-          {"t_vector_s", k.t_vec},
-          {"t_latency_s", k.t_latency},
-          {"intensity_flop_per_dram_byte",
-           k.counts.mma_flops / std::max<double>(1.0, static_cast<double>(k.dram_read + k.dram_write))},
-          {"waves", k.waves},
-          {"time_s", k.time_s},
-          {"time_is_estimate", true},
-          {"time_calibrated", k.calibrated},
-          {"imbalance", k.imbalance},
-          {"bound", k.bound},
-          {"tensors", tensors}};
+  nlohmann::json j = {
+      {"kernel", k.name},
+      {"grid", {k.counts.launch.grid_x, k.counts.launch.grid_y, k.counts.launch.grid_z}},
+      {"threads", k.counts.launch.threads},
+      {"shared_memory_bytes", k.counts.launch.smem_bytes()},
+      {"shared_memory_buffers", smem},
+      {"fits", k.occ.fits},
+      {"reason", k.occ.reason},
+      {"ctas_per_sm", k.occ.ctas_per_sm},
+      {"occupancy_limiter", k.occ.limiter},
+      {"load_bytes", k.counts.load_bytes()},
+      {"store_bytes", k.counts.store_bytes()},
+      {"reduce_bytes", k.counts.reduce_bytes()},
+      {"dram_read_bytes", k.dram_read},
+      {"dram_write_bytes", k.dram_write},
+      {"mma_flops", k.counts.mma_flops},
+      {"exp_ops", k.counts.exp_ops},
+      {"vector_ops", k.counts.vector_ops},
+      {"t_dram_s", k.t_dram},
+      {"t_l2_s", k.t_l2},
+      {"t_mma_s", k.t_mma},
+      {"t_exp_s", k.t_exp},
+      {"t_vector_s", k.t_vec},
+      {"t_latency_s", k.t_latency},
+      {"intensity_flop_per_dram_byte",
+       k.counts.mma_flops / std::max<double>(1.0, static_cast<double>(k.dram_read + k.dram_write))},
+      {"waves", k.waves},
+      {"time_s", k.time_s},
+      {"time_is_estimate", true},
+      {"time_calibrated", k.calibrated},
+      {"imbalance", k.imbalance},
+      {"bound", k.bound},
+      {"tensors", tensors}};
+  // Keys of the decode and block-sparse features, only where they are in use (dense outputs keep their bytes).
+  if (k.block_sparse) {
+    j["tiles_computed"] = k.counts.tiles;
+    j["tiles_skipped"] = k.counts.skipped_tiles;
+  }
+  if (k.counts.launch.model && k.counts.launch.model->dram_cta_share) j["t_dram_cta_share_s"] = k.t_dram_cta;
+  return j;
 }
 
 }  // namespace flashsim::sim

@@ -1,8 +1,10 @@
 // The executed simulator's counting: every move of a schedule summed by tensor and direction, with 32-byte
 // sectors (each row of a BSHD tile is contiguous and sector aligned) and the footprint actually touched.
+#include <algorithm>
 #include <unordered_map>
 
 #include "flashsim/sim/counts.h"
+#include "flashsim/sim/kernel_model.h"
 
 namespace flashsim::sim {
 
@@ -10,7 +12,41 @@ namespace {
 int64_t sectors_per_row(int64_t cols, int eb) {
   return (cols * eb + 31) / 32;
 }
+// A move's sectors: the row convention, or (addr0 >= 0) the sectors its rows' bytes touch at their addresses,
+// walked row by row (rows ascend, so a sector already counted can only be the previous row's last).
+int64_t move_sectors(const Move& m) {
+  if (m.addr0 < 0) return m.rows * sectors_per_row(m.cols, m.elem_bytes);
+  int64_t n = 0, last = -1;
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const int64_t first_byte = (m.addr0 + r * m.pitch) * m.elem_bytes;
+    const int64_t s0 = first_byte / 32, s1 = (first_byte + m.cols * m.elem_bytes - 1) / 32;
+    n += s1 - std::max(s0, last + 1) + 1;
+    last = s1;
+  }
+  return n;
+}
 }  // namespace
+
+std::string_view tensor_name(ref::TensorId t) {
+  switch (static_cast<int>(t) - tensor::kFirstSimOnly) {
+    case 0:
+      return "k_cache";
+    case 1:
+      return "v_cache";
+    case 2:
+      return "k_new";
+    case 3:
+      return "v_new";
+    case 4:
+      return "block_table";
+    case 5:
+      return "o_accum";
+    case 6:
+      return "lse_accum";
+    default:
+      return ref::tensor_name(t);
+  }
+}
 
 int64_t KernelCounts::load_bytes() const {
   int64_t s = 0;
@@ -30,13 +66,13 @@ int64_t KernelCounts::reduce_bytes() const {
 int64_t KernelCounts::unique_loaded() const {
   int64_t s = 0;
   for (const auto& t : tensors)
-    if (t.load.bytes > 0 || t.reduce.bytes > 0) s += t.unique_bytes;
+    if (t.load.bytes > 0 || t.reduce.bytes > 0) s += t.read_bytes >= 0 ? t.read_bytes : t.unique_bytes;
   return s;
 }
 int64_t KernelCounts::unique_dirty() const {
   int64_t s = 0;
   for (const auto& t : tensors)
-    if (t.store.bytes > 0 || t.reduce.bytes > 0) s += t.unique_bytes;
+    if (t.store.bytes > 0 || t.reduce.bytes > 0) s += t.dirty_bytes >= 0 ? t.dirty_bytes : t.unique_bytes;
   return s;
 }
 int64_t KernelCounts::unique_stored() const {
@@ -56,12 +92,22 @@ KernelCounts execute_counts(const KernelSchedule& s) {
   k.launch = s.launch;
   std::unordered_map<int64_t, std::vector<uint8_t>> touched;  // (tensor, batch, head) -> rows touched
   std::array<int64_t, kNumTensors> row_bytes{};
-  bool uneven = false;
+  bool uneven = false, uneven_bytes = false;
+  const bool share = s.launch.model && s.launch.model->dram_cta_share;
+  std::vector<double> cta_bytes;
   for (const auto& cta : s.ctas) {
     uneven = uneven || cta.mma_flops != s.ctas.front().mma_flops;
     k.mma_flops += cta.mma_flops;
     k.exp_ops += cta.exp_ops;
     k.vector_ops += cta.vector_ops;
+    k.tiles += cta.tiles;
+    k.skipped_tiles += cta.skipped_tiles;
+    if (share) {
+      double bytes = 0;
+      for (const auto& m : cta.moves) bytes += static_cast<double>(m.rows * m.cols * m.elem_bytes);
+      uneven_bytes = uneven_bytes || (!cta_bytes.empty() && bytes != cta_bytes.front());
+      cta_bytes.push_back(bytes);
+    }
     for (const auto& m : cta.moves) {
       const int t = static_cast<int>(m.tensor);
       auto& tt = k.tensors[static_cast<size_t>(t)];
@@ -69,7 +115,7 @@ KernelCounts execute_counts(const KernelSchedule& s) {
                           : m.kind == ref::AccessKind::Store ? tt.store
                                                              : tt.reduce;
       d.bytes += m.rows * m.cols * m.elem_bytes;
-      d.sectors += m.rows * sectors_per_row(m.cols, m.elem_bytes);
+      d.sectors += move_sectors(m);
       row_bytes[static_cast<size_t>(t)] = m.cols * m.elem_bytes;
       auto& rows = touched[(static_cast<int64_t>(t) << 48) | (m.batch << 24) | m.head];
       if (rows.size() < static_cast<size_t>(m.row0 + m.rows))
@@ -79,6 +125,7 @@ KernelCounts execute_counts(const KernelSchedule& s) {
   }
   if (uneven)
     for (const auto& cta : s.ctas) k.cta_work.push_back(cta.mma_flops);
+  if (uneven_bytes) k.cta_bytes = std::move(cta_bytes);
   for (const auto& [key, rows] : touched) {
     const auto t = static_cast<size_t>(key >> 48);
     int64_t n = 0;

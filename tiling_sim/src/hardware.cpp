@@ -45,6 +45,9 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.ncu_dram_repeatability_source = j.value("ncu_dram_repeatability_source", std::string());
     p.kernel_latency_s = j.value("kernel_latency_s", 0.0);
     p.kernel_latency_source = j.value("kernel_latency_source", std::string());
+    p.cta_dram_latency_s = j.value("cta_dram_latency_s", 0.0);
+    p.sm_dram_bytes_per_s = j.value("sm_dram_bytes_per_s", 0.0);
+    p.cta_dram_source = j.value("cta_dram_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }
@@ -79,7 +82,9 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
                           {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
                           {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
                           {"ncu_dram_repeatability", p.ncu_dram_repeatability},
-                          {"kernel_latency_s", p.kernel_latency_s}})
+                          {"kernel_latency_s", p.kernel_latency_s},
+                          {"cta_dram_latency_s", p.cta_dram_latency_s},
+                          {"sm_dram_bytes_per_s", p.sm_dram_bytes_per_s}})
     non_negative(field, v);
   if (p.ncu_dram_repeatability >= 1)
     throw InputError("hw", fmt::format("profile {}: ncu_dram_repeatability is a fraction below 1, got {}",
@@ -120,7 +125,10 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"ncu_dram_repeatability", p.ncu_dram_repeatability},
           {"ncu_dram_repeatability_source", p.ncu_dram_repeatability_source},
           {"kernel_latency_s", p.kernel_latency_s},
-          {"kernel_latency_source", p.kernel_latency_source}};
+          {"kernel_latency_source", p.kernel_latency_source},
+          {"cta_dram_latency_s", p.cta_dram_latency_s},
+          {"sm_dram_bytes_per_s", p.sm_dram_bytes_per_s},
+          {"cta_dram_source", p.cta_dram_source}};
 }
 
 namespace {

@@ -2,7 +2,10 @@
 #include "flashsim/sim/l2_sim.h"
 
 #include <algorithm>
+#include <array>
 #include <vector>
+
+#include "flashsim/sim/counts.h"
 
 namespace flashsim::sim {
 
@@ -177,14 +180,31 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
   // Each tensor its own address range; rows of a (batch, head) laid out as BSHD with padded sequences.
   int64_t rows = std::max(dq_accum_padded_rows(p.seqlen_q), p.seqlen_k);
   for (const auto& cta : s.ctas)  // the partials dQ strategy stores rows beyond a sequence
-    for (const auto& m : cta.moves) rows = std::max(rows, m.row0 + m.rows);
+    for (const auto& m : cta.moves)
+      if (m.addr0 < 0) rows = std::max(rows, m.row0 + m.rows);
   rows += 128;
   const int64_t heads = std::max(p.heads_q, p.heads_kv);
   const auto n = static_cast<int64_t>(s.ctas.size());
+  // A tensor's rows are touched chunk by chunk only when every move of it starts on a chunk (the dense
+  // schedules' tiles do; the decode kernels' packed heads and split partials need not).
+  std::array<bool, kNumTensors> chunked;
+  chunked.fill(true);
+  for (const auto& cta : s.ctas)
+    for (const auto& m : cta.moves)
+      if (m.row0 % kChunkRows != 0) chunked[static_cast<size_t>(m.tensor)] = false;
   const auto touch_move = [&](const Move& m) {
     const int kind = m.kind == ref::AccessKind::Load ? 0 : m.kind == ref::AccessKind::Store ? 1 : 2;
     const uint64_t row_bytes = static_cast<uint64_t>(m.cols * m.elem_bytes);
     const uint64_t base = static_cast<uint64_t>(m.tensor) << 44;
+    if (m.addr0 >= 0) {  // a move at its own addresses (the paged cache, the block table): each row's lines
+      for (int64_t row = 0; row < m.rows; ++row) {
+        const uint64_t a0 = base + static_cast<uint64_t>((m.addr0 + row * m.pitch) * m.elem_bytes);
+        const uint64_t first = a0 / static_cast<uint64_t>(lb),
+                       last = (a0 + row_bytes - 1) / static_cast<uint64_t>(lb);
+        for (uint64_t line = first; line <= last; ++line) cache.touch(line, 1, kind, lb, r);
+      }
+      return;
+    }
     const bool whole_lines = row_bytes % static_cast<uint64_t>(lb) == 0;  // rows are row_bytes-aligned
     const bool stat = m.cols == 1;  // row statistics (lse, D, m, l) are [batch, head, seq]; the rest BSHD
     const auto addr = [&](int64_t row) {
@@ -192,7 +212,7 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
                                                : (m.batch * rows + row) * heads + m.head) *
                         row_bytes;
     };
-    if (whole_lines && !stat) {
+    if (whole_lines && !stat && chunked[static_cast<size_t>(m.tensor)]) {
       // Rows of whole lines in chunks of kChunkRows: every schedule moves tiles whose row ranges start at
       // multiples of the chunk, so a chunk's lines are always touched together (one entry of their weight).
       const int64_t lines_per_row = static_cast<int64_t>(row_bytes) / lb;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "flashsim/sim/counts.h"
 #include "flashsim/sim/kernel_model.h"
 
 namespace flashsim::sim {
@@ -34,17 +35,51 @@ std::pair<int64_t, int64_t> visible_query_blocks(const AttentionProblem& p, int6
   return last > first ? std::pair{first, last} : std::pair<int64_t, int64_t>{0, 0};
 }
 
-KernelSchedule schedule(const KernelModel& m, const AttentionProblem& p, const TileConfig& c) {
+const ProblemData& resolve_data(const AttentionProblem& p, const ProblemData* data, ProblemData& storage) {
+  if (data) {
+    check_problem_data(p, *data);
+    return *data;
+  }
+  if (p.kv_cache() || p.block_mask != BroadcastShape::None) storage = problem_data(p, 0);
+  return storage;
+}
+
+KernelSchedule schedule(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
+                        const ProblemData* data) {
+  ProblemData storage;
+  const ProblemData& d = resolve_data(p, data, storage);
   KernelSchedule s{launch(m, p, c), {}};
   s.ctas.reserve(static_cast<size_t>(s.launch.ctas()));
   for (int64_t h = 0; h < s.launch.grid_z; ++h)
     for (int64_t b = 0; b < s.launch.grid_y; ++b)
       for (int64_t blk = 0; blk < s.launch.grid_x; ++blk) {
-        CtaWork& w = s.ctas.emplace_back(CtaWork{b, h, blk, {}, 0, 0});
-        CtaBuilder x{p, dtype_bytes(p.dtype), &w};
+        CtaWork& w = s.ctas.emplace_back(CtaWork{b, h, blk, {}, 0, 0, 0, 0, 0});
+        CtaBuilder x{p, dtype_bytes(p.dtype), &w, &d};
         m.cta(x, c, b, h, blk);
       }
   return s;
+}
+
+void CtaBuilder::add_paged(ref::AccessKind k, ref::TensorId t, int64_t b, int64_t hk, int64_t k0, int64_t n,
+                           int64_t dim) {
+  for (int64_t j = k0; j < k0 + n;) {
+    const int64_t run = std::min(k0 + n, (j / p.page_size + 1) * p.page_size) - j;
+    const int64_t row = cache_row(p, *data, b, j);
+    w->moves.push_back(Move{k, t, 0, hk, row, run, dim, e, (row * p.heads_kv + hk) * dim, p.heads_kv * dim});
+    j += run;
+  }
+}
+
+void CtaBuilder::add_table(int64_t b, int64_t first, int64_t n) {
+  if (n > 0)
+    w->moves.push_back(Move{ref::AccessKind::Load, tensor::BlockTable, b, 0, first, n, 1, 4,
+                            b * p.max_blocks_per_seq() + first, 1});
+}
+
+bool CtaBuilder::tile(int64_t b, int64_t h, int64_t q0, int64_t nq, int64_t k0, int64_t nk) {
+  const bool active = !data || tile_active(p, *data, b, h, q0, nq, k0, nk);
+  ++(active ? w->tiles : w->skipped_tiles);
+  return active;
 }
 
 }  // namespace flashsim::sim

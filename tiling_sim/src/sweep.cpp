@@ -1,6 +1,8 @@
 // The tile-config sweep (sweep.h).
 #include "flashsim/sim/sweep.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <tuple>
 
@@ -30,9 +32,11 @@ std::vector<TileConfig> sweep_space(Pass pass) {
 }
 
 SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorithm a, Pass pass,
-                  const std::function<void(size_t, size_t)>& progress) {
+                  const std::function<void(size_t, size_t)>& progress, const ProblemData* data) {
   const auto configs = sweep_space(pass);
   const auto kernels = kernels_of(a, pass);
+  ProblemData storage;
+  const ProblemData& d = resolve_data(p, data, storage);
   SweepResult r;
   r.configs = static_cast<int64_t>(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -41,7 +45,7 @@ SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorith
     bool fits = true;
     double worst = -1;
     for (const KernelModel* m : kernels) {
-      const auto k = predict_kernel(analytic_counts(*m, p, configs[i]), hw);
+      const auto k = predict_kernel(analytic_counts(*m, p, configs[i], &d), hw);
       fits = fits && k.occ.fits;
       row.time_s += k.time_s;
       row.load_bytes += k.counts.load_bytes();
@@ -60,6 +64,15 @@ SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorith
            std::tie(y.time_s, y.dram_bytes, y.load_bytes, y.smem_bytes);
   });
   return r;
+}
+
+std::string describe_pass(const TileConfig& c, Algorithm a, Pass pass) {
+  if (pass == Pass::Backward)
+    return fmt::format("{} bwd Br{} Bc{} w{} dq:{}", algorithm_name(a), c.bwd_block_q, c.bwd_block_k, c.warps,
+                       dq_strategy_name(c.dq_strategy));
+  return fmt::format("Br{} Bc{} w{} st{}{}{}{} {}", c.block_q, c.block_k, c.warps, c.stages,
+                     c.q_in_registers ? " Qreg" : "", c.kv_shared_buffer ? " KVshared" : "", c.splits_text(),
+                     algorithm_name(a));
 }
 
 double dram_lower_bound(const AttentionProblem& p, Pass pass) {

@@ -25,9 +25,14 @@ void convert_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64
   if (c.dq_strategy == DqStrategy::Partials) {
     // The partials of every key block that sees this query block, summed in key-block order
     // (deterministic), then converted.
+    // Under a block mask only the key blocks whose tile the main kernel computed stored a partial.
     const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.bwd_block_q, c.bwd_block_k);
-    for (int64_t n = n0; n < n1; ++n)
+    for (int64_t n = n0; n < n1; ++n) {
+      const int64_t k0 = n * c.bwd_block_k;
+      if (x.data && !tile_active(p, *x.data, b, h, q0, rq, k0, std::min(c.bwd_block_k, p.len_k(b) - k0)))
+        continue;
       x.add(AccessKind::Load, TensorId::DqAccum, b, h, dq_partial_row(p, b, n, q0), rq, p.head_dim, 4);
+    }
     x.add(AccessKind::Store, TensorId::dQ, b, h, q0, rq, p.head_dim, x.e);
     return;
   }
@@ -42,8 +47,18 @@ void convert_sequence(SequenceCounter& x, const AttentionProblem& p, const TileC
   const int64_t sq = p.len_q(b), d = p.head_dim;
   if (c.dq_strategy == DqStrategy::Partials) {
     for (int64_t q0 = 0; q0 < sq; q0 += c.bwd_block_q) {
+      const int64_t rq = std::min(c.bwd_block_q, sq - q0);
       const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.bwd_block_q, c.bwd_block_k);
-      x.load(TensorId::DqAccum, (n1 - n0) * std::min(c.bwd_block_q, sq - q0), d, 4);
+      int64_t nb = n1 - n0;
+      if (x.data && p.block_mask != BroadcastShape::None) {
+        nb = 0;
+        for (int64_t n = n0; n < n1; ++n) {
+          const int64_t k0 = n * c.bwd_block_k;
+          nb += tile_active(p, *x.data, b, x.head, q0, rq, k0, std::min(c.bwd_block_k, p.len_k(b) - k0)) ? 1
+                                                                                                         : 0;
+        }
+      }
+      x.load(TensorId::DqAccum, nb * rq, d, 4);
     }
     x.store(TensorId::dQ, sq, d, e);
     return;
@@ -61,6 +76,7 @@ KernelModel fa2_backward_convert_dq() {
       "FA2 backward 3/3: the fp32 dQ accumulator (or the partials, summed) converted and stored",
       FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_convert_dq_kernel"),
       FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_convert_kernel"));
+  m.block_sparse = true;  // reads only the partials of computed tiles
   m.launch = convert_launch;
   m.cta = convert_cta;
   m.sequence = convert_sequence;

@@ -50,6 +50,7 @@ KernelModel fa2_backward_dot_do_o() {
       "bwd_dot_do_o", "FA2 backward 1/3: D = rowsum(dO o O), and the fp32 dQ accumulator cleared",
       FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dot_do_o_kernel"),
       FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_dot_kernel"));
+  m.block_sparse = true;  // per query block: nothing to skip
   m.launch = dot_launch;
   m.cta = dot_cta;
   m.sequence = dot_sequence;

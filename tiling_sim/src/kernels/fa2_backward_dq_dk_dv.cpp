@@ -3,6 +3,7 @@
 // registers, dQ added into an fp32 accumulator by atomics (or, with the partials strategy, stored as this key
 // block's own partial).
 #include <algorithm>
+#include <vector>
 
 #include "fa2_backward_ncu.h"
 
@@ -34,13 +35,25 @@ double tile_flops(const AttentionProblem& p, int64_t rq, int64_t rk) {
          static_cast<double>(3 * p.head_dim + 2 * p.head_dim_v);
 }
 
-// Query head h's part of key block n's CTA: every query block that sees the key block, from the last down.
-void query_blocks(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n, int64_t m0, int64_t m1,
-                  int64_t rk) {
+// The query blocks of [m0, m1) whose tile with key block n (rows [k0, k0 + rk)) query head h computes: all of
+// them, or those a block mask leaves active.
+std::vector<int64_t> computed_query_blocks(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h,
+                                           int64_t k0, int64_t rk, int64_t m0, int64_t m1) {
+  std::vector<int64_t> blocks;
+  const int64_t sq = x.p.len_q(b);
+  for (int64_t m = m0; m < m1; ++m)
+    if (x.tile(b, h, m * c.bwd_block_q, std::min(c.bwd_block_q, sq - m * c.bwd_block_q), k0, rk))
+      blocks.push_back(m);
+  return blocks;
+}
+
+// Query head h's part of key block n's CTA: every computed query block, from the last down.
+void query_blocks(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n,
+                  const std::vector<int64_t>& blocks, int64_t rk) {
   const auto& p = x.p;
   const int64_t sq = p.len_q(b);
-  for (int64_t i = m0; i < m1; ++i) {
-    const int64_t m = m1 - 1 - (i - m0);  // FA2 walks the query blocks from the last one down
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    const int64_t m = *it;  // FA2 walks the query blocks from the last one down
     const int64_t q0 = m * c.bwd_block_q, rq = std::min(c.bwd_block_q, sq - q0);
     x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
     x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
@@ -58,17 +71,19 @@ void query_blocks(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int6
 }
 
 // FA2's CTA (b, query head h, key block n): K and V of h's kv head, dK and dV of h (the expanded per-query-head
-// gradients FA2 sums over a GQA group afterwards).
+// gradients FA2 sums over a GQA group afterwards). Under a block mask K and V are loaded when some tile of
+// the key block is computed.
 void main_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) {
   const auto& p = x.p;
   const int64_t sk = p.len_k(b), k0 = n * c.bwd_block_k;
   if (k0 >= sk) return;
   const int64_t rk = std::min(c.bwd_block_k, sk - k0), hk = p.kv_head(h);
   const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, c.bwd_block_q);
-  if (m1 > m0) {
+  const auto blocks = computed_query_blocks(x, c, b, h, k0, rk, m0, m1);
+  if (!blocks.empty()) {
     x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
     x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
-    query_blocks(x, c, b, h, n, m0, m1, rk);
+    query_blocks(x, c, b, h, n, blocks, rk);
   }
   x.add(AccessKind::Store, TensorId::dK, b, h, k0, rk, p.head_dim, x.e);
   x.add(AccessKind::Store, TensorId::dV, b, h, k0, rk, p.head_dim_v, x.e);
@@ -82,10 +97,17 @@ void group_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t hk, int64_
   if (k0 >= sk) return;
   const int64_t rk = std::min(c.bwd_block_k, sk - k0), g = p.group_size();
   const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, c.bwd_block_q);
-  if (m1 > m0) {
+  std::vector<std::vector<int64_t>> blocks;
+  bool any = false;
+  for (int64_t h = hk * g; h < (hk + 1) * g; ++h) {
+    blocks.push_back(computed_query_blocks(x, c, b, h, k0, rk, m0, m1));
+    any = any || !blocks.back().empty();
+  }
+  if (any) {
     x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
     x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
-    for (int64_t h = hk * g; h < (hk + 1) * g; ++h) query_blocks(x, c, b, h, n, m0, m1, rk);
+    for (int64_t h = hk * g; h < (hk + 1) * g; ++h)
+      query_blocks(x, c, b, h, n, blocks[static_cast<size_t>(h - hk * g)], rk);
   }
   x.add(AccessKind::Store, TensorId::dK, b, hk, k0, rk, p.head_dim, x.e);
   x.add(AccessKind::Store, TensorId::dV, b, hk, k0, rk, p.head_dim_v, x.e);
@@ -100,11 +122,25 @@ KernelLaunch group_launch(const AttentionProblem& p, const TileConfig& c) {
 void main_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
   const int e = dtype_bytes(p.dtype);
   const int64_t sq = p.len_q(b), sk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v;
+  const bool masked = p.block_mask != BroadcastShape::None;
   for (int64_t k0 = 0; k0 < sk; k0 += c.bwd_block_k) {
     const int64_t rk = std::min(c.bwd_block_k, sk - k0);
     const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, c.bwd_block_q);
-    const int64_t rq = block_rows(m0, m1, c.bwd_block_q, sq);
-    if (m1 > m0) {
+    // Query blocks computed and their rows: every visible block, or those a block mask leaves active.
+    int64_t nb = m1 - m0, rq = block_rows(m0, m1, c.bwd_block_q, sq);
+    if (masked) {
+      nb = rq = 0;
+      for (int64_t m = m0; m < m1; ++m) {
+        const int64_t r = std::min(c.bwd_block_q, sq - m * c.bwd_block_q);
+        if (x.tile(p, b, x.head, m * c.bwd_block_q, r, k0, rk)) {
+          ++nb;
+          rq += r;
+        }
+      }
+    } else {
+      x.k.tiles += nb;
+    }
+    if (nb > 0) {
       x.load(TensorId::K, rk, d, e);
       x.load(TensorId::V, rk, dv, e);
     }
@@ -113,7 +149,7 @@ void main_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConf
     x.load(TensorId::Lse, rq, 1, 4);
     x.load(TensorId::Delta, rq, 1, 4);
     if (c.dq_strategy == DqStrategy::Atomic) {
-      x.reduce(TensorId::DqAccum, (m1 - m0) * c.bwd_block_q, d, 4);
+      x.reduce(TensorId::DqAccum, nb * c.bwd_block_q, d, 4);
     } else {
       x.store(TensorId::DqAccum, rq, d, 4);
     }
@@ -135,6 +171,7 @@ KernelModel fa2_backward_dq_dk_dv() {
       FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"));
   m.work_blocks = WorkBlocks::Backward;
   m.backward_mma_rate = true;
+  m.block_sparse = true;
   m.launch = main_launch;
   m.cta = main_cta;
   m.sequence = main_sequence;
@@ -150,6 +187,7 @@ KernelModel fa2_backward_dq_dk_dv_group() {
   m.algorithm.reset();  // not a step of the reference's FA2 backward: by name only (sim predict --kernel)
   m.work_blocks = WorkBlocks::Backward;
   m.backward_mma_rate = true;
+  m.block_sparse = true;
   m.per_kv_head = true;
   m.launch = group_launch;
   m.cta = group_cta;  // no closed form: the key blocks of one (sequence, kv head) are built and counted

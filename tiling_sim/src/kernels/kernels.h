@@ -22,6 +22,8 @@ KernelModel fa2_backward_dot_do_o();
 KernelModel fa2_backward_dq_dk_dv();
 KernelModel fa2_backward_dq_dk_dv_group();
 KernelModel fa2_backward_convert_dq();
+KernelModel fa2_splitkv_forward();
+KernelModel fa2_splitkv_combine();
 
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;

@@ -2,6 +2,7 @@
 #include "key_streaming.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace flashsim::sim::kernels {
 
@@ -30,12 +31,17 @@ void key_streaming_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h,
   if (q0 >= sq) return;
   const int64_t rq = std::min(c.block_q, sq - q0), hk = p.kv_head(h);
   const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.block_q, c.block_k);
-  if (n1 > n0) {
+  // The key blocks the CTA computes: the visible ones whose tile a block mask leaves active.
+  std::vector<int64_t> blocks;
+  for (int64_t n = n0; n < n1; ++n)
+    if (x.tile(b, h, q0, rq, n * c.block_k, std::min(c.block_k, sk - n * c.block_k))) blocks.push_back(n);
+  const auto nb = static_cast<int64_t>(blocks.size());
+  if (nb > 0) {
     x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
     for (int pass = 1; pass <= passes; ++pass)
-      for (int64_t i = n0; i < n1; ++i) {
+      for (int64_t i = 0; i < nb; ++i) {
         // FA2 walks the key blocks from the last visible one down (the masked diagonal block first).
-        const int64_t n = passes == 1 ? n1 - 1 - (i - n0) : i;
+        const int64_t n = blocks[static_cast<size_t>(passes == 1 ? nb - 1 - i : i)];
         const int64_t k0 = n * c.block_k, rk = std::min(c.block_k, sk - k0);
         const bool last = pass == passes;
         x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
@@ -57,18 +63,32 @@ void key_streaming_sequence(SequenceCounter& x, const AttentionProblem& p, const
                             int passes) {
   const int e = dtype_bytes(p.dtype);
   const int64_t sq = p.len_q(b), sk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v;
+  const bool masked = p.block_mask != BroadcastShape::None;
   for (int64_t q0 = 0; q0 < sq; q0 += c.block_q) {
     const int64_t rq = std::min(c.block_q, sq - q0);
     const auto [n0, n1] = visible_key_blocks(p, b, q0, q0 + c.block_q, c.block_k);
-    const int64_t rk = block_rows(n0, n1, c.block_k, sk);
-    if (n1 > n0) x.load(TensorId::Q, rq, d, e);
+    // Key blocks computed and their rows: every visible block, or those a block mask leaves active.
+    int64_t nb = n1 - n0, rk = block_rows(n0, n1, c.block_k, sk);
+    if (masked) {
+      nb = rk = 0;
+      for (int64_t n = n0; n < n1; ++n) {
+        const int64_t k0 = n * c.block_k, r = std::min(c.block_k, sk - k0);
+        if (x.tile(p, b, x.head, q0, rq, k0, r)) {
+          ++nb;
+          rk += r;
+        }
+      }
+    } else {
+      x.k.tiles += nb;
+    }
+    if (nb > 0) x.load(TensorId::Q, rq, d, e);
     x.load(TensorId::K, rk * passes, d, e);
     x.load(TensorId::V, rk, dv, e);
     const double pairs = static_cast<double>(rq) * static_cast<double>(rk);
     x.cta_work(2.0 * pairs * static_cast<double>(passes * d + dv));
     x.k.mma_flops += 2.0 * pairs * static_cast<double>(passes * d + dv);
     x.k.exp_ops += pairs * (passes == 1 ? 1 : passes - 1);
-    if (n1 > n0) x.k.vector_ops += 3.0 * pairs + static_cast<double>(rq * dv * (n1 - n0));
+    if (nb > 0) x.k.vector_ops += 3.0 * pairs + static_cast<double>(rq * dv * nb);
   }
   x.store(TensorId::O, sq, dv, e);
   x.store(TensorId::Lse, sq, 1, 4);

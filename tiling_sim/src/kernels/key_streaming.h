@@ -21,6 +21,7 @@ KernelModel key_streaming_model(std::string name, Algorithm a, std::string summa
   m.pass = Pass::Forward;
   m.summary = std::move(summary);
   m.work_blocks = WorkBlocks::Forward;
+  m.block_sparse = true;
   m.launch = key_streaming_launch;
   m.cta = [](CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t blk) {
     key_streaming_cta(x, c, b, h, blk, Passes);

@@ -37,8 +37,9 @@ Registry& registry() {
           kernels::naive_backward_ds, kernels::naive_backward_dv, kernels::naive_backward_dq,
           kernels::naive_backward_dk, kernels::fa2_backward_dot_do_o, kernels::fa2_backward_dq_dk_dv,
           kernels::fa2_backward_convert_dq,
-          // by name only (no algorithm step of the reference): flashsim's own gpu/ kernels
-          kernels::fa2_backward_dq_dk_dv_group})
+          // by name only (no algorithm step of the reference): flashsim's own gpu/ kernels, and FA2's
+          // split-KV / paged-cache forward (kernels_for picks them for a KV cache or num_splits > 1)
+          kernels::fa2_backward_dq_dk_dv_group, kernels::fa2_splitkv_forward, kernels::fa2_splitkv_combine})
       b.add(make());
     return b;
   }();

@@ -42,6 +42,12 @@ struct HardwareProfile {
   // copy bandwidth (bench/gpu/launch_probe.cu). 0: not measured.
   double kernel_latency_s = 0;
   std::string kernel_latency_source;
+  // How fast one CTA streams DRAM (bench/results/decode_sim_2026-11-24/cta_stream_probe.cu): a CTA keeping B
+  // bytes of loads in flight moves B / cta_dram_latency_s bytes a second (Little's law), at most
+  // sm_dram_bytes_per_s. The decode kernels' time (KernelModel::dram_cta_share) holds their CTAs to it. 0: not
+  // measured (a CTA then gets one SM's share of the bandwidth, an assumption).
+  double cta_dram_latency_s = 0, sm_dram_bytes_per_s = 0;
+  std::string cta_dram_source;
 };
 
 HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields

@@ -20,10 +20,20 @@ struct CtaBuilder {
   const AttentionProblem& p;
   int e;  // bytes of an input element (the problem's dtype)
   CtaWork* w;
+  const ProblemData* data = nullptr;  // block table and block mask (set whenever the problem has them)
   void add(ref::AccessKind k, ref::TensorId t, int64_t b, int64_t h, int64_t row0, int64_t rows, int64_t cols,
            int eb) {
     if (rows > 0) w->moves.push_back(Move{k, t, b, h, row0, rows, cols, eb});
   }
+  // Keys [k0, k0 + n) of sequence b, kv head hk, in the paged cache (t: tensor::KCache or VCache, `dim`
+  // elements a row): one move per run of keys within a page, at the rows the block table gives.
+  void add_paged(ref::AccessKind k, ref::TensorId t, int64_t b, int64_t hk, int64_t k0, int64_t n,
+                 int64_t dim);
+  // Entries [first, first + n) of sequence b's row of the block table (int32, contiguous).
+  void add_table(int64_t b, int64_t first, int64_t n);
+  // Whether the tile of query rows [q0, q0 + nq) and keys [k0, k0 + nk) of (b, query head h) is computed under
+  // the block mask (tile_active); counts it as computed or skipped.
+  bool tile(int64_t b, int64_t h, int64_t q0, int64_t nq, int64_t k0, int64_t nk);
 };
 
 // Adds the closed-form counts of one sequence for one query head: bytes and 32-byte sectors per tensor and
@@ -32,6 +42,10 @@ struct CtaBuilder {
 struct SequenceCounter {
   KernelCounts& k;
   std::vector<double>* work = nullptr;
+  // With a block mask the analytic model counts every (sequence, head) on its own: the head counted (a kv
+  // head for per_kv_head models), and the mask.
+  int64_t head = 0;
+  const ProblemData* data = nullptr;
   void load(ref::TensorId t, int64_t rows, int64_t cols, int eb) {
     add(&TensorTraffic::load, t, rows, cols, eb);
   }
@@ -48,6 +62,12 @@ struct SequenceCounter {
   }
   void cta_work(double mma_flops) {
     if (work) work->push_back(mma_flops);
+  }
+  // The closed form's tile test: tile_active, counted as computed or skipped.
+  bool tile(const AttentionProblem& p, int64_t b, int64_t h, int64_t q0, int64_t nq, int64_t k0, int64_t nk) {
+    const bool active = !data || tile_active(p, *data, b, h, q0, nq, k0, nk);
+    ++(active ? k.tiles : k.skipped_tiles);
+    return active;
   }
 };
 
@@ -71,6 +91,15 @@ struct KernelModel {
   std::vector<NcuName> ncu_names;
   WorkBlocks work_blocks = WorkBlocks::None;
   bool backward_mma_rate = false;  // time model: the profile's measured FA2 backward MMA rate, else forward's
+  // The kernel honours a block-sparse mask: tiles whose mask tiles are all inactive move nothing and do no
+  // work (or it never reads keys against queries: nothing to skip). sim predict refuses a block-mask problem
+  // for a kernel without it.
+  bool block_sparse = false;
+  // Time model: a CTA streams DRAM at most at the rate its loads in flight allow (launch.inflight_bytes over the
+  // profile's cta_dram_latency_s, at most sm_dram_bytes_per_s; without those, one SM's share of the bandwidth),
+  // so a launch of few CTAs cannot reach the full bandwidth (the split-KV kernel; counts.cta_bytes gives the
+  // CTAs' bytes).
+  bool dram_cta_share = false;
   // The grid's z spans the kv heads (not the query heads): CTA (b, hk, block) moves the data of kv head hk's
   // whole group of query heads (counted once per kv head, and dK / dV footprints per kv head).
   bool per_kv_head = false;
@@ -83,6 +112,11 @@ struct KernelModel {
   // CTAs. nullptr: the CTAs of (b, head 0) are built and counted (fine for kernels with one or a few CTAs per
   // sequence and head).
   void (*sequence)(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) = nullptr;
+  // A closed form of the whole launch (instead of sequence): bytes and sectors, work, footprints, and the CTAs'
+  // work and bytes in launch order (the decode kernels, whose grid is not (blocks, batch, heads)). k.launch is
+  // set.
+  void (*counts)(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
+                 const ProblemData& d) = nullptr;
 };
 
 // The registry: the built-in kernels, each algorithm's passes in launch order, then any registered later.

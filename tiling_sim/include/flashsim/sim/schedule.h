@@ -9,6 +9,7 @@
 
 #include "flashsim/problem.h"
 #include "flashsim/ref/traffic.h"
+#include "flashsim/sim/problem_data.h"
 #include "flashsim/tile_config.h"
 
 namespace flashsim::sim {
@@ -22,12 +23,17 @@ struct Move {
   int64_t row0, rows;   // sequence rows (of the tensor's own, possibly padded, layout)
   int64_t cols;         // elements per row
   int elem_bytes;
+  // -1: the row convention of BSHD tiles (each row contiguous and sector aligned: ceil(row bytes / 32) sectors
+  // a row). Otherwise the element address of the first row in its tensor and the elements from one row's
+  // start to the next: the sectors are those the rows' bytes touch there (the paged cache, the block table).
+  int64_t addr0 = -1, pitch = 0;
 };
 
 struct CtaWork {
   int64_t batch = 0, head = 0, block = 0;
   std::vector<Move> moves;
   double mma_flops = 0, exp_ops = 0, vector_ops = 0;
+  int64_t tiles = 0, skipped_tiles = 0;  // block-sparse models: tiles computed, tiles skipped by the mask
 };
 
 struct SmemBuffer {
@@ -42,6 +48,7 @@ struct KernelLaunch {
   int threads = 128;
   int regs_per_thread = 0;        // 0: not modeled (occupancy from shared memory and threads only)
   int64_t accumulator_elems = 0;  // fp32 elements a CTA accumulates in registers (0: not modeled)
+  int64_t inflight_bytes = 0;     // bytes of loads a CTA keeps in flight (dram_cta_share models)
   std::vector<SmemBuffer> smem;
   int64_t ctas() const { return grid_x * grid_y * grid_z; }
   int64_t smem_bytes() const;
@@ -55,8 +62,12 @@ struct KernelSchedule {
 
 // The launch of a kernel for (problem, config), as the kernel chooses it.
 KernelLaunch launch(const KernelModel& m, const AttentionProblem& p, const TileConfig& c);
-// The full schedule of one kernel: every CTA's moves, in launch order.
-KernelSchedule schedule(const KernelModel& m, const AttentionProblem& p, const TileConfig& c);
+// The full schedule of one kernel: every CTA's moves, in launch order. `data`: the block table and block mask
+// (nullptr: those of seed 0, built when the problem has them).
+KernelSchedule schedule(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
+                        const ProblemData* data = nullptr);
+// data, or, when null, `storage` filled with problem_data(p, 0) when the problem needs one (checked).
+const ProblemData& resolve_data(const AttentionProblem& p, const ProblemData* data, ProblemData& storage);
 
 // The partials dQ strategy: key block n's fp32 partial of query row q lives at this row of the DqAccum
 // tensor (one padded sequence per key block).

@@ -30,8 +30,42 @@ std::vector<TileConfig> sweep_space(Pass pass);
 
 // Ranks by predicted time; equal times (compute-bound configs of the same FLOPs) by less DRAM traffic, then
 // fewer L2 bytes, then less shared memory. progress(done, total) is called every 64 configs and at the end.
+// `data`: the block mask (nullptr: that of seed 0).
 SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorithm a, Pass pass,
-                  const std::function<void(size_t, size_t)>& progress = {});
+                  const std::function<void(size_t, size_t)>& progress = {},
+                  const ProblemData* data = nullptr);
+
+// A config as a pass's sweep row shows it: the forward's knobs (Br, Bc, warps, stages, Q in registers, shared
+// K/V buffer) and the algorithm for the forward; the backward's (Br, Bc, warps, dQ strategy) for the backward.
+std::string describe_pass(const TileConfig& c, Algorithm a, Pass pass);
+
+// The split-KV sweep of a decode problem (a paged KV cache): FA2's split-KV tile (splitkv_tile) at num_splits
+// 1, 2, 4, ... up to min(128, key blocks), and FA2's heuristic choice; per split count the split kernel and
+// its combine predicted.
+struct SplitSweepRow {
+  int64_t num_splits = 1;
+  bool heuristic = false;  // FlashAttention-2's num_splits_heuristic picks this count
+  bool fits = true;
+  double time_s = 0;  // the split kernel and, with > 1 split, the combine
+  double split_time_s = 0, combine_time_s = 0;
+  int64_t load_bytes = 0, dram_bytes = 0;  // L2 <-> SM bytes (load + store + reduce); DRAM read + write
+  int64_t ctas = 0;                        // of both kernels
+  double t_dram_s = 0, t_compute_s = 0;    // the split kernel's DRAM time and MMA + exp + vector time
+  std::string bound;                       // the split kernel's
+  bool memory_bound = false;               // the split kernel's DRAM time bounds it
+};
+struct SplitSweepResult {
+  TileConfig tile;        // the split kernel's tile (num_splits 1)
+  int64_t heuristic = 1;  // FA2's choice
+  double kv_bytes = 0;    // K and V of every sequence, read once: the decode's DRAM floor
+  double dram_rate = 0;   // the profile's DRAM bandwidth (measured where it has one)
+  double floor_s = 0;     // kv_bytes / dram_rate
+  std::vector<SplitSweepRow> rows;
+};
+SplitSweepResult sweep_splits(const AttentionProblem& p, const HardwareProfile& hw,
+                              const ProblemData* data = nullptr, const TileConfig& base = {});
+// K and V bytes of every sequence's keys (cache and appended): what a decode step must read.
+double kv_cache_bytes(const AttentionProblem& p);
 
 // FlashAttention's lower bound on HBM traffic: every input read and every output written once (forward: q, k,
 // v read, o written; backward: q, k, v, o, do read, dq, dk, dv written).
