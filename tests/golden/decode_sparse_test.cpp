@@ -333,5 +333,21 @@ TEST(DecodeGoldens, BadCacheInputsAreInputErrors) {
   }
 }
 
+TEST(SparseGoldens, BlockMaskOfTheWrongShapeIsAnInputError) {
+  const LoadedCase& lc = sparse_cases().at("random-bias");  // block mask [1, 4, 5, 6]
+  SafetensorsFile bad = make_case_file(lc.c, {});
+  for (auto& [n, t] : bad.tensors)
+    if (n == "block_mask") t = Tensor::from_bytes({1, 4, 6, 5}, std::vector<uint8_t>(120, 1), StDType::BOOL);
+  try {
+    load_case(bad, "bad.safetensors");
+    ADD_FAILURE() << "a transposed block mask shape was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("tensor 'block_mask' has shape [1, 4, 6, 5], the case needs [1, 4, 5, 6]"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace flashsim::golden
