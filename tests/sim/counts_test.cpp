@@ -113,24 +113,6 @@ TEST(Model, SharedMemoryOverflowRejected) {
   EXPECT_NE(ks[0].occ.reason.find("exceeds"), std::string::npos);
 }
 
-TEST(Model, AnalyticIsFast) {
-  const AttentionProblem p =
-      ProblemBuilder().batch(2).heads(16).seqlen(4096).head_dim(128).dtype(DType::BF16).build();
-  const auto hw = load_profile("H100-SXM5-80GB");
-  const auto t0 = std::chrono::steady_clock::now();
-  int n = 0;
-  for (int64_t bq : {64, 128, 192, 256})
-    for (int64_t bk : {32, 64, 128, 256})
-      for (int i = 0; i < 1000; ++i, ++n) {
-        TileConfig c;
-        c.block_q = bq;
-        c.block_k = bk;
-        (void)predict_kernel(analytic_counts(kernel_model("fwd_fa2"), p, c), hw);
-      }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_GT(n / s, 100000.0) << n / s << " configs/s";
-}
-
 // The partials strategy trades the atomics for plain stores: no reductions, the same dQ, and the reduction
 // kernel reads each partial row the main kernel wrote exactly once.
 TEST(Counts, PartialsStoreWhatTheReductionReads) {
