@@ -15,6 +15,7 @@
 #include "flashsim/sim/ncu.h"
 #include "flashsim/sim/sweep.h"
 #include "problem_flags.h"
+#include "sim_report.h"
 
 namespace flashsim::cli {
 
@@ -157,40 +158,11 @@ struct SweepState {
   int top = 20;
 };
 
-// The split-KV sweep of a decode problem: per split count the predicted time, bytes and what bounds the split
-// kernel (DRAM time against MMA + exp + vector time).
+// The split-KV sweep of a decode problem as text or CSV: per split count the predicted time, bytes and what
+// bounds the split kernel (DRAM time against MMA + exp + vector time).
 void print_split_sweep(const AttentionProblem& p, const sim::HardwareProfile& hw,
-                       const sim::SplitSweepResult& r, bool json, bool csv) {
+                       const sim::SplitSweepResult& r, bool csv) {
   const auto& rows = r.rows;
-  if (json) {
-    nlohmann::json j = {{"problem", p.describe()},
-                        {"hw", hw.name},
-                        {"kernels", {"fwd_splitkv", "fwd_splitkv_combine"}},
-                        {"tile", sim::describe_pass(r.tile, Algorithm::Fa2, Pass::Forward)},
-                        {"packed_query_heads", p.group_size()},
-                        {"heuristic_num_splits", r.heuristic},
-                        {"kv_cache_bytes", r.kv_bytes},
-                        {"dram_bytes_per_s", r.dram_rate},
-                        {"dram_floor_s", r.floor_s},
-                        {"time_is_estimate", true}};
-    j["rows"] = nlohmann::json::array();
-    for (const auto& x : rows)
-      j["rows"].push_back({{"num_splits", x.num_splits},
-                           {"heuristic", x.heuristic},
-                           {"fits", x.fits},
-                           {"ctas", x.ctas},
-                           {"time_s", x.time_s},
-                           {"split_time_s", x.split_time_s},
-                           {"combine_time_s", x.combine_time_s},
-                           {"load_bytes", x.load_bytes},
-                           {"dram_bytes", x.dram_bytes},
-                           {"t_dram_s", x.t_dram_s},
-                           {"t_compute_s", x.t_compute_s},
-                           {"bound", x.bound},
-                           {"memory_bound", x.memory_bound}});
-    fmt::print("{}\n", j.dump(2));
-    return;
-  }
   if (csv) {
     fmt::print(
         "num_splits,heuristic,ctas,time_s,split_time_s,combine_time_s,load_bytes,dram_bytes,t_dram_s,t_"
@@ -264,47 +236,26 @@ void add_sweep(CLI::App* sim) {
   sw->add_flag("--progress", st->progress, "Progress bar on stderr");
   sw->callback([st] {
     const auto p = st->pf.problem();
-    const auto hw = sim::load_profile(st->hw);
-    const bool bwd = st->pass == "bwd";
-    const Pass pass = bwd ? Pass::Backward : Pass::Forward;
-    const Algorithm algo = parse_algorithm(st->algorithm);
-    const auto data = sim::problem_data(p, st->pf.seed);
-    if (p.kv_cache()) {  // a decode problem: FA2's split-KV kernel at each split count
-      sim::check_supported(p, sim::splitkv_tile(p), algo, pass);
-      print_split_sweep(p, hw, sim::sweep_splits(p, hw, &data), st->json, st->csv);
-      return;
-    }
-    sim::check_supported(p, TileConfig{}, algo, pass);
     const auto progress = [&](size_t done, size_t total) {
       fmt::print(stderr, "\rsweep [{:<40}] {}/{}", std::string(done * 40 / total, '#'), done, total);
     };
-    const auto result =
-        sim::sweep(p, hw, algo, pass, st->progress ? progress : std::function<void(size_t, size_t)>(), &data);
-    if (st->progress) fmt::print(stderr, "\n");
-    const auto& rows = result.ranked;
-    const int64_t configs = result.configs;
-    const double lb = sim::dram_lower_bound(p, pass);
-    const size_t n = st->top > 0 ? std::min(rows.size(), static_cast<size_t>(st->top)) : rows.size();
+    const auto r = run_sweep(p, st->pf.seed, st->hw, st->algorithm, st->pass,
+                             st->progress ? progress : std::function<void(size_t, size_t)>());
+    if (st->progress && !r.split) fmt::print(stderr, "\n");
     if (st->json) {
-      nlohmann::json j = {
-          {"problem", p.describe()},
-          {"hw", hw.name},
-          {"configs", configs},
-          {"legal", rows.size()},
-          {"lower_bound_dram_bytes", lb},
-          {"time_is_estimate", true},
-          {"time_calibrated", (bwd ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd) > 0}};
-      j["ranked"] = nlohmann::json::array();
-      for (size_t i = 0; i < n; ++i)
-        j["ranked"].push_back({{"config", sim::describe_pass(rows[i].config, algo, pass)},
-                               {"time_s", rows[i].time_s},
-                               {"load_bytes", rows[i].load_bytes},
-                               {"dram_bytes", rows[i].dram_bytes},
-                               {"smem_bytes", rows[i].smem_bytes},
-                               {"ctas_per_sm", rows[i].ctas_per_sm},
-                               {"bound", rows[i].bound}});
-      fmt::print("{}\n", j.dump(2));
-    } else if (st->csv) {
+      fmt::print("{}\n", to_json(r, st->top).dump(2));
+      return;
+    }
+    const auto& hw = r.hw;
+    if (r.split) {
+      print_split_sweep(p, hw, r.splits, st->csv);
+      return;
+    }
+    const Algorithm algo = r.algorithm;
+    const Pass pass = r.pass;
+    const auto& rows = r.ranked.ranked;
+    const size_t n = st->top > 0 ? std::min(rows.size(), static_cast<size_t>(st->top)) : rows.size();
+    if (st->csv) {
       // The config column keeps every knob (recorded outputs compare it byte for byte).
       fmt::print("rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound\n");
       for (size_t i = 0; i < n; ++i)
@@ -313,7 +264,7 @@ void add_sweep(CLI::App* sim) {
                    rows[i].bound);
     } else {
       fmt::print("{} on {}: {} configs, {} fit; FlashAttention lower bound on DRAM traffic {}\n",
-                 p.describe(), hw.name, configs, rows.size(), human(lb));
+                 p.describe(), hw.name, r.ranked.configs, rows.size(), human(r.lower_bound_dram));
       fmt::print("{:>4} {:<48} {:>10} {:>12} {:>12} {:>8} {:>4} {}\n", "rank", "config", "time us", "load",
                  "dram", "smem", "occ", "bound");
       for (size_t i = 0; i < n; ++i)
@@ -355,84 +306,43 @@ void add_sim(CLI::App& app) {
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
   st->memory.add_to(pr);
   pr->callback([st] {
-    const auto p = st->pf.problem();
-    // FA2's split-KV kernel runs at its own tile; tile flags given replace its fields.
-    const TileConfig given = st->tf.config();
-    const bool split = p.kv_cache() || given.num_splits > 1;
-    const auto c = split ? st->tf.over(sim::splitkv_tile(p)) : given;
-    const auto hw = sim::load_profile(st->hw);
-    const Algorithm algo = parse_algorithm(st->algorithm);
-    const auto data = sim::problem_data(p, st->pf.seed);
-    std::vector<const sim::KernelModel*> models;
-    std::string note;
-    if (!st->kernels.empty()) {
-      for (const auto& name : st->kernels) models.push_back(&sim::kernel_model(name));
-    } else {
-      for (const Pass pass : {Pass::Forward, Pass::Backward}) {
-        if (st->pass != "both" && st->pass != pass_name(pass)) continue;
-        if (pass == Pass::Backward && st->pass == "both" && split) {
-          note = "no backward: the split-KV / paged-cache forward is an inference kernel (--pass fwd)";
-          continue;
-        }
-        sim::check_supported(p, c, algo, pass);
-        for (const auto* m : sim::kernels_for(p, c, algo, pass)) models.push_back(m);
-      }
-    }
-    const auto ks = sim::predict(p, c, hw, models, st->executed, st->memory.bytes(), &data);
-    // A forward-only split-KV prediction shows the forward's knobs; dense configs keep every knob (recorded).
-    const std::string config = !st->kernels.empty() ? c.describe()
-                               : split              ? sim::describe_pass(c, algo, Pass::Forward)
-                                                    : c.describe(algo);
-    bool fits = true;
-    std::string misfit;  // the first kernel that does not fit, and why
-    int64_t tiles = 0, skipped = 0;
-    for (const auto& k : ks) {
-      if (!k.occ.fits && misfit.empty()) misfit = fmt::format("{} does not fit: {}", k.name, k.occ.reason);
-      fits = fits && k.occ.fits;
-      tiles += k.counts.tiles;
-      skipped += k.counts.skipped_tiles;
-    }
-    const bool masked = p.block_mask != BroadcastShape::None;
+    PredictRequest req;
+    req.problem = st->pf.problem();
+    req.seed = st->pf.seed;
+    req.given = st->tf.config();
+    req.apply_given = [st](const TileConfig& base) { return st->tf.over(base); };
+    req.hw = st->hw;
+    req.pass = st->pass;
+    req.algorithm = st->algorithm;
+    req.kernels = st->kernels;
+    req.executed = st->executed;
+    req.max_memory_bytes = st->memory.bytes();
+    const auto r = run_predict(req);
+    const auto& p = r.problem;
+    const auto& hw = r.hw;
+    const auto& c = r.tile;
     // A config that does not fit is bad input (exit 2): one line, except that --json still prints the counts
     // (explorers such as bench/sim_charts.py chart them) before the error line on stderr.
-    if (!fits && !st->json) throw InputError("tile", misfit);
+    if (!r.fits && !st->json) throw InputError("tile", r.misfit);
     if (st->json) {
-      nlohmann::json j = {
-          {"problem", p.describe()},
-          {"config", config},
-          {"hw", hw.name},
-          {"fits", fits},
-          {"time_note",
-           "time_s is an estimate: max(DRAM, L2, MMA + exp + vector work) with load imbalance; MMA "
-           "at the profile's measured FA2 rate where it has one (time_calibrated), else at the "
-           "tensor peak (a lower bound)"}};
-      // Keys of the new features only where they are in use (dense outputs keep their bytes).
-      if (split)
-        j["split_kv"] = {{"num_splits", c.num_splits},
-                         {"packed_query_heads", p.group_size()},
-                         {"heuristic_num_splits", sim::splitkv_heuristic(p, c, hw)},
-                         {"kv_cache_bytes", sim::kv_cache_bytes(p)}};
-      if (masked) j["block_mask"] = {{"tiles_computed", tiles}, {"tiles_skipped", skipped}};
-      if (!note.empty()) j["note"] = note;
-      for (const auto& k : ks) j["kernels"].push_back(sim::to_json(k));
-      fmt::print("{}\n", j.dump(2));
+      fmt::print("{}\n", to_json(r).dump(2));
     } else {
-      fmt::print("{}\n{}\nhardware: {}\n", p.describe(), config, hw.name);
-      if (split)
+      fmt::print("{}\n{}\nhardware: {}\n", p.describe(), r.config, hw.name);
+      if (r.split)
         fmt::print(
             "split-KV forward: {} split{}, the group's {} query heads packed per CTA; K and V to read {}; "
             "FA2's heuristic would pick {} split{}\n",
             c.num_splits, c.num_splits > 1 ? "s" : "", p.group_size(), human(sim::kv_cache_bytes(p)),
             sim::splitkv_heuristic(p, c, hw), sim::splitkv_heuristic(p, c, hw) > 1 ? "s" : "");
-      print_predictions(ks);
-      if (masked)
-        fmt::print("block mask: {} of {} tiles skipped (no K/V bytes, no FLOPs), {} computed\n", skipped,
-                   tiles + skipped, tiles);
-      if (!note.empty()) fmt::print("{}\n", note);
-      print_time_note(ks, hw);
+      print_predictions(r.kernels);
+      if (r.masked)
+        fmt::print("block mask: {} of {} tiles skipped (no K/V bytes, no FLOPs), {} computed\n", r.skipped,
+                   r.tiles + r.skipped, r.tiles);
+      if (!r.note.empty()) fmt::print("{}\n", r.note);
+      print_time_note(r.kernels, hw);
     }
-    if (!fits) {
-      std::fprintf(stderr, "flashsim: error: tile: %s\n", misfit.c_str());
+    if (!r.fits) {
+      std::fprintf(stderr, "flashsim: error: tile: %s\n", r.misfit.c_str());
       set_exit_code(2);
     }
   });

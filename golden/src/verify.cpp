@@ -186,14 +186,6 @@ CaseVerdict verify_entry(const fs::path& golden, const fs::path& candidate, cons
   return cv;
 }
 
-void add_case(VerifyReport& r, CaseVerdict cv) {
-  r.outputs_checked += std::ssize(cv.outputs);
-  r.outputs_failed +=
-      std::count_if(cv.outputs.begin(), cv.outputs.end(), [](const auto& o) { return !o.pass; });
-  if (!cv.pass) ++r.cases_failed;
-  r.cases.push_back(std::move(cv));
-}
-
 nlohmann::ordered_json num(double x) {
   if (std::isfinite(x)) return x;
   return std::isnan(x) ? "nan" : (x > 0 ? "inf" : "-inf");
@@ -217,12 +209,24 @@ nlohmann::ordered_json output_json(const OutputVerdict& o) {
 
 }  // namespace
 
-LoadedCase read_golden_case(const fs::path& golden, const ManifestEntry& e, int64_t max_memory_bytes) {
+void add_case(VerifyReport& r, CaseVerdict cv) {
+  r.outputs_checked += std::ssize(cv.outputs);
+  r.outputs_failed +=
+      std::count_if(cv.outputs.begin(), cv.outputs.end(), [](const auto& o) { return !o.pass; });
+  if (!cv.pass) ++r.cases_failed;
+  r.cases.push_back(std::move(cv));
+}
+
+SafetensorsFile read_golden_file(const fs::path& golden, const ManifestEntry& e, int64_t max_memory_bytes) {
   const fs::path path = golden / e.file;
   const std::vector<uint8_t> bytes = read_case_file(path, max_memory_bytes);
   if (sha256_hex(bytes) != e.sha256)
     throw InputError(path.string(), "sha256 does not match the manifest (the golden file was changed)");
-  return load_case(parse(bytes, path.string()), path.string());
+  return parse(bytes, path.string());
+}
+
+LoadedCase read_golden_case(const fs::path& golden, const ManifestEntry& e, int64_t max_memory_bytes) {
+  return load_case(read_golden_file(golden, e, max_memory_bytes), (golden / e.file).string());
 }
 
 OutputVerdict verify_output(const std::string& name, const std::vector<double>& exact,

@@ -80,10 +80,16 @@ OutputVerdict verify_output(const std::string& name, const std::vector<double>& 
 // is a failure in the verdict.
 CaseVerdict verify_case(const LoadedCase& lc, const Outputs& out, const VerifyOptions& opt);
 
+// Adds a case's verdict to the report's tallies.
+void add_case(VerifyReport& r, CaseVerdict cv);
+
 // The golden file of a manifest entry in the suite folder `golden`, read (refused over max_memory_bytes, 0: 80% of
 // the memory available), its sha256 checked against the manifest's, and loaded. Throws InputError.
 LoadedCase read_golden_case(const std::filesystem::path& golden, const ManifestEntry& e,
                             int64_t max_memory_bytes);
+// The same file parsed but not loaded (its tensors as stored).
+SafetensorsFile read_golden_file(const std::filesystem::path& golden, const ManifestEntry& e,
+                                 int64_t max_memory_bytes);
 
 // Throws InputError (exit 2) for a bad golden folder or a malformed candidate file, or a candidate output of
 // the wrong shape or a non-float dtype; a missing candidate file or output is a failure in the report.

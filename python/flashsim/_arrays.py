@@ -1,0 +1,92 @@
+"""Arrays in and out of the native module.
+
+In: NumPy arrays (bfloat16 from ml_dtypes), torch CPU tensors and JAX arrays (through DLPack), anything else
+NumPy can turn into an array. A bfloat16 NumPy array crosses as its uint16 bit patterns (NumPy's DLPack has no
+bfloat16); the native side reads uint16 float inputs as bfloat16 bits.
+Out: the native module returns NumPy arrays, bfloat16 as uint16 bits; they are viewed as ml_dtypes.bfloat16,
+or handed to torch without a copy when the caller passed torch tensors.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def framework(x: Any) -> str:
+    """'torch', 'jax', 'numpy' or 'other', by the type's module (nothing is imported)."""
+    if x is None:
+        return "other"
+    module = type(x).__module__.split(".")[0]
+    if module == "torch":
+        return "torch"
+    if module in ("jax", "jaxlib"):
+        return "jax"
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    return "other"
+
+
+def to_native(x: Any, name: str) -> Any:
+    """An argument the native module accepts, without copying where the input already is a CPU array."""
+    if x is None:
+        return None
+    kind = framework(x)
+    if kind == "torch":
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: a tensor on {x.device}; flashsim computes on the CPU: pass {name}.cpu()")
+        return x.detach()
+    if kind == "jax" or (kind == "other" and hasattr(x, "__dlpack__")):
+        return x  # read through DLPack by the native module
+    a = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if a.dtype == BF16:
+        return a.view(np.uint16)
+    return a
+
+
+def from_native(a: np.ndarray | None, like: str = "numpy") -> Any:
+    """A native result as the caller's array type: NumPy (bfloat16 via ml_dtypes) or torch (no copy)."""
+    if a is None:
+        return None
+    bf16 = a.dtype == np.uint16
+    if like == "torch":
+        import torch
+
+        t = torch.from_numpy(a.view(np.int16) if bf16 else a)
+        return t.view(torch.bfloat16) if bf16 else t
+    return a.view(BF16) if bf16 else a
+
+
+def convert_like(a: np.ndarray, like: Any) -> Any:
+    """A stored tensor (bfloat16 as uint16 bits) as an array of the same kind, and device, as `like`."""
+    bf16 = a.dtype == np.uint16
+    kind = framework(like)
+    if kind == "torch":
+        import torch
+
+        t = torch.from_numpy(np.ascontiguousarray(a.view(np.int16) if bf16 else a))
+        if bf16:
+            t = t.view(torch.bfloat16)
+        return t.to(like.device)
+    if kind == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(a.view(BF16) if bf16 else a)
+    return a.view(BF16) if bf16 else a
+
+
+def to_numpy(x: Any, name: str) -> np.ndarray:
+    """Any array (torch on any device, JAX, NumPy) as a NumPy array on the CPU, bfloat16 as uint16 bits."""
+    kind = framework(x)
+    if kind == "torch":
+        import torch
+
+        t = x.detach().cpu()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(np.uint16)
+        return t.numpy()
+    a = np.asarray(x)
+    return a.view(np.uint16) if a.dtype == BF16 else a

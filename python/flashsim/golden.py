@@ -1,0 +1,374 @@
+"""Golden suites from Python: generate or open a suite, iterate its cases, feed a kernel their inputs and verify
+its outputs with the suite's tolerance rule (golden/README.md).
+
+    suite = flashsim.golden.Suite("smoke")          # a built-in name: generated once into the cache folder
+    for case in suite:
+        q, k, v = case.inputs("q", "k", "v", like=torch.empty(0, device="cuda"))
+        o, lse = my_kernel(q, k, v, **case.kwargs())
+        case.verify(o=o, lse=lse)                    # raises VerificationError with the report on failure
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Optional, Union
+
+import numpy as np
+
+from . import _native
+from ._arrays import convert_like, to_numpy
+from ._problem import Problem
+
+PathLike = Union[str, os.PathLike]
+
+
+def cache_dir() -> Path:
+    """Where built-in suites are generated: $FLASHSIM_CACHE, else $XDG_CACHE_HOME/flashsim, else
+    ~/.cache/flashsim."""
+    if os.environ.get("FLASHSIM_CACHE"):
+        return Path(os.environ["FLASHSIM_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "flashsim"
+
+
+def builtin_suites() -> list[str]:
+    """Names of the built-in suites (smoke, default, long, decode, sparse, ...)."""
+    return list(_native.builtin_suites())
+
+
+def generate(suite: str, out: PathLike, *, threads: int = 0, force: bool = False, progress: bool = True) -> Path:
+    """Generates a suite (built-in name or spec file) into the folder `out`, as `flashsim golden generate`
+    does (byte-identical files). Returns out. A progress bar goes to stderr unless progress=False."""
+    _native.generate_suite(suite, os.fspath(out), threads=threads, force=force, progress=progress)
+    return Path(out)
+
+
+class VerificationError(AssertionError):
+    """A kernel's outputs outside the golden bounds; the message is the verification report."""
+
+    def __init__(self, report: "Report") -> None:
+        super().__init__(str(report))
+        self.report = report
+
+
+@dataclass(frozen=True)
+class OutputResult:
+    """One output's verdict: its errors against the exact output and the bounds they must stay under."""
+
+    name: str
+    passed: bool
+    max_abs: float
+    bound_abs: float
+    rel_l2: float
+    bound_rel: float
+    mismatches: int  # elements over bound_abs
+    worst_index: str  # "[b1,s37,h0,d27]"
+    note: str
+
+
+class Report:
+    """The verification of one case: per-output results, `passed`, and the report text as `flashsim golden
+    verify` prints it (str(report))."""
+
+    def __init__(self, report_json: str, text: str) -> None:
+        self.json: dict[str, Any] = json.loads(report_json)
+        self.text = text
+        case = self.json["cases"][0]
+        self.case: str = case["name"]
+        self.compute_dtype: str = case.get("compute_dtype", "")
+        self.outputs: dict[str, OutputResult] = {}
+        for o in case["outputs"]:
+            self.outputs[o["output"]] = OutputResult(
+                name=o["output"], passed=bool(o["ok"]), max_abs=_num(o.get("max_abs")),
+                bound_abs=_num(o.get("bound_max_abs")), rel_l2=_num(o.get("rel_l2")),
+                bound_rel=_num(o.get("bound_rel_l2")),
+                mismatches=int(o.get("mismatches", 0)), worst_index=str(o.get("worst_index", "-")),
+                note=str(o.get("note", "")))
+        self.passed: bool = bool(case["ok"])
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        state = "pass" if self.passed else "FAIL"
+        return f"<Report {self.case}: {state} ({', '.join(self.outputs)})>"
+
+
+def _num(x: Any) -> float:
+    """A report number: JSON numbers, "inf" / "nan" for non-finite ones, null where undefined (nan)."""
+    return float(x) if x is not None else float("nan")
+
+
+def _features(case: dict[str, Any], has_gradients: bool) -> frozenset[str]:
+    f = {case["dtype"]}
+    left, right = case.get("window_left", -1), case.get("window_right", -1)
+    if right == 0:
+        f.add("causal")
+    if left >= 0 or right > 0:
+        f.add("window")
+    if case.get("softcap", 0) > 0:
+        f.add("softcap")
+    for name in ("bias", "mask", "block_mask"):
+        if case.get(name, "none") != "none":
+            f.add(name)
+    if case.get("alibi"):
+        f.add("alibi")
+    if case.get("seqlens_q"):
+        f.add("varlen")
+    if case.get("heads_kv", case["heads_q"]) != case["heads_q"]:
+        f.add("gqa")
+    if case.get("head_dim_v", case["head_dim"]) != case["head_dim"]:
+        f.add("head_dim_v")
+    if case.get("seqlen_q") != case.get("seqlen_k"):
+        f.add("seqlen_q_ne_k")
+    if case.get("page_size", 0) > 0:
+        f.update({"kv_cache", "paged"})
+        if case.get("seqlen_new", 0) > 0:
+            f.add("append")
+    if case.get("num_splits", 1) > 1:
+        f.add("split_kv")
+    if has_gradients:
+        f.add("backward")
+    return frozenset(f)
+
+
+class Case:
+    """One golden case of a suite. Its file is read when first needed (the sha256 checked against the
+    manifest) and kept.
+
+    name, description, problem (flashsim.Problem), dtype, features (causal window softcap bias mask block_mask
+    alibi varlen gqa head_dim_v seqlen_q_ne_k kv_cache paged append split_kv backward and the dtype name;
+    rows_without_keys is computed on demand by has_feature), tolerances.
+    """
+
+    def __init__(self, suite_dir: Path, entry: dict[str, Any], max_memory_bytes: int = 0) -> None:
+        self.suite_dir = suite_dir
+        self.name: str = entry["name"]
+        self.description: str = entry.get("description", "")
+        self.file = suite_dir / entry["file"]
+        self._max_memory = max_memory_bytes
+        self._native: Optional[_native.NativeCase] = None
+
+    @classmethod
+    def from_file(cls, path: PathLike, max_memory_bytes: int = 0) -> "Case":
+        """A single golden file outside a suite folder (no manifest, no sha256 check)."""
+        p = Path(path)
+        c = cls(p.parent, {"name": p.stem, "file": p.name}, max_memory_bytes)
+        c._native = _native.open_file(os.fspath(p), max_memory_bytes)
+        c.name = c._native.name
+        return c
+
+    @property
+    def native(self) -> "_native.NativeCase":
+        if self._native is None:
+            self._native = _native.open_case(os.fspath(self.suite_dir), self.name, self._max_memory)
+        return self._native
+
+    def release(self) -> None:
+        """Drops the loaded file (a suite's cases are loaded one at a time by the plugin)."""
+        self._native = None
+
+    @property
+    def case_json(self) -> dict[str, Any]:
+        return json.loads(self.native.case_json)
+
+    @property
+    def problem(self) -> Problem:
+        return Problem.from_case_json(self.case_json)
+
+    @property
+    def dtype(self) -> str:
+        return self.case_json["dtype"]
+
+    @property
+    def features(self) -> frozenset[str]:
+        return _features(self.case_json, "dq" in self.native.output_names)
+
+    def has_feature(self, name: str) -> bool:
+        """Whether the case has a feature; 'rows_without_keys' (a query row that sees no key: lse -inf, o 0)
+        reads the exact lse."""
+        if name == "rows_without_keys":
+            return bool(np.isneginf(self.native.expected("lse")).any())
+        return name in self.features
+
+    @property
+    def tolerances(self) -> dict[str, dict[str, Any]]:
+        """compute dtype -> output -> the tolerance record (emulated errors, factor, floors)."""
+        return json.loads(self.native.metadata_json).get("tolerances", {})
+
+    @property
+    def input_names(self) -> list[str]:
+        outputs = set(self.native.output_names)
+        return [n for n in self.native.tensor_names if n not in outputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self.native.output_names)
+
+    def inputs(self, *names: str, like: Any = None) -> Any:
+        """Input tensors as stored (q, k, v in the case dtype; do; bias, mask, alibi_slopes, block_mask,
+        cu_seqlens_q/k; a KV-cache case's k_cache, v_cache, block_table, cache_seqlens, k_new, v_new). One name:
+        the tensor; several: a tuple; none: a dict of all. like: a torch tensor (its device), a JAX or NumPy array
+        picks the type returned; bfloat16 arrives as torch.bfloat16 or ml_dtypes.bfloat16."""
+        return self._select(names, self.input_names, self.native.tensor, like)
+
+    def expected(self, *names: str, like: Any = None) -> Any:
+        """Exact outputs (float64): o, lse, and dq, dk, dv (dbias) where the case has gradients."""
+        return self._select(names, self.output_names, self.native.expected, like)
+
+    def _select(self, names: tuple[str, ...], known: list[str], get: Any, like: Any) -> Any:
+        for n in names:
+            if n not in known:
+                raise ValueError(f"{n}: not in case {self.name} (it has {', '.join(known)})")
+        if not names:
+            return {n: convert_like(get(n), like) for n in known}
+        out = tuple(convert_like(get(n), like) for n in names)
+        return out[0] if len(out) == 1 else out
+
+    def kwargs(self, style: str = "flash_attn", like: Any = None) -> dict[str, Any]:
+        """Keyword arguments for a kernel's call on this case.
+
+        style 'flash_attn': causal, softmax_scale, window_size, softcap, and alibi_slopes (with `like`: as
+        that array type), cu_seqlens_q/k and max_seqlen_q/k for a variable-length case (flash_attn_func /
+        flash_attn_varlen_func). style 'sdpa' (torch.nn.functional.scaled_dot_product_attention): scale,
+        enable_gqa, and is_causal only where it means flashsim's causal (seqlen_q == seqlen_k); otherwise
+        attn_mask, a bool [b|1, h|1, sq, sk] mask of the visible keys (window, causal, mask) or, with a bias, the
+        additive mask in the case dtype (bias, -inf where hidden). Raises ValueError for what SDPA cannot take
+        (softcap, ALiBi, variable lengths, a KV cache, a block mask)."""
+        c = self.case_json
+        scale = c["scale"]
+        left, right = c.get("window_left", -1), c.get("window_right", -1)
+        if style == "flash_attn":
+            kw: dict[str, Any] = {"causal": right == 0, "softmax_scale": scale,
+                                  "window_size": (left, right), "softcap": c.get("softcap", 0.0)}
+            names = self.input_names
+            if "alibi_slopes" in names:
+                kw["alibi_slopes"] = self.inputs("alibi_slopes", like=like)
+            if "cu_seqlens_q" in names:
+                kw["cu_seqlens_q"], kw["cu_seqlens_k"] = self.inputs("cu_seqlens_q", "cu_seqlens_k", like=like)
+                kw["max_seqlen_q"], kw["max_seqlen_k"] = c["seqlen_q"], c["seqlen_k"]
+            return kw
+        if style != "sdpa":
+            raise ValueError(f"style: '{style}': expected 'flash_attn' or 'sdpa'")
+        unsupported = sorted(self.features & {"softcap", "alibi", "varlen", "kv_cache", "block_mask"})
+        if unsupported:
+            raise ValueError(f"{self.name}: SDPA has no argument for {', '.join(unsupported)}")
+        kw = {"scale": scale, "enable_gqa": c["heads_q"] != c.get("heads_kv", c["heads_q"])}
+        plain_causal = right == 0 and left < 0 and c["seqlen_q"] == c["seqlen_k"]
+        if plain_causal and c.get("mask", "none") == "none" and c.get("bias", "none") == "none":
+            kw["is_causal"] = True
+            return kw
+        if right < 0 and left < 0 and c.get("mask", "none") == "none" and c.get("bias", "none") == "none":
+            return kw
+        visible = self._visible()
+        if c.get("bias", "none") != "none":
+            bias = self.inputs("bias")
+            attn = np.where(visible, bias.astype(np.float32), -np.inf).astype(bias.dtype)
+        else:
+            attn = visible
+        kw["attn_mask"] = convert_like(attn.view(np.uint16) if attn.dtype.name == "bfloat16" else attn, like)
+        return kw
+
+    def _visible(self) -> np.ndarray:
+        """Bool [b|1, h|1, sq, sk]: the window (bottom-right aligned) and the boolean mask."""
+        c = self.case_json
+        sq, sk = c["seqlen_q"], c["seqlen_k"]
+        i = np.arange(sq)[:, None]
+        j = np.arange(sk)[None, :]
+        left, right = c.get("window_left", -1), c.get("window_right", -1)
+        vis = np.ones((sq, sk), dtype=bool)
+        if left >= 0:
+            vis &= j >= i + sk - sq - left
+        if right >= 0:
+            vis &= j <= i + sk - sq + right
+        vis = vis[None, None]
+        if "mask" in self.input_names:
+            vis = vis & self.inputs("mask").astype(bool)
+        return vis
+
+    def verify(self, *, compute: Optional[str] = None, raise_on_failure: bool = True, **outputs: Any) -> Report:
+        """Verifies the given outputs (o=..., lse=..., dq=..., any array type and device, in the case's layout)
+        with the suite's rule for compute dtype `compute` (default: the case's). Returns the Report; raises
+        VerificationError (an AssertionError: a failed pytest test showing the report) when an output fails and
+        raise_on_failure is set."""
+        arrays = {name: to_numpy(value, name) for name, value in outputs.items()}
+        report = Report(*self.native.verify(arrays, compute))
+        if raise_on_failure and not report.passed:
+            raise VerificationError(report)
+        return report
+
+    def __repr__(self) -> str:
+        return f"<Case {self.name}: {self.description}>"
+
+
+class Suite:
+    """A golden suite: a folder with manifest.json (a path), or a built-in name / spec file, generated into
+    cache_dir() on first use (flashsim golden generate's files, byte for byte).
+
+    Iterating gives Case objects in suite order; suite["name"] or suite[i] one case; select(regex) those whose
+    name matches (re.search)."""
+
+    def __init__(self, name_or_path: PathLike, *, threads: int = 0, progress: bool = True,
+                 max_memory_bytes: int = 0) -> None:
+        path = Path(name_or_path)
+        if path.is_dir():
+            if not (path / "manifest.json").is_file():
+                raise ValueError(f"{path}: not a golden suite folder (no manifest.json)")
+            self.path = path
+        else:
+            spec = os.fspath(name_or_path)
+            if spec not in builtin_suites() and not path.is_file():
+                raise ValueError(f"suite: '{spec}' is neither a suite folder, a spec file nor a built-in suite "
+                                 f"({', '.join(builtin_suites())})")
+            sha = _native.suite_spec_sha256(spec)
+            self.path = cache_dir() / "golden" / f"{path.stem}-{sha[:16]}"
+            if not (self.path / "manifest.json").is_file():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    generate(spec, self.path, threads=threads, progress=progress)
+                except ValueError:
+                    # Another process generated it meanwhile (the folder appears complete, by rename).
+                    if not (self.path / "manifest.json").is_file():
+                        raise
+        with open(self.path / "manifest.json") as f:
+            self.manifest: dict[str, Any] = json.load(f)
+        self.name: str = self.manifest["suite"]
+        self._max_memory = max_memory_bytes
+        self.cases = [Case(self.path, e, max_memory_bytes) for e in self.manifest["cases"]]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.cases]
+
+    def select(self, pattern: Optional[str] = None) -> list[Case]:
+        """The cases whose name matches the regular expression (re.search; None: all)."""
+        if pattern is None:
+            return list(self.cases)
+        try:
+            rx = re.compile(pattern)
+        except re.error as e:
+            raise ValueError(f"filter: '{pattern}' is not a regular expression: {e}") from None
+        return [c for c in self.cases if rx.search(c.name)]
+
+    def __iter__(self) -> Iterator[Case]:
+        return iter(self.cases)
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def __getitem__(self, key: Union[int, str]) -> Case:
+        if isinstance(key, int):
+            return self.cases[key]
+        for c in self.cases:
+            if c.name == key:
+                return c
+        raise KeyError(f"no case '{key}' in suite {self.name}")
+
+    def __repr__(self) -> str:
+        return f"<Suite {self.name}: {len(self)} cases in {self.path}>"
