@@ -114,6 +114,16 @@ void BM_Backward(benchmark::State& state) {
   state.SetLabel(std::string(algorithm_name(algo)) + (fp64 ? " fp64" : " fp32"));
 }
 
+// The C++ call behind flashsim.attention's default (bench/python_overhead.py times both): b1 h16 s4096 d128 fp32
+// inputs, exact fa2 forward at the default tile (Br 128, Bc 64), all cores.
+void BM_PythonBaseline(benchmark::State& state) {
+  AttentionProblem p = bench_problem(4096, 128, false);
+  p.heads_q = p.heads_kv = 16;
+  const AttentionInputs in = make_random_inputs(p, 1);
+  run_timed(state, p, false, [&] { benchmark::DoNotOptimize(forward(p, in, Algorithm::Fa2, TileConfig{}, {})); });
+  state.SetLabel("fa2 exact, fp32 inputs, default tile");
+}
+
 // Peak resident memory of the tiled algorithms: the growth of VmHWM over the resident set before the call.
 int64_t rss_bytes() {
   std::ifstream f("/proc/self/statm");
@@ -173,6 +183,7 @@ BENCHMARK(BM_Backward)
     ->Unit(benchmark::kMillisecond)
     ->MinTime(0.5)
     ->UseRealTime();
+BENCHMARK(BM_PythonBaseline)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_TiledMemory)
     ->Args({0, 16384})
     ->Args({1, 16384})

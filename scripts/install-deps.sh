@@ -7,7 +7,7 @@ packages=(
   libopenblas-openmp-dev libomp-dev libeigen3-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
-  libssl-dev python3 python3-pip python3-numpy python3-matplotlib
+  libssl-dev python3 python3-pip python3-venv python3-dev python3-numpy python3-matplotlib
 )
 
 sudo_cmd=()

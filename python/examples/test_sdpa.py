@@ -1,0 +1,19 @@
+"""PyTorch's scaled_dot_product_attention, forward and backward, against a flashsim golden suite:
+    pytest python/examples/test_sdpa.py --flashsim-suite smoke      (CUDA when there is a GPU, else the CPU)"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+# SDPA has no softcap, ALiBi, packed variable lengths, KV cache or block mask; a row that sees no key is NaN.
+@pytest.mark.flashsim(unsupported=["softcap", "alibi", "varlen", "kv_cache", "block_mask", "rows_without_keys"])
+def test_sdpa(flashsim_case):
+    like = torch.empty(0, device=DEVICE)
+    q, k, v, do = flashsim_case.inputs("q", "k", "v", "do", like=like)
+    q, k, v = (x.transpose(1, 2).contiguous().requires_grad_() for x in (q, k, v))  # BSHD -> BHSD
+    o = F.scaled_dot_product_attention(q, k, v, **flashsim_case.kwargs("sdpa", like=like))
+    o.backward(do.transpose(1, 2))
+    bshd = {name: t.transpose(1, 2) for name, t in dict(o=o, dq=q.grad, dk=k.grad, dv=v.grad).items()}
+    flashsim_case.verify(**bshd)  # SDPA returns no lse: o and the gradients are checked
