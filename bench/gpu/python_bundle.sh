@@ -11,7 +11,9 @@ py=${PYTHON312:-python3.12}
 rm -rf "$out"
 mkdir -p "$out/wheels" "$out/lib"
 "$py" -m pip wheel -q --no-deps -w "$out/wheels" .
-"$py" -m pip download -q --only-binary=:all: -d "$out/wheels" ml_dtypes pytest
+# ml_dtypes without NumPy: the GPU machine's own NumPy (PyTorch's) stays the one imported.
+"$py" -m pip download -q --only-binary=:all: --no-deps -d "$out/wheels" ml_dtypes
+"$py" -m pip download -q --only-binary=:all: -d "$out/wheels" pytest
 whl=$(ls "$out"/wheels/flashsim-*.whl)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -39,8 +39,14 @@ def to_native(x: Any, name: str) -> Any:
         if x.device.type != "cpu":
             raise ValueError(f"{name}: a tensor on {x.device}; flashsim computes on the CPU: pass {name}.cpu()")
         return x.detach()
-    if kind == "jax" or (kind == "other" and hasattr(x, "__dlpack__")):
+    if kind == "jax":
+        platforms = sorted({d.platform for d in x.devices()})
+        if platforms != ["cpu"]:
+            raise ValueError(f"{name}: a JAX array on {', '.join(platforms)}; flashsim computes on the CPU: pass "
+                             f"jax.device_get({name})")
         return x  # read through DLPack by the native module
+    if kind == "other" and hasattr(x, "__dlpack__"):
+        return x
     a = x if isinstance(x, np.ndarray) else np.asarray(x)
     if a.dtype == BF16:
         return a.view(np.uint16)

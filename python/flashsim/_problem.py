@@ -33,6 +33,7 @@ class Problem:
         return self._given
 
     def __getattr__(self, name: str) -> Any:
+        """A field's completed value: problem.heads_kv, problem.scale, ..."""
         try:
             return self.__dict__["fields"][name]
         except KeyError:

@@ -166,6 +166,7 @@ class Case:
 
     @property
     def native(self) -> "_native.NativeCase":
+        """The loaded file (read on first use)."""
         if self._native is None:
             self._native = _native.open_case(os.fspath(self.suite_dir), self.name, self._max_memory)
         return self._native
@@ -176,18 +177,22 @@ class Case:
 
     @property
     def case_json(self) -> dict[str, Any]:
+        """The case as stored: the problem's fields (scale resolved), seed, magnitude, name, description."""
         return json.loads(self.native.case_json)
 
     @property
     def problem(self) -> Problem:
+        """The case's problem (for flashsim.sim.predict, or its fields as attributes)."""
         return Problem.from_case_json(self.case_json)
 
     @property
     def dtype(self) -> str:
+        """The inputs' dtype: fp64, fp32, fp16 or bf16."""
         return self.case_json["dtype"]
 
     @property
     def features(self) -> frozenset[str]:
+        """The features the case exercises (the class docstring lists them)."""
         return _features(self.case_json, "dq" in self.native.output_names)
 
     def has_feature(self, name: str) -> bool:
@@ -204,11 +209,13 @@ class Case:
 
     @property
     def input_names(self) -> list[str]:
+        """The input tensors in the file, in file order."""
         outputs = set(self.native.output_names)
         return [n for n in self.native.tensor_names if n not in outputs]
 
     @property
     def output_names(self) -> list[str]:
+        """The exact outputs the case holds (o lse, and dq dk dv dbias where it has gradients)."""
         return list(self.native.output_names)
 
     def inputs(self, *names: str, like: Any = None) -> Any:
@@ -344,6 +351,7 @@ class Suite:
 
     @property
     def names(self) -> list[str]:
+        """The case names in suite order."""
         return [c.name for c in self.cases]
 
     def select(self, pattern: Optional[str] = None) -> list[Case]:
@@ -357,6 +365,7 @@ class Suite:
         return [c for c in self.cases if rx.search(c.name)]
 
     def __iter__(self) -> Iterator[Case]:
+        """The cases in suite order."""
         return iter(self.cases)
 
     def __len__(self) -> int:

@@ -38,6 +38,13 @@ def pytest_configure(config: Any) -> None:
     config._flashsim_suites = {}
 
 
+def pytest_unconfigure(config: Any) -> None:
+    for suite in getattr(config, "_flashsim_suites", {}).values():
+        for case in suite:
+            case.release()
+    config._flashsim_suites = {}
+
+
 def _suite(config: Any, name: str) -> Any:
     from .golden import Suite
 
@@ -68,10 +75,12 @@ def pytest_generate_tests(metafunc: Any) -> None:
 def flashsim_case(request: Any) -> Any:
     """One golden case (flashsim.golden.Case) of the suite the plugin parametrizes over."""
     case = request.param
-    marker = request.node.get_closest_marker("flashsim")
-    unsupported = list(marker.kwargs.get("unsupported", ())) if marker else []
-    missing = [f for f in unsupported if case.has_feature(f)]
-    if missing:
-        pytest.skip(f"{case.name}: the kernel does not support {', '.join(missing)}")
-    yield case
-    case.release()
+    try:
+        marker = request.node.get_closest_marker("flashsim")
+        unsupported = list(marker.kwargs.get("unsupported", ())) if marker else []
+        missing = [f for f in unsupported if case.has_feature(f)]
+        if missing:
+            pytest.skip(f"{case.name}: the kernel does not support {', '.join(missing)}")
+        yield case
+    finally:
+        case.release()  # one case's tensors in memory at a time

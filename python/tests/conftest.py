@@ -23,7 +23,10 @@ def smoke(tmp_path_factory) -> flashsim.golden.Suite:
     """The smoke suite (18 cases) as the command line shipped in the package writes it."""
     out = tmp_path_factory.mktemp("cli") / "smoke"
     run_cli("golden", "generate", "--suite", "smoke", "--out", str(out))
-    return flashsim.golden.Suite(out)
+    suite = flashsim.golden.Suite(out)
+    yield suite
+    for case in suite:
+        case.release()
 
 
 def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -121,15 +121,28 @@ def test_dlpack_and_non_contiguous_inputs(smoke):
 def test_torch_cpu_tensors_in_and_out(smoke):
     torch = pytest.importorskip("torch")
     case = smoke["bf16-gqa"]
-    q, k, v = case.inputs("q", "k", "v", like=torch.empty(0))
+    q, k, v, do = case.inputs("q", "k", "v", "do", like=torch.empty(0))
     assert q.dtype == torch.bfloat16
-    o, lse = flashsim.attention(q, k, v)
+    kw = call_kwargs(case)
+    o, lse = flashsim.attention(q, k, v, **kw)
     assert isinstance(o, torch.Tensor) and o.dtype == torch.float64
     assert o.numpy().tobytes() == case.expected("o").tobytes()
-    emu, _ = flashsim.attention(q, k, v, precision="emulated")
+    emu, _ = flashsim.attention(q, k, v, precision="emulated", **kw)
     assert emu.dtype == torch.bfloat16
-    dq, dk, dv, _ = flashsim.attention_backward(q, k, v, o, torch.ones_like(o), lse)
-    assert dq.shape == q.shape and dk.shape == k.shape
+    assert case.verify(o=emu).passed
+    dq, dk, dv, _ = flashsim.attention_backward(q, k, v, o, do, lse, **kw)
+    assert dq.numpy().tobytes() == case.expected("dq").tobytes()
+    assert dv.numpy().tobytes() == case.expected("dv").tobytes()
+
+
+def test_jax_arrays_through_dlpack(smoke):
+    jax = pytest.importorskip("jax")
+    case = smoke["bf16-gqa"]
+    cpu = jax.devices("cpu")[0]
+    q, k, v = (jax.device_put(x, cpu) for x in case.inputs("q", "k", "v", like=jax.numpy.zeros(0)))
+    assert q.dtype == jax.numpy.bfloat16
+    o, _ = flashsim.attention(q, k, v, **call_kwargs(case))
+    assert o.tobytes() == case.expected("o").tobytes()
 
 
 def test_variable_lengths_with_packed_rows(smoke):
