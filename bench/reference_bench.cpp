@@ -120,7 +120,8 @@ void BM_PythonBaseline(benchmark::State& state) {
   AttentionProblem p = bench_problem(4096, 128, false);
   p.heads_q = p.heads_kv = 16;
   const AttentionInputs in = make_random_inputs(p, 1);
-  run_timed(state, p, false, [&] { benchmark::DoNotOptimize(forward(p, in, Algorithm::Fa2, TileConfig{}, {})); });
+  run_timed(state, p, false,
+            [&] { benchmark::DoNotOptimize(forward(p, in, Algorithm::Fa2, TileConfig{}, {})); });
   state.SetLabel("fa2 exact, fp32 inputs, default tile");
 }
 

@@ -5,8 +5,11 @@ from pathlib import Path
 
 
 def binary() -> Path:
-    """Path of the flashsim command line shipped in the package."""
-    return Path(__file__).parent / "bin" / "flashsim"
+    """Path of the flashsim command line shipped in the package: installed beside the native module (which an
+    editable install keeps apart from the Python sources)."""
+    from . import _native
+
+    return Path(_native.__file__).parent / "bin" / "flashsim"
 
 
 def main() -> None:
