@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <cstring>
 
 #include "flashsim/error.h"
@@ -43,6 +46,21 @@ std::string dtype_text(const InArray& a) {
   return fmt::format("{}{}", kind, t.bits);
 }
 
+// Faulting in a large copy's 4 KiB pages one by one is most of its cost (0.05 s for a 67 MB input on the
+// 2-core development machine, 5% of a 4096 x 16-head forward): ask for 2 MiB pages where the kernel gives them
+// on request (transparent huge pages in "madvise" mode).
+void advise_huge_pages(void* data, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kPage = 4096;
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: errors ignored
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
 template <typename T>
 const T* data_as(const InArray& a) {
   return static_cast<const T*>(a.data());
@@ -79,27 +97,29 @@ DType float_dtype(const InArray& a, const std::string& name) {
 
 std::vector<double> widen(const InArray& a, const std::string& name) {
   const DType t = float_dtype(a, name);
-  const size_t n = a.size();
-  std::vector<double> out(n);
-  switch (t) {  // one pass over the input, the only copy
+  const auto n = static_cast<int64_t>(a.size());
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(n));
+  advise_huge_pages(out.data(), static_cast<size_t>(n) * sizeof(double));
+  out.resize(static_cast<size_t>(n));
+  // One pass over the input, the only copy, split over the cores.
+  const auto convert = [&](auto element) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = element(i);
+  };
+  switch (t) {
     case DType::F64:
-      std::memcpy(out.data(), a.data(), n * sizeof(double));
+      convert([p = data_as<double>(a)](int64_t i) { return p[i]; });
       break;
-    case DType::F32: {
-      const float* p = data_as<float>(a);
-      for (size_t i = 0; i < n; ++i) out[i] = p[i];
+    case DType::F32:
+      convert([p = data_as<float>(a)](int64_t i) { return double(p[i]); });
       break;
-    }
-    case DType::F16: {
-      const uint16_t* p = data_as<uint16_t>(a);
-      for (size_t i = 0; i < n; ++i) out[i] = from_half_bits(p[i]);
+    case DType::F16:
+      convert([p = data_as<uint16_t>(a)](int64_t i) { return from_half_bits(p[i]); });
       break;
-    }
-    case DType::BF16: {
-      const uint16_t* p = data_as<uint16_t>(a);
-      for (size_t i = 0; i < n; ++i) out[i] = from_bfloat16_bits(p[i]);
+    case DType::BF16:
+      convert([p = data_as<uint16_t>(a)](int64_t i) { return from_bfloat16_bits(p[i]); });
       break;
-    }
   }
   return out;
 }

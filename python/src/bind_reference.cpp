@@ -194,8 +194,7 @@ nb::tuple attention(const InArray& q, const InArray& k, const InArray& v, const 
   {
     nb::gil_scoped_release unlocked;
     c = make_call({q, k, v, bias, mask, alibi_slopes, cu_seqlens_q, cu_seqlens_k}, s);
-    c.in.validate(c.p);
-    fwd = ref::forward(c.p, c.in, c.algo, c.tile, c.opt);
+    fwd = ref::forward(c.p, c.in, c.algo, c.tile, c.opt);  // validates the inputs
   }
   return nb::make_tuple(result(std::move(fwd.o), c.p.o_shape(), result_storage(c, false)),
                         result(std::move(fwd.lse), c.p.lse_shape(), result_storage(c, true)));
@@ -222,8 +221,7 @@ nb::tuple attention_backward(const InArray& q, const InArray& k, const InArray& 
     fwd.o = widen(o, "o");
     fwd.lse = widen(lse, "lse");
     c.in.dout = widen(dout, "do");
-    c.in.validate(c.p);
-    g = ref::backward(c.p, c.in, fwd, c.algo, c.tile, c.opt);
+    g = ref::backward(c.p, c.in, fwd, c.algo, c.tile, c.opt);  // validates the inputs
   }
   const DType st = result_storage(c, false);
   nb::object dbias = nb::none();
