@@ -216,6 +216,42 @@ void print_split_sweep(const AttentionProblem& p, const sim::HardwareProfile& hw
           : std::string("one SM's share of the bandwidth: not measured for this profile"));
 }
 
+// One pass's sweep as text or CSV; the config shows the pass's own knobs (describe_pass).
+void print_sweep(const SweepReport& r, int top, bool csv) {
+  const auto& p = r.problem;
+  const auto& hw = r.hw;
+  if (r.split) {
+    print_split_sweep(p, hw, r.splits, csv);
+    return;
+  }
+  const Algorithm algo = r.algorithm;
+  const Pass pass = r.pass;
+  const auto& rows = r.ranked.ranked;
+  const size_t n = top > 0 ? std::min(rows.size(), static_cast<size_t>(top)) : rows.size();
+  if (csv) {
+    fmt::print("rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound\n");
+    for (size_t i = 0; i < n; ++i)
+      fmt::print("{},\"{}\",{:.6e},{},{},{},{},{}\n", i + 1, sim::describe_pass(rows[i].config, algo, pass),
+                 rows[i].time_s, rows[i].load_bytes, rows[i].dram_bytes, rows[i].smem_bytes,
+                 rows[i].ctas_per_sm, rows[i].bound);
+    return;
+  }
+  fmt::print("{} on {}: {} configs, {} fit; FlashAttention lower bound on DRAM traffic {}\n", p.describe(),
+             hw.name, r.ranked.configs, rows.size(), human(r.lower_bound_dram));
+  fmt::print("{:>4} {:<48} {:>10} {:>12} {:>12} {:>8} {:>4} {}\n", "rank", "config", "time us", "load",
+             "dram", "smem", "occ", "bound");
+  for (size_t i = 0; i < n; ++i)
+    fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1,
+               sim::describe_pass(rows[i].config, algo, pass), rows[i].time_s * 1e6,
+               human(double(rows[i].load_bytes)), human(double(rows[i].dram_bytes)), rows[i].smem_bytes,
+               rows[i].ctas_per_sm, rows[i].bound);
+  const bool calibrated =
+      (pass == Pass::Backward ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd) > 0;
+  fmt::print(
+      "time: an estimate ({}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
+      calibrated ? "MMA at the FA2 rate measured on this GPU" : "MMA at the tensor peak: a lower bound");
+}
+
 void add_sweep(CLI::App* sim) {
   auto* sw =
       sim->add_subcommand("sweep",
@@ -224,8 +260,8 @@ void add_sweep(CLI::App* sim) {
   auto st = std::make_shared<SweepState>();
   st->pf.add_to(sw);
   sw->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)")->capture_default_str();
-  sw->add_option("--pass", st->pass, "fwd or bwd")
-      ->check(CLI::IsMember({"fwd", "bwd"}))
+  sw->add_option("--pass", st->pass, "fwd, bwd or both (each pass ranked on its own)")
+      ->check(CLI::IsMember({"fwd", "bwd", "both"}))
       ->capture_default_str();
   sw->add_option("--algorithm", st->algorithm, "The algorithm whose kernels are tiled")
       ->check(CLI::IsMember(algorithm_names()))
@@ -239,42 +275,22 @@ void add_sweep(CLI::App* sim) {
     const auto progress = [&](size_t done, size_t total) {
       fmt::print(stderr, "\rsweep [{:<40}] {}/{}", std::string(done * 40 / total, '#'), done, total);
     };
-    const auto r = run_sweep(p, st->pf.seed, st->hw, st->algorithm, st->pass,
-                             st->progress ? progress : std::function<void(size_t, size_t)>());
-    if (st->progress && !r.split) fmt::print(stderr, "\n");
+    std::string note;
+    std::vector<SweepReport> reports;
+    for (const auto& pass : sweep_passes(p, st->pass, note)) {
+      reports.push_back(run_sweep(p, st->pf.seed, st->hw, st->algorithm, pass,
+                                  st->progress ? progress : std::function<void(size_t, size_t)>()));
+      if (st->progress && !reports.back().split) fmt::print(stderr, "\n");
+    }
+    if (!note.empty()) fmt::print(stderr, "flashsim: note: {}\n", note);
     if (st->json) {
-      fmt::print("{}\n", to_json(r, st->top).dump(2));
+      fmt::print("{}\n", to_json(reports, st->top).dump(2));
       return;
     }
-    const auto& hw = r.hw;
-    if (r.split) {
-      print_split_sweep(p, hw, r.splits, st->csv);
-      return;
-    }
-    const Algorithm algo = r.algorithm;
-    const Pass pass = r.pass;
-    const auto& rows = r.ranked.ranked;
-    const size_t n = st->top > 0 ? std::min(rows.size(), static_cast<size_t>(st->top)) : rows.size();
-    if (st->csv) {
-      // The config column keeps every knob (recorded outputs compare it byte for byte).
-      fmt::print("rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound\n");
-      for (size_t i = 0; i < n; ++i)
-        fmt::print("{},\"{}\",{:.6e},{},{},{},{},{}\n", i + 1, rows[i].config.describe(algo), rows[i].time_s,
-                   rows[i].load_bytes, rows[i].dram_bytes, rows[i].smem_bytes, rows[i].ctas_per_sm,
-                   rows[i].bound);
-    } else {
-      fmt::print("{} on {}: {} configs, {} fit; FlashAttention lower bound on DRAM traffic {}\n",
-                 p.describe(), hw.name, r.ranked.configs, rows.size(), human(r.lower_bound_dram));
-      fmt::print("{:>4} {:<48} {:>10} {:>12} {:>12} {:>8} {:>4} {}\n", "rank", "config", "time us", "load",
-                 "dram", "smem", "occ", "bound");
-      for (size_t i = 0; i < n; ++i)
-        fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1,
-                   sim::describe_pass(rows[i].config, algo, pass), rows[i].time_s * 1e6,
-                   human(double(rows[i].load_bytes)), human(double(rows[i].dram_bytes)), rows[i].smem_bytes,
-                   rows[i].ctas_per_sm, rows[i].bound);
-      fmt::print("time: an estimate ({}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
-                 hw.achieved_mma_flops_fwd > 0 ? "MMA at the FA2 rate measured on this GPU"
-                                               : "MMA at the tensor peak: a lower bound");
+    for (const auto& r : reports) {
+      if (reports.size() > 1)
+        fmt::print("{}== {} ==\n", &r == &reports.front() ? "" : "\n", pass_name(r.pass));
+      print_sweep(r, st->top, st->csv);
     }
   });
 }

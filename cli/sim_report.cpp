@@ -152,4 +152,21 @@ nlohmann::json to_json(const SweepReport& r, int top) {
   return j;
 }
 
+std::vector<std::string> sweep_passes(const AttentionProblem& p, const std::string& pass, std::string& note) {
+  if (pass == "fwd" || pass == "bwd") return {pass};
+  if (pass != "both") throw InputError("pass", fmt::format("'{}': expected fwd, bwd or both", pass));
+  if (p.kv_cache()) {
+    note = "no backward: the split-KV / paged-cache forward is an inference kernel (--pass fwd)";
+    return {"fwd"};
+  }
+  return {"fwd", "bwd"};
+}
+
+nlohmann::json to_json(const std::vector<SweepReport>& reports, int top) {
+  if (reports.size() == 1) return to_json(reports.front(), top);
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& r : reports) j[std::string(pass_name(r.pass))] = to_json(r, top);
+  return j;
+}
+
 }  // namespace flashsim::cli

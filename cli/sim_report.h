@@ -59,4 +59,10 @@ SweepReport run_sweep(const AttentionProblem& p, uint64_t seed, const std::strin
 // top: the ranked rows shown (0: all).
 nlohmann::json to_json(const SweepReport& r, int top);
 
+// The passes a sweep's --pass names: fwd, bwd, or both (fwd then bwd; a paged-cache problem has its forward only,
+// the split-KV kernel, and `note` says so). InputError for another name.
+std::vector<std::string> sweep_passes(const AttentionProblem& p, const std::string& pass, std::string& note);
+// Several passes' reports: one pass as to_json(r, top), several as {"fwd": ..., "bwd": ...}.
+nlohmann::json to_json(const std::vector<SweepReport>& reports, int top);
+
 }  // namespace flashsim::cli

@@ -52,7 +52,8 @@ def predict(problem: ProblemLike, tile: Optional[dict[str, Any]] = None, hw: str
 def sweep(problem: ProblemLike, hw: str = DEFAULT_HW, *, algorithm: str = "fa2", pass_: str = "fwd", top: int = 0,
           frame: Optional[bool] = None) -> Any:
     """Every legal tile config ranked by predicted time, as `flashsim sim sweep --json` (a paged-cache problem:
-    FA2's split-KV kernel at each split count). top: rows kept (0: all).
+    FA2's split-KV kernel at each split count). pass_: fwd, bwd, or both ({"fwd": ..., "bwd": ...}, each pass
+    ranked on its own). top: rows kept (0: all).
 
     frame: return a pandas DataFrame of the rows (the other fields in df.attrs); default: when pandas is
     installed. Otherwise the dict, its rows under "ranked" (or "rows" for the split sweep)."""
@@ -61,6 +62,12 @@ def sweep(problem: ProblemLike, hw: str = DEFAULT_HW, *, algorithm: str = "fa2",
         frame = importlib.util.find_spec("pandas") is not None
     if not frame:
         return result
+    if "fwd" in result and "bwd" in result:  # pass_="both": one frame per pass
+        return {name: _frame(one) for name, one in result.items()}
+    return _frame(result)
+
+
+def _frame(result: dict[str, Any]) -> Any:
     import pandas as pd
 
     key = "ranked" if "ranked" in result else "rows"

@@ -46,3 +46,12 @@ def test_a_golden_case_is_a_problem():
     case = flashsim.golden.Suite(__import__("conftest").SMOKE)["bf16-gqa"]
     got = flashsim.sim.predict(case, pass_="fwd")
     assert got["problem"] == case.problem.description
+
+
+def test_sweep_both_passes_ranks_each_on_its_own():
+    p = flashsim.Problem(batch=1, heads_q=4, seqlen=512, head_dim=64, causal=True, dtype="bf16")
+    both = flashsim.sim.sweep(p, pass_="both", top=3, frame=False)
+    assert set(both) == {"fwd", "bwd"}
+    assert both["fwd"] == flashsim.sim.sweep(p, pass_="fwd", top=3, frame=False)
+    assert both["bwd"] == flashsim.sim.sweep(p, pass_="bwd", top=3, frame=False)
+    assert all("bwd" not in row["config"] for row in both["fwd"]["ranked"])

@@ -702,6 +702,28 @@ TEST(SimCommands, ForwardSweepRowsShowNoBackwardTiles) {
   const auto b = test::run_cli("sim sweep --batch 1 --heads 2 --seqlen 256 --head-dim 64 --pass bwd --top 3");
   ASSERT_EQ(b.code, 0) << b.out;
   EXPECT_EQ(b.out.find(" st1 "), std::string::npos) << b.out;
+  // The CSV too: its config column shows the swept pass's knobs only.
+  const auto c =
+      test::run_cli("sim sweep --batch 1 --heads 2 --seqlen 256 --head-dim 64 --pass fwd --top 3 --csv");
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_EQ(c.out.find(" bwd "), std::string::npos) << c.out;
+}
+
+// --pass both: the forward's ranking, then the backward's, each exactly as its own --pass gives it.
+TEST(SimCommands, SweepBothPassesIsEachPassInTurn) {
+  const std::string prob = "sim sweep --batch 1 --heads 2 --seqlen 256 --head-dim 64 --top 4 --csv";
+  const auto both = test::run_cli(prob + " --pass both");
+  const auto fwd = test::run_cli(prob + " --pass fwd");
+  const auto bwd = test::run_cli(prob + " --pass bwd");
+  ASSERT_EQ(both.code, 0) << both.out;
+  EXPECT_EQ(both.out, "== fwd ==\n" + fwd.out + "\n== bwd ==\n" + bwd.out);
+  const auto decode = test::run_cli(
+      "sim sweep --batch 2 --heads 8 --heads-kv 2 --seqlen-q 1 --cache-seqlens 1024 --page-size 64 "
+      "--head-dim 64 "
+      "--pass both --csv");
+  ASSERT_EQ(decode.code, 0) << decode.out;
+  EXPECT_NE(decode.out.find("num_splits,"), std::string::npos) << decode.out;
+  EXPECT_NE(decode.out.find("no backward"), std::string::npos) << decode.out;  // the note, on stderr
 }
 
 TEST(SimCommands, BadCombinationsAreOneLineErrors) {
