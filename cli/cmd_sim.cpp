@@ -68,6 +68,11 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
                         "validated in bench/results/ncu_h100_2026-11-22/README.md",
                         hw.achieved_mma_flops_fwd / 1e12, hw.achieved_mma_flops_bwd / 1e12)
           : std::string("MMA at the tensor peak (no measured rate for this profile): a lower bound"));
+  if (std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.cta.modelled; }))
+    fmt::print(
+        "      the FA2 main loops by the per-CTA model instead of MMA + exp + vector work: max(mma.sync, "
+        "shared memory, softmax, the CTAs' step chain) (docs/simulator.md, `sim predict --json`: "
+        "cta_model)\n");
 }
 
 void print_row(const std::string& name, int64_t load, int64_t store, int64_t reduce, int64_t dram_read,
@@ -248,8 +253,9 @@ void print_sweep(const SweepReport& r, int top, bool csv) {
   const bool calibrated =
       (pass == Pass::Backward ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd) > 0;
   fmt::print(
-      "time: an estimate ({}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
-      calibrated ? "MMA at the FA2 rate measured on this GPU" : "MMA at the tensor peak: a lower bound");
+      "time: an estimate ({}{}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
+      calibrated ? "MMA at the FA2 rate measured on this GPU" : "MMA at the tensor peak: a lower bound",
+      hw.mma_sync_flops > 0 && algo == Algorithm::Fa2 ? "; FA2's main loops by the per-CTA model" : "");
 }
 
 void add_sweep(CLI::App* sim) {
@@ -298,6 +304,7 @@ void add_sweep(CLI::App* sim) {
 void add_sim(CLI::App& app) {
   auto* sim = app.add_subcommand("sim", "Tiling simulator");
   sim->require_subcommand(1);
+  add_tune_command(sim);
   auto* pr =
       sim->add_subcommand("predict",
                           "Predict the traffic, occupancy and time of an algorithm's kernels (or of named "

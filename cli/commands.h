@@ -14,5 +14,6 @@ void add_ref_command(CLI::App& app);      // cmd_ref.cpp: flashsim ref
 void add_demo_command(CLI::App& app);     // cmd_demo.cpp: flashsim demo (the quick start's main job)
 void add_golden_commands(CLI::App& app);  // cmd_golden.cpp: flashsim golden ...
 void add_sim_commands(CLI::App& app);     // cmd_sim.cpp: flashsim sim ..., hw ..., traffic ...
+void add_tune_command(CLI::App* sim);     // cmd_tune.cpp: flashsim sim tune
 
 }  // namespace flashsim::cli

@@ -21,6 +21,8 @@ for bin in "$out/flashsim" "$out/flashsim-gpu"; do
 done
 strip "$out/flashsim" "$out/flashsim-gpu"
 # The device tool carries at most 64 MiB with the working tree: the libraries travel compressed (OpenBLAS alone
-# is 36 MB), unpacked on the GPU machine by bundle_env.sh, which check.sh, bench.sh and traffic.sh source.
+# is 36 MB), and so does flashsim-gpu (44 MB of kernels for sm_80 and sm_90 with fa2-v1's autotune instances,
+# 12 MB compressed), unpacked on the GPU machine by bundle_env.sh, which check.sh, bench.sh and traffic.sh source.
 tar -C "$out" -cJf "$out/lib.tar.xz" lib && rm -rf "$out/lib"
+xz -T0 "$out/flashsim-gpu"
 du -sh "$out"

@@ -42,6 +42,20 @@ def count(ins, lo, hi, op):
     return sum(1 for a, t in ins if lo <= a <= hi and re.search(r"\b" + op + r"\b", t))
 
 
+def spill_counts(ins):
+    """(LDL, STL, LDL in loops, STL in loops, HMMA in loops) of a kernel's [(address, instruction)]."""
+    loops = set()
+    for a, t in ins:
+        m = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", t)
+        if m and int(m.group(1), 16) <= a:
+            loops.add((int(m.group(1), 16), a))
+    # a loop's instructions, each counted once even where loops nest
+    in_loop = [(a, t) for a, t in ins if any(lo <= a <= hi for lo, hi in loops)]
+    end = ins[-1][0] if ins else 0
+    return (count(ins, 0, end, "LDL"), count(ins, 0, end, "STL"), count(in_loop, 0, end, "LDL"),
+            count(in_loop, 0, end, "STL"), count(in_loop, 0, end, "HMMA"))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("binary")
@@ -58,16 +72,7 @@ def main():
         name = re.sub(r"\(.*", "", name).replace("flashsim::gpu::fa2::", "").replace("void ", "")
         if args.filter and not re.search(args.filter, name):
             continue
-        loops = set()
-        for a, t in ins:
-            m = re.search(r"\bBRA\b.*?(0x[0-9a-f]+)", t)
-            if m and int(m.group(1), 16) <= a:
-                loops.add((int(m.group(1), 16), a))
-        # a loop's instructions, each counted once even where loops nest
-        in_loop = [(a, t) for a, t in ins if any(lo <= a <= hi for lo, hi in loops)]
-        end = ins[-1][0] if ins else 0
-        rows.append((name, arch, count(ins, 0, end, "LDL"), count(ins, 0, end, "STL"),
-                     count(in_loop, 0, end, "LDL"), count(in_loop, 0, end, "STL"), count(in_loop, 0, end, "HMMA")))
+        rows.append((name, arch) + spill_counts(ins))
     print(f"{'kernel':<72} {'arch':<6} {'LDL':>4} {'STL':>4} {'loop LDL':>8} {'loop STL':>8} {'loop HMMA':>9}")
     for r in sorted(rows):
         print(f"{r[0]:<72} {r[1]:<6} {r[2]:>4} {r[3]:>4} {r[4]:>8} {r[5]:>8} {r[6]:>9}")

@@ -1,44 +1,41 @@
 // fa2-v1's backward: FlashAttention-2's three backward kernels (fa2_bwd_rowwise.cuh, fa2_bwd_kernel.cuh), plus
-// a dbias reduction where the bias broadcasts. This file: what it can run, the instantiated tile configs, the
-// workspace and the launches.
+// a dbias reduction where the bias broadcasts. This file: what it can run, the workspace and the launch; the
+// kernels of each head dim are compiled in fa2_bwd_d<d>.cu (fa2_bwd_launch.cuh), one set per entry of
+// flashsim/fa2_instances.h.
 //
-// Instantiated: d64, d96, d128 with the backward tile Br64 Bc128 and 8 warps (TileConfig bwd_block_q 64,
-// bwd_block_k 128, warps 4: the backward launches twice the forward's warps, as FlashAttention-2's and the
-// simulator's models do), d128 and d256 with Br64 Bc64 and 8 warps; bf16 and fp16, plain and score-pipeline
-// kernels; dq_strategy atomic or partials (run-time). Why these tiles (fa2_bwd_traits.h has the arithmetic):
+// Instantiated: kFa2BwdInstances (flashsim/fa2_instances.h): backward tiles Br x Bc with TileConfig warps w, the
+// kernel launching 2 w warps (as FlashAttention-2's and the simulator's models do); bf16 and fp16, plain and
+// score-pipeline kernels; dq_strategy atomic or partials (run-time). Why the launch table's tiles
+// (fa2_bwd_traits.h has the arithmetic):
 //   - Bc128 over 8 warps gives each warp one m16 tile of keys, whose dK and dV (16 x d each, fp32) stay in
 //     registers for the whole CTA: 2 d / 8 x 4 = 128 registers at d128. It is FlashAttention-2's d128
 //     backward tile on A100 / H100 (Flash_bwd_kernel_traits<128, 64, 128, 8, ...>).
-//   - Br64: S^T and dP^T of a step are 16 x 64 per warp, 2 x 32 registers; Br128 would need 128 more (spills).
+//   - Br64: S^T and dP^T of a step are 16 x 64 per warp, 2 x 32 registers; Br128 would need 64 more.
 //   - Bc64 with 8 warps: the two warps of a key tile split the head dim (each recomputes the tile's S^T and
-//     dP^T: 1.4x the tensor-core work of Bc128). At d256 the only way to keep dK + dV (256 registers for 16 full
-//     rows) in registers; at d128 the launch table's choice for the score-pipeline kernel, whose bias / mask
-//     indexing on top of 192 accumulators spills 72 bytes per query block at Bc128 (128 accumulators at Bc64:
-//     none). d256's shared memory: 201 KB (Q, dO double-buffered at 64 KB each).
+//     dP^T: 1.4x the tensor-core work of Bc128). At d256 the launch table's choice (dK + dV of 16 full rows
+//     would take 256 registers); at d128 the launch table's choice for the score-pipeline kernel, whose bias /
+//     mask indexing on top of 192 accumulators spills 72 bytes per query block at Bc128 (128 accumulators at
+//     Bc64: none). d256's shared memory: 201 KB (Q, dO double-buffered at 64 KB each).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
-#include "device_memory.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem
-#include "fa2_bwd_kernel.cuh"
-#include "fa2_bwd_rowwise.cuh"
+#include "device_memory.h"  // FLASHSIM_CUDA_CHECK, device_smem_optin
+#include "fa2_bwd_params.cuh"
+#include "fa2_launch.h"
 #include "fa2_v1.h"
 #include "flashsim/error.h"
+#include "flashsim/fa2_instances.h"
 
 namespace flashsim::gpu::fa2 {
 
 namespace {
-
-constexpr int kBwdBlockQ = 64, kBwdWarps = 8;  // the instantiated tiles (above): Br64, 8 warps, and
-bool instantiated_block_k(int64_t head_dim, int64_t block_k) {  // Bc128 up to d128, Bc64 at d128 and d256
-  return head_dim == 256 ? block_k == 64 : (block_k == 128 || (head_dim == 128 && block_k == 64));
-}
 
 bool bias_broadcast(const AttentionProblem& p) {
   const auto shape = p.broadcast_shape(p.bias);  // [b|1, h|1, seqlen_q, seqlen_k]
@@ -72,70 +69,34 @@ WorkspaceLayout workspace_layout(const AttentionProblem& p, const TileConfig& c)
   return w;
 }
 
-template <int kHeadDim, int kBwdBlockK, class Element, bool kPipeline>
-void run(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaStream_t stream) {
-  using Tr = Fa2BwdTraits<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>;
-  const unsigned q_blocks = static_cast<unsigned>((prm.a.seqlen_q + kBwdBlockQ - 1) / kBwdBlockQ);
-  const unsigned k_blocks = static_cast<unsigned>((prm.a.seqlen_k + kBwdBlockK - 1) / kBwdBlockK);
-  const dim3 rows_grid(q_blocks, static_cast<unsigned>(prm.a.batch), static_cast<unsigned>(prm.a.heads_q));
-  const dim3 main_grid(k_blocks, static_cast<unsigned>(prm.a.batch), static_cast<unsigned>(prm.a.heads_kv));
-
-  flashsim_fa2_bwd_dot_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>
-      <<<rows_grid, Tr::kThreads, 0, stream>>>(prm);
-  FLASHSIM_CUDA_CHECK(cudaGetLastError());
-
-  const auto main =
-      flashsim_fa2_bwd_main_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element, kPipeline>;
-  constexpr size_t smem = Tr::kSmemBytes;
-  allow_dynamic_smem(reinterpret_cast<const void*>(main), smem, "fa2-v1 backward");
-  main<<<main_grid, Tr::kThreads, smem, stream>>>(prm);
-  FLASHSIM_CUDA_CHECK(cudaGetLastError());
-
-  flashsim_fa2_bwd_convert_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>
-      <<<rows_grid, Tr::kThreads, 0, stream>>>(prm);
-  FLASHSIM_CUDA_CHECK(cudaGetLastError());
-
-  if (dbias && dbias != prm.dbias) {  // dS went to the full-size workspace: reduce over the broadcast dims
-    const auto shape = p.broadcast_shape(p.bias);
-    const int64_t elems = p.bias_elems();
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((elems + 255) / 256, 65535));
-    flashsim_fa2_bwd_dbias_kernel<kHeadDim, kBwdBlockQ, kBwdBlockK, kBwdWarps, Element>
-        <<<blocks, 256, 0, stream>>>(prm, dbias, static_cast<int>(shape[0]), static_cast<int>(shape[1]));
-    FLASHSIM_CUDA_CHECK(cudaGetLastError());
-  }
-}
-
-template <class Element, bool kPipeline>
-void run_dim(const Fa2BwdParams& prm, const AttentionProblem& p, const TileConfig& c, float* dbias,
-             cudaStream_t stream) {
-  switch (p.head_dim) {
-    case 64:
-      return run<64, 128, Element, kPipeline>(prm, p, dbias, stream);
-    case 96:
-      return run<96, 128, Element, kPipeline>(prm, p, dbias, stream);
-    case 128:
-      return c.bwd_block_k == 64 ? run<128, 64, Element, kPipeline>(prm, p, dbias, stream)
-                                 : run<128, 128, Element, kPipeline>(prm, p, dbias, stream);
-    case 256:
-      return run<256, 64, Element, kPipeline>(prm, p, dbias, stream);
-    default:
-      throw std::logic_error("fa2-v1: head_dim passed backward_unsupported() but has no instance");
-  }
+// The head dim's translation unit (fa2_bwd_d<d>.cu) launches the tile's kernels.
+void launch(const AttentionProblem& p, const TileConfig& c, const Fa2BwdParams& prm, float* dbias,
+            cudaStream_t stream) {
+  const auto any_dim = [&]<size_t... I>(std::index_sequence<I...>) {
+    return ((p.head_dim == kFa2HeadDims[I] &&
+             (launch_bwd_head_dim<kFa2HeadDims[I]>(c, p, prm, dbias, stream), true)) ||
+            ...);
+  };
+  const bool ran = any_dim(std::make_index_sequence<std::size(kFa2HeadDims)>{});
+  if (!ran) throw std::logic_error("fa2-v1: head_dim passed backward_unsupported() but has no instance");
 }
 
 }  // namespace
 
-// What the backward lacks beyond the forward's limits (forward_unsupported: dtype, heads, grid).
+// What the backward lacks beyond the limits of both passes (problem_unsupported: dtype, heads, grid).
 std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c) {
-  if (p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128 && p.head_dim != 256)
+  if (!fa2_bwd_head_dim(p.head_dim))
     return "head_dim " + std::to_string(p.head_dim) + " (fa2-v1's backward runs 64, 96, 128, 256)";
-  if (c.bwd_block_q != kBwdBlockQ || !instantiated_block_k(p.head_dim, c.bwd_block_k) ||
-      2 * c.warps != kBwdWarps)
-    return "backward tile bwd Br" + std::to_string(c.bwd_block_q) + " Bc" + std::to_string(c.bwd_block_k) +
-           " w" + std::to_string(2 * c.warps) + " is not instantiated for head_dim " +
-           std::to_string(p.head_dim) +
-           " (instantiated, with 8 warps, i.e. TileConfig warps 4: bwd Br64 Bc128 for d64, d96, d128; bwd "
-           "Br64 Bc64 for d128 and d256)";
+  const std::string tile = "backward tile bwd Br" + std::to_string(c.bwd_block_q) + " Bc" +
+                           std::to_string(c.bwd_block_k) + " w" + std::to_string(c.warps) + " (a " +
+                           std::to_string(2 * c.warps) + "-warp kernel)";
+  if (!fa2_bwd_instantiated(p.head_dim, c.bwd_block_q, c.bwd_block_k, c.warps))
+    return tile + " is not instantiated for head_dim " + std::to_string(p.head_dim) +
+           " (instantiated: " + fa2_bwd_instances_text(p.head_dim) + ")";
+  const int64_t smem = fa2_bwd_smem_bytes(p.head_dim, c.bwd_block_q, c.bwd_block_k);
+  if (const int64_t optin = device_smem_optin(); optin > 0 && smem > optin)
+    return tile + " needs " + std::to_string(smem) + " bytes of shared memory a CTA; this device allows " +
+           std::to_string(optin);
   return "";
 }
 
@@ -144,7 +105,7 @@ size_t backward_workspace_bytes(const AttentionProblem& p, const TileConfig& c) 
 }
 
 void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
-  if (std::string why = forward_unsupported(p, c); !why.empty()) throw InputError("fa2-v1", why);
+  if (std::string why = problem_unsupported(p); !why.empty()) throw InputError("fa2-v1", why);
   if (std::string why = backward_unsupported(p, c); !why.empty()) throw InputError("fa2-v1", why);
   require_inputs(p, args);
   require(args.o && args.lse && args.dout, "o, lse, dout");
@@ -199,12 +160,7 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
                                 : static_cast<size_t>(p.batch * p.heads_q * p.seqlen_q * p.seqlen_k);
     zero(prm.dbias, static_cast<int64_t>(elems), sizeof(float));
   }
-  if (p.dtype == DType::BF16)
-    prm.pipeline ? run_dim<__nv_bfloat16, true>(prm, p, c, args.dbias, stream)
-                 : run_dim<__nv_bfloat16, false>(prm, p, c, args.dbias, stream);
-  else
-    prm.pipeline ? run_dim<__half, true>(prm, p, c, args.dbias, stream)
-                 : run_dim<__half, false>(prm, p, c, args.dbias, stream);
+  launch(p, c, prm, args.dbias, stream);
 }
 
 }  // namespace flashsim::gpu::fa2

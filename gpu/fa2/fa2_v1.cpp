@@ -1,9 +1,12 @@
 // fa2-v1: the registry entry of FlashAttention-2's forward (fa2_fwd_v1.cu) and backward (fa2_bwd_v1.cu).
 #include "fa2_v1.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
+#include "fa2_launch_table.h"
 #include "flashsim/error.h"
 #include "versions.h"
 
@@ -38,7 +41,7 @@ void require_inputs(const AttentionProblem& p, const DeviceArgs& args) {
   require_aligned(args.v, "v");
 }
 
-TileConfig launch_tile(const AttentionProblem& p) {
+TileConfig hand_launch_tile(const AttentionProblem& p) {
   TileConfig c;  // Br128 Bc64 w4 stages 1; backward Br64 Bc128 with 8 warps
   bool pipeline = true;
   try {
@@ -72,6 +75,50 @@ TileConfig launch_tile(const AttentionProblem& p) {
   // spill-free but with 1.4x the tensor-core work: 39% slower on the plain d128 problem (measured), the price
   // of the launch table's no-spill rule (--bwd-block-k 128 runs the spilling, faster kernel).
   if (p.head_dim == 128 && pipeline) c.bwd_block_k = 64;
+  return c;
+}
+
+namespace {
+// The entry of a generated table (fa2_launch_table.h) for the problem's head dim, dtype, causal and score
+// pipeline flags whose seqlen is nearest the problem's in log scale; nullptr when the table has none.
+template <size_t N>
+const LaunchEntry* nearest_entry(const LaunchEntry (&table)[N], const AttentionProblem& p, bool pipeline) {
+  const double n = std::log(static_cast<double>(std::max<int64_t>(1, std::max(p.seqlen_q, p.seqlen_k))));
+  const LaunchEntry* best = nullptr;
+  double gap = 0;
+  for (const LaunchEntry& e : table) {
+    if (e.head_dim != p.head_dim || e.bf16 != (p.dtype == DType::BF16) || e.causal != p.causal() ||
+        e.pipeline != pipeline)
+      continue;
+    const double g = std::abs(std::log(static_cast<double>(e.seqlen)) - n);
+    if (!best || g < gap) {
+      best = &e;
+      gap = g;
+    }
+  }
+  return best;
+}
+}  // namespace
+
+TileConfig launch_tile(const AttentionProblem& p, Pass pass) {
+  TileConfig c = hand_launch_tile(p);  // head dims and dtypes the generated table does not cover
+  bool pipeline = true;
+  try {
+    pipeline = uses_score_pipeline(params_of(p));
+  } catch (const InputError&) {  // sizes past int: forward_unsupported says so, whatever the tile
+  }
+  if (pass == Pass::Forward) {
+    if (const LaunchEntry* e = nearest_entry(kFwdLaunchTable, p, pipeline)) {
+      c.block_q = e->block_q;
+      c.block_k = e->block_k;
+      c.warps = e->warps;
+      c.stages = e->stages;
+    }
+  } else if (const LaunchEntry* e = nearest_entry(kBwdLaunchTable, p, pipeline)) {
+    c.bwd_block_q = e->block_q;
+    c.bwd_block_k = e->block_k;
+    c.warps = e->warps;
+  }
   return c;
 }
 

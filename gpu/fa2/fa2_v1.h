@@ -27,9 +27,13 @@ inline bool uses_score_pipeline(const AttentionParams& a) {
   return a.softcap > 0.f || a.has_bias || a.has_mask || a.alibi || !(a.scale > 0.f);
 }
 
-// fa2-v1's launch table (KernelVersion::launch_tile): per head dim and score path, the instantiated tile with
-// no spilled registers in its loops (fa2_fwd_v1.cu and fa2_bwd_v1.cu give the reasons).
-TileConfig launch_tile(const AttentionProblem& p);
+// fa2-v1's launch table (KernelVersion::launch_tile): the tile `flashsim sim tune` ranks first for the
+// problem's head dim, dtype, causal and score-pipeline flags at the nearest seqlen (fa2_launch_table.h,
+// generated), per pass; the hand-kept table for what it does not cover.
+TileConfig launch_tile(const AttentionProblem& p, Pass pass);
+// The launch table before the generated one (per head dim and score path, the fastest measured tile without
+// register spills at d <= 128): what `flashsim-gpu autotune` compares the generated table with.
+TileConfig hand_launch_tile(const AttentionProblem& p);
 
 // The problem and the inputs every fa2-v1 kernel reads, into its parameters (Fa2FwdParams, Fa2BwdParams): sizes,
 // q, k, v, the features' pointers (nullptr where off), the row strides, and which score path runs.
@@ -49,7 +53,12 @@ void set_problem(Params& prm, const AttentionProblem& p, const DeviceArgs& args)
   prm.kv_stride = static_cast<int64_t>(prm.a.heads_kv) * prm.a.head_dim;
 }
 
-// Why the forward / backward cannot run this case ("" when it can).
+// Why neither pass can run this problem, whatever the tile ("" when both can at some tile): dtype, head dims,
+// heads, grid limits.
+std::string problem_unsupported(const AttentionProblem& p);
+// Why the forward / backward cannot run this case ("" when it can): problem_unsupported, then the tile (an
+// instance of flashsim/fa2_instances.h whose shared memory this device allows). The backward's tile is
+// (bwd_block_q, bwd_block_k, warps), whatever the forward's fields.
 std::string forward_unsupported(const AttentionProblem& p, const TileConfig& c);
 std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c);
 // Bytes of the backward's workspace (lse shift, D, the fp32 dQ accumulator or partials, dS for a broadcast bias).

@@ -49,7 +49,9 @@ BenchResult bench(const KernelVersion& v, const AttentionProblem& p, const TileC
   BenchResult r;
   r.kernel = v.name;
   r.problem = p.describe();
+  const TileConfig cb = o.bwd_tile.value_or(c);
   r.tile = c.describe();
+  if (o.bwd_tile) r.tile += " | bwd " + cb.describe();
   if (v.backend != Backend::Cuda) {
     r.skipped = "not a CUDA version";
     return r;
@@ -61,26 +63,36 @@ BenchResult bench(const KernelVersion& v, const AttentionProblem& p, const TileC
     return r;
   }
   const std::string no_backward =
-      !v.backward ? "" : (v.backward_unsupported ? v.backward_unsupported(p, c) : "");
-  const bool backward = v.backward && no_backward.empty();
+      !o.time_backward || !v.backward ? "" : (v.backward_unsupported ? v.backward_unsupported(p, cb) : "");
+  const bool backward = o.time_backward && v.backward && no_backward.empty();
   if (!no_backward.empty()) r.skipped = "backward: " + no_backward;
   const AttentionInputs in = make_random_inputs(p, 1);  // never zeros: real data, as a model would see
   DeviceMemory mem(Backend::Cuda);
   std::vector<DeviceArgs> sets;
   do {  // enough copies that the rotation moves more bytes than L2 holds
-    sets.push_back(upload_case(mem, p, in, v, c, backward));
+    sets.push_back(upload_case(mem, p, in, v, backward ? cb : c, backward));  // the workspace: the backward's
   } while (mem.allocated_bytes() < static_cast<size_t>(o.rotate_bytes) && sets.size() < 64);
   for (const auto& s : sets) v.forward(p, c, s);  // o and lse for the backward
   mem.synchronize();
-  const double fwd = conventional_forward_flops(p);
-  r.fwd_ms = median_ms(o.warmup, o.repeats, sets.size(), [&](size_t i) { v.forward(p, c, sets[i]); });
-  r.fwd_tflops = fwd / (r.fwd_ms * 1e-3) / 1e12;
-  if (backward) {
-    r.bwd_ms = median_ms(o.warmup, o.repeats, sets.size(), [&](size_t i) { v.backward(p, c, sets[i]); });
-    r.bwd_tflops = 2.5 * fwd / (r.bwd_ms * 1e-3) / 1e12;
-  }
+  BenchOptions passes = o;
+  passes.time_backward = backward;
+  time_passes(v, p, c, sets, passes, r);
   mem.synchronize();
   return r;
+}
+
+void time_passes(const KernelVersion& v, const AttentionProblem& p, const TileConfig& c,
+                 const std::vector<DeviceArgs>& sets, const BenchOptions& o, BenchResult& r) {
+  const double fwd = conventional_forward_flops(p);
+  if (o.time_forward) {
+    r.fwd_ms = median_ms(o.warmup, o.repeats, sets.size(), [&](size_t i) { v.forward(p, c, sets[i]); });
+    r.fwd_tflops = fwd / (r.fwd_ms * 1e-3) / 1e12;
+  }
+  if (o.time_backward && v.backward) {
+    const TileConfig cb = o.bwd_tile.value_or(c);
+    r.bwd_ms = median_ms(o.warmup, o.repeats, sets.size(), [&](size_t i) { v.backward(p, cb, sets[i]); });
+    r.bwd_tflops = 2.5 * fwd / (r.bwd_ms * 1e-3) / 1e12;  // FlashAttention's convention: 2.5x the forward
+  }
 }
 
 }  // namespace flashsim::gpu

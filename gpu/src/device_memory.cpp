@@ -31,6 +31,16 @@ void allow_dynamic_smem(const void* kernel, size_t bytes, const char* who) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
+int64_t device_smem_optin() {
+  int device = 0, optin = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    cudaGetLastError();  // no device: leave no error behind for a later cudaGetLastError
+    return 0;
+  }
+  return optin;
+}
+
 DeviceMemory::~DeviceMemory() {
   for (void* p : blocks_) {
     if (backend_ == Backend::Cuda) {

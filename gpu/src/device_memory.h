@@ -19,6 +19,9 @@ void cuda_check(int e, const char* what, const char* file = nullptr, int line = 
 // launch may take, checks the device's opt-in limit (std::runtime_error "who: the tile needs ...") and sets
 // the kernel's attribute.
 void allow_dynamic_smem(const void* kernel, size_t bytes, const char* who);
+// The current device's opt-in shared memory a block (cudaDevAttrMaxSharedMemoryPerBlockOptin, 227 KB on an
+// H100, 163 KB on an A100); 0 where no CUDA device is usable (the caller then checks nothing).
+int64_t device_smem_optin();
 
 class DeviceMemory {
  public:

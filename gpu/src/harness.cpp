@@ -53,13 +53,18 @@ std::string why_no_backward(const KernelVersion& v, const AttentionProblem& p, c
 }
 
 golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, const TileConfig& c) {
+  return run_case(v, lc, c, c);
+}
+
+golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, const TileConfig& fwd,
+                         const TileConfig& bwd) {
   const AttentionProblem& p = lc.c.problem;
   const AttentionInputs& in = lc.inputs;
-  const bool backward = why_no_backward(v, p, c).empty();
+  const bool backward = why_no_backward(v, p, bwd).empty();
   DeviceMemory mem(v.backend);
-  const DeviceArgs a = upload_case(mem, p, in, v, c, backward);
-  v.forward(p, c, a);
-  if (backward) v.backward(p, c, a);
+  const DeviceArgs a = upload_case(mem, p, in, v, bwd, backward);
+  v.forward(p, fwd, a);
+  if (backward) v.backward(p, bwd, a);
   mem.synchronize();
 
   golden::Outputs out;
@@ -98,7 +103,11 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
     if (!selected(e.name, opt.cases)) continue;
     const golden::LoadedCase lc = golden::read_golden_case(opt.golden, e, opt.max_memory_bytes);
     for (auto& r : reports) {
-      const TileConfig c = tile_for(*r.version, lc.c.problem, opt.tiles);
+      const TileConfig c = tile_for(*r.version, lc.c.problem,
+                                    opt.tiles_for == TilePasses::Backward ? TileOverride{} : opt.tiles);
+      const TileConfig cb = tile_for(*r.version, lc.c.problem,
+                                     opt.tiles_for == TilePasses::Forward ? TileOverride{} : opt.tiles,
+                                     Pass::Backward);
       std::string skip = missing_gpu_feature(lc.c.problem);
       if (skip.empty() && r.version->unsupported) skip = r.version->unsupported(lc.c.problem, c);
       if (!skip.empty()) {
@@ -106,11 +115,11 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
         continue;
       }
       golden::VerifyOptions vo;
-      if (const std::string why = why_no_backward(*r.version, lc.c.problem, c); !why.empty()) {
+      if (const std::string why = why_no_backward(*r.version, lc.c.problem, cb); !why.empty()) {
         vo.outputs = {"o", "lse"};
         if (r.version->backward) r.forward_only.emplace_back(e.name, why);
       }
-      golden::CaseVerdict cv = golden::verify_case(lc, run_case(*r.version, lc, c), vo);
+      golden::CaseVerdict cv = golden::verify_case(lc, run_case(*r.version, lc, c, cb), vo);
       cv.file = e.file;
       r.report.outputs_checked += static_cast<int64_t>(cv.outputs.size());
       for (const auto& o : cv.outputs) r.report.outputs_failed += o.pass ? 0 : 1;

@@ -14,8 +14,8 @@ const std::vector<KernelVersion>& kernel_versions() {
   return all;
 }
 
-TileConfig tile_for(const KernelVersion& v, const AttentionProblem& p, const TileOverride& user) {
-  const TileConfig launch = v.launch_tile ? v.launch_tile(p) : TileConfig{};
+TileConfig tile_for(const KernelVersion& v, const AttentionProblem& p, const TileOverride& user, Pass pass) {
+  const TileConfig launch = v.launch_tile ? v.launch_tile(p, pass) : TileConfig{};
   TileConfig c = user ? user(launch) : launch;
   c.validate();
   return c;

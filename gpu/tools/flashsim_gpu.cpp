@@ -1,13 +1,18 @@
 // flashsim-gpu: our CUDA kernel versions on golden suites. `list` the versions; `check` runs each on every
-// case it supports, verified in process (the rule, report and exit codes of `flashsim golden verify`).
+// case it supports, verified in process (the rule, report and exit codes of `flashsim golden verify`); `bench`
+// times them; `autotune` times every instantiated tile config of fa2-v1 on a grid of problems.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "flashsim/error.h"
 #include "flashsim/golden/report.h"
+#include "flashsim/gpu/autotune.h"
 #include "flashsim/gpu/bench.h"
 #include "flashsim/gpu/harness.h"
 #include "help_format.h"
@@ -50,6 +55,7 @@ void add_check(CLI::App& app, int& exit_code) {
     std::string golden;
     std::vector<std::string> kernels, cases;
     bool quiet = false;
+    std::string tiles_for = "both";
     cli::TileFlags tile;
     cli::MemoryFlag memory;
   };
@@ -60,6 +66,9 @@ void add_check(CLI::App& app, int& exit_code) {
       ->delimiter(',');
   cmd->add_option("--case", st->cases, "Only cases whose name matches this glob (repeatable)");
   cmd->add_flag("--quiet", st->quiet, "Print only failing outputs and the summaries");
+  cmd->add_option("--tiles-for", st->tiles_for,
+                  "The pass the tile flags set: both, fwd or bwd (the other runs at the launch tile)")
+      ->check(CLI::IsMember({"both", "fwd", "bwd"}));
   st->tile.add_to(cmd, true);
   st->memory.add_to(cmd);
   cmd->callback([st, &exit_code] {
@@ -69,6 +78,9 @@ void add_check(CLI::App& app, int& exit_code) {
     opt.cases = st->cases;
     st->tile.over(TileConfig{});  // bad tile flags: an InputError before anything runs
     opt.tiles = user_tiles(st->tile);
+    opt.tiles_for = st->tiles_for == "fwd"   ? gpu::TilePasses::Forward
+                    : st->tiles_for == "bwd" ? gpu::TilePasses::Backward
+                                             : gpu::TilePasses::Both;
     opt.max_memory_bytes = st->memory.bytes();
     bool pass = true;
     for (const auto& r : gpu::check(opt)) {
@@ -146,7 +158,9 @@ void add_bench(CLI::App& app, int& exit_code) {
                  "bwd ms", "TFLOP/s", "tile");
     for (const auto& p : problems)
       for (const auto* v : versions) {
-        const auto r = gpu::bench(*v, p, gpu::tile_for(*v, p, user_tiles(st->tile)), o);
+        gpu::BenchOptions ob = o;
+        ob.bwd_tile = gpu::tile_for(*v, p, user_tiles(st->tile), Pass::Backward);
+        const auto r = gpu::bench(*v, p, gpu::tile_for(*v, p, user_tiles(st->tile)), ob);
         if (st->csv)
           fmt::print("{},{},{},{:.4f},{:.1f},{:.4f},{:.1f},\"{}\"\n", r.kernel, r.problem, r.tile, r.fwd_ms,
                      r.fwd_tflops, r.bwd_ms, r.bwd_tflops, r.skipped);
@@ -162,6 +176,97 @@ void add_bench(CLI::App& app, int& exit_code) {
   });
 }
 
+// The measured autotune (gpu/src/autotune.cpp): every fa2-v1 tile config of flashsim/fa2_instances.h on a grid of
+// problems, the forward's and the backward's configs each timed alone.
+void add_autotune(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "autotune",
+      "Time every instantiated tile config of fa2-v1, forward and backward apart, on a grid of problems");
+  struct State {
+    gpu::AutotuneGrid grid;
+    std::vector<std::string> dtypes{"bf16", "fp16"};
+    std::string pass = "both", out;
+    int warmup = 3, repeats = 10;  // modest: ~1400 configs in the default grid
+    bool dry_run = false;
+  };
+  auto st = std::make_shared<State>();
+  cmd->add_option("--head-dims", st->grid.head_dims, "Head dims")->delimiter(',');
+  cmd->add_option("--dtypes", st->dtypes, "Input dtypes")->delimiter(',');
+  cmd->add_option("--seqlens", st->grid.seqlens, "Sequence lengths (seqlen_q = seqlen_k)")->delimiter(',');
+  cmd->add_option(
+         "--features", st->grid.features,
+         "Problem variants: plain, causal, bias (a full [B,H,Sq,Sk] bias; the backward computes dbias), "
+         "causal+bias")
+      ->delimiter(',');
+  cmd->add_option("--batch", st->grid.batch, "Batch (0: 16384 / seqlen)");
+  cmd->add_option("--heads", st->grid.heads, "Heads (0: 2048 / head dim)");
+  cmd->add_option("--pass", st->pass, "The configs timed: fwd, bwd or both")
+      ->check(CLI::IsMember({"fwd", "bwd", "both"}));
+  cmd->add_option("--warmup", st->warmup, "Launches before timing")->check(CLI::Range(0, 10000));
+  cmd->add_option("--repeats", st->repeats, "Timed launches (the median is reported)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--out", st->out,
+                  "Output file: CSV, or JSON when the name ends in .json (default: CSV on stdout)");
+  cmd->add_flag("--dry-run", st->dry_run, "Print the (problem, config) pairs and the estimate; run nothing");
+  cmd->callback([st, &exit_code] {
+    st->grid.dtypes.clear();
+    for (const auto& t : st->dtypes) st->grid.dtypes.push_back(parse_dtype(t));
+    st->grid.fwd = st->pass != "bwd";
+    st->grid.bwd = st->pass != "fwd";
+    const gpu::AutotunePlan plan = gpu::autotune_plan(st->grid);  // bad grid values: an InputError here
+    gpu::BenchOptions o;
+    o.warmup = st->warmup;
+    o.repeats = st->repeats;
+    size_t fwd = 0;
+    for (const auto& it : plan.items) fwd += it.pass == gpu::TunePass::Fwd ? 1 : 0;
+    std::fprintf(
+        stderr,
+        "autotune: %zu problems, %zu configs (%zu forward, %zu backward), warmup %d + repeats %d: about "
+        "%.0f s of kernels (estimated at 250 / 150 TFLOP/s and 2.5 TB/s; setup not counted)\n",
+        plan.problems.size(), plan.items.size(), fwd, plan.items.size() - fwd, o.warmup, o.repeats,
+        gpu::autotune_estimate_seconds(plan, o));
+    if (st->dry_run) {
+      for (size_t i = 0; i < plan.items.size(); ++i)
+        fmt::print("[{}/{}] {}{}\n", i + 1, plan.items.size(), gpu::autotune_label(plan, plan.items[i]),
+                   plan.items[i].hand ? " (hand)" : "");
+      exit_code = 0;
+      return;
+    }
+    const bool json = std::string_view(st->out).ends_with(".json");
+    std::FILE* f = st->out.empty() ? stdout : std::fopen(st->out.c_str(), "w");
+    if (!f) throw InputError("out", "cannot write " + st->out);
+    const std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(f == stdout ? nullptr : f, &std::fclose);
+    std::vector<gpu::AutotuneRow> rows;
+    if (!json) {
+      std::fputs(gpu::autotune_csv_header().c_str(), f);
+      std::fflush(f);
+    }
+    const auto write_json = [&] {
+      if (json) std::fputs(gpu::autotune_json(plan, rows).c_str(), f);
+    };
+    try {
+      gpu::autotune(gpu::kernel_version("fa2-v1"), plan, o, [&](size_t done, const gpu::AutotuneRow& r) {
+        const std::string label = gpu::autotune_label(plan, r.item);
+        if (r.skipped.empty())
+          std::fprintf(stderr, "[%zu/%zu] %s: %.3f ms\n", done, plan.items.size(), label.c_str(), r.ms);
+        else
+          std::fprintf(stderr, "[%zu/%zu] %s: skipped (%s)\n", done, plan.items.size(), label.c_str(),
+                       r.skipped.c_str());
+        rows.push_back(r);
+        if (!json) {
+          std::fputs(gpu::autotune_csv_line(plan, r).c_str(), f);
+          std::fflush(f);  // a run cut short keeps its rows
+        }
+      });
+    } catch (...) {
+      write_json();  // the rows measured so far
+      throw;
+    }
+    write_json();
+    exit_code = 0;
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,6 +278,7 @@ int main(int argc, char** argv) {
   add_list(app);
   add_check(app, exit_code);
   add_bench(app, exit_code);
+  add_autotune(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -6,12 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "fa2_bwd_params.cuh"  // gpu/fa2: the backward's host-and-device index arithmetic
+#include "fa2_launch_table.h"  // gpu/fa2: the generated launch table
 #include "flashsim/error.h"
+#include "flashsim/fa2_instances.h"
 #include "flashsim/golden/case_file.h"
 #include "flashsim/golden/files.h"
 #include "flashsim/golden/manifest.h"
@@ -213,21 +217,49 @@ TEST(GpuRegistry, Fa2LaunchTableRunsEveryHeadDimAndPath) {
         auto b = ProblemBuilder().batch(2).heads(4, 2).seqlen(200, 300).head_dim(d).dtype(t);
         if (pipeline) b.softcap(30);
         const AttentionProblem p = b.build();
-        const TileConfig c = gpu::tile_for(v, p);
-        const std::string what = fmt::format("d{} {} {}: {}", d, dtype_name(t), pipeline, c.describe());
+        const TileConfig c = gpu::tile_for(v, p), cb = gpu::tile_for(v, p, {}, Pass::Backward);
+        const std::string what =
+            fmt::format("d{} {} {}: {} / {}", d, dtype_name(t), pipeline, c.describe(), cb.describe());
         EXPECT_EQ(v.unsupported(p, c), "") << what;
-        EXPECT_EQ(v.backward_unsupported(p, c), "") << what;
+        EXPECT_EQ(v.backward_unsupported(p, cb), "") << what;
       }
-  // The entries the ptxas / SASS counts chose (fa2_fwd_v1.cu, fa2_bwd_v1.cu): Bc32 with prefetch at d96 and
-  // d128, Br64 at d256, and the backward's Bc64 for the d128 score pipeline.
-  const auto p128 = ProblemBuilder().head_dim(128).dtype(DType::BF16).build();
-  EXPECT_EQ(gpu::tile_for(v, p128).block_k, 32);
-  EXPECT_EQ(gpu::tile_for(v, p128).stages, 2);
-  EXPECT_EQ(gpu::tile_for(v, p128).bwd_block_k, 128);
-  EXPECT_EQ(
-      gpu::tile_for(v, ProblemBuilder().head_dim(128).dtype(DType::BF16).softcap(30).build()).bwd_block_k,
-      64);
-  EXPECT_EQ(gpu::tile_for(v, ProblemBuilder().head_dim(256).dtype(DType::BF16).build()).block_q, 64);
+}
+
+// fa2::launch_tile takes its tiles from the generated table (fa2_launch_table.h): the entry of the problem's head
+// dim, dtype, causal and pipeline flags at the nearest seqlen, per pass.
+TEST(GpuRegistry, Fa2LaunchTileIsTheGeneratedTablesEntry) {
+  const auto& v = gpu::kernel_version("fa2-v1");
+  for (const gpu::fa2::LaunchEntry& e : gpu::fa2::kFwdLaunchTable) {
+    auto b = ProblemBuilder()
+                 .head_dim(e.head_dim)
+                 .seqlen(e.seqlen, e.seqlen)
+                 .dtype(e.bf16 ? DType::BF16 : DType::F16);
+    if (e.causal) b.causal();
+    if (e.pipeline) b.softcap(30);
+    const TileConfig c = gpu::tile_for(v, b.build());
+    EXPECT_EQ(std::tuple(c.block_q, c.block_k, c.warps, c.stages),
+              std::tuple(int64_t{e.block_q}, int64_t{e.block_k}, e.warps, e.stages))
+        << e.head_dim << " " << e.seqlen;
+  }
+  for (const gpu::fa2::LaunchEntry& e : gpu::fa2::kBwdLaunchTable) {
+    auto b = ProblemBuilder()
+                 .head_dim(e.head_dim)
+                 .seqlen(e.seqlen, e.seqlen)
+                 .dtype(e.bf16 ? DType::BF16 : DType::F16);
+    if (e.causal) b.causal();
+    if (e.pipeline) b.softcap(30);
+    const TileConfig c = gpu::tile_for(v, b.build(), {}, Pass::Backward);
+    EXPECT_EQ(std::tuple(c.bwd_block_q, c.bwd_block_k, c.warps),
+              std::tuple(int64_t{e.block_q}, int64_t{e.block_k}, e.warps))
+        << e.head_dim << " " << e.seqlen;
+  }
+  // a seqlen between two entries takes the nearer one (log scale): 1500 is nearer 1024 than 4096
+  const auto near = [&](int64_t n) {
+    return gpu::tile_for(v, ProblemBuilder().head_dim(128).seqlen(n, n).dtype(DType::BF16).build())
+        .describe();
+  };
+  EXPECT_EQ(near(1500), near(1024));
+  EXPECT_EQ(near(3000), near(4096));
 }
 
 TEST(GpuRegistry, UserTileFlagsOverrideTheLaunchTile) {
@@ -239,8 +271,8 @@ TEST(GpuRegistry, UserTileFlagsOverrideTheLaunchTile) {
     return t;
   });
   EXPECT_EQ(c.block_k, 64);
-  EXPECT_EQ(c.stages, 2);
-  EXPECT_EQ(v.unsupported(p, c), "");  // Br128 Bc64 st2 is instantiated too
+  EXPECT_EQ(c.stages, gpu::tile_for(v, p).stages);
+  EXPECT_EQ(v.unsupported(p, c), "");
   // A version without a launch table runs TileConfig{}; an invalid override is an InputError.
   const TileConfig none = gpu::tile_for(stand_in(), p);
   EXPECT_EQ(none.describe(), TileConfig{}.describe());
@@ -307,4 +339,70 @@ TEST(GpuFa2Backward, AccumulatorRowsOfSequencesDoNotOverlap) {
     }
     EXPECT_LE(end, gpu::fa2::accum_rows(a));
   }
+}
+
+// Every entry of the instance table (flashsim/fa2_instances.h) is a tile fa2-v1 accepts on a problem of its head
+// dim, forward at each of its stages and backward; a tile off the table is refused with the head dim's instances
+// in the message.
+TEST(GpuRegistry, Fa2RunsEveryInstanceAndRefusesTheRest) {
+  const auto& v = gpu::kernel_version("fa2-v1");
+  const auto problem = [](int64_t d) {
+    return ProblemBuilder().batch(2).heads(4, 2).seqlen(300, 300).head_dim(d).dtype(DType::BF16).build();
+  };
+  int fwd = 0, bwd = 0;
+  for (const Fa2FwdInstance& e : kFa2FwdInstances)
+    for (int s = kFa2FwdMinStages; s <= kFa2FwdMaxStages; ++s) {
+      TileConfig c;
+      c.block_q = e.block_q;
+      c.block_k = e.block_k;
+      c.warps = e.warps;
+      c.stages = s;
+      const bool compiled = fa2_fwd_instantiated(e.head_dim, e.block_q, e.block_k, e.warps, s);
+      EXPECT_EQ(v.unsupported(problem(e.head_dim), c), "") << "d" << e.head_dim << " " << c.describe();
+      EXPECT_TRUE(compiled) << "d" << e.head_dim << " "
+                            << c.describe();  // every entry fits at stages 2 today
+      fwd += compiled ? 1 : 0;
+    }
+  for (const Fa2BwdInstance& e : kFa2BwdInstances) {
+    TileConfig c;  // the forward's fields stay the default Br128 Bc64: the backward's tile is its own
+    c.bwd_block_q = e.block_q;
+    c.bwd_block_k = e.block_k;
+    c.warps = e.warps;
+    EXPECT_EQ(v.backward_unsupported(problem(e.head_dim), c), "") << "d" << e.head_dim << " " << c.describe();
+    ++bwd;
+  }
+  EXPECT_EQ(fwd, 2 * static_cast<int>(std::size(kFa2FwdInstances)));
+  EXPECT_EQ(bwd, static_cast<int>(std::size(kFa2BwdInstances)));
+
+  // Off the table: forward d128 Br64 Bc32 w4, Br128 Bc128 w4 (256 accumulators), stages 3; backward d128 Br128.
+  TileConfig off;
+  off.block_q = 64;
+  off.block_k = 32;
+  const std::string why = v.unsupported(problem(128), off);
+  EXPECT_NE(why.find("not instantiated"), std::string::npos) << why;
+  EXPECT_NE(why.find(fa2_fwd_instances_text(128)), std::string::npos) << why;
+  EXPECT_EQ(why.find("d64:"), std::string::npos) << why;  // only the problem's head dim is listed
+  off.block_q = 128;
+  off.block_k = 128;
+  EXPECT_NE(v.unsupported(problem(128), off), "");
+  EXPECT_EQ(v.unsupported(problem(64), off), "");  // 192 accumulators at d64
+  off.block_k = 64;
+  off.stages = 3;
+  EXPECT_NE(v.unsupported(problem(128), off), "");
+  TileConfig bwd_off;
+  bwd_off.bwd_block_q = 128;
+  const std::string bwhy = v.backward_unsupported(problem(128), bwd_off);
+  EXPECT_NE(bwhy.find(fa2_bwd_instances_text(128)), std::string::npos) << bwhy;
+  EXPECT_NE(bwhy.find("8-warp kernel"), std::string::npos) << bwhy;
+  // TileConfig warps 2: a 4-warp backward at Br64 Bc64, no forward at Br128.
+  TileConfig w2;
+  w2.warps = 2;
+  w2.bwd_block_k = 64;
+  EXPECT_EQ(v.backward_unsupported(problem(96), w2), "");
+  EXPECT_NE(v.unsupported(problem(96), w2), "");
+  EXPECT_NE(v.backward_unsupported(problem(256), w2), "");  // 320 accumulators: not instantiated
+
+  static_assert(fa2_fwd_instantiated(64, 128, 128, 4, 2) && !fa2_fwd_instantiated(96, 128, 128, 4, 1));
+  static_assert(fa2_bwd_instantiated(256, 64, 32, 4) && !fa2_bwd_instantiated(256, 64, 64, 2));
+  static_assert(fa2_fwd_smem_bytes(256, 128, 64, 2) == 192 * 1024);  // the largest forward: fits 227 KB
 }

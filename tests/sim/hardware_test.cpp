@@ -8,7 +8,7 @@ using namespace flashsim::sim;
 
 TEST(Hardware, BuiltinsLoad) {
   const auto names = profile_names();
-  for (const char* n : {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200", "L4", "host"})
+  for (const char* n : {"A100-SXM4-80GB", "A10", "H100-SXM5-80GB", "H200", "L4", "host"})
     EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
   const auto h = load_profile("H100-SXM5-80GB");
   EXPECT_EQ(h.sms, 132);

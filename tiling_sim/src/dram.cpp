@@ -132,13 +132,16 @@ static double cta_share_time(const KernelPrediction& r, const HardwareProfile& h
 
 // A warp of an FA2-class kernel runs its MMAs and its softmax (exp, rescale) in turn, so they add; memory
 // traffic overlaps with both. The launch's fixed time (start, ramp-up, drain) comes on top.
+// With the per-CTA model, its time stands for the compute (MMA, softmax, shared memory, the CTAs' step chain).
 static void finish_time(KernelPrediction& r) {
-  const double compute = r.t_mma + r.t_exp + r.t_vec;
+  const double compute = r.cta.modelled ? r.cta.time_s : r.t_mma + r.t_exp + r.t_vec;
   const double busy = std::max({r.t_dram, r.t_l2, compute});
   r.time_s = r.t_latency + busy;
+  const std::string cta_bound = r.cta.bound == "alu" ? "softmax" : r.cta.bound;
   r.bound = r.t_latency > busy             ? "latency"
             : busy == r.t_dram             ? "memory"
             : busy == r.t_l2               ? "l2"
+            : r.cta.modelled               ? cta_bound
             : r.t_mma >= r.t_exp + r.t_vec ? "tensor"
                                            : "softmax";
 }
@@ -191,6 +194,7 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   r.t_exp = k.exp_ops / hw.exp_per_s * imbalance;
   r.t_vec = k.vector_ops / (hw.fp32_flops / 2) * imbalance;  // one op per FMA slot
   r.t_latency = hw.kernel_latency_s;
+  if (r.occ.fits) r.cta = cta_time(k, r.occ.ctas_per_sm, imbalance, hw);
   finish_time(r);
   return r;
 }
@@ -313,6 +317,19 @@ nlohmann::json to_json(const KernelPrediction& k) {
     j["tiles_skipped"] = k.counts.skipped_tiles;
   }
   if (k.counts.launch.model && k.counts.launch.model->dram_cta_share) j["t_dram_cta_share_s"] = k.t_dram_cta;
+  if (k.cta.modelled)
+    j["cta_model"] = {{"registers_per_thread", k.cta.regs},
+                      {"spill_bytes_per_thread_step", k.cta.spill_bytes},
+                      {"warps_per_scheduler", k.cta.warps_per_scheduler},
+                      {"steps", k.cta.steps},
+                      {"t_tensor_s", k.cta.t_tensor},
+                      {"t_smem_s", k.cta.t_smem},
+                      {"t_alu_s", k.cta.t_alu},
+                      {"t_chain_s", k.cta.t_chain},
+                      {"chain_step_s", k.cta.chain_step_s},
+                      {"exposed_load_s", k.cta.exposed_load_s},
+                      {"time_s", k.cta.time_s},
+                      {"bound", k.cta.bound}};
   return j;
 }
 

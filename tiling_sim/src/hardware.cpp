@@ -48,6 +48,16 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.cta_dram_latency_s = j.value("cta_dram_latency_s", 0.0);
     p.sm_dram_bytes_per_s = j.value("sm_dram_bytes_per_s", 0.0);
     p.cta_dram_source = j.value("cta_dram_source", std::string());
+    p.mma_sync_flops = j.value("mma_sync_flops", 0.0);
+    p.smem_bytes_per_s = j.value("smem_bytes_per_s", 0.0);
+    p.clock_hz = j.value("clock_hz", 0.0);
+    p.l2_latency_s = j.value("l2_latency_s", 0.0);
+    p.step_overhead_cycles = j.value("step_overhead_cycles", 0.0);
+    p.mma_sync_warp_cycles = j.value("mma_sync_warp_cycles", 0.0);
+    p.overlap_norm = j.value("overlap_norm", 0.0);
+    p.direct_load_inflight_bytes = j.value("direct_load_inflight_bytes", 0.0);
+    p.schedulers_per_sm = j.value("schedulers_per_sm", 4);
+    p.cta_model_source = j.value("cta_model_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }
@@ -84,8 +94,17 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
                           {"ncu_dram_repeatability", p.ncu_dram_repeatability},
                           {"kernel_latency_s", p.kernel_latency_s},
                           {"cta_dram_latency_s", p.cta_dram_latency_s},
-                          {"sm_dram_bytes_per_s", p.sm_dram_bytes_per_s}})
+                          {"sm_dram_bytes_per_s", p.sm_dram_bytes_per_s},
+                          {"mma_sync_flops", p.mma_sync_flops},
+                          {"smem_bytes_per_s", p.smem_bytes_per_s},
+                          {"clock_hz", p.clock_hz},
+                          {"l2_latency_s", p.l2_latency_s},
+                          {"step_overhead_cycles", p.step_overhead_cycles},
+                          {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
+                          {"overlap_norm", p.overlap_norm},
+                          {"direct_load_inflight_bytes", p.direct_load_inflight_bytes}})
     non_negative(field, v);
+  positive("schedulers_per_sm", p.schedulers_per_sm);
   if (p.ncu_dram_repeatability >= 1)
     throw InputError("hw", fmt::format("profile {}: ncu_dram_repeatability is a fraction below 1, got {}",
                                        p.name, p.ncu_dram_repeatability));
@@ -128,7 +147,17 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"kernel_latency_source", p.kernel_latency_source},
           {"cta_dram_latency_s", p.cta_dram_latency_s},
           {"sm_dram_bytes_per_s", p.sm_dram_bytes_per_s},
-          {"cta_dram_source", p.cta_dram_source}};
+          {"cta_dram_source", p.cta_dram_source},
+          {"mma_sync_flops", p.mma_sync_flops},
+          {"smem_bytes_per_s", p.smem_bytes_per_s},
+          {"clock_hz", p.clock_hz},
+          {"schedulers_per_sm", p.schedulers_per_sm},
+          {"l2_latency_s", p.l2_latency_s},
+          {"step_overhead_cycles", p.step_overhead_cycles},
+          {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
+          {"overlap_norm", p.overlap_norm},
+          {"direct_load_inflight_bytes", p.direct_load_inflight_bytes},
+          {"cta_model_source", p.cta_model_source}};
 }
 
 namespace {

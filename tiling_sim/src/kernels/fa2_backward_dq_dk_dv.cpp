@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "fa2_backward_ncu.h"
+#include "flashsim/sim/cta_model.h"
 
 namespace flashsim::sim::kernels {
 
@@ -14,12 +15,51 @@ using ref::TensorId;
 
 namespace {
 
+double tile_flops(const AttentionProblem& p, int64_t rq, int64_t rk);
+
+// A query block of one CTA as gpu/fa2's backward partitions it: each warp owns m16 tiles of the CTA's keys (dK,
+// dV in registers); when there are more warps than key tiles, the warps of a tile split dK / dV's head dim and
+// each recomputes the tile's S^T and dP^T. Every warp reads the whole Q and dO block (S^T = K Q^T, dP^T = V
+// dO^T) and its head-dim part of them again (dV += P^T dO, dK += dS^T Q); dS goes through shared memory, and
+// dQ += dS K reads dS and, for each m16 row tile of queries, K.
+CtaStep backward_step(const AttentionProblem& p, const TileConfig& c) {
+  const double e = dtype_bytes(p.dtype), d = static_cast<double>(p.head_dim),
+               dv = static_cast<double>(p.head_dim_v), br = static_cast<double>(c.bwd_block_q),
+               bc = static_cast<double>(c.bwd_block_k);
+  const int warps = fa2_backward_threads(c) / 32;
+  const double key_tiles = static_cast<double>(ceil_div(c.bwd_block_k, 16));
+  const double parts = std::max(1.0, warps / key_tiles);           // warps sharing a key tile
+  const double tiles_per_warp = std::max(1.0, key_tiles / warps);  // key tiles a warp owns
+  CtaStep s;
+  s.warps = warps;
+  s.algorithm_flops = tile_flops(p, c.bwd_block_q, c.bwd_block_k);
+  s.mma_flops = s.algorithm_flops + (parts - 1) * 2 * br * bc * (d + dv);  // S^T, dP^T once per part
+  s.smem_bytes = (warps * br * (d + dv) * (1 + 1 / parts)  // Q, dO for S^T / dP^T, their parts for dK / dV
+                  + 2 * br * bc                            // dS written, read for dQ
+                  + br / 16 * bc * d                       // K for dQ, per m16 tile of queries
+                  + br * (d + dv))                         // cp.async writes of Q, dO
+                 * e;
+  s.load_bytes = br * (d + dv) * e;
+  s.direct_bytes = score_tile_bytes(p, c.bwd_block_q, c.bwd_block_k);
+  s.syncs = 3;  // Q / dO arrived, dS written, dQ's reads done before the next block's dS
+  // Q and dO double-buffered: the next block's load is issued as this one starts.
+  s.hide_steps = 1.5;
+  // dK, dV (each warp's key tiles, its part of the head dim) and S^T, dP^T (its key tiles x Br), fp32 over 32 lanes
+  const double acc = tiles_per_warp * ((d + dv) * 16 / parts + 2 * 16 * br) / 32;
+  const bool pipeline = p.bias != BroadcastShape::None || p.mask != BroadcastShape::None || p.softcap > 0 ||
+                        p.alibi;  // the score-pipeline kernel: more live registers
+  s.accumulator_regs = acc + (pipeline ? kPipelineRegisters : 0);
+  s.regs = register_estimate(s.accumulator_regs);
+  return s;
+}
+
 KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
   const int64_t br = c.bwd_block_q, bc = c.bwd_block_k;
   KernelLaunch l = per_head_launch(p, ceil_div(p.seqlen_k, bc), fa2_backward_threads(c));
-  l.regs_per_thread = 255;
   l.accumulator_elems = bc * (d + dv) + 2 * br * bc;  // dK, dV; S and dP
+  l.step = backward_step(p, c);
+  l.regs_per_thread = l.step.regs;
   l.smem = {{"Q (double buffer)", 2 * br * d * e},
             {"dO", br * dv * e},
             {"K", bc * d * e},

@@ -1,5 +1,8 @@
 // FlashAttention-2's forward (flash_fwd_kernel): a query block per CTA, key blocks streamed once with the
 // online softmax, O written once.
+#include <algorithm>
+
+#include "flashsim/sim/cta_model.h"
 #include "key_streaming.h"
 
 namespace flashsim::sim::kernels {
@@ -13,6 +16,44 @@ TileConfig from_fwd_traits(const std::smatch& m, const std::string& name) {
   c.warps = static_cast<int>(ncu_template_int(m[4], name));
   return checked_ncu_config(c, name);
 }
+// A key block of one CTA as gpu/fa2's forward (FlashAttention-2's warp partition) runs it: warp w owns Br / warps
+// query rows (whole m16 tiles), reads the whole K and V block from shared memory and, unless Q stays in
+// registers, its Q rows again, for S = Q K^T and O += P V.
+CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
+  const double e = dtype_bytes(p.dtype), d = static_cast<double>(p.head_dim),
+               dv = static_cast<double>(p.head_dim_v), bc = static_cast<double>(c.block_k);
+  const int64_t rows = (ceil_div(c.block_q, c.warps) + 15) / 16 * 16;  // a warp's rows in whole m16 tiles
+  const double r = static_cast<double>(rows), w = c.warps;
+  CtaStep s;
+  s.warps = c.warps;
+  s.algorithm_flops = 2.0 * static_cast<double>(c.block_q) * bc * (d + dv);  // 2 Br Bc (d + dv)
+  s.mma_flops = 2.0 * r * w * bc * (d + dv);
+  // ldmatrix: every warp reads K and V (and its Q rows); cp.async writes K and V once
+  s.smem_bytes = (w * (bc * (d + dv) + (c.q_in_registers ? 0.0 : r * d)) + bc * (d + dv)) * e;
+  s.load_bytes = bc * (d + dv) * e;
+  s.direct_bytes = score_tile_bytes(p, c.block_q, c.block_k);
+  // FA2's two barriers a key block (K arrived, V arrived); one more to free a shared K/V buffer for V.
+  s.syncs = c.kv_shared_buffer ? 3 : 2;
+  // One K/V buffer each (stages 1): the next K is issued after S = Q K^T, hidden by softmax and P V (about half
+  // a step); each further stage hides a whole step more; a shared K/V buffer leaves only the softmax (a
+  // quarter) between V's issue and P V.
+  s.hide_steps = c.kv_shared_buffer ? 0.25 : static_cast<double>(c.stages) - 0.5;
+  // O (rows x dv) and S (rows x Bc) in fp32 over the warp's 32 lanes; Q's rows in the input dtype when held.
+  const double acc = r * (dv + bc) / 32 + (c.q_in_registers ? r * d * e / 4 / 32 : 0.0);
+  const bool pipeline = p.bias != BroadcastShape::None || p.mask != BroadcastShape::None || p.softcap > 0 ||
+                        p.alibi;  // the score-pipeline kernel: more live registers
+  s.accumulator_regs = acc + (pipeline ? kPipelineRegisters : 0);
+  s.regs = register_estimate(s.accumulator_regs);
+  return s;
+}
+
+KernelLaunch forward_launch(const AttentionProblem& p, const TileConfig& c) {
+  KernelLaunch l = key_streaming_launch(p, c);
+  l.step = forward_step(p, c);
+  l.regs_per_thread = l.step.regs;
+  return l;
+}
+
 }  // namespace
 
 KernelModel fa2_forward() {
@@ -20,6 +61,7 @@ KernelModel fa2_forward() {
       "fwd_fa2", Algorithm::Fa2, "FA2 forward: Q block resident, K/V blocks streamed, O and lse stored once");
   // Dao-AILab's kernel (PyTorch's SDPA flash backend builds the same), and ours (gpu/fa2/), whose first four
   // template arguments are the same: head dim, Br, Bc, warps.
+  m.launch = forward_launch;
   m.ncu_names = {
       {R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits},
       {R"(flashsim_fa2_fwd_kernel<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits}};

@@ -12,12 +12,18 @@
 
 namespace flashsim::gpu {
 
+// The passes the user's tile flags apply to; the other pass runs at the version's launch tile.
+enum class TilePasses { Both, Forward, Backward };
+
 struct CheckOptions {
   std::filesystem::path golden;      // suite folder (manifest.json and its case files)
   std::vector<std::string> kernels;  // version names; empty: every version whose backend is available here
   std::vector<std::string> cases;    // case-name globs (empty: all)
   TileOverride tiles;                // the user's tile flags over each version's launch tile (tile_for)
-  int64_t max_memory_bytes = 0;      // golden files larger than this are refused (0: 80% of available)
+  // Backward: the forward runs at the launch tile and the flags set the backward's only (a backward tile whose
+  // TileConfig warps no forward instance has, e.g. fa2-v1's 4-warp backward, still gets its o and lse).
+  TilePasses tiles_for = TilePasses::Both;
+  int64_t max_memory_bytes = 0;  // golden files larger than this are refused (0: 80% of available)
 };
 
 struct VersionReport {
@@ -31,9 +37,15 @@ struct VersionReport {
 // Whether a CUDA device can run kernels here; why not in *why.
 bool cuda_available(std::string* why = nullptr);
 
+// Why v's backward cannot run p at tile c ("" when it can): a forward-only version, or its backward_unsupported.
+std::string why_no_backward(const KernelVersion& v, const AttentionProblem& p, const TileConfig& c);
+
 // Runs the version on one case: inputs uploaded in their stored dtypes, outputs NaN-filled, forward (and
 // backward when the version has one), outputs downloaded as the verifier's candidate.
 golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, const TileConfig& c);
+// The same with the forward at tile fwd and the backward at tile bwd (the backward's workspace too).
+golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, const TileConfig& fwd,
+                         const TileConfig& bwd);
 
 // Throws InputError for a bad suite folder, an unknown version, or a CUDA version where no device is.
 std::vector<VersionReport> check(const CheckOptions& opt);

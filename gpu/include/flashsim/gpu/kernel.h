@@ -50,7 +50,8 @@ struct KernelVersion {
   size_t (*workspace_bytes)(const AttentionProblem& p, const TileConfig& c) = nullptr;  // nullptr: none
   // The tile config the version runs a problem with when the user names none (nullptr: TileConfig{}): its
   // launch table, per head dim and score path, as flash-attention's run_mha_fwd_hdim* choose.
-  TileConfig (*launch_tile)(const AttentionProblem& p) = nullptr;
+  // Per pass: the backward's tile fields (bwd_block_q, bwd_block_k, warps) may differ from the forward's.
+  TileConfig (*launch_tile)(const AttentionProblem& p, Pass pass) = nullptr;
   // Launches (asynchronous on args.stream); throw InputError for a config they cannot run.
   void (*forward)(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) = nullptr;
   // nullptr: forward only (the harness checks o and lse).
@@ -60,7 +61,9 @@ struct KernelVersion {
 // The tile v runs p with: its launch tile (TileConfig{} without one), passed through `user` (the command
 // line's tile flags applied over it; empty: unchanged), validated (InputError naming the field).
 using TileOverride = std::function<TileConfig(const TileConfig& launch_tile)>;
-TileConfig tile_for(const KernelVersion& v, const AttentionProblem& p, const TileOverride& user = {});
+// `pass`: whose launch tile (the forward's by default).
+TileConfig tile_for(const KernelVersion& v, const AttentionProblem& p, const TileOverride& user = {},
+                    Pass pass = Pass::Forward);
 
 // Every registered version, in registration order; those of a backend.
 const std::vector<KernelVersion>& kernel_versions();

@@ -48,6 +48,20 @@ struct HardwareProfile {
   // measured (a CTA then gets one SM's share of the bandwidth, an assumption).
   double cta_dram_latency_s = 0, sm_dram_bytes_per_s = 0;
   std::string cta_dram_source;
+  // The per-CTA time model (cta_model.h); 0: not modelled (the roofline times every kernel).
+  //   mma_sync_flops: dense bf16 / fp16 mma.sync (m16n8k16, fp32 accumulate) FLOP/s of the whole GPU;
+  //   smem_bytes_per_s: shared-memory bandwidth of all SMs (128 bytes a clock an SM);
+  //   clock_hz: the SM clock under a tensor-core load; schedulers_per_sm: warp schedulers (4 since Volta);
+  //   l2_latency_s: an L2 hit's load latency; step_overhead_cycles: what one CTA barrier of a main-loop step
+  //   costs (the wait for the slowest warp, the barrier itself, the loop's address arithmetic).
+  //   mma_sync_warp_cycles: the cycles between two independent m16n8k16 MMAs of one warp (its issue limit:
+  //   a lone warp cannot fill its scheduler's tensor pipe).
+  double mma_sync_flops = 0, smem_bytes_per_s = 0, clock_hz = 0, l2_latency_s = 0, step_overhead_cycles = 0;
+  double mma_sync_warp_cycles = 0;
+  double direct_load_inflight_bytes = 0;  // bias / mask bytes a warp keeps in flight (cta_model.h); 0: none
+  double overlap_norm = 0;  // how the tensor, shared-memory and ALU times combine (cta_model.h); 0: their max
+  int schedulers_per_sm = 4;
+  std::string cta_model_source;
 };
 
 HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields

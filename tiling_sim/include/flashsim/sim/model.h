@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "flashsim/sim/counts.h"
+#include "flashsim/sim/cta_model.h"
 #include "flashsim/sim/hardware.h"
 #include "flashsim/sim/kernel_model.h"
 
@@ -35,8 +36,11 @@ struct KernelPrediction {
   bool calibrated = false;    // the matrix rate is a measured FA2 rate (else the peak: a lower bound)
   bool block_sparse = false;  // the problem has a block mask: counts.tiles / skipped_tiles are reported
   double t_dram_cta = 0;      // dram_cta_share models: the DRAM time at one SM's share per CTA (in t_dram)
+  // The per-CTA model (cta_model.h) of kernels with a main-loop step: its time replaces MMA + exp + vector.
+  CtaTime cta;
   // "memory" (DRAM), "l2", "tensor" (MMA), "softmax" (exp + vector work), "latency" (the fixed time per
-  // launch is more than all of these)
+  // launch is more than all of these); with the per-CTA model also "smem" (shared-memory bandwidth) and "chain"
+  // (the CTAs' serial step time at this occupancy)
   std::string bound;
 };
 

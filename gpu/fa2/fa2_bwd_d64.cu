@@ -1,0 +1,5 @@
+// fa2-v1's backward kernels of head dim 64: every fa2_instances.h entry of d64 (fa2_bwd_launch.cuh), in a
+// translation unit of its own so that nvcc compiles the head dims in parallel.
+#include "fa2_bwd_launch.cuh"
+
+FLASHSIM_FA2_BWD_HEAD_DIM(64);

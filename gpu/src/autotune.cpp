@@ -1,0 +1,308 @@
+// The measured autotune of fa2-v1's tile configs (autotune.h).
+#include "flashsim/gpu/autotune.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+#include "../fa2/fa2_v1.h"  // hand_launch_tile
+#include "device_fill.h"
+#include "device_memory.h"
+#include "flashsim/error.h"
+#include "flashsim/fa2_instances.h"
+#include "flashsim/gpu/harness.h"  // cuda_available, why_no_backward
+#include "flashsim/gpu/params.h"   // missing_gpu_feature
+#include "flashsim/inputs.h"       // InputStream
+
+namespace flashsim::gpu {
+
+namespace {
+
+struct Feature {
+  bool causal = false, bias = false;
+};
+
+// "plain", or "causal", "bias" joined by '+'.
+Feature parse_feature(const std::string& f) {
+  Feature x;
+  if (f == "plain") return x;
+  size_t start = 0;
+  while (start <= f.size()) {
+    const size_t end = std::min(f.find('+', start), f.size());
+    const std::string part = f.substr(start, end - start);
+    if (part == "causal") {
+      x.causal = true;
+    } else if (part == "bias") {
+      x.bias = true;
+    } else {
+      throw InputError("features", fmt::format("'{}': expected plain, causal, bias or causal+bias", f));
+    }
+    start = end + 1;
+  }
+  return x;
+}
+
+bool same_fwd_tile(const TileConfig& a, const TileConfig& b) {
+  return a.block_q == b.block_q && a.block_k == b.block_k && a.warps == b.warps && a.stages == b.stages;
+}
+bool same_bwd_tile(const TileConfig& a, const TileConfig& b) {
+  return a.bwd_block_q == b.bwd_block_q && a.bwd_block_k == b.bwd_block_k && a.warps == b.warps;
+}
+
+// One rotation set of a problem's buffers, the inputs drawn on the device (N(0, 1), the host generator's
+// distribution), outputs left as allocated (every timed launch writes them).
+DeviceArgs device_case(DeviceMemory& mem, const AttentionProblem& p, bool backward, size_t workspace,
+                       uint64_t set) {
+  const auto input = [&](int64_t n, DType t, InputStream s) {
+    void* d = mem.alloc(static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(t)));
+    fill_normal_device(d, n, t, set * 16 + static_cast<uint64_t>(s));  // 16 > the streams of InputStream
+    return d;
+  };
+  const auto output = [&](int64_t n, DType t) {
+    return mem.alloc(static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(t)));
+  };
+  DeviceArgs a;
+  a.q = input(p.q_elems(), p.dtype, InputStream::Q);
+  a.k = input(p.k_elems(), p.dtype, InputStream::K);
+  a.v = input(p.v_elems(), p.dtype, InputStream::V);
+  if (p.bias != BroadcastShape::None) a.bias = input(p.bias_elems(), p.dtype, InputStream::Bias);
+  a.o = output(p.o_elems(), p.dtype);
+  a.lse = static_cast<float*>(output(p.lse_elems(), DType::F32));
+  if (backward) {
+    a.dout = input(p.o_elems(), p.dtype, InputStream::dO);
+    a.dq = output(p.q_elems(), p.dtype);
+    a.dk = output(p.k_elems(), p.dtype);
+    a.dv = output(p.v_elems(), p.dtype);
+    if (p.bias != BroadcastShape::None) a.dbias = static_cast<float*>(output(p.bias_elems(), DType::F32));
+    if (workspace > 0) {
+      a.workspace = mem.alloc(workspace);
+      mem.fill(a.workspace, 0, workspace);
+    }
+  }
+  return a;
+}
+
+std::string csv_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+std::string json_quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(ch));
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+double row_flops(const AttentionProblem& p, TunePass pass) {
+  const double fwd = conventional_forward_flops(p);
+  return pass == TunePass::Fwd ? fwd : 2.5 * fwd;  // FlashAttention's backward convention: 2.5x the forward
+}
+
+}  // namespace
+
+std::string_view tune_pass_name(TunePass p) {
+  return p == TunePass::Fwd ? "fwd" : "bwd";
+}
+
+AutotunePlan autotune_plan(const AutotuneGrid& g) {
+  if (!g.fwd && !g.bwd) throw InputError("pass", "neither the forward nor the backward selected");
+  if (g.head_dims.empty() || g.dtypes.empty() || g.seqlens.empty() || g.features.empty())
+    throw InputError("autotune", "an empty grid (head dims, dtypes, seqlens and features each need a value)");
+  for (const int64_t d : g.head_dims)
+    if (!fa2_fwd_head_dim(d) && !fa2_bwd_head_dim(d))
+      throw InputError("head-dims", fmt::format("no fa2-v1 instance has head_dim {} (instantiated: {})", d,
+                                                fa2_fwd_instances_text()));
+  for (const DType t : g.dtypes)
+    if (t != DType::BF16 && t != DType::F16)
+      throw InputError("dtypes", fmt::format("{}: fa2-v1 runs bf16 and fp16", dtype_name(t)));
+  const KernelVersion& v = kernel_version("fa2-v1");
+  AutotunePlan plan;
+  for (const int64_t d : g.head_dims)
+    for (const DType t : g.dtypes)
+      for (const int64_t n : g.seqlens)
+        for (const std::string& f : g.features) {
+          const Feature feat = parse_feature(f);
+          AttentionProblem p;
+          // bench's convention: 16K tokens a batch, a model width of 2048
+          p.batch = g.batch > 0 ? g.batch : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n));
+          p.heads_q = p.heads_kv = g.heads > 0 ? g.heads : std::max<int64_t>(1, 2048 / d);
+          p.seqlen_q = p.seqlen_k = n;
+          p.head_dim = p.head_dim_v = d;
+          p.dtype = t;
+          if (feat.causal) p.window_right = 0;
+          if (feat.bias) p.bias = BroadcastShape::BHQK;
+          p.validate();  // an InputError naming the field
+          const size_t index = plan.problems.size();
+          plan.problems.push_back({p, f});
+          // the rows' other fields: the launch table's; `hand` and `table` mark the two tables' picks
+          const TileConfig hand = fa2::hand_launch_tile(p), fwd_table = tile_for(v, p, {}, Pass::Forward),
+                           bwd_table = tile_for(v, p, {}, Pass::Backward);
+          if (g.fwd)
+            for (const Fa2FwdInstance& e : kFa2FwdInstances)
+              for (int s = kFa2FwdMinStages; s <= kFa2FwdMaxStages; ++s) {
+                if (e.head_dim != d || !fa2_fwd_instantiated(e.head_dim, e.block_q, e.block_k, e.warps, s))
+                  continue;
+                TileConfig c = fwd_table;
+                c.block_q = e.block_q;
+                c.block_k = e.block_k;
+                c.warps = e.warps;
+                c.stages = s;
+                plan.items.push_back(
+                    {TunePass::Fwd, index, c, same_fwd_tile(c, hand), same_fwd_tile(c, fwd_table)});
+              }
+          if (g.bwd)
+            for (const Fa2BwdInstance& e : kFa2BwdInstances) {
+              if (e.head_dim != d) continue;
+              TileConfig c = bwd_table;
+              c.bwd_block_q = e.block_q;
+              c.bwd_block_k = e.block_k;
+              c.warps = e.warps;
+              plan.items.push_back(
+                  {TunePass::Bwd, index, c, same_bwd_tile(c, hand), same_bwd_tile(c, bwd_table)});
+            }
+        }
+  return plan;
+}
+
+double autotune_estimate_seconds(const AutotunePlan& plan, const BenchOptions& o) {
+  constexpr double kFwdRate = 250e12, kBwdRate = 150e12;  // FLOP/s: below fa2-v1's H100 figures (README)
+  constexpr double kBandwidth = 2.5e12;                   // B/s: most of an H100's 3.35 TB/s
+  double s = 0;
+  for (const AutotuneItem& it : plan.items) {
+    const AttentionProblem& p = plan.problems[it.problem].problem;
+    // bias bytes: read once (the forward; half of them with a causal mask), plus dbias zeroed and written
+    // in fp32 by the backward
+    const double visible = p.causal() ? 0.5 : 1.0;
+    const double bias = p.bias == BroadcastShape::None ? 0.0 : static_cast<double>(p.bias_elems()) * visible;
+    const double t = it.pass == TunePass::Fwd
+                         ? row_flops(p, it.pass) / kFwdRate + 2 * bias / kBandwidth
+                         : row_flops(p, it.pass) / kBwdRate + (2 + 4 + 4) * bias / kBandwidth;
+    s += t * (o.warmup + o.repeats);
+  }
+  return s;
+}
+
+void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptions& o,
+              const std::function<void(size_t, const AutotuneRow&)>& row) {
+  std::string why_no_cuda;
+  if (!cuda_available(&why_no_cuda)) throw InputError("autotune", "needs a CUDA device: " + why_no_cuda);
+  size_t done = 0;
+  for (size_t first = 0; first < plan.items.size();) {
+    const size_t pi = plan.items[first].problem;
+    size_t last = first;
+    while (last < plan.items.size() && plan.items[last].problem == pi) ++last;
+    const AttentionProblem& p = plan.problems[pi].problem;
+    const TileConfig hand = tile_for(v, p);  // the forward's launch tile
+    // The forward at the launch table's tile makes o and lse for the backward's configs.
+    std::string why_not = missing_gpu_feature(p);
+    if (why_not.empty() && v.unsupported) why_not = v.unsupported(p, hand);
+    bool backward = false;
+    size_t workspace = 0;
+    for (size_t i = first; i < last; ++i)
+      if (plan.items[i].pass == TunePass::Bwd && why_no_backward(v, p, plan.items[i].tile).empty()) {
+        backward = true;
+        if (v.workspace_bytes) workspace = std::max(workspace, v.workspace_bytes(p, plan.items[i].tile));
+      }
+    DeviceMemory mem(Backend::Cuda);
+    std::vector<DeviceArgs> sets;
+    if (why_not.empty()) {
+      do {  // enough copies that the rotation moves more bytes than L2 holds (as bench)
+        sets.push_back(device_case(mem, p, backward, workspace, sets.size()));
+      } while (mem.allocated_bytes() < static_cast<size_t>(o.rotate_bytes) && sets.size() < 64);
+      for (const auto& s : sets) v.forward(p, hand, s);
+      mem.synchronize();
+    }
+    for (size_t i = first; i < last; ++i) {
+      AutotuneRow r;
+      r.item = plan.items[i];
+      const bool fwd = r.item.pass == TunePass::Fwd;
+      if (!why_not.empty()) {
+        r.skipped = "the launch tile's forward: " + why_not;
+      } else {
+        r.skipped = fwd ? v.unsupported(p, r.item.tile) : why_no_backward(v, p, r.item.tile);
+      }
+      if (r.skipped.empty()) {
+        BenchOptions passes = o;
+        passes.time_forward = fwd;
+        passes.time_backward = !fwd;
+        BenchResult b;
+        time_passes(v, p, r.item.tile, sets, passes, b);
+        r.ms = fwd ? b.fwd_ms : b.bwd_ms;
+        r.tflops = fwd ? b.fwd_tflops : b.bwd_tflops;
+      }
+      row(++done, r);
+    }
+    first = last;
+  }
+}
+
+std::string autotune_csv_header() {
+  return "pass,head_dim,dtype,seqlen_q,seqlen_k,batch,heads,causal,bias,block_q,block_k,warps,kernel_warps,"
+         "stages,bwd_block_q,bwd_block_k,ms,tflops,hand,table,skipped\n";
+}
+
+std::string autotune_csv_line(const AutotunePlan& plan, const AutotuneRow& r) {
+  const AttentionProblem& p = plan.problems[r.item.problem].problem;
+  const TileConfig& c = r.item.tile;
+  const bool fwd = r.item.pass == TunePass::Fwd;
+  // the forward's knobs on forward rows, the backward's on backward rows; warps is the TileConfig's and
+  // kernel_warps what the kernel launches (the backward: twice as many)
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{},{},{}\n",
+                     tune_pass_name(r.item.pass), p.head_dim, dtype_name(p.dtype), p.seqlen_q, p.seqlen_k,
+                     p.batch, p.heads_q, p.causal() ? 1 : 0, p.bias != BroadcastShape::None ? 1 : 0,
+                     fwd ? std::to_string(c.block_q) : "", fwd ? std::to_string(c.block_k) : "", c.warps,
+                     fwd ? c.warps : 2 * c.warps, fwd ? std::to_string(c.stages) : "",
+                     fwd ? "" : std::to_string(c.bwd_block_q), fwd ? "" : std::to_string(c.bwd_block_k), r.ms,
+                     r.tflops, r.item.hand ? 1 : 0, r.item.table ? 1 : 0,
+                     r.skipped.empty() ? "" : csv_quoted(r.skipped));
+}
+
+std::string autotune_json(const AutotunePlan& plan, const std::vector<AutotuneRow>& rows) {
+  std::string out = "[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const AutotuneRow& r = rows[i];
+    const AttentionProblem& p = plan.problems[r.item.problem].problem;
+    const TileConfig& c = r.item.tile;
+    const bool fwd = r.item.pass == TunePass::Fwd;
+    const std::string tile = fwd ? fmt::format(
+                                       "\"block_q\": {}, \"block_k\": {}, \"warps\": {}, "
+                                       "\"kernel_warps\": {}, \"stages\": {}",
+                                       c.block_q, c.block_k, c.warps, c.warps, c.stages)
+                                 : fmt::format(
+                                       "\"bwd_block_q\": {}, \"bwd_block_k\": {}, \"warps\": {}, "
+                                       "\"kernel_warps\": {}",
+                                       c.bwd_block_q, c.bwd_block_k, c.warps, 2 * c.warps);
+    out += fmt::format(
+        "{}\n  {{\"pass\": \"{}\", \"head_dim\": {}, \"dtype\": \"{}\", \"seqlen_q\": {}, \"seqlen_k\": {}, "
+        "\"batch\": {}, \"heads\": {}, \"causal\": {}, \"bias\": {}, {}, \"ms\": {:.4f}, \"tflops\": {:.1f}, "
+        "\"hand\": {}, \"table\": {}, \"skipped\": {}}}",
+        i == 0 ? "" : ",", tune_pass_name(r.item.pass), p.head_dim, dtype_name(p.dtype), p.seqlen_q,
+        p.seqlen_k, p.batch, p.heads_q, p.causal(), p.bias != BroadcastShape::None, tile, r.ms, r.tflops,
+        r.item.hand, r.item.table, json_quoted(r.skipped));
+  }
+  return out + "\n]\n";
+}
+
+std::string autotune_label(const AutotunePlan& plan, const AutotuneItem& item) {
+  const AutotuneProblem& ap = plan.problems[item.problem];
+  const AttentionProblem& p = ap.problem;
+  const TileConfig& c = item.tile;
+  const std::string tile = item.pass == TunePass::Fwd
+                               ? fmt::format("Br{} Bc{} w{} st{}", c.block_q, c.block_k, c.warps, c.stages)
+                               : fmt::format("bwd Br{} Bc{} w{}", c.bwd_block_q, c.bwd_block_k, c.warps);
+  return fmt::format("{} d{} {} {} n{} {}", tune_pass_name(item.pass), p.head_dim, dtype_name(p.dtype),
+                     ap.feature, p.seqlen_q, tile);
+}
+
+}  // namespace flashsim::gpu

@@ -1,0 +1,201 @@
+// sim tune and the per-CTA time model: the terms separate configs that move the same bytes, the instance
+// space is what fa2-v1 compiles, the check's statistics.
+#include "flashsim/sim/tune.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+
+#include "flashsim/error.h"
+#include "flashsim/fa2_instances.h"
+#include "flashsim/sim/cta_model.h"
+#include "flashsim/sim/kernel_model.h"
+#include "flashsim/sim/sweep.h"
+
+using namespace flashsim;
+using namespace flashsim::sim;
+
+namespace {
+
+AttentionProblem issue_problem() {  // the issue's example: b4 h32/8 n8192 d128 causal bf16
+  AttentionProblem p;
+  p.batch = 4;
+  p.heads_q = 32;
+  p.heads_kv = 8;
+  p.seqlen_q = p.seqlen_k = 8192;
+  p.head_dim = p.head_dim_v = 128;
+  p.window_right = 0;
+  p.dtype = DType::BF16;
+  return p;
+}
+
+KernelPrediction forward(const AttentionProblem& p, const TileConfig& c) {
+  const auto& m = kernel_model("fwd_fa2");
+  return predict_kernel(analytic_counts(m, p, c), load_profile("H100-SXM5-80GB"));
+}
+
+}  // namespace
+
+TEST(Spearman, KnownValues) {
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  // ties share their mean rank: ranks {1, 2.5, 2.5, 4} against {1, 2, 3, 4}: 4.5 / sqrt(4.5 x 5)
+  EXPECT_NEAR(spearman({1, 2, 2, 3}, {1, 2, 3, 4}), 4.5 / std::sqrt(22.5), 1e-12);
+  EXPECT_EQ(spearman({1}, {2}), 0.0);
+}
+
+TEST(TuneFeatures, EveryCombinationPlainFirst) {
+  const auto f = feature_combinations({"causal", "dbias"});
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0].name(), "plain");
+  std::set<std::string> names;
+  for (const auto& x : f) names.insert(x.name());
+  EXPECT_EQ(names, (std::set<std::string>{"plain", "causal", "bias", "causal+bias"}));
+  EXPECT_TRUE(f[3].pipeline());
+  EXPECT_THROW(feature_combinations({"nope"}), InputError);
+}
+
+TEST(TuneSpace, InstancesAreWhatFa2V1Compiles) {
+  for (int64_t d : {64, 96, 128, 256}) {
+    const auto fwd = tune_space(TuneKernel::Fa2Fwd, TuneSpace::Instances, d);
+    ASSERT_FALSE(fwd.empty()) << d;
+    for (const auto& c : fwd)
+      EXPECT_TRUE(fa2_fwd_instantiated(d, c.block_q, c.block_k, c.warps, c.stages)) << c.describe();
+    size_t expected = 0;
+    for (const auto& e : kFa2FwdInstances)
+      for (int st = kFa2FwdMinStages; st <= kFa2FwdMaxStages; ++st)
+        expected += e.head_dim == d && fa2_fwd_smem_bytes(d, e.block_q, e.block_k, st) <= kFa2MaxSmemBytes;
+    EXPECT_EQ(fwd.size(), expected);
+    for (const auto& c : tune_space(TuneKernel::Fa2Bwd, TuneSpace::Instances, d))
+      EXPECT_TRUE(fa2_bwd_instantiated(d, c.bwd_block_q, c.bwd_block_k, c.warps)) << c.describe();
+  }
+  EXPECT_EQ(tune_space(TuneKernel::Fa2Fwd, TuneSpace::All, 128).size(), sweep_space(Pass::Forward).size());
+}
+
+// The issue's complaint: configs that differ only in stages, Q in registers or a shared K/V buffer tied.
+TEST(CtaModel, SeparatesStagesQregAndSharedKv) {
+  const auto p = issue_problem();
+  TileConfig base;  // Br128 Bc32 w4 st1: room for Q's fragments in registers
+  base.block_k = 32;
+  TileConfig st2 = base, qreg = base, kvs = base;
+  st2.stages = 2;
+  qreg.q_in_registers = true;
+  kvs.kv_shared_buffer = true;
+  const auto b = forward(p, base), s = forward(p, st2), q = forward(p, qreg), k = forward(p, kvs);
+  ASSERT_TRUE(b.cta.modelled);
+  // a shared K/V buffer leaves the V load exposed: slower; Q in registers reads less shared memory
+  EXPECT_GT(k.cta.exposed_load_s, b.cta.exposed_load_s);
+  EXPECT_LT(q.counts.launch.step.smem_bytes, b.counts.launch.step.smem_bytes);
+  EXPECT_GT(q.counts.launch.step.accumulator_regs,
+            b.counts.launch.step.accumulator_regs);  // ... and holds Q's fragments in registers
+  EXPECT_LE(s.cta.exposed_load_s, b.cta.exposed_load_s);
+  std::set<double> times = {b.time_s, q.time_s, k.time_s};
+  EXPECT_EQ(times.size(), 3u) << "stages / Qreg / KVshared must not all tie";
+}
+
+TEST(CtaModel, MoreWarpsForTheSameRowsReadMoreSharedMemoryPerFlop) {
+  const auto p = issue_problem();
+  TileConfig w4, w8;
+  w8.warps = 8;  // Br128: 16 rows a warp instead of 32, each warp still reads all of K and V
+  const auto a = forward(p, w4).counts.launch.step, b = forward(p, w8).counts.launch.step;
+  EXPECT_GT(b.smem_bytes / b.mma_flops, a.smem_bytes / a.mma_flops);
+  EXPECT_LT(b.regs, a.regs);  // half the accumulators a thread
+}
+
+TEST(CtaModel, RegistersOver255Spill) {
+  auto p = issue_problem();
+  TileConfig c;
+  c.block_k = 128;  // d128 Br128 Bc128 w4: 32 x 256 / 32 = 256 accumulator registers
+  const auto k = forward(p, c);
+  EXPECT_GT(k.counts.launch.step.accumulator_regs + kMinRegisterOverhead, kMaxRegistersPerThread);
+  // the occupancy check refuses accumulators over 255 registers outright
+  EXPECT_FALSE(k.occ.fits);
+  c.block_k = 64;
+  const auto ok = forward(p, c);
+  EXPECT_TRUE(ok.occ.fits);
+  EXPECT_EQ(ok.cta.spill_bytes, 0);  // 192 accumulators + 63: at the limit, as ptxas builds it
+  c.block_k = 32;
+  c.q_in_registers = true;  // 160 + 64 registers of Q fragments: spills
+  EXPECT_GT(forward(p, c).cta.spill_bytes, 0);
+}
+
+TEST(CtaModel, NotModelledWithoutTheProfileRates) {
+  auto hw = load_profile("H100-SXM5-80GB");
+  hw.mma_sync_flops = 0;
+  const auto& m = kernel_model("fwd_fa2");
+  const auto k = predict_kernel(analytic_counts(m, issue_problem(), TileConfig{}), hw);
+  EXPECT_FALSE(k.cta.modelled);
+  EXPECT_NE(k.bound, "smem");
+}
+
+TEST(Tune, RanksFastestFirstAndNamesTheRunnerUp) {
+  TuneRequest r;
+  r.head_dims = {128};
+  r.dtypes = {DType::BF16};
+  r.seqlens = {4096};
+  r.features = feature_combinations({"causal"});
+  const auto out = tune(r, load_profile("H100-SXM5-80GB"));
+  ASSERT_EQ(out.entries.size(), 2u);
+  for (const auto& e : out.entries) {
+    ASSERT_GE(e.ranked.size(), 2u);
+    for (size_t i = 1; i < e.ranked.size(); ++i) EXPECT_LE(e.ranked[i - 1].time_s, e.ranked[i].time_s);
+    EXPECT_NE(e.reason().find("runner-up " + tune_config_name(TuneKernel::Fa2Fwd, e.ranked[1].config)),
+              std::string::npos);
+  }
+  EXPECT_EQ(out.entries[0].problem.batch, 4);     // 16K tokens at seqlen 4K
+  EXPECT_EQ(out.entries[0].problem.heads_q, 16);  // width 2048 at d128
+}
+
+TEST(TuneCheck, AgreesWithItsOwnPredictionsAndNotWithTheirReverse) {
+  // a "measured" CSV made of the model's own times (and of their reverse): the check's statistics
+  const auto hw = load_profile("H100-SXM5-80GB");
+  TuneRequest r;
+  r.head_dims = {64};
+  r.dtypes = {DType::BF16};
+  r.seqlens = {2048};
+  r.features = feature_combinations({});
+  const auto out = tune(r, hw);
+  ASSERT_EQ(out.entries.size(), 1u);
+  const auto& e = out.entries[0];
+  const std::string path = ::testing::TempDir() + "tune_check.csv";
+  for (bool reverse : {false, true}) {
+    {
+      std::ofstream f(path);
+      f << "pass,head_dim,dtype,seqlen_q,seqlen_k,batch,heads,causal,bias,block_q,block_k,warps,stages,ms,"
+           "hand\n";
+      for (size_t i = 0; i < e.ranked.size(); ++i) {
+        const auto& c = e.ranked[i].config;
+        const double ms = reverse ? 1.0 / e.ranked[i].time_s : e.ranked[i].time_s * 1e3;
+        f << "fwd,64,bf16,2048,2048," << e.problem.batch << "," << e.problem.heads_q << ",0,0," << c.block_q
+          << "," << c.block_k << "," << c.warps << "," << c.stages << "," << ms << "," << (i == 1 ? 1 : 0)
+          << "\n";
+      }
+    }
+    const auto c = check_tune(read_autotune_csv(path), hw);
+    ASSERT_EQ(c.groups.size(), 1u);
+    EXPECT_EQ(c.entries, 1);
+    if (!reverse) {
+      EXPECT_NEAR(c.groups[0].spearman_mean, 1.0, 1e-12);
+      EXPECT_EQ(c.within_5, 1);
+      EXPECT_EQ(c.not_slower_than_hand, 1);
+    } else {
+      EXPECT_LT(c.groups[0].spearman_mean, 0.0);
+      EXPECT_EQ(c.within_10, 0);
+    }
+  }
+  std::remove(path.c_str());
+}
+
+TEST(TuneCheck, BadCsvIsAnInputError) {
+  const std::string path = ::testing::TempDir() + "tune_bad.csv";
+  {
+    std::ofstream f(path);
+    f << "pass,head_dim\nfwd,64\n";
+  }
+  EXPECT_THROW(read_autotune_csv(path), InputError);
+  EXPECT_THROW(read_autotune_csv(path + ".missing"), InputError);
+  std::remove(path.c_str());
+}

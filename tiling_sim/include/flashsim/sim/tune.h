@@ -1,0 +1,128 @@
+#pragma once
+// `sim tune`: for every (head dim, dtype, features, sequence length) entry of a grid, every tile config of a
+// kernel that fits the GPU ranked by the model's predicted time, and the best one with the reason: the launch
+// table gpu/ reads (fa2_launch_table.h) is generated from it. And the check of such a ranking against a
+// measured autotune (flashsim-gpu autotune's CSV).
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "flashsim/sim/model.h"
+
+namespace flashsim::sim {
+
+enum class TuneKernel { Fa2Fwd, Fa2Bwd };
+std::string_view tune_kernel_name(TuneKernel k);   // "fa2-fwd", "fa2-bwd"
+TuneKernel parse_tune_kernel(std::string_view s);  // InputError("kernel") naming the choices
+
+// Which configs a kernel can run: the instances fa2-v1 is compiled for (flashsim/fa2_instances.h), or every
+// config of sweep_space (what a kernel could be built for).
+enum class TuneSpace { Instances, All };
+
+// A feature set of an entry: the problem's causal mask and its score-pipeline features. bias: a [B, H, Sq, Sk]
+// bias (the backward computes its gradient, dbias); mask: a [B, H, Sq, Sk] boolean mask; softcap 30; alibi.
+struct TuneFeatures {
+  bool causal = false, bias = false, mask = false, softcap = false, alibi = false;
+  std::string name() const;                                           // "plain", "causal", "causal+bias", ...
+  bool pipeline() const { return bias || mask || softcap || alibi; }  // fa2-v1's score-pipeline kernel
+};
+// Every combination of the listed features ("causal", "bias", "dbias" (= bias), "mask", "softcap", "alibi"):
+// 2^n sets, the plain one first. InputError("features") for an unknown name.
+std::vector<TuneFeatures> feature_combinations(const std::vector<std::string>& names);
+
+struct TuneRequest {
+  TuneKernel kernel = TuneKernel::Fa2Fwd;
+  std::vector<int64_t> head_dims = {64, 96, 128, 256};
+  std::vector<DType> dtypes = {DType::BF16, DType::F16};
+  std::vector<TuneFeatures> features = feature_combinations({"causal", "bias"});
+  std::vector<int64_t> seqlens = {1024, 4096, 16384};
+  TuneSpace space = TuneSpace::Instances;
+  // FlashAttention's benchmark convention: batch x seqlen = tokens, heads x head dim = width.
+  int64_t tokens = 16384, width = 2048;
+};
+
+// The problem of an entry: batch = max(1, tokens / seqlen), heads = max(1, width / head_dim), seqlen_q =
+// seqlen_k = seqlen, the features applied.
+AttentionProblem tune_problem(const TuneRequest& r, int64_t head_dim, DType dtype, const TuneFeatures& f,
+                              int64_t seqlen);
+// The configs of the space for a head dim (forward: Br, Bc, warps, stages; backward: bwd Br, Bc, warps).
+std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim);
+
+struct TuneRow {
+  TileConfig config;
+  double time_s = 0;
+  int64_t load_bytes = 0, dram_bytes = 0, smem_bytes = 0;
+  int ctas_per_sm = 0, regs = 0;
+  std::string bound;    // the main kernel's ("smem", "tensor", "chain", "softmax", "memory", ...)
+  std::string limiter;  // what caps its CTAs per SM
+};
+struct TuneEntry {
+  TuneKernel kernel = TuneKernel::Fa2Fwd;
+  int64_t head_dim = 0;
+  DType dtype = DType::BF16;
+  TuneFeatures features;
+  int64_t seqlen = 0;
+  AttentionProblem problem;
+  int64_t configs = 0;          // tried
+  std::vector<TuneRow> ranked;  // those that fit, fastest first (ties: less DRAM, fewer L2 bytes, less smem)
+  std::string reason() const;   // the best config and why: time, bound, occupancy, bytes, runner-up margin
+};
+struct TuneResult {
+  TuneRequest request;
+  HardwareProfile hw;
+  std::vector<TuneEntry> entries;
+};
+
+// progress(done, total) after each entry.
+TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
+                const std::function<void(size_t, size_t)>& progress = {});
+
+// A config as tune shows it: "Br128 Bc64 w4 st2" (forward), "Br64 Bc128 w4" (backward).
+std::string tune_config_name(TuneKernel k, const TileConfig& c);
+
+nlohmann::json to_json(const TuneResult& r, int top);
+// The C++ launch table (gpu/fa2/fa2_launch_table.h's part for this kernel): one entry per (head dim, dtype,
+// causal, score pipeline, seqlen) with its reason as a comment. `command` is printed in the header's comment.
+std::string launch_table_entries(const TuneResult& r);
+
+// ---- The check against a measured autotune (flashsim-gpu autotune --out FILE.csv).
+struct MeasuredRow {
+  TuneKernel kernel = TuneKernel::Fa2Fwd;
+  int64_t head_dim = 0, seqlen = 0, batch = 0, heads = 0;
+  DType dtype = DType::BF16;
+  TuneFeatures features;
+  TileConfig config;
+  double ms = 0;
+  bool hand = false;  // the config the hand-kept launch table picked
+};
+// Reads the autotune CSV (its header names the columns); skipped rows are left out. InputError naming the line.
+std::vector<MeasuredRow> read_autotune_csv(const std::string& path);
+
+struct TuneCheckGroup {
+  TuneKernel kernel = TuneKernel::Fa2Fwd;
+  int64_t head_dim = 0;
+  DType dtype = DType::BF16;
+  int entries = 0;
+  double spearman_pooled = 0;  // over every (entry, config) of the group
+  double spearman_mean = 0;    // the mean over entries of the within-entry rank correlation
+  double spearman_min = 0;
+  int pick_within_5 = 0,
+      pick_within_10 = 0;       // entries whose predicted best is within 5% / 10% of the fastest
+  double worst_pick_ratio = 1;  // measured time of the pick / the fastest, the worst entry
+  int hand_entries = 0;         // entries with a measured hand-picked config
+  double worst_vs_hand = 0;     // measured time of the pick / the hand pick's, the worst entry
+};
+struct TuneCheck {
+  std::vector<TuneCheckGroup> groups;
+  int entries = 0, within_5 = 0, within_10 = 0, hand_entries = 0, not_slower_than_hand = 0;
+};
+// Predicts every measured (entry, config) on hw and compares the rankings.
+TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile& hw);
+nlohmann::json to_json(const TuneCheck& c);
+
+// Spearman's rank correlation (average ranks for ties); 0 with fewer than 2 values.
+double spearman(const std::vector<double>& x, const std::vector<double>& y);
+
+}  // namespace flashsim::sim

@@ -1,0 +1,458 @@
+// `sim tune` and its check against a measured autotune (tune.h).
+#include "flashsim/sim/tune.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <tuple>
+
+#include "flashsim/error.h"
+#include "flashsim/fa2_instances.h"
+#include "flashsim/sim/sweep.h"
+
+namespace flashsim::sim {
+
+std::string_view tune_kernel_name(TuneKernel k) {
+  return k == TuneKernel::Fa2Fwd ? "fa2-fwd" : "fa2-bwd";
+}
+
+TuneKernel parse_tune_kernel(std::string_view s) {
+  if (s == "fa2-fwd") return TuneKernel::Fa2Fwd;
+  if (s == "fa2-bwd") return TuneKernel::Fa2Bwd;
+  throw InputError("kernel", fmt::format("unknown kernel '{}' (known: fa2-fwd, fa2-bwd)", s));
+}
+
+std::string TuneFeatures::name() const {
+  std::string out;
+  for (auto [on, n] :
+       {std::pair{causal, "causal"}, {bias, "bias"}, {mask, "mask"}, {softcap, "softcap"}, {alibi, "alibi"}})
+    if (on) {
+      if (!out.empty()) out += '+';
+      out += n;
+    }
+  return out.empty() ? "plain" : out;
+}
+
+std::vector<TuneFeatures> feature_combinations(const std::vector<std::string>& names) {
+  std::vector<bool TuneFeatures::*> fields;
+  for (const auto& n : names) {
+    bool TuneFeatures::*f = n == "causal"                 ? &TuneFeatures::causal
+                            : n == "bias" || n == "dbias" ? &TuneFeatures::bias
+                            : n == "mask"                 ? &TuneFeatures::mask
+                            : n == "softcap"              ? &TuneFeatures::softcap
+                            : n == "alibi"                ? &TuneFeatures::alibi
+                                                          : nullptr;
+    if (!f)
+      throw InputError(
+          "features",
+          fmt::format("unknown feature '{}' (known: causal, bias, dbias, mask, softcap, alibi)", n));
+    if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
+  }
+  std::vector<TuneFeatures> out;
+  for (size_t bits = 0; bits < (size_t{1} << fields.size()); ++bits) {
+    TuneFeatures t;
+    for (size_t i = 0; i < fields.size(); ++i)
+      if (bits & (size_t{1} << i)) t.*fields[i] = true;
+    out.push_back(t);
+  }
+  return out;
+}
+
+AttentionProblem tune_problem(const TuneRequest& r, int64_t head_dim, DType dtype, const TuneFeatures& f,
+                              int64_t seqlen) {
+  AttentionProblem p;
+  p.batch = std::max<int64_t>(1, r.tokens / seqlen);
+  p.heads_q = p.heads_kv = std::max<int64_t>(1, r.width / head_dim);
+  p.seqlen_q = p.seqlen_k = seqlen;
+  p.head_dim = p.head_dim_v = head_dim;
+  p.dtype = dtype;
+  if (f.causal) p.window_right = 0;
+  if (f.bias) p.bias = BroadcastShape::BHQK;
+  if (f.mask) p.mask = BroadcastShape::BHQK;
+  if (f.softcap) p.softcap = 30;  // Gemma-2's attention softcap
+  p.alibi = f.alibi;
+  p.validate();
+  return p;
+}
+
+std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim) {
+  const Pass pass = k == TuneKernel::Fa2Fwd ? Pass::Forward : Pass::Backward;
+  if (s == TuneSpace::All) return sweep_space(pass);
+  std::vector<TileConfig> out;
+  if (k == TuneKernel::Fa2Fwd) {
+    for (const Fa2FwdInstance& e : kFa2FwdInstances)
+      for (int st = kFa2FwdMinStages; st <= kFa2FwdMaxStages; ++st)
+        if (e.head_dim == head_dim && fa2_fwd_instantiated(e.head_dim, e.block_q, e.block_k, e.warps, st)) {
+          TileConfig c;
+          c.block_q = e.block_q;
+          c.block_k = e.block_k;
+          c.warps = e.warps;
+          c.stages = st;
+          out.push_back(c);
+        }
+  } else {
+    for (const Fa2BwdInstance& e : kFa2BwdInstances)
+      if (e.head_dim == head_dim) {
+        TileConfig c;
+        c.bwd_block_q = e.block_q;
+        c.bwd_block_k = e.block_k;
+        c.warps = e.warps;
+        out.push_back(c);
+      }
+  }
+  return out;
+}
+
+std::string tune_config_name(TuneKernel k, const TileConfig& c) {
+  if (k == TuneKernel::Fa2Bwd) return fmt::format("Br{} Bc{} w{}", c.bwd_block_q, c.bwd_block_k, c.warps);
+  return fmt::format("Br{} Bc{} w{} st{}{}{}", c.block_q, c.block_k, c.warps, c.stages,
+                     c.q_in_registers ? " Qreg" : "", c.kv_shared_buffer ? " KVshared" : "");
+}
+
+namespace {
+
+Pass pass_of(TuneKernel k) {
+  return k == TuneKernel::Fa2Fwd ? Pass::Forward : Pass::Backward;
+}
+
+// The pass's kernels predicted (analytic counts); fits: every kernel fits.
+TuneRow predict_row(TuneKernel k, const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
+                    bool& fits) {
+  TuneRow row;
+  row.config = c;
+  fits = true;
+  double main_time = -1;
+  for (const KernelModel* m : kernels_of(Algorithm::Fa2, pass_of(k))) {
+    const KernelPrediction kp = predict_kernel(analytic_counts(*m, p, c), hw);
+    fits = fits && kp.occ.fits;
+    row.time_s += kp.time_s;
+    row.load_bytes += kp.counts.load_bytes();
+    row.dram_bytes += kp.dram_read + kp.dram_write;
+    row.smem_bytes = std::max(row.smem_bytes, kp.counts.launch.smem_bytes());
+    if (kp.time_s > main_time) {  // the main kernel: the slowest of the pass
+      main_time = kp.time_s;
+      row.ctas_per_sm = kp.occ.ctas_per_sm;
+      row.limiter = kp.occ.limiter;
+      row.regs = kp.cta.regs;
+      row.bound = kp.bound;
+    }
+  }
+  return row;
+}
+
+bool faster(const TuneRow& x, const TuneRow& y) {
+  return std::tie(x.time_s, x.dram_bytes, x.load_bytes, x.smem_bytes) <
+         std::tie(y.time_s, y.dram_bytes, y.load_bytes, y.smem_bytes);
+}
+
+}  // namespace
+
+std::string TuneEntry::reason() const {
+  if (ranked.empty()) return "no config fits";
+  const TuneRow& b = ranked[0];
+  std::string s =
+      fmt::format("{:.1f} us, {}-bound, {} CTA/SM ({}), {} regs, {:.0f} MB DRAM, {:.0f} MB L2->SM",
+                  b.time_s * 1e6, b.bound, b.ctas_per_sm, b.limiter, b.regs,
+                  static_cast<double>(b.dram_bytes) / 1e6, static_cast<double>(b.load_bytes) / 1e6);
+  if (ranked.size() > 1)
+    s += fmt::format("; runner-up {} +{:.1f}%", tune_config_name(kernel, ranked[1].config),
+                     (ranked[1].time_s / b.time_s - 1) * 100);
+  return s;
+}
+
+TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
+                const std::function<void(size_t, size_t)>& progress) {
+  TuneResult out;
+  out.request = r;
+  out.hw = hw;
+  const size_t total = r.head_dims.size() * r.dtypes.size() * r.features.size() * r.seqlens.size();
+  for (int64_t d : r.head_dims)
+    for (DType t : r.dtypes)
+      for (const TuneFeatures& f : r.features)
+        for (int64_t n : r.seqlens) {
+          TuneEntry e;
+          e.kernel = r.kernel;
+          e.head_dim = d;
+          e.dtype = t;
+          e.features = f;
+          e.seqlen = n;
+          e.problem = tune_problem(r, d, t, f, n);
+          const auto configs = tune_space(r.kernel, r.space, d);
+          e.configs = static_cast<int64_t>(configs.size());
+          for (const TileConfig& c : configs) {
+            bool fits = true;
+            TuneRow row = predict_row(r.kernel, e.problem, c, hw, fits);
+            if (fits) e.ranked.push_back(std::move(row));
+          }
+          std::stable_sort(e.ranked.begin(), e.ranked.end(), faster);
+          out.entries.push_back(std::move(e));
+          if (progress) progress(out.entries.size(), total);
+        }
+  return out;
+}
+
+nlohmann::json to_json(const TuneResult& r, int top) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const TuneEntry& e : r.entries) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < e.ranked.size() && (top <= 0 || static_cast<int>(i) < top); ++i) {
+      const TuneRow& w = e.ranked[i];
+      rows.push_back({{"config", tune_config_name(r.request.kernel, w.config)},
+                      {"time_s", w.time_s},
+                      {"bound", w.bound},
+                      {"ctas_per_sm", w.ctas_per_sm},
+                      {"occupancy_limiter", w.limiter},
+                      {"registers_per_thread", w.regs},
+                      {"shared_memory_bytes", w.smem_bytes},
+                      {"dram_bytes", w.dram_bytes},
+                      {"load_bytes", w.load_bytes}});
+    }
+    entries.push_back(
+        {{"head_dim", e.head_dim},
+         {"dtype", dtype_name(e.dtype)},
+         {"features", e.features.name()},
+         {"seqlen", e.seqlen},
+         {"problem", e.problem.describe()},
+         {"configs_tried", e.configs},
+         {"configs_fit", e.ranked.size()},
+         {"best", e.ranked.empty() ? "" : tune_config_name(r.request.kernel, e.ranked[0].config)},
+         {"reason", e.reason()},
+         {"ranked", rows}});
+  }
+  return {{"kernel", tune_kernel_name(r.request.kernel)},
+          {"hw", r.hw.name},
+          {"space", r.request.space == TuneSpace::Instances ? "instances" : "all"},
+          {"entries", entries}};
+}
+
+std::string launch_table_entries(const TuneResult& r) {
+  std::string s;
+  const bool fwd = r.request.kernel == TuneKernel::Fa2Fwd;
+  for (const TuneEntry& e : r.entries) {
+    if (e.ranked.empty()) continue;
+    const TileConfig& c = e.ranked[0].config;
+    s += fmt::format("    // d{} {} {} n{}: {}\n", e.head_dim, dtype_name(e.dtype), e.features.name(),
+                     e.seqlen, e.reason());
+    s += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}}},\n", e.head_dim,
+                     e.dtype == DType::BF16 ? "true" : "false", e.features.causal ? "true" : "false",
+                     e.features.pipeline() ? "true" : "false", e.seqlen, fwd ? c.block_q : c.bwd_block_q,
+                     fwd ? c.block_k : c.bwd_block_k, c.warps, fwd ? c.stages : 1);
+  }
+  return s;
+}
+
+// ---- the check against a measured autotune
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"') {
+      quoted = !quoted;
+    } else if (ch == ',' && !quoted) {
+      out.push_back(cur);
+      cur.clear();
+    } else if (ch != '\r') {
+      cur += ch;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+// Average ranks (1-based) of x, ties sharing their mean rank.
+std::vector<double> ranks(const std::vector<double>& x) {
+  std::vector<size_t> idx(x.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return x[a] < x[b]; });
+  std::vector<double> r(x.size());
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && x[idx[j + 1]] == x[idx[i]]) ++j;
+    const double mean = (static_cast<double>(i) + static_cast<double>(j)) / 2 + 1;
+    for (size_t k = i; k <= j; ++k) r[idx[k]] = mean;
+    i = j + 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+double spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 2) return 0;
+  const auto rx = ranks(x), ry = ranks(y);
+  const double n = static_cast<double>(x.size());
+  const double mx = std::accumulate(rx.begin(), rx.end(), 0.0) / n;
+  const double my = std::accumulate(ry.begin(), ry.end(), 0.0) / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < rx.size(); ++i) {
+    sxy += (rx[i] - mx) * (ry[i] - my);
+    sxx += (rx[i] - mx) * (rx[i] - mx);
+    syy += (ry[i] - my) * (ry[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+std::vector<MeasuredRow> read_autotune_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("measured", "cannot open " + path);
+  std::string line;
+  if (!std::getline(in, line)) throw InputError("measured", path + ": empty file");
+  const auto header = split_csv(line);
+  auto col = [&](const char* name) -> int {
+    const auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? -1 : static_cast<int>(it - header.begin());
+  };
+  for (const char* need : {"pass", "head_dim", "dtype", "seqlen_q", "batch", "heads", "causal", "bias", "ms"})
+    if (col(need) < 0)
+      throw InputError(
+          "measured",
+          fmt::format("{}: no column '{}' in the header (flashsim-gpu autotune's CSV)", path, need));
+  std::vector<MeasuredRow> out;
+  int lineno = 1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    const auto f = split_csv(line);
+    auto get = [&](const char* name) -> std::string {
+      const int i = col(name);
+      return i >= 0 && i < static_cast<int>(f.size()) ? f[static_cast<size_t>(i)] : std::string();
+    };
+    if (!get("skipped").empty() || get("ms").empty()) continue;
+    try {
+      MeasuredRow r;
+      r.kernel = get("pass") == "bwd" ? TuneKernel::Fa2Bwd : TuneKernel::Fa2Fwd;
+      r.head_dim = std::stoll(get("head_dim"));
+      r.seqlen = std::stoll(get("seqlen_q"));
+      r.batch = std::stoll(get("batch"));
+      r.heads = std::stoll(get("heads"));
+      r.dtype = parse_dtype(get("dtype"));
+      r.features.causal = get("causal") == "1";
+      r.features.bias = get("bias") == "1";
+      if (r.kernel == TuneKernel::Fa2Fwd) {
+        r.config.block_q = std::stoll(get("block_q"));
+        r.config.block_k = std::stoll(get("block_k"));
+        r.config.stages = std::stoi(get("stages"));
+      } else {
+        r.config.bwd_block_q = std::stoll(get("bwd_block_q"));
+        r.config.bwd_block_k = std::stoll(get("bwd_block_k"));
+      }
+      r.config.warps = std::stoi(get("warps"));
+      r.ms = std::stod(get("ms"));
+      r.hand = get("hand") == "1";
+      if (!(r.ms > 0)) continue;
+      out.push_back(r);
+    } catch (const std::exception& e) {
+      throw InputError("measured", fmt::format("{}:{}: {}", path, lineno, e.what()));
+    }
+  }
+  return out;
+}
+
+TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile& hw) {
+  // entries: (kernel, head dim, dtype, features, seqlen, batch, heads) -> their rows
+  using Key = std::tuple<int, int64_t, int, std::string, int64_t, int64_t, int64_t>;
+  std::map<Key, std::vector<const MeasuredRow*>> entries;
+  for (const MeasuredRow& r : rows)
+    entries[{static_cast<int>(r.kernel), r.head_dim, static_cast<int>(r.dtype), r.features.name(), r.seqlen,
+             r.batch, r.heads}]
+        .push_back(&r);
+  std::map<std::tuple<int, int64_t, int>, std::vector<std::pair<std::vector<double>, std::vector<double>>>>
+      groups;
+  std::map<std::tuple<int, int64_t, int>, TuneCheckGroup> stats;
+  TuneCheck out;
+  for (const auto& [key, list] : entries) {
+    const MeasuredRow& first = *list.front();
+    TuneRequest req;
+    req.kernel = first.kernel;
+    req.tokens = first.batch * first.seqlen;
+    req.width = first.heads * first.head_dim;
+    const AttentionProblem p = tune_problem(req, first.head_dim, first.dtype, first.features, first.seqlen);
+    std::vector<double> predicted, measured;
+    double hand_ms = 0;
+    for (const MeasuredRow* r : list) {
+      bool fits = true;
+      const TuneRow row = predict_row(first.kernel, p, r->config, hw, fits);
+      predicted.push_back(fits ? row.time_s : 1e30);
+      measured.push_back(r->ms);
+      if (r->hand) hand_ms = r->ms;
+    }
+    const auto gk =
+        std::make_tuple(static_cast<int>(first.kernel), first.head_dim, static_cast<int>(first.dtype));
+    TuneCheckGroup& g = stats[gk];
+    g.kernel = first.kernel;
+    g.head_dim = first.head_dim;
+    g.dtype = first.dtype;
+    ++g.entries;
+    ++out.entries;
+    const size_t pick =
+        static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+    const double best = *std::min_element(measured.begin(), measured.end());
+    const double ratio = measured[pick] / best;
+    g.worst_pick_ratio = std::max(g.worst_pick_ratio, ratio);
+    if (ratio <= 1.05) ++g.pick_within_5, ++out.within_5;
+    if (ratio <= 1.10) ++g.pick_within_10, ++out.within_10;
+    if (hand_ms > 0) {
+      ++g.hand_entries;
+      ++out.hand_entries;
+      g.worst_vs_hand = std::max(g.worst_vs_hand, measured[pick] / hand_ms);
+      if (measured[pick] <= 1.02 * hand_ms) ++out.not_slower_than_hand;
+    }
+    groups[gk].emplace_back(std::move(predicted), std::move(measured));
+  }
+  for (auto& [gk, list] : groups) {
+    TuneCheckGroup& g = stats[gk];
+    std::vector<double> all_p, all_m;
+    double sum = 0, lo = 1;
+    for (const auto& [p, m] : list) {
+      const double s = spearman(p, m);
+      sum += s;
+      lo = std::min(lo, s);
+      // pooled: each entry's times relative to its fastest measured, so entries of different sizes compare
+      const double best = *std::min_element(m.begin(), m.end());
+      const double best_p = *std::min_element(p.begin(), p.end());
+      for (size_t i = 0; i < p.size(); ++i) {
+        all_p.push_back(p[i] / best_p);
+        all_m.push_back(m[i] / best);
+      }
+    }
+    g.spearman_mean = sum / static_cast<double>(list.size());
+    g.spearman_min = lo;
+    g.spearman_pooled = spearman(all_p, all_m);
+    out.groups.push_back(g);
+  }
+  return out;
+}
+
+nlohmann::json to_json(const TuneCheck& c) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const TuneCheckGroup& g : c.groups)
+    groups.push_back({{"kernel", tune_kernel_name(g.kernel)},
+                      {"head_dim", g.head_dim},
+                      {"dtype", dtype_name(g.dtype)},
+                      {"entries", g.entries},
+                      {"spearman_pooled", g.spearman_pooled},
+                      {"spearman_mean", g.spearman_mean},
+                      {"spearman_min", g.spearman_min},
+                      {"pick_within_5pct", g.pick_within_5},
+                      {"pick_within_10pct", g.pick_within_10},
+                      {"worst_pick_over_best", g.worst_pick_ratio},
+                      {"hand_entries", g.hand_entries},
+                      {"worst_pick_over_hand", g.worst_vs_hand}});
+  return {{"entries", c.entries},
+          {"pick_within_5pct", c.within_5},
+          {"pick_within_10pct", c.within_10},
+          {"hand_entries", c.hand_entries},
+          {"pick_not_slower_than_hand_by_2pct", c.not_slower_than_hand},
+          {"groups", groups}};
+}
+
+}  // namespace flashsim::sim
