@@ -229,26 +229,23 @@ TEST(GpuRegistry, Fa2LaunchTableRunsEveryHeadDimAndPath) {
 // dim, dtype, causal and pipeline flags at the nearest seqlen, per pass.
 TEST(GpuRegistry, Fa2LaunchTileIsTheGeneratedTablesEntry) {
   const auto& v = gpu::kernel_version("fa2-v1");
-  for (const gpu::fa2::LaunchEntry& e : gpu::fa2::kFwdLaunchTable) {
+  const auto problem_of = [](const gpu::fa2::LaunchEntry& e) {  // an entry's problem (softcap: the pipeline)
     auto b = ProblemBuilder()
                  .head_dim(e.head_dim)
                  .seqlen(e.seqlen, e.seqlen)
                  .dtype(e.bf16 ? DType::BF16 : DType::F16);
     if (e.causal) b.causal();
     if (e.pipeline) b.softcap(30);
-    const TileConfig c = gpu::tile_for(v, b.build());
+    return b.build();
+  };
+  for (const gpu::fa2::LaunchEntry& e : gpu::fa2::kFwdLaunchTable) {
+    const TileConfig c = gpu::tile_for(v, problem_of(e));
     EXPECT_EQ(std::tuple(c.block_q, c.block_k, c.warps, c.stages),
               std::tuple(int64_t{e.block_q}, int64_t{e.block_k}, e.warps, e.stages))
         << e.head_dim << " " << e.seqlen;
   }
   for (const gpu::fa2::LaunchEntry& e : gpu::fa2::kBwdLaunchTable) {
-    auto b = ProblemBuilder()
-                 .head_dim(e.head_dim)
-                 .seqlen(e.seqlen, e.seqlen)
-                 .dtype(e.bf16 ? DType::BF16 : DType::F16);
-    if (e.causal) b.causal();
-    if (e.pipeline) b.softcap(30);
-    const TileConfig c = gpu::tile_for(v, b.build(), {}, Pass::Backward);
+    const TileConfig c = gpu::tile_for(v, problem_of(e), {}, Pass::Backward);
     EXPECT_EQ(std::tuple(c.bwd_block_q, c.bwd_block_k, c.warps),
               std::tuple(int64_t{e.block_q}, int64_t{e.block_k}, e.warps))
         << e.head_dim << " " << e.seqlen;

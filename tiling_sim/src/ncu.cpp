@@ -13,8 +13,6 @@
 
 namespace flashsim::sim {
 
-namespace {
-
 std::vector<std::string> split_csv(const std::string& line) {
   std::vector<std::string> out;
   std::string cur;
@@ -42,6 +40,8 @@ std::vector<std::string> split_csv(const std::string& line) {
   out.push_back(cur);
   return out;
 }
+
+namespace {
 
 // The factor from a value in unit `u` to base units (bytes, sectors, nanoseconds, plain counts), or none when
 // `u` is not a unit ncu writes for the metrics flashsim reads. ncu writes a SI or binary prefix and a base:

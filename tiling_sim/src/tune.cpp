@@ -13,6 +13,7 @@
 
 #include "flashsim/error.h"
 #include "flashsim/fa2_instances.h"
+#include "flashsim/sim/ncu.h"  // split_csv
 #include "flashsim/sim/sweep.h"
 
 namespace flashsim::sim {
@@ -249,24 +250,6 @@ std::string launch_table_entries(const TuneResult& r) {
 // ---- the check against a measured autotune
 
 namespace {
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (char ch : line) {
-    if (ch == '"') {
-      quoted = !quoted;
-    } else if (ch == ',' && !quoted) {
-      out.push_back(cur);
-      cur.clear();
-    } else if (ch != '\r') {
-      cur += ch;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
 
 // Average ranks (1-based) of x, ties sharing their mean rank.
 std::vector<double> ranks(const std::vector<double>& x) {

@@ -40,10 +40,7 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   s.hide_steps = c.kv_shared_buffer ? 0.25 : static_cast<double>(c.stages) - 0.5;
   // O (rows x dv) and S (rows x Bc) in fp32 over the warp's 32 lanes; Q's rows in the input dtype when held.
   const double acc = r * (dv + bc) / 32 + (c.q_in_registers ? r * d * e / 4 / 32 : 0.0);
-  const bool pipeline = p.bias != BroadcastShape::None || p.mask != BroadcastShape::None || p.softcap > 0 ||
-                        p.alibi;  // the score-pipeline kernel: more live registers
-  s.accumulator_regs = acc + (pipeline ? kPipelineRegisters : 0);
-  s.regs = register_estimate(s.accumulator_regs);
+  set_step_registers(s, p, acc);
   return s;
 }
 

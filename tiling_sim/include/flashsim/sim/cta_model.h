@@ -56,6 +56,15 @@ inline double score_tile_bytes(const AttentionProblem& p, int64_t br, int64_t bc
          (p.mask != BroadcastShape::None ? elems : 0.0);
 }
 
+// A step's register fields from its fp32 accumulator registers (kPipelineRegisters more for a score-pipeline
+// kernel: bias, mask, softcap or ALiBi).
+inline void set_step_registers(CtaStep& s, const AttentionProblem& p, double accumulator_regs) {
+  const bool pipeline =
+      p.bias != BroadcastShape::None || p.mask != BroadcastShape::None || p.softcap > 0 || p.alibi;
+  s.accumulator_regs = accumulator_regs + (pipeline ? kPipelineRegisters : 0);
+  s.regs = register_estimate(s.accumulator_regs);
+}
+
 struct CtaTime {
   bool modelled = false;    // the kernel has a CtaStep and the profile the rates it needs
   double steps = 0;         // main-loop iterations over all CTAs (the algorithm's FLOPs / a full step's)

@@ -21,6 +21,8 @@ struct NcuKernel {
 // units under the header); thousands separators; prefixed units (Kbyte, Mibyte, usecond...) to base units.
 // Throws InputError("ncu") on a malformed file.
 std::vector<NcuKernel> parse_ncu_csv(std::istream& in);
+// One CSV line's fields: quoted fields keep their commas, "" inside quotes is a quote (ncu's and autotune's CSV).
+std::vector<std::string> split_csv(const std::string& line);
 
 // Takes the DRAM counters (dram__bytes_read/write) of each kernel from `dram`, a report of the same kernels
 // in the same order that collected only them: ncu then needs one pass, while with more metrics it replays
