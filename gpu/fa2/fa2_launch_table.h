@@ -19,198 +19,198 @@ struct LaunchEntry {
 
 // fa2-fwd on H100-SXM5-80GB
 inline constexpr LaunchEntry kFwdLaunchTable[] = {
-    // d64 bf16 plain n1024: 484.4 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 bf16 plain n1024: 438.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, true, false, false, 1024, 128, 128, 4, 1},
-    // d64 bf16 plain n4096: 1921.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 bf16 plain n4096: 1739.3 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, true, false, false, 4096, 128, 128, 4, 1},
-    // d64 bf16 plain n16384: 7670.1 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 bf16 plain n16384: 6941.2 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, true, false, false, 16384, 128, 128, 4, 1},
-    // d64 bf16 causal n1024: 285.4 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 bf16 causal n1024: 258.8 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, true, true, false, 1024, 128, 128, 4, 1},
-    // d64 bf16 causal n4096: 1044.0 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 bf16 causal n4096: 945.2 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, true, true, false, 4096, 128, 128, 4, 1},
-    // d64 bf16 causal n16384: 4063.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 bf16 causal n16384: 3677.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, true, true, false, 16384, 128, 128, 4, 1},
-    // d64 bf16 bias n1024: 3539.4 us, chain-bound, 1 CTA/SM (registers), 206 regs, 270 MB DRAM, 1141 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, true, false, true, 1024, 128, 128, 8, 2},
-    // d64 bf16 bias n4096: 14141.3 us, chain-bound, 1 CTA/SM (registers), 206 regs, 270 MB DRAM, 4362 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, true, false, true, 4096, 128, 128, 8, 2},
-    // d64 bf16 bias n16384: 56548.8 us, chain-bound, 1 CTA/SM (registers), 206 regs, 270 MB DRAM, 17247 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, true, false, true, 16384, 128, 128, 8, 2},
-    // d64 bf16 causal+bias n1024: 1907.7 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +1.1%
-    {64, true, true, true, 1024, 64, 64, 4, 2},
-    // d64 bf16 causal+bias n4096: 7289.3 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 4429 MB L2->SM; runner-up Br128 Bc128 w8 st2 +1.1%
-    {64, true, true, true, 4096, 64, 64, 4, 2},
-    // d64 bf16 causal+bias n16384: 28711.6 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 17314 MB L2->SM; runner-up Br128 Bc128 w8 st2 +0.1%
-    {64, true, true, true, 16384, 64, 64, 4, 2},
-    // d64 fp16 plain n1024: 484.4 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 bf16 bias n1024: 3690.0 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    {64, true, false, true, 1024, 128, 64, 4, 1},
+    // d64 bf16 bias n4096: 14743.7 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    {64, true, false, true, 4096, 128, 64, 4, 1},
+    // d64 bf16 bias n16384: 58958.4 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    {64, true, false, true, 16384, 128, 64, 4, 1},
+    // d64 bf16 causal+bias n1024: 2026.9 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {64, true, true, true, 1024, 64, 64, 4, 1},
+    // d64 bf16 causal+bias n4096: 7716.2 us, chain-bound, 2 CTA/SM (registers), 206 regs, 270 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {64, true, true, true, 4096, 64, 128, 4, 1},
+    // d64 bf16 causal+bias n16384: 30092.9 us, chain-bound, 2 CTA/SM (registers), 206 regs, 270 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {64, true, true, true, 16384, 64, 128, 4, 1},
+    // d64 fp16 plain n1024: 438.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, false, false, false, 1024, 128, 128, 4, 1},
-    // d64 fp16 plain n4096: 1921.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 fp16 plain n4096: 1739.3 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, false, false, false, 4096, 128, 128, 4, 1},
-    // d64 fp16 plain n16384: 7670.1 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 fp16 plain n16384: 6941.2 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, false, false, false, 16384, 128, 128, 4, 1},
-    // d64 fp16 causal n1024: 285.4 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 fp16 causal n1024: 258.8 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, false, true, false, 1024, 128, 128, 4, 1},
-    // d64 fp16 causal n4096: 1044.0 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 fp16 causal n4096: 945.2 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, false, true, false, 4096, 128, 128, 4, 1},
-    // d64 fp16 causal n16384: 4063.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
+    // d64 fp16 causal n16384: 3677.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, false, true, false, 16384, 128, 128, 4, 1},
-    // d64 fp16 bias n1024: 3539.4 us, chain-bound, 1 CTA/SM (registers), 206 regs, 270 MB DRAM, 1141 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, false, false, true, 1024, 128, 128, 8, 2},
-    // d64 fp16 bias n4096: 14141.3 us, chain-bound, 1 CTA/SM (registers), 206 regs, 270 MB DRAM, 4362 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, false, false, true, 4096, 128, 128, 8, 2},
-    // d64 fp16 bias n16384: 56548.8 us, chain-bound, 1 CTA/SM (registers), 206 regs, 270 MB DRAM, 17247 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, false, false, true, 16384, 128, 128, 8, 2},
-    // d64 fp16 causal+bias n1024: 1907.7 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +1.1%
-    {64, false, true, true, 1024, 64, 64, 4, 2},
-    // d64 fp16 causal+bias n4096: 7289.3 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 4429 MB L2->SM; runner-up Br128 Bc128 w8 st2 +1.1%
-    {64, false, true, true, 4096, 64, 64, 4, 2},
-    // d64 fp16 causal+bias n16384: 28711.6 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 17314 MB L2->SM; runner-up Br128 Bc128 w8 st2 +0.1%
-    {64, false, true, true, 16384, 64, 64, 4, 2},
-    // d96 bf16 plain n1024: 473.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d64 fp16 bias n1024: 3690.0 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    {64, false, false, true, 1024, 128, 64, 4, 1},
+    // d64 fp16 bias n4096: 14743.7 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    {64, false, false, true, 4096, 128, 64, 4, 1},
+    // d64 fp16 bias n16384: 58958.4 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    {64, false, false, true, 16384, 128, 64, 4, 1},
+    // d64 fp16 causal+bias n1024: 2026.9 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {64, false, true, true, 1024, 64, 64, 4, 1},
+    // d64 fp16 causal+bias n4096: 7716.2 us, chain-bound, 2 CTA/SM (registers), 206 regs, 270 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {64, false, true, true, 4096, 64, 128, 4, 1},
+    // d64 fp16 causal+bias n16384: 30092.9 us, chain-bound, 2 CTA/SM (registers), 206 regs, 270 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {64, false, true, true, 16384, 64, 128, 4, 1},
+    // d96 bf16 plain n1024: 433.4 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, false, false, 1024, 128, 64, 4, 1},
-    // d96 bf16 plain n4096: 1878.5 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 plain n4096: 1717.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, false, false, 4096, 128, 64, 4, 1},
-    // d96 bf16 plain n16384: 7497.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 plain n16384: 6854.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, false, false, 16384, 128, 64, 4, 1},
-    // d96 bf16 causal n1024: 275.8 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 causal n1024: 252.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, true, false, 1024, 128, 64, 4, 1},
-    // d96 bf16 causal n4096: 1013.8 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 causal n4096: 927.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, true, false, 4096, 128, 64, 4, 1},
-    // d96 bf16 causal n16384: 3944.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 causal n16384: 3606.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, true, false, 16384, 128, 64, 4, 1},
-    // d96 bf16 bias n1024: 2450.9 us, chain-bound, 1 CTA/SM (shared memory), 222 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, true, false, true, 1024, 128, 128, 8, 2},
-    // d96 bf16 bias n4096: 9787.3 us, chain-bound, 1 CTA/SM (shared memory), 222 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, true, false, true, 4096, 128, 128, 8, 2},
-    // d96 bf16 bias n16384: 39133.0 us, chain-bound, 1 CTA/SM (shared memory), 222 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, true, false, true, 16384, 128, 128, 8, 2},
-    // d96 bf16 causal+bias n1024: 1349.9 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 1189 MB L2->SM; runner-up Br64 Bc64 w4 st1 +1.1%
-    {96, true, true, true, 1024, 64, 64, 4, 2},
-    // d96 bf16 causal+bias n4096: 5157.1 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 4360 MB L2->SM; runner-up Br128 Bc128 w8 st2 +0.9%
-    {96, true, true, true, 4096, 64, 64, 4, 2},
-    // d96 bf16 causal+bias n16384: 20276.2 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 17044 MB L2->SM; runner-up Br128 Bc128 w8 st2 +0.0%
-    {96, true, true, true, 16384, 64, 64, 4, 2},
-    // d96 fp16 plain n1024: 473.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 bias n1024: 2493.0 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 2180 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, true, false, true, 1024, 64, 128, 4, 1},
+    // d96 bf16 bias n4096: 9955.6 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 8522 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, true, false, true, 4096, 64, 128, 4, 1},
+    // d96 bf16 bias n16384: 39806.3 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 33889 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, true, false, true, 16384, 64, 128, 4, 1},
+    // d96 bf16 causal+bias n1024: 1395.7 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 1189 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, true, true, true, 1024, 64, 64, 4, 1},
+    // d96 bf16 causal+bias n4096: 5295.5 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 4426 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, true, true, true, 4096, 64, 128, 4, 1},
+    // d96 bf16 causal+bias n16384: 20628.7 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 17110 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, true, true, true, 16384, 64, 128, 4, 1},
+    // d96 fp16 plain n1024: 433.4 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, false, false, 1024, 128, 64, 4, 1},
-    // d96 fp16 plain n4096: 1878.5 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 plain n4096: 1717.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, false, false, 4096, 128, 64, 4, 1},
-    // d96 fp16 plain n16384: 7497.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 plain n16384: 6854.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, false, false, 16384, 128, 64, 4, 1},
-    // d96 fp16 causal n1024: 275.8 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 causal n1024: 252.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, true, false, 1024, 128, 64, 4, 1},
-    // d96 fp16 causal n4096: 1013.8 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 causal n4096: 927.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, true, false, 4096, 128, 64, 4, 1},
-    // d96 fp16 causal n16384: 3944.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 causal n16384: 3606.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, true, false, 16384, 128, 64, 4, 1},
-    // d96 fp16 bias n1024: 2450.9 us, chain-bound, 1 CTA/SM (shared memory), 222 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, false, false, true, 1024, 128, 128, 8, 2},
-    // d96 fp16 bias n4096: 9787.3 us, chain-bound, 1 CTA/SM (shared memory), 222 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, false, false, true, 4096, 128, 128, 8, 2},
-    // d96 fp16 bias n16384: 39133.0 us, chain-bound, 1 CTA/SM (shared memory), 222 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, false, false, true, 16384, 128, 128, 8, 2},
-    // d96 fp16 causal+bias n1024: 1349.9 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 1189 MB L2->SM; runner-up Br64 Bc64 w4 st1 +1.1%
-    {96, false, true, true, 1024, 64, 64, 4, 2},
-    // d96 fp16 causal+bias n4096: 5157.1 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 4360 MB L2->SM; runner-up Br128 Bc128 w8 st2 +0.9%
-    {96, false, true, true, 4096, 64, 64, 4, 2},
-    // d96 fp16 causal+bias n16384: 20276.2 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 17044 MB L2->SM; runner-up Br128 Bc128 w8 st2 +0.0%
-    {96, false, true, true, 16384, 64, 64, 4, 2},
-    // d128 bf16 plain n1024: 443.2 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 bias n1024: 2493.0 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 2180 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, false, false, true, 1024, 64, 128, 4, 1},
+    // d96 fp16 bias n4096: 9955.6 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 8522 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, false, false, true, 4096, 64, 128, 4, 1},
+    // d96 fp16 bias n16384: 39806.3 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 33889 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, false, false, true, 16384, 64, 128, 4, 1},
+    // d96 fp16 causal+bias n1024: 1395.7 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 1189 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, false, true, true, 1024, 64, 64, 4, 1},
+    // d96 fp16 causal+bias n4096: 5295.5 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 4426 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, false, true, true, 4096, 64, 128, 4, 1},
+    // d96 fp16 causal+bias n16384: 20628.7 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 17110 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
+    {96, false, true, true, 16384, 64, 128, 4, 1},
+    // d128 bf16 plain n1024: 411.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, false, false, 1024, 128, 64, 4, 1},
-    // d128 bf16 plain n4096: 1756.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 plain n4096: 1629.7 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, false, false, 4096, 128, 64, 4, 1},
-    // d128 bf16 plain n16384: 7010.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 plain n16384: 6502.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, false, false, 16384, 128, 64, 4, 1},
-    // d128 bf16 causal n1024: 278.4 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 causal n1024: 258.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, true, false, 1024, 128, 64, 4, 1},
-    // d128 bf16 causal n4096: 1028.2 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 causal n4096: 954.0 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, true, false, 4096, 128, 64, 4, 1},
-    // d128 bf16 causal n16384: 4000.4 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 causal n16384: 3710.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, true, false, 16384, 128, 64, 4, 1},
-    // d128 bf16 bias n1024: 1964.9 us, chain-bound, 1 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc128 w8 st1 +0.3%
-    {128, true, false, true, 1024, 128, 128, 8, 2},
-    // d128 bf16 bias n4096: 7843.2 us, chain-bound, 1 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc128 w8 st1 +0.3%
-    {128, true, false, true, 4096, 128, 128, 8, 2},
-    // d128 bf16 bias n16384: 31356.7 us, chain-bound, 1 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc128 w8 st1 +0.3%
-    {128, true, false, true, 16384, 128, 128, 8, 2},
-    // d128 bf16 causal+bias n1024: 1103.2 us, chain-bound, 2 CTA/SM (shared memory), 206 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +1.1%
+    // d128 bf16 bias n1024: 1960.4 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.4%
+    {128, true, false, true, 1024, 64, 128, 4, 1},
+    // d128 bf16 bias n4096: 7825.3 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
+    {128, true, false, true, 4096, 64, 128, 4, 1},
+    // d128 bf16 bias n16384: 31285.1 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
+    {128, true, false, true, 16384, 64, 128, 4, 1},
+    // d128 bf16 causal+bias n1024: 1112.4 us, chain-bound, 2 CTA/SM (shared memory), 206 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.7%
     {128, true, true, true, 1024, 64, 64, 4, 2},
-    // d128 bf16 causal+bias n4096: 4214.4 us, chain-bound, 2 CTA/SM (shared memory), 206 regs, 267 MB DRAM, 4429 MB L2->SM; runner-up Br128 Bc128 w8 st2 +0.8%
-    {128, true, true, true, 4096, 64, 64, 4, 2},
-    // d128 bf16 causal+bias n16384: 16539.7 us, chain-bound, 1 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 8724 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
-    {128, true, true, true, 16384, 128, 128, 8, 2},
-    // d128 fp16 plain n1024: 443.2 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 causal+bias n4096: 4240.3 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.2%
+    {128, true, true, true, 4096, 64, 128, 4, 1},
+    // d128 bf16 causal+bias n16384: 16502.0 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.1%
+    {128, true, true, true, 16384, 64, 128, 4, 1},
+    // d128 fp16 plain n1024: 411.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, false, false, 1024, 128, 64, 4, 1},
-    // d128 fp16 plain n4096: 1756.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 plain n4096: 1629.7 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, false, false, 4096, 128, 64, 4, 1},
-    // d128 fp16 plain n16384: 7010.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 plain n16384: 6502.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, false, false, 16384, 128, 64, 4, 1},
-    // d128 fp16 causal n1024: 278.4 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 causal n1024: 258.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, true, false, 1024, 128, 64, 4, 1},
-    // d128 fp16 causal n4096: 1028.2 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 causal n4096: 954.0 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, true, false, 4096, 128, 64, 4, 1},
-    // d128 fp16 causal n16384: 4000.4 us, chain-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 causal n16384: 3710.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, true, false, 16384, 128, 64, 4, 1},
-    // d128 fp16 bias n1024: 1964.9 us, chain-bound, 1 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc128 w8 st1 +0.3%
-    {128, false, false, true, 1024, 128, 128, 8, 2},
-    // d128 fp16 bias n4096: 7843.2 us, chain-bound, 1 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc128 w8 st1 +0.3%
-    {128, false, false, true, 4096, 128, 128, 8, 2},
-    // d128 fp16 bias n16384: 31356.7 us, chain-bound, 1 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc128 w8 st1 +0.3%
-    {128, false, false, true, 16384, 128, 128, 8, 2},
-    // d128 fp16 causal+bias n1024: 1103.2 us, chain-bound, 2 CTA/SM (shared memory), 206 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +1.1%
+    // d128 fp16 bias n1024: 1960.4 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.4%
+    {128, false, false, true, 1024, 64, 128, 4, 1},
+    // d128 fp16 bias n4096: 7825.3 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
+    {128, false, false, true, 4096, 64, 128, 4, 1},
+    // d128 fp16 bias n16384: 31285.1 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
+    {128, false, false, true, 16384, 64, 128, 4, 1},
+    // d128 fp16 causal+bias n1024: 1112.4 us, chain-bound, 2 CTA/SM (shared memory), 206 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.7%
     {128, false, true, true, 1024, 64, 64, 4, 2},
-    // d128 fp16 causal+bias n4096: 4214.4 us, chain-bound, 2 CTA/SM (shared memory), 206 regs, 267 MB DRAM, 4429 MB L2->SM; runner-up Br128 Bc128 w8 st2 +0.8%
-    {128, false, true, true, 4096, 64, 64, 4, 2},
-    // d128 fp16 causal+bias n16384: 16539.7 us, chain-bound, 1 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 8724 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
-    {128, false, true, true, 16384, 128, 128, 8, 2},
-    // d256 bf16 plain n1024: 487.3 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, true, false, false, 1024, 128, 64, 8, 1},
-    // d256 bf16 plain n4096: 1932.9 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, true, false, false, 4096, 128, 64, 8, 1},
-    // d256 bf16 plain n16384: 7715.4 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, true, false, false, 16384, 128, 64, 8, 1},
-    // d256 bf16 causal n1024: 305.9 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, true, true, false, 1024, 128, 64, 8, 1},
-    // d256 bf16 causal n4096: 1129.3 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, true, true, false, 4096, 128, 64, 8, 1},
-    // d256 bf16 causal n16384: 4370.4 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, true, true, false, 16384, 128, 64, 8, 1},
-    // d256 bf16 bias n1024: 1183.4 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc32 w8 st2 +1.0%
-    {256, true, false, true, 1024, 128, 64, 8, 2},
-    // d256 bf16 bias n4096: 4717.5 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc32 w8 st2 +1.0%
-    {256, true, false, true, 4096, 128, 64, 8, 2},
-    // d256 bf16 bias n16384: 18853.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc32 w8 st2 +1.0%
-    {256, true, false, true, 16384, 128, 64, 8, 2},
-    // d256 bf16 causal+bias n1024: 720.5 us, chain-bound, 2 CTA/SM (shared memory), 254 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.2%
-    {256, true, true, true, 1024, 64, 32, 4, 2},
-    // d256 bf16 causal+bias n4096: 2753.0 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2282 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.0%
-    {256, true, true, true, 4096, 128, 64, 8, 2},
-    // d256 bf16 causal+bias n16384: 10676.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8724 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
-    {256, true, true, true, 16384, 128, 64, 8, 2},
-    // d256 fp16 plain n1024: 487.3 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, false, false, false, 1024, 128, 64, 8, 1},
-    // d256 fp16 plain n4096: 1932.9 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, false, false, false, 4096, 128, 64, 8, 1},
-    // d256 fp16 plain n16384: 7715.4 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, false, false, false, 16384, 128, 64, 8, 1},
-    // d256 fp16 causal n1024: 305.9 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, false, true, false, 1024, 128, 64, 8, 1},
-    // d256 fp16 causal n4096: 1129.3 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, false, true, false, 4096, 128, 64, 8, 1},
-    // d256 fp16 causal n16384: 4370.4 us, smem-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.0%
-    {256, false, true, false, 16384, 128, 64, 8, 1},
-    // d256 fp16 bias n1024: 1183.4 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc32 w8 st2 +1.0%
-    {256, false, false, true, 1024, 128, 64, 8, 2},
-    // d256 fp16 bias n4096: 4717.5 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc32 w8 st2 +1.0%
-    {256, false, false, true, 4096, 128, 64, 8, 2},
-    // d256 fp16 bias n16384: 18853.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc32 w8 st2 +1.0%
-    {256, false, false, true, 16384, 128, 64, 8, 2},
-    // d256 fp16 causal+bias n1024: 720.5 us, chain-bound, 2 CTA/SM (shared memory), 254 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.2%
-    {256, false, true, true, 1024, 64, 32, 4, 2},
-    // d256 fp16 causal+bias n4096: 2753.0 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2282 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.0%
-    {256, false, true, true, 4096, 128, 64, 8, 2},
-    // d256 fp16 causal+bias n16384: 10676.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8724 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
-    {256, false, true, true, 16384, 128, 64, 8, 2},
+    // d128 fp16 causal+bias n4096: 4240.3 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.2%
+    {128, false, true, true, 4096, 64, 128, 4, 1},
+    // d128 fp16 causal+bias n16384: 16502.0 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.1%
+    {128, false, true, true, 16384, 64, 128, 4, 1},
+    // d256 bf16 plain n1024: 512.2 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    {256, true, false, false, 1024, 64, 64, 4, 1},
+    // d256 bf16 plain n4096: 2032.5 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    {256, true, false, false, 4096, 64, 64, 4, 1},
+    // d256 bf16 plain n16384: 8113.6 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    {256, true, false, false, 16384, 64, 64, 4, 1},
+    // d256 bf16 causal n1024: 310.0 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.4%
+    {256, true, true, false, 1024, 64, 64, 4, 1},
+    // d256 bf16 causal n4096: 1176.0 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4429 MB L2->SM; runner-up Br64 Bc64 w4 st2 +5.5%
+    {256, true, true, false, 4096, 64, 64, 4, 1},
+    // d256 bf16 causal n16384: 4580.4 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17314 MB L2->SM; runner-up Br64 Bc64 w4 st2 +5.1%
+    {256, true, true, false, 16384, 64, 64, 4, 1},
+    // d256 bf16 bias n1024: 1154.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, true, false, true, 1024, 64, 64, 4, 1},
+    // d256 bf16 bias n4096: 4603.2 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, true, false, true, 4096, 64, 64, 4, 1},
+    // d256 bf16 bias n16384: 18396.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, true, false, true, 16384, 64, 64, 4, 1},
+    // d256 bf16 causal+bias n1024: 696.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, true, true, true, 1024, 64, 64, 4, 1},
+    // d256 bf16 causal+bias n4096: 2660.5 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4429 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, true, true, true, 4096, 64, 64, 4, 1},
+    // d256 bf16 causal+bias n16384: 10382.6 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17314 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, true, true, true, 16384, 64, 64, 4, 1},
+    // d256 fp16 plain n1024: 512.2 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    {256, false, false, false, 1024, 64, 64, 4, 1},
+    // d256 fp16 plain n4096: 2032.5 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    {256, false, false, false, 4096, 64, 64, 4, 1},
+    // d256 fp16 plain n16384: 8113.6 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    {256, false, false, false, 16384, 64, 64, 4, 1},
+    // d256 fp16 causal n1024: 310.0 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.4%
+    {256, false, true, false, 1024, 64, 64, 4, 1},
+    // d256 fp16 causal n4096: 1176.0 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4429 MB L2->SM; runner-up Br64 Bc64 w4 st2 +5.5%
+    {256, false, true, false, 4096, 64, 64, 4, 1},
+    // d256 fp16 causal n16384: 4580.4 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17314 MB L2->SM; runner-up Br64 Bc64 w4 st2 +5.1%
+    {256, false, true, false, 16384, 64, 64, 4, 1},
+    // d256 fp16 bias n1024: 1154.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, false, false, true, 1024, 64, 64, 4, 1},
+    // d256 fp16 bias n4096: 4603.2 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, false, false, true, 4096, 64, 64, 4, 1},
+    // d256 fp16 bias n16384: 18396.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, false, false, true, 16384, 64, 64, 4, 1},
+    // d256 fp16 causal+bias n1024: 696.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, false, true, true, 1024, 64, 64, 4, 1},
+    // d256 fp16 causal+bias n4096: 2660.5 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4429 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, false, true, true, 4096, 64, 64, 4, 1},
+    // d256 fp16 causal+bias n16384: 10382.6 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17314 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    {256, false, true, true, 16384, 64, 64, 4, 1},
 };
 
 // fa2-bwd on H100-SXM5-80GB
@@ -323,17 +323,17 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {128, true, true, false, 4096, 64, 128, 4, 1},
     // d128 bf16 causal n16384: 9040.8 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 9195 MB L2->SM; runner-up Br64 Bc64 w2 +1.6%
     {128, true, true, false, 16384, 64, 128, 4, 1},
-    // d128 bf16 bias n1024: 2732.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1493 MB L2->SM; runner-up Br64 Bc64 w2 +0.1%
+    // d128 bf16 bias n1024: 2885.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1493 MB L2->SM; runner-up Br64 Bc64 w2 +0.1%
     {128, true, false, true, 1024, 64, 128, 4, 1},
-    // d128 bf16 bias n4096: 10444.6 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 4765 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
+    // d128 bf16 bias n4096: 11059.0 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 4765 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
     {128, true, false, true, 4096, 64, 128, 4, 1},
-    // d128 bf16 bias n16384: 41293.5 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
+    // d128 bf16 bias n16384: 43751.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
     {128, true, false, true, 16384, 64, 128, 4, 1},
-    // d128 bf16 causal+bias n1024: 1587.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc128 w4 +4.8%
+    // d128 bf16 causal+bias n1024: 1672.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc64 w4 +3.2%
     {128, true, true, true, 1024, 64, 64, 2, 1},
-    // d128 bf16 causal+bias n4096: 5602.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 4833 MB L2->SM; runner-up Br64 Bc128 w4 +1.4%
+    // d128 bf16 causal+bias n4096: 5927.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 4833 MB L2->SM; runner-up Br64 Bc128 w4 +1.4%
     {128, true, true, true, 4096, 64, 64, 2, 1},
-    // d128 bf16 causal+bias n16384: 20337.1 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 17919 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
+    // d128 bf16 causal+bias n16384: 21542.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 17919 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
     {128, true, true, true, 16384, 64, 64, 2, 1},
     // d128 fp16 plain n1024: 1288.7 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1493 MB L2->SM; runner-up Br64 Bc64 w2 +1.9%
     {128, false, false, false, 1024, 64, 128, 4, 1},
@@ -347,17 +347,17 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {128, false, true, false, 4096, 64, 128, 4, 1},
     // d128 fp16 causal n16384: 9040.8 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 9195 MB L2->SM; runner-up Br64 Bc64 w2 +1.6%
     {128, false, true, false, 16384, 64, 128, 4, 1},
-    // d128 fp16 bias n1024: 2732.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1493 MB L2->SM; runner-up Br64 Bc64 w2 +0.1%
+    // d128 fp16 bias n1024: 2885.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1493 MB L2->SM; runner-up Br64 Bc64 w2 +0.1%
     {128, false, false, true, 1024, 64, 128, 4, 1},
-    // d128 fp16 bias n4096: 10444.6 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 4765 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
+    // d128 fp16 bias n4096: 11059.0 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 4765 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
     {128, false, false, true, 4096, 64, 128, 4, 1},
-    // d128 fp16 bias n16384: 41293.5 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
+    // d128 fp16 bias n16384: 43751.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
     {128, false, false, true, 16384, 64, 128, 4, 1},
-    // d128 fp16 causal+bias n1024: 1587.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc128 w4 +4.8%
+    // d128 fp16 causal+bias n1024: 1672.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc64 w4 +3.2%
     {128, false, true, true, 1024, 64, 64, 2, 1},
-    // d128 fp16 causal+bias n4096: 5602.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 4833 MB L2->SM; runner-up Br64 Bc128 w4 +1.4%
+    // d128 fp16 causal+bias n4096: 5927.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 4833 MB L2->SM; runner-up Br64 Bc128 w4 +1.4%
     {128, false, true, true, 4096, 64, 64, 2, 1},
-    // d128 fp16 causal+bias n16384: 20337.1 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 17919 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
+    // d128 fp16 causal+bias n16384: 21542.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 17919 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
     {128, false, true, true, 16384, 64, 64, 2, 1},
     // d256 bf16 plain n1024: 1727.9 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +52.5%
     {256, true, false, false, 1024, 64, 64, 4, 1},
@@ -371,17 +371,17 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {256, true, true, false, 4096, 64, 64, 4, 1},
     // d256 bf16 causal n16384: 12408.0 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +56.6%
     {256, true, true, false, 16384, 64, 64, 4, 1},
-    // d256 bf16 bias n1024: 2327.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +31.6%
+    // d256 bf16 bias n1024: 2480.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +23.4%
     {256, true, false, true, 1024, 64, 64, 4, 1},
-    // d256 bf16 bias n4096: 8825.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 9060 MB L2->SM; runner-up Br64 Bc32 w4 +33.3%
+    // d256 bf16 bias n4096: 9439.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 9060 MB L2->SM; runner-up Br64 Bc32 w4 +24.6%
     {256, true, false, true, 4096, 64, 64, 4, 1},
-    // d256 bf16 bias n16384: 34817.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 35031 MB L2->SM; runner-up Br64 Bc32 w4 +33.7%
+    // d256 bf16 bias n16384: 37274.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 35031 MB L2->SM; runner-up Br64 Bc32 w4 +24.9%
     {256, true, false, true, 16384, 64, 64, 4, 1},
-    // d256 bf16 causal+bias n1024: 1363.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 1552 MB L2->SM; runner-up Br64 Bc32 w4 +25.3%
+    // d256 bf16 causal+bias n1024: 1449.0 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 1552 MB L2->SM; runner-up Br64 Bc32 w4 +17.9%
     {256, true, true, true, 1024, 64, 64, 4, 1},
-    // d256 bf16 causal+bias n4096: 4695.8 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 4799 MB L2->SM; runner-up Br64 Bc32 w4 +25.6%
+    // d256 bf16 causal+bias n4096: 5017.4 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 4799 MB L2->SM; runner-up Br64 Bc32 w4 +17.5%
     {256, true, true, true, 4096, 64, 64, 4, 1},
-    // d256 bf16 causal+bias n16384: 17093.4 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +33.1%
+    // d256 bf16 causal+bias n16384: 18294.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +24.4%
     {256, true, true, true, 16384, 64, 64, 4, 1},
     // d256 fp16 plain n1024: 1727.9 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +52.5%
     {256, false, false, false, 1024, 64, 64, 4, 1},
@@ -395,17 +395,17 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {256, false, true, false, 4096, 64, 64, 4, 1},
     // d256 fp16 causal n16384: 12408.0 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +56.6%
     {256, false, true, false, 16384, 64, 64, 4, 1},
-    // d256 fp16 bias n1024: 2327.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +31.6%
+    // d256 fp16 bias n1024: 2480.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +23.4%
     {256, false, false, true, 1024, 64, 64, 4, 1},
-    // d256 fp16 bias n4096: 8825.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 9060 MB L2->SM; runner-up Br64 Bc32 w4 +33.3%
+    // d256 fp16 bias n4096: 9439.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 9060 MB L2->SM; runner-up Br64 Bc32 w4 +24.6%
     {256, false, false, true, 4096, 64, 64, 4, 1},
-    // d256 fp16 bias n16384: 34817.3 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 35031 MB L2->SM; runner-up Br64 Bc32 w4 +33.7%
+    // d256 fp16 bias n16384: 37274.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 35031 MB L2->SM; runner-up Br64 Bc32 w4 +24.9%
     {256, false, false, true, 16384, 64, 64, 4, 1},
-    // d256 fp16 causal+bias n1024: 1363.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 1552 MB L2->SM; runner-up Br64 Bc32 w4 +25.3%
+    // d256 fp16 causal+bias n1024: 1449.0 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 1552 MB L2->SM; runner-up Br64 Bc32 w4 +17.9%
     {256, false, true, true, 1024, 64, 64, 4, 1},
-    // d256 fp16 causal+bias n4096: 4695.8 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 4799 MB L2->SM; runner-up Br64 Bc32 w4 +25.6%
+    // d256 fp16 causal+bias n4096: 5017.4 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 4799 MB L2->SM; runner-up Br64 Bc32 w4 +17.5%
     {256, false, true, true, 4096, 64, 64, 4, 1},
-    // d256 fp16 causal+bias n16384: 17093.4 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +33.1%
+    // d256 fp16 causal+bias n16384: 18294.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +24.4%
     {256, false, true, true, 16384, 64, 64, 4, 1},
 };
 

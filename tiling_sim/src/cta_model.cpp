@@ -34,20 +34,30 @@ CtaTime cta_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   const double issue =
       hw.mma_sync_warp_cycles > 0 ? hmma_per_warp * hw.mma_sync_warp_cycles / hw.clock_hz : 0;
   const double alu1 = alu * sms * schedulers / s.warps;  // a warp's exp + vector work at a scheduler's rate
-  const double work = std::max({pipe, own * alu1, std::max(issue, pipe / own) + alu1});
+  double work = std::max({pipe, own * alu1, std::max(issue, pipe / own) + alu1});
+  // Where the model counts a warp's instructions, its step is those instructions at the warp's measured cycles
+  // per instruction (dependencies and the other pipes' latencies included), the CTA's warps on a scheduler one
+  // after another, and no faster than the tensor pipe.
+  if (hw.warp_cpi > 0 && s.warp_instructions > 0)
+    work = std::max(pipe, own * s.warp_instructions * hw.warp_cpi / hw.clock_hz);
   // The next tile's load: L2's latency plus its bytes at one SM's share of L2 bandwidth, less the work that
   // runs between its issue and its use.
   const double load = hw.l2_latency_s + s.load_bytes / (hw.l2_bytes_per_s / sms);
   t.exposed_load_s = std::max(0.0, load - s.hide_steps * work);
   // Bias / mask elements come from DRAM (each is read once) through plain loads whose results the step needs
   // right away: a warp streams them at the bytes it keeps in flight over the DRAM latency (Little's law).
-  if (s.direct_bytes > 0 && hw.direct_load_inflight_bytes > 0 && hw.cta_dram_latency_s > 0)
-    t.direct_load_s = s.direct_bytes / s.warps / (hw.direct_load_inflight_bytes / hw.cta_dram_latency_s);
-  t.chain_step_s =
-      work +
-      (s.syncs * hw.step_overhead_cycles + spilled_registers(s.accumulator_regs) * kSpillCycles) /
-          hw.clock_hz +
-      t.exposed_load_s + t.direct_load_s;
+  // A spilling score-pipeline kernel reloads its spilled registers (4 bytes a lane) through the same load path
+  // with as many bytes in flight, from L2 at its latency: the bias stream leaves them no room in L1.
+  if (s.direct_bytes > 0 && hw.direct_load_inflight_bytes > 0 && hw.cta_dram_latency_s > 0) {
+    const double reloads = 4.0 * 32 * spilled_registers(s.accumulator_regs);
+    t.direct_load_s = (s.direct_bytes / s.warps * hw.cta_dram_latency_s + reloads * hw.l2_latency_s) /
+                      hw.direct_load_inflight_bytes;
+  }
+  t.chain_step_s = work +
+                   (s.syncs * hw.step_overhead_cycles +
+                    (s.warp_instructions > 0 ? 0 : spilled_registers(s.accumulator_regs) * kSpillCycles)) /
+                       hw.clock_hz +
+                   t.exposed_load_s + t.direct_load_s;
   t.t_chain = t.steps * t.chain_step_s / (ctas_per_sm * sms);
   t.warps_per_scheduler = ctas_per_sm * s.warps / schedulers;
   // The tensor pipe, shared memory and the ALUs overlap, but not perfectly: the SM's issue slots and the

@@ -55,6 +55,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.step_overhead_cycles = j.value("step_overhead_cycles", 0.0);
     p.mma_sync_warp_cycles = j.value("mma_sync_warp_cycles", 0.0);
     p.overlap_norm = j.value("overlap_norm", 0.0);
+    p.warp_cpi = j.value("warp_cpi", 0.0);
     p.direct_load_inflight_bytes = j.value("direct_load_inflight_bytes", 0.0);
     p.schedulers_per_sm = j.value("schedulers_per_sm", 4);
     p.cta_model_source = j.value("cta_model_source", std::string());
@@ -102,6 +103,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
                           {"step_overhead_cycles", p.step_overhead_cycles},
                           {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
                           {"overlap_norm", p.overlap_norm},
+                          {"warp_cpi", p.warp_cpi},
                           {"direct_load_inflight_bytes", p.direct_load_inflight_bytes}})
     non_negative(field, v);
   positive("schedulers_per_sm", p.schedulers_per_sm);
@@ -156,6 +158,7 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"step_overhead_cycles", p.step_overhead_cycles},
           {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
           {"overlap_norm", p.overlap_norm},
+          {"warp_cpi", p.warp_cpi},
           {"direct_load_inflight_bytes", p.direct_load_inflight_bytes},
           {"cta_model_source", p.cta_model_source}};
 }

@@ -46,7 +46,7 @@ CtaStep backward_step(const AttentionProblem& p, const TileConfig& c) {
   s.hide_steps = 1.5;
   // dK, dV (each warp's key tiles, its part of the head dim) and S^T, dP^T (its key tiles x Br), fp32 over 32 lanes
   const double acc = tiles_per_warp * ((d + dv) * 16 / parts + 2 * 16 * br) / 32;
-  set_step_registers(s, p, acc);
+  set_step_registers(s, p, acc, tiles_per_warp * 16 * br / 32);
   return s;
 }
 

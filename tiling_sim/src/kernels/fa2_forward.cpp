@@ -32,6 +32,15 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   s.smem_bytes = (w * (bc * (d + dv) + (c.q_in_registers ? 0.0 : r * d)) + bc * (d + dv)) * e;
   s.load_bytes = bc * (d + dv) * e;
   s.direct_bytes = score_tile_bytes(p, c.block_q, c.block_k);
+  // A warp's instructions a step: its m16n8k16 MMAs (2048 multiply-adds each), its ldmatrix.x4 of K and V (512
+  // bytes each, with their address arithmetic: 2) and of Q, 7 a score for the softmax (scale, max, subtract, ex2,
+  // sum, convert, pack; 4 more to load and apply a bias or mask element), 1 per O element for the rescale, and 60
+  // for the loop, barriers and copies. Against ncu's instruction counts of fa2-v1's forward at every tile (stages
+  // 1, bench/results/fa2_tune_h100_2026-11-25/ncu_tiles/): within 5% at d64, 10 .. 15% low at d128, 15 .. 20% at d256.
+  const double hmma = r * bc * (d + dv) / 2048, ldsm_kv = bc * (d + dv) * e / 512,
+               ldsm_q = c.q_in_registers ? 0.0 : r * d * e / 512;
+  const double per_score = 7 + (s.direct_bytes > 0 ? 4 : 0);
+  s.warp_instructions = hmma + 2 * ldsm_kv + ldsm_q + per_score * r * bc / 32 + r * dv / 32 + 60;
   // FA2's two barriers a key block (K arrived, V arrived); one more to free a shared K/V buffer for V.
   s.syncs = c.kv_shared_buffer ? 3 : 2;
   // One K/V buffer each (stages 1): the next K is issued after S = Q K^T, hidden by softmax and P V (about half
@@ -40,7 +49,10 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   s.hide_steps = c.kv_shared_buffer ? 0.25 : static_cast<double>(c.stages) - 0.5;
   // O (rows x dv) and S (rows x Bc) in fp32 over the warp's 32 lanes; Q's rows in the input dtype when held.
   const double acc = r * (dv + bc) / 32 + (c.q_in_registers ? r * d * e / 4 / 32 : 0.0);
-  set_step_registers(s, p, acc);
+  set_step_registers(s, p, acc, r * bc / 32);
+  // A spilled register is stored and reloaded once a step (the SASS of the spilling kernels: 1 .. 1.5 local loads
+  // and stores a key block per spilled register).
+  s.warp_instructions += 2 * spilled_registers(s.accumulator_regs);
   return s;
 }
 

@@ -29,10 +29,14 @@ namespace flashsim::sim {
 inline constexpr int kRegisterOverhead = 102;
 inline constexpr int kMinRegisterOverhead = 63;
 inline constexpr int kMaxRegistersPerThread = 255;
-// The score-pipeline kernels (bias, mask, softcap, ALiBi) hold their element indexing on top: at the 192-accumulator
-// limit their loops spill (12 .. 112 local loads and stores a key block in the same CSV) where the plain kernels
-// spill 0 .. 20, so they count 8 registers more.
+// The score-pipeline kernels (bias, mask, softcap, ALiBi) hold their element indexing on top, and beyond 64 score
+// registers a thread one bias / mask register per further score: in the same CSV the pipeline kernels spill
+// 0 .. 8 registers more than the plain ones (stack bytes / 4) where a thread holds <= 64 scores, and the one
+// holding 128 (d64 Br128 Bc128 w4) spills 72 where its plain kernel spills none.
 inline constexpr int kPipelineRegisters = 8;
+inline double pipeline_registers(double score_regs) {
+  return std::max<double>(kPipelineRegisters, score_regs - 64);
+}
 // Cycles a spilled register costs a step: stored and reloaded through L1 (an L1 hit's ~33-cycle latency,
 // published microbenchmarks of the H100), not hidden by the warp's own work.
 inline constexpr double kSpillCycles = 33;
@@ -56,12 +60,14 @@ inline double score_tile_bytes(const AttentionProblem& p, int64_t br, int64_t bc
          (p.mask != BroadcastShape::None ? elems : 0.0);
 }
 
-// A step's register fields from its fp32 accumulator registers (kPipelineRegisters more for a score-pipeline
+// A step's register fields from its fp32 accumulator registers (pipeline_registers more for a score-pipeline
 // kernel: bias, mask, softcap or ALiBi).
-inline void set_step_registers(CtaStep& s, const AttentionProblem& p, double accumulator_regs) {
+// score_regs: the S (or S^T) accumulators among them.
+inline void set_step_registers(CtaStep& s, const AttentionProblem& p, double accumulator_regs,
+                               double score_regs) {
   const bool pipeline =
       p.bias != BroadcastShape::None || p.mask != BroadcastShape::None || p.softcap > 0 || p.alibi;
-  s.accumulator_regs = accumulator_regs + (pipeline ? kPipelineRegisters : 0);
+  s.accumulator_regs = accumulator_regs + (pipeline ? pipeline_registers(score_regs) : 0);
   s.regs = register_estimate(s.accumulator_regs);
 }
 

@@ -59,6 +59,7 @@ struct HardwareProfile {
   double mma_sync_flops = 0, smem_bytes_per_s = 0, clock_hz = 0, l2_latency_s = 0, step_overhead_cycles = 0;
   double mma_sync_warp_cycles = 0;
   double direct_load_inflight_bytes = 0;  // bias / mask bytes a warp keeps in flight (cta_model.h); 0: none
+  double warp_cpi = 0;  // cycles per instruction of one warp in an FA2 main loop (cta_model.h); 0: not used
   double overlap_norm = 0;  // how the tensor, shared-memory and ALU times combine (cta_model.h); 0: their max
   int schedulers_per_sm = 4;
   std::string cta_model_source;

@@ -53,7 +53,8 @@ struct CtaStep {
   int syncs = 0;                // CTA barriers a step
   double hide_steps = 0;        // how much of a step's work runs between a tile's load and its first use
   double accumulator_regs = 0;  // fp32 accumulator registers a thread keeps across the loop
-  int regs = 0;                 // registers per thread (cta_model.h's estimate)
+  double warp_instructions = 0;  // instructions a warp issues a step (0: not modelled)
+  int regs = 0;                  // registers per thread (cta_model.h's estimate)
 };
 
 // Launch shape of a kernel (no moves).
