@@ -60,9 +60,8 @@ std::string header_text(const std::vector<sim::TuneResult>& results) {
 }
 
 void print_tune(const sim::TuneResult& r, int top) {
-  fmt::print("{} on {} ({} configs: {})\n", sim::tune_kernel_name(r.request.kernel), r.hw.name,
-             r.request.space == sim::TuneSpace::Instances ? "fa2-v1's instances" : "every",
-             r.entries.empty() ? 0 : r.entries.front().configs);
+  fmt::print("{} on {} (configs: {})\n", sim::tune_kernel_name(r.request.kernel), r.hw.name,
+             r.request.space == sim::TuneSpace::Instances ? "fa2-v1's instances" : "sim sweep's space");
   for (const auto& e : r.entries) {
     fmt::print("\nd{} {} {} n{} ({}): {} of {} configs fit\n", e.head_dim, dtype_name(e.dtype),
                e.features.name(), e.seqlen, e.problem.describe(), e.ranked.size(), e.configs);
@@ -73,7 +72,8 @@ void print_tune(const sim::TuneResult& r, int top) {
       const auto& w = e.ranked[i];
       fmt::print("  {:>3} {:<22} {:>10.1f} us {:>+7.1f}% {:<8} {} CTA/SM {:>3} regs {:>7} B smem\n", i + 1,
                  sim::tune_config_name(r.request.kernel, w.config), w.time_s * 1e6,
-                 (w.time_s / e.ranked[0].time_s - 1) * 100, w.bound, w.ctas_per_sm, w.regs, w.smem_bytes);
+                 (w.time_s / e.ranked[0].time_s - 1) * 100, w.kernel_bound, w.ctas_per_sm, w.regs,
+                 w.smem_bytes);
     }
   }
 }
@@ -144,10 +144,16 @@ void add_tune_command(CLI::App* sim) {
     sim::TuneRequest base;
     base.head_dims = st->head_dims;
     base.seqlens = st->seqlens;
+    base.space = st->space == "all" ? sim::TuneSpace::All : sim::TuneSpace::Instances;
     base.dtypes.clear();
     for (const auto& d : st->dtypes) base.dtypes.push_back(parse_dtype(d));
+    for (const DType t : base.dtypes)
+      if (base.space == sim::TuneSpace::Instances && t != DType::BF16 && t != DType::F16)
+        throw InputError("dtypes",
+                         fmt::format("{}: fa2-v1's instances run bf16 and fp16 (--space all ranks any "
+                                     "dtype's configs)",
+                                     dtype_name(t)));
     base.features = sim::feature_combinations(st->features);
-    base.space = st->space == "all" ? sim::TuneSpace::All : sim::TuneSpace::Instances;
     for (int64_t d : base.head_dims)
       if (d < 1 || d > 1024)
         throw InputError("head_dims", fmt::format("head dim {} out of range 1..1024", d));

@@ -41,13 +41,21 @@ void require_inputs(const AttentionProblem& p, const DeviceArgs& args) {
   require_aligned(args.v, "v");
 }
 
+namespace {
+// Whether the problem runs the score-pipeline kernels (the launch tables key on it); a problem whose sizes pass
+// int counts as one: forward_unsupported refuses it whatever the tile.
+bool launch_pipeline(const AttentionProblem& p) {
+  try {
+    return uses_score_pipeline(params_of(p));
+  } catch (const InputError&) {
+    return true;
+  }
+}
+}  // namespace
+
 TileConfig hand_launch_tile(const AttentionProblem& p) {
   TileConfig c;  // Br128 Bc64 w4 stages 1; backward Br64 Bc128 with 8 warps
-  bool pipeline = true;
-  try {
-    pipeline = uses_score_pipeline(params_of(p));
-  } catch (const InputError&) {  // sizes past int: forward_unsupported says so, whatever the tile
-  }
+  const bool pipeline = launch_pipeline(p);
   switch (p.head_dim) {
     case 64:
       c.stages = 2;  // K/V of the next block prefetched: 3% faster than FA2's one-buffer schedule (measured)
@@ -102,11 +110,7 @@ const LaunchEntry* nearest_entry(const LaunchEntry (&table)[N], const AttentionP
 
 TileConfig launch_tile(const AttentionProblem& p, Pass pass) {
   TileConfig c = hand_launch_tile(p);  // head dims and dtypes the generated table does not cover
-  bool pipeline = true;
-  try {
-    pipeline = uses_score_pipeline(params_of(p));
-  } catch (const InputError&) {  // sizes past int: forward_unsupported says so, whatever the tile
-  }
+  const bool pipeline = launch_pipeline(p);
   if (pass == Pass::Forward) {
     if (const LaunchEntry* e = nearest_entry(kFwdLaunchTable, p, pipeline)) {
       c.block_q = e->block_q;

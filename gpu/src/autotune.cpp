@@ -14,32 +14,24 @@
 #include "flashsim/gpu/harness.h"  // cuda_available, why_no_backward
 #include "flashsim/gpu/params.h"   // missing_gpu_feature
 #include "flashsim/inputs.h"       // InputStream
+#include "flashsim/sim/tune.h"     // tune_problem, parse_tune_features
 
 namespace flashsim::gpu {
 
 namespace {
 
-struct Feature {
-  bool causal = false, bias = false;
-};
-
-// "plain", or "causal", "bias" joined by '+'.
-Feature parse_feature(const std::string& f) {
-  Feature x;
-  if (f == "plain") return x;
-  size_t start = 0;
-  while (start <= f.size()) {
-    const size_t end = std::min(f.find('+', start), f.size());
-    const std::string part = f.substr(start, end - start);
-    if (part == "causal") {
-      x.causal = true;
-    } else if (part == "bias") {
-      x.bias = true;
-    } else {
-      throw InputError("features", fmt::format("'{}': expected plain, causal, bias or causal+bias", f));
-    }
-    start = end + 1;
+// "plain", "causal", "bias" or "causal+bias": the features fa2-v1 is timed with (sim tune's names and problem).
+sim::TuneFeatures parse_feature(const std::string& f) {
+  const auto bad = [&] {
+    return InputError("features", fmt::format("'{}': expected plain, causal, bias or causal+bias", f));
+  };
+  sim::TuneFeatures x;
+  try {
+    x = sim::parse_tune_features(f);
+  } catch (const InputError&) {
+    throw bad();
   }
+  if (x.mask || x.softcap || x.alibi) throw bad();  // no buffers for them here
   return x;
 }
 
@@ -132,17 +124,11 @@ AutotunePlan autotune_plan(const AutotuneGrid& g) {
     for (const DType t : g.dtypes)
       for (const int64_t n : g.seqlens)
         for (const std::string& f : g.features) {
-          const Feature feat = parse_feature(f);
-          AttentionProblem p;
-          // bench's convention: 16K tokens a batch, a model width of 2048
-          p.batch = g.batch > 0 ? g.batch : std::max<int64_t>(1, 16384 / std::max<int64_t>(1, n));
-          p.heads_q = p.heads_kv = g.heads > 0 ? g.heads : std::max<int64_t>(1, 2048 / d);
-          p.seqlen_q = p.seqlen_k = n;
-          p.head_dim = p.head_dim_v = d;
-          p.dtype = t;
-          if (feat.causal) p.window_right = 0;
-          if (feat.bias) p.bias = BroadcastShape::BHQK;
-          p.validate();  // an InputError naming the field
+          // bench's convention: 16K tokens a batch, a model width of 2048; the problem sim tune predicts
+          const sim::TuneRequest conv;
+          const AttentionProblem p = sim::tune_problem(
+              g.batch > 0 ? g.batch : std::max<int64_t>(1, conv.tokens / std::max<int64_t>(1, n)),
+              g.heads > 0 ? g.heads : std::max<int64_t>(1, conv.width / d), d, t, parse_feature(f), n);
           const size_t index = plan.problems.size();
           plan.problems.push_back({p, f});
           // the rows' other fields: the launch table's; `hand` and `table` mark the two tables' picks

@@ -105,9 +105,9 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
     for (auto& r : reports) {
       const TileConfig c = tile_for(*r.version, lc.c.problem,
                                     opt.tiles_for == TilePasses::Backward ? TileOverride{} : opt.tiles);
-      const TileConfig cb = tile_for(*r.version, lc.c.problem,
-                                     opt.tiles_for == TilePasses::Forward ? TileOverride{} : opt.tiles,
-                                     Pass::Backward);
+      const TileConfig cb =
+          tile_for(*r.version, lc.c.problem,
+                   opt.tiles_for == TilePasses::Forward ? TileOverride{} : opt.tiles, Pass::Backward);
       std::string skip = missing_gpu_feature(lc.c.problem);
       if (skip.empty() && r.version->unsupported) skip = r.version->unsupported(lc.c.problem, c);
       if (!skip.empty()) {

@@ -52,7 +52,8 @@ TEST(TuneCommand, TableAndJson) {
 TEST(TuneCommand, BadInputIsOneLineExit2) {
   for (const char* args :
        {"sim tune --kernel fa3-fwd", "sim tune --features causal,nope", "sim tune --head-dims 0",
-        "sim tune --header /tmp/x.h", "sim tune --check /nonexistent/autotune.csv", "sim tune --hw nope"}) {
+        "sim tune --header /tmp/x.h", "sim tune --check /nonexistent/autotune.csv", "sim tune --hw nope",
+        "sim tune --dtypes fp32"}) {
     const auto r = flashsim::test::run_cli(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_EQ(flashsim::test::count_lines(r.out), 1) << args << "\n" << r.out;

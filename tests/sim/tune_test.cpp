@@ -93,7 +93,7 @@ TEST(CtaModel, SeparatesStagesQregAndSharedKv) {
             b.counts.launch.step.accumulator_regs);  // ... and holds Q's fragments in registers
   EXPECT_LE(s.cta.exposed_load_s, b.cta.exposed_load_s);
   EXPECT_GT(k.cta.chain_step_s, b.cta.chain_step_s);  // the exposed V load lengthens a CTA's step ...
-  EXPECT_GE(k.time_s, b.time_s);                       // ... which other CTAs may hide, never shorten
+  EXPECT_GE(k.time_s, b.time_s);                      // ... which other CTAs may hide, never shorten
   // At d64 Q's fragments fit without spilling (at d128 the spill's traffic can cancel what Q saves): less shared
   // memory, a different time.
   auto p64 = p;

@@ -26,20 +26,24 @@ CtaTime cta_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   t.t_smem = t.steps * smem / hw.smem_bytes_per_s;
   t.t_alu = t.steps * alu;
   // One CTA's step on a scheduler: its warps there (own) issue their MMAs through the scheduler's tensor pipe
-  // (the GPU's mma.sync rate / SMs / schedulers), a warp at most one m16n8k16 every mma_sync_warp_cycles; a
-  // warp runs its MMAs and its softmax in turn, the CTA's warps on one scheduler overlap them.
+  // (the GPU's mma.sync rate / SMs / schedulers).
   const double own = std::max(1.0, s.warps / schedulers);
-  const double hmma_per_warp = s.mma_flops / s.warps / (2.0 * 16 * 8 * 16);  // m16n8k16s a warp issues
   const double pipe = own * s.mma_flops / s.warps / hw.mma_sync_flops * sms * schedulers;
-  const double issue =
-      hw.mma_sync_warp_cycles > 0 ? hmma_per_warp * hw.mma_sync_warp_cycles / hw.clock_hz : 0;
-  const double alu1 = alu * sms * schedulers / s.warps;  // a warp's exp + vector work at a scheduler's rate
-  double work = std::max({pipe, own * alu1, std::max(issue, pipe / own) + alu1});
-  // Where the model counts a warp's instructions, its step is those instructions at the warp's measured cycles
-  // per instruction (dependencies and the other pipes' latencies included), the CTA's warps on a scheduler one
-  // after another, and no faster than the tensor pipe.
-  if (hw.warp_cpi > 0 && s.warp_instructions > 0)
+  double work = pipe;
+  if (hw.warp_cpi > 0 && s.warp_instructions > 0) {
+    // Where the model counts a warp's instructions, its step is those instructions at the warp's measured cycles
+    // per instruction (dependencies and the other pipes' latencies included), the CTA's warps on a scheduler
+    // one after another, and no faster than the tensor pipe.
     work = std::max(pipe, own * s.warp_instructions * hw.warp_cpi / hw.clock_hz);
+  } else {
+    // Otherwise a warp issues at most one m16n8k16 every mma_sync_warp_cycles and runs its MMAs and its softmax
+    // in turn; the CTA's warps on one scheduler overlap them.
+    const double hmma_per_warp = s.mma_flops / s.warps / (2.0 * 16 * 8 * 16);  // m16n8k16s a warp issues
+    const double issue =
+        hw.mma_sync_warp_cycles > 0 ? hmma_per_warp * hw.mma_sync_warp_cycles / hw.clock_hz : 0;
+    const double alu1 = alu * sms * schedulers / s.warps;  // a warp's exp + vector work at a scheduler's rate
+    work = std::max({pipe, own * alu1, std::max(issue, pipe / own) + alu1});
+  }
   // The next tile's load: L2's latency plus its bytes at one SM's share of L2 bandwidth, less the work that
   // runs between its issue and its use.
   const double load = hw.l2_latency_s + s.load_bytes / (hw.l2_bytes_per_s / sms);
@@ -63,13 +67,13 @@ CtaTime cta_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   // The tensor pipe, shared memory and the ALUs overlap, but not perfectly: the SM's issue slots and the
   // dependencies between a step's loads, MMAs and softmax keep them from running at their peaks together. Their
   // combination is a p-norm (p = overlap_norm: infinity = perfect overlap, 1 = none), calibrated on measured runs.
-  double busy = std::max({t.t_tensor, t.t_smem, t.t_alu});
+  const double top = std::max({t.t_tensor, t.t_smem, t.t_alu});
+  double busy = top;
   if (hw.overlap_norm > 0) {
     const double q = hw.overlap_norm;
     busy = std::pow(std::pow(t.t_tensor, q) + std::pow(t.t_smem, q) + std::pow(t.t_alu, q), 1 / q);
   }
   busy = std::max(busy, t.t_chain);
-  const double top = std::max({t.t_tensor, t.t_smem, t.t_alu});
   t.bound = busy == t.t_chain && t.t_chain > top ? "chain"
             : top == t.t_tensor                  ? "tensor"
             : top == t.t_smem                    ? "smem"

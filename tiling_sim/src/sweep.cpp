@@ -31,6 +31,36 @@ std::vector<TileConfig> sweep_space(Pass pass) {
   return configs;
 }
 
+SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
+                        const std::vector<const KernelModel*>& kernels, const ProblemData* data, bool& fits) {
+  SweepRow row;
+  row.config = c;
+  fits = true;
+  double worst = -1;
+  for (const KernelModel* m : kernels) {
+    const auto k = predict_kernel(analytic_counts(*m, p, c, data), hw);
+    fits = fits && k.occ.fits;
+    row.time_s += k.time_s;
+    row.load_bytes += k.counts.load_bytes();
+    row.dram_bytes += k.dram_read + k.dram_write;
+    row.smem_bytes = std::max(row.smem_bytes, k.counts.launch.smem_bytes());
+    if (k.time_s > worst) {
+      worst = k.time_s;
+      row.ctas_per_sm = k.occ.ctas_per_sm;
+      row.bound = k.name + ":" + k.bound;
+      row.kernel_bound = k.bound;
+      row.limiter = k.occ.limiter;
+      row.regs = k.cta.regs;
+    }
+  }
+  return row;
+}
+
+bool ranks_before(const SweepRow& x, const SweepRow& y) {
+  return std::tie(x.time_s, x.dram_bytes, x.load_bytes, x.smem_bytes) <
+         std::tie(y.time_s, y.dram_bytes, y.load_bytes, y.smem_bytes);
+}
+
 SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorithm a, Pass pass,
                   const std::function<void(size_t, size_t)>& progress, const ProblemData* data) {
   const auto configs = sweep_space(pass);
@@ -41,28 +71,11 @@ SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorith
   r.configs = static_cast<int64_t>(configs.size());
   for (size_t i = 0; i < configs.size(); ++i) {
     if (progress && (i % 64 == 0 || i + 1 == configs.size())) progress(i + 1, configs.size());
-    SweepRow row{configs[i], 0, 0, 0, 0, 0, ""};
     bool fits = true;
-    double worst = -1;
-    for (const KernelModel* m : kernels) {
-      const auto k = predict_kernel(analytic_counts(*m, p, configs[i], &d), hw);
-      fits = fits && k.occ.fits;
-      row.time_s += k.time_s;
-      row.load_bytes += k.counts.load_bytes();
-      row.dram_bytes += k.dram_read + k.dram_write;
-      row.smem_bytes = std::max(row.smem_bytes, k.counts.launch.smem_bytes());
-      if (k.time_s > worst) {
-        worst = k.time_s;
-        row.ctas_per_sm = k.occ.ctas_per_sm;
-        row.bound = k.name + ":" + k.bound;
-      }
-    }
-    if (fits) r.ranked.push_back(row);
+    SweepRow row = predict_config(p, configs[i], hw, kernels, &d, fits);
+    if (fits) r.ranked.push_back(std::move(row));
   }
-  std::stable_sort(r.ranked.begin(), r.ranked.end(), [](const SweepRow& x, const SweepRow& y) {
-    return std::tie(x.time_s, x.dram_bytes, x.load_bytes, x.smem_bytes) <
-           std::tie(y.time_s, y.dram_bytes, y.load_bytes, y.smem_bytes);
-  });
+  std::stable_sort(r.ranked.begin(), r.ranked.end(), ranks_before);
   return r;
 }
 

@@ -39,19 +39,41 @@ std::string TuneFeatures::name() const {
   return out.empty() ? "plain" : out;
 }
 
+namespace {
+// A feature's flag in TuneFeatures; nullptr for an unknown name.
+bool TuneFeatures::*feature_field(std::string_view n) {
+  return n == "causal"                 ? &TuneFeatures::causal
+         : n == "bias" || n == "dbias" ? &TuneFeatures::bias
+         : n == "mask"                 ? &TuneFeatures::mask
+         : n == "softcap"              ? &TuneFeatures::softcap
+         : n == "alibi"                ? &TuneFeatures::alibi
+                                       : nullptr;
+}
+InputError unknown_feature(std::string_view n) {
+  return InputError(
+      "features", fmt::format("unknown feature '{}' (known: causal, bias, dbias, mask, softcap, alibi)", n));
+}
+}  // namespace
+
+TuneFeatures parse_tune_features(std::string_view s) {
+  TuneFeatures t;
+  if (s == "plain") return t;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find('+', start), s.size());
+    bool TuneFeatures::*f = feature_field(s.substr(start, end - start));
+    if (!f) throw unknown_feature(s.substr(start, end - start));
+    t.*f = true;
+    start = end + 1;
+  }
+  return t;
+}
+
 std::vector<TuneFeatures> feature_combinations(const std::vector<std::string>& names) {
   std::vector<bool TuneFeatures::*> fields;
   for (const auto& n : names) {
-    bool TuneFeatures::*f = n == "causal"                 ? &TuneFeatures::causal
-                            : n == "bias" || n == "dbias" ? &TuneFeatures::bias
-                            : n == "mask"                 ? &TuneFeatures::mask
-                            : n == "softcap"              ? &TuneFeatures::softcap
-                            : n == "alibi"                ? &TuneFeatures::alibi
-                                                          : nullptr;
-    if (!f)
-      throw InputError(
-          "features",
-          fmt::format("unknown feature '{}' (known: causal, bias, dbias, mask, softcap, alibi)", n));
+    bool TuneFeatures::*f = feature_field(n);
+    if (!f) throw unknown_feature(n);
     if (std::find(fields.begin(), fields.end(), f) == fields.end()) fields.push_back(f);
   }
   std::vector<TuneFeatures> out;
@@ -64,11 +86,11 @@ std::vector<TuneFeatures> feature_combinations(const std::vector<std::string>& n
   return out;
 }
 
-AttentionProblem tune_problem(const TuneRequest& r, int64_t head_dim, DType dtype, const TuneFeatures& f,
-                              int64_t seqlen) {
+AttentionProblem tune_problem(int64_t batch, int64_t heads, int64_t head_dim, DType dtype,
+                              const TuneFeatures& f, int64_t seqlen) {
   AttentionProblem p;
-  p.batch = std::max<int64_t>(1, r.tokens / seqlen);
-  p.heads_q = p.heads_kv = std::max<int64_t>(1, r.width / head_dim);
+  p.batch = batch;
+  p.heads_q = p.heads_kv = heads;
   p.seqlen_q = p.seqlen_k = seqlen;
   p.head_dim = p.head_dim_v = head_dim;
   p.dtype = dtype;
@@ -79,6 +101,12 @@ AttentionProblem tune_problem(const TuneRequest& r, int64_t head_dim, DType dtyp
   p.alibi = f.alibi;
   p.validate();
   return p;
+}
+
+AttentionProblem tune_problem(const TuneRequest& r, int64_t head_dim, DType dtype, const TuneFeatures& f,
+                              int64_t seqlen) {
+  return tune_problem(std::max<int64_t>(1, r.tokens / std::max<int64_t>(1, seqlen)),
+                      std::max<int64_t>(1, r.width / head_dim), head_dim, dtype, f, seqlen);
 }
 
 std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim) {
@@ -124,31 +152,7 @@ Pass pass_of(TuneKernel k) {
 // The pass's kernels predicted (analytic counts); fits: every kernel fits.
 TuneRow predict_row(TuneKernel k, const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
                     bool& fits) {
-  TuneRow row;
-  row.config = c;
-  fits = true;
-  double main_time = -1;
-  for (const KernelModel* m : kernels_of(Algorithm::Fa2, pass_of(k))) {
-    const KernelPrediction kp = predict_kernel(analytic_counts(*m, p, c), hw);
-    fits = fits && kp.occ.fits;
-    row.time_s += kp.time_s;
-    row.load_bytes += kp.counts.load_bytes();
-    row.dram_bytes += kp.dram_read + kp.dram_write;
-    row.smem_bytes = std::max(row.smem_bytes, kp.counts.launch.smem_bytes());
-    if (kp.time_s > main_time) {  // the main kernel: the slowest of the pass
-      main_time = kp.time_s;
-      row.ctas_per_sm = kp.occ.ctas_per_sm;
-      row.limiter = kp.occ.limiter;
-      row.regs = kp.cta.regs;
-      row.bound = kp.bound;
-    }
-  }
-  return row;
-}
-
-bool faster(const TuneRow& x, const TuneRow& y) {
-  return std::tie(x.time_s, x.dram_bytes, x.load_bytes, x.smem_bytes) <
-         std::tie(y.time_s, y.dram_bytes, y.load_bytes, y.smem_bytes);
+  return predict_config(p, c, hw, kernels_of(Algorithm::Fa2, pass_of(k)), nullptr, fits);
 }
 
 }  // namespace
@@ -158,7 +162,7 @@ std::string TuneEntry::reason() const {
   const TuneRow& b = ranked[0];
   std::string s =
       fmt::format("{:.1f} us, {}-bound, {} CTA/SM ({}), {} regs, {:.0f} MB DRAM, {:.0f} MB L2->SM",
-                  b.time_s * 1e6, b.bound, b.ctas_per_sm, b.limiter, b.regs,
+                  b.time_s * 1e6, b.kernel_bound, b.ctas_per_sm, b.limiter, b.regs,
                   static_cast<double>(b.dram_bytes) / 1e6, static_cast<double>(b.load_bytes) / 1e6);
   if (ranked.size() > 1)
     s += fmt::format("; runner-up {} +{:.1f}%", tune_config_name(kernel, ranked[1].config),
@@ -190,7 +194,7 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
             TuneRow row = predict_row(r.kernel, e.problem, c, hw, fits);
             if (fits) e.ranked.push_back(std::move(row));
           }
-          std::stable_sort(e.ranked.begin(), e.ranked.end(), faster);
+          std::stable_sort(e.ranked.begin(), e.ranked.end(), ranks_before);
           out.entries.push_back(std::move(e));
           if (progress) progress(out.entries.size(), total);
         }
@@ -205,7 +209,7 @@ nlohmann::json to_json(const TuneResult& r, int top) {
       const TuneRow& w = e.ranked[i];
       rows.push_back({{"config", tune_config_name(r.request.kernel, w.config)},
                       {"time_s", w.time_s},
-                      {"bound", w.bound},
+                      {"bound", w.kernel_bound},
                       {"ctas_per_sm", w.ctas_per_sm},
                       {"occupancy_limiter", w.limiter},
                       {"registers_per_thread", w.regs},
@@ -354,11 +358,8 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
   TuneCheck out;
   for (const auto& [key, list] : entries) {
     const MeasuredRow& first = *list.front();
-    TuneRequest req;
-    req.kernel = first.kernel;
-    req.tokens = first.batch * first.seqlen;
-    req.width = first.heads * first.head_dim;
-    const AttentionProblem p = tune_problem(req, first.head_dim, first.dtype, first.features, first.seqlen);
+    const AttentionProblem p =
+        tune_problem(first.batch, first.heads, first.head_dim, first.dtype, first.features, first.seqlen);
     std::vector<double> predicted, measured;
     double hand_ms = 0;
     for (const MeasuredRow* r : list) {

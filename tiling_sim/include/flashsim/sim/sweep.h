@@ -16,7 +16,18 @@ struct SweepRow {
   int64_t smem_bytes = 0;                  // the largest kernel's shared memory per CTA
   int ctas_per_sm = 0;                     // of the slowest kernel
   std::string bound;                       // the slowest kernel and what bounds it: "fwd_fa2:tensor"
+  std::string kernel_bound;                // what bounds the slowest kernel: "tensor"
+  std::string limiter;                     // what caps the slowest kernel's CTAs per SM
+  int regs = 0;  // the slowest kernel's registers per thread (per-CTA model; 0: none)
 };
+
+// One config over a pass's kernels (analytic counts): times and bytes summed, the largest shared memory, the
+// slowest kernel's occupancy and bound. fits: every kernel fits.
+SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
+                        const std::vector<const KernelModel*>& kernels, const ProblemData* data, bool& fits);
+// The ranking order of sweep and tune: faster first; equal times by less DRAM traffic, fewer L2 bytes, less
+// shared memory.
+bool ranks_before(const SweepRow& x, const SweepRow& y);
 
 struct SweepResult {
   int64_t configs = 0;           // configs tried

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flashsim/sim/model.h"
+#include "flashsim/sim/sweep.h"
 
 namespace flashsim::sim {
 
@@ -28,6 +29,8 @@ struct TuneFeatures {
   std::string name() const;                                           // "plain", "causal", "causal+bias", ...
   bool pipeline() const { return bias || mask || softcap || alibi; }  // fa2-v1's score-pipeline kernel
 };
+// "plain", or feature names joined by '+' ("causal+bias"): InputError("features") for an unknown name.
+TuneFeatures parse_tune_features(std::string_view s);
 // Every combination of the listed features ("causal", "bias", "dbias" (= bias), "mask", "softcap", "alibi"):
 // 2^n sets, the plain one first. InputError("features") for an unknown name.
 std::vector<TuneFeatures> feature_combinations(const std::vector<std::string>& names);
@@ -47,17 +50,13 @@ struct TuneRequest {
 // seqlen_k = seqlen, the features applied.
 AttentionProblem tune_problem(const TuneRequest& r, int64_t head_dim, DType dtype, const TuneFeatures& f,
                               int64_t seqlen);
+// The same for a given batch and head count (flashsim-gpu autotune times exactly these problems).
+AttentionProblem tune_problem(int64_t batch, int64_t heads, int64_t head_dim, DType dtype,
+                              const TuneFeatures& f, int64_t seqlen);
 // The configs of the space for a head dim (forward: Br, Bc, warps, stages; backward: bwd Br, Bc, warps).
 std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim);
 
-struct TuneRow {
-  TileConfig config;
-  double time_s = 0;
-  int64_t load_bytes = 0, dram_bytes = 0, smem_bytes = 0;
-  int ctas_per_sm = 0, regs = 0;
-  std::string bound;    // the main kernel's ("smem", "tensor", "chain", "softmax", "memory", ...)
-  std::string limiter;  // what caps its CTAs per SM
-};
+using TuneRow = SweepRow;  // a config's prediction, as sim sweep ranks it
 struct TuneEntry {
   TuneKernel kernel = TuneKernel::Fa2Fwd;
   int64_t head_dim = 0;
