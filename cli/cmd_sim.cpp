@@ -70,9 +70,9 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
           : std::string("MMA at the tensor peak (no measured rate for this profile): a lower bound"));
   if (std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.cta.modelled; }))
     fmt::print(
-        "      the FA2 main loops by the per-CTA model instead of MMA + exp + vector work: max(mma.sync, "
-        "shared memory, softmax, the CTAs' step chain) (docs/simulator.md, `sim predict --json`: "
-        "cta_model)\n");
+        "      the FA2 main loops by the per-CTA model instead of MMA + exp + vector work: mma.sync, shared "
+        "memory and softmax combined, or the CTAs' step chain when longer (docs/simulator.md, `sim predict "
+        "--json`: cta_model)\n");
 }
 
 void print_row(const std::string& name, int64_t load, int64_t store, int64_t reduce, int64_t dram_read,
