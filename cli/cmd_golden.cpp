@@ -29,8 +29,9 @@ void add_generate(CLI::App* golden) {
     MemoryFlag memory;
   };
   auto st = std::make_shared<State>();
-  cmd->add_option("--suite", st->suite,
-                  "Built-in suite name (smoke, default, long) or a suite spec JSON file")
+  cmd->add_option(
+         "--suite", st->suite,
+         "Built-in suite name (smoke, default, long, decode, sparse, norm) or a suite spec JSON file")
       ->required();
   cmd->add_option("--out", st->out, "Output folder (written to a temporary folder, renamed when complete)")
       ->required();
@@ -161,14 +162,14 @@ void add_verify(CLI::App* golden) {
   cmd->add_option("--golden", st->golden, "Golden suite folder")->required();
   cmd->add_option("--candidate", st->candidate,
                   "Folder of candidate safetensors files named as the golden cases, holding o lse dq dk dv "
-                  "(dbias) in any float dtype")
+                  "(dbias) in any float dtype (a norm case: y h rstd mean dx dweight dbias dresidual)")
       ->required();
   cmd->add_option("--as", st->as,
                   "The dtype the candidate computed in (picks the tolerance; default: the candidate file's "
                   "__metadata__[\"flashsim.compute_dtype\"], else the case's input dtype)");
   cmd->add_option("--outputs", st->outputs,
                   "Comma-separated outputs to check (default: all, e.g. o,lse for a "
-                  "forward-only kernel)");
+                  "forward-only kernel; cases with none of them are skipped)");
   cmd->add_option("--case", st->cases, "Only cases whose name matches this glob (repeatable)");
   cmd->add_flag("--json", st->json, "Print the report as JSON");
   cmd->add_flag("--quiet", st->quiet, "Print only failing outputs and the summary");
@@ -204,7 +205,9 @@ void add_candidate(CLI::App* golden) {
   cmd->add_option("--out", st->out, "Candidate folder to write")->required();
   cmd->add_option("--dtype", st->dtype, "Compute dtype of the emulated pipeline (inputs rounded to it)")
       ->capture_default_str();
-  cmd->add_option("--forward", st->forward, "Forward algorithm: naive, three-pass, two-pass, fa1, fa2")
+  cmd->add_option("--forward", st->forward,
+                  "Forward algorithm: naive, three-pass, two-pass, fa1, fa2 (attention cases; a norm case's "
+                  "candidate is its emulated pipeline in a kernel's tree summation order)")
       ->capture_default_str();
   cmd->add_option("--backward", st->backward, "Backward algorithm: naive or fa2")->capture_default_str();
   cmd->add_option("--threads", st->threads, "OpenMP threads (0: all cores)");

@@ -2,7 +2,9 @@
 
 A golden case is one safetensors file: inputs (q k v do, and bias mask alibi_slopes cu_seqlens_q
 cu_seqlens_k where present) in their stored dtype, exact outputs (o lse dq dk dv, dbias) in float64, and
-__metadata__["flashsim.case"], the case as JSON (problem fields, seed, tolerances).
+__metadata__["flashsim.case"], the case as JSON (problem fields, seed, tolerances). A norm case (its JSON's
+"op" is "rmsnorm" or "layernorm") holds x weight (bias) (residual) dy and y (h) rstd (mean) dx dweight (dbias)
+(dresidual) instead.
 
 NumPy has no bfloat16, so tensors are read through safetensors.deserialize (the package's own parser) and
 BF16 is widened to float32 exactly (a bfloat16 is the top half of a float32).
@@ -36,7 +38,7 @@ def load_case(path):
 
 
 def save_candidate(path, outputs, compute_dtype):
-    """Writes a candidate file: outputs maps o/lse/dq/dk/dv/dbias to float arrays (any float dtype NumPy has);
+    """Writes a candidate file: outputs maps output names (o/lse/dq/dk/dv/dbias, a norm's y/rstd/dx/...) to float arrays (any float dtype NumPy has);
     compute_dtype ("bf16", ...) tells `flashsim golden verify` which tolerance applies."""
     arrays = {k: np.ascontiguousarray(v) for k, v in outputs.items()}
     safetensors.numpy.save_file(arrays, path, metadata={"flashsim.compute_dtype": compute_dtype})

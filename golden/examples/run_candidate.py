@@ -4,7 +4,8 @@
     python3 golden/examples/run_candidate.py --golden build/golden/smoke --out /tmp/cand --kernel sdpa
     python3 golden/examples/run_candidate.py --golden golden/data/smoke --out /tmp/cand --kernel numpy
 
---kernel numpy: NumPy float32 attention (numpy_attention.py), a stand-in that needs nothing but NumPy.
+--kernel numpy: NumPy float32 attention (numpy_attention.py), and RMSNorm / LayerNorm (numpy_norm.py) for a
+                norm case: stand-ins that need nothing but NumPy.
 --kernel sdpa:  PyTorch's scaled_dot_product_attention (CUDA when available), forward and backward through
                 autograd; bias, masks, windows and ALiBi go in as one float attn_mask, GQA through
                 enable_gqa, variable lengths one sequence at a time. SDPA has no softcap (those cases are
@@ -24,6 +25,9 @@ from flashsim_golden import load_case, manifest, save_candidate  # noqa: E402
 
 
 def numpy_kernel(t, case):
+    if case.get("op", "attention") != "attention":  # a norm case: rmsnorm or layernorm
+        from numpy_norm import norm
+        return norm(t, case), case["dtype"]
     from numpy_attention import attention
     return attention(t, case), case["dtype"]  # computed in fp32 from inputs in the case's dtype
 
@@ -31,6 +35,8 @@ def numpy_kernel(t, case):
 def sdpa_kernel(t, case):
     import torch
     import torch.nn.functional as F
+    if case.get("op", "attention") != "attention":
+        return None, f"SDPA is attention, the case is {case['op']}"
     if case["softcap"] > 0:
         return None, "SDPA has no softcap"
     dev = "cuda" if torch.cuda.is_available() else "cpu"

@@ -5,6 +5,7 @@
 #include "flashsim/error.h"
 #include "flashsim/golden/case_file.h"
 #include "flashsim/golden/files.h"
+#include "flashsim/golden/norm_case.h"
 #include "flashsim/golden/safetensors.h"
 #include "flashsim/golden/verify.h"
 
@@ -35,13 +36,19 @@ int64_t write_reference_candidate(const fs::path& golden, const fs::path& out, c
     const fs::path gpath = golden / e.file;
     const LoadedCase lc =
         load_case(parse(read_case_file(gpath, opt.run.max_memory_bytes), gpath.string()), gpath.string());
-    AttentionOutputs got;
     SafetensorsFile f;
-    if (compute_emulated(lc.c.problem, lc.inputs, opt.compute, opt.run, got, opt.forward, opt.backward,
-                         opt.tile))
-      f = candidate_file(lc.c.problem, got, opt.compute);
-    else  // the inputs overflow the dtype: an empty file (every output missing) is what such a kernel gives
-      f.metadata[kComputeDtypeKey] = std::string(dtype_name(opt.compute));
+    if (lc.c.norm) {  // a norm kernel's own order: warp-strided row sums, per-block row partials
+      NamedOutputs got;
+      if (norm_emulated(*lc.c.norm, lc.norm_inputs, opt.compute, ref::NormOrder::Tree, opt.run.threads, got))
+        f = norm_candidate_file(*lc.c.norm, got, opt.compute);
+    } else {
+      AttentionOutputs got;
+      if (compute_emulated(lc.c.problem, lc.inputs, opt.compute, opt.run, got, opt.forward, opt.backward,
+                           opt.tile))
+        f = candidate_file(lc.c.problem, got, opt.compute);
+    }
+    // the inputs overflow the dtype: an empty file (every output missing) is what such a kernel gives
+    if (f.tensors.empty()) f.metadata[kComputeDtypeKey] = std::string(dtype_name(opt.compute));
     write_file(tmp.path() / e.file, serialize(f));
     ++written;
     ++pr.done;

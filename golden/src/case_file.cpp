@@ -5,9 +5,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "case_tensors.h"
 #include "flashsim/error.h"
+#include "flashsim/golden/norm_case.h"
 
 namespace flashsim::golden {
+
+using detail::check_shape;
+using detail::input;
+using detail::int_input;
+using detail::need;
 
 using ojson = nlohmann::ordered_json;
 
@@ -86,13 +93,30 @@ bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DTyp
   return true;
 }
 
-std::vector<DType> tolerance_dtypes(const AttentionProblem& p) {
+std::vector<DType> tolerance_dtypes(DType case_dtype) {
   std::vector<DType> d = {DType::F32, DType::F16, DType::BF16};
-  if (p.dtype == DType::F64) d.insert(d.begin(), DType::F64);
+  if (case_dtype == DType::F64) d.insert(d.begin(), DType::F64);
   return d;
 }
 
-SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) {
+std::vector<std::string> output_names(const GoldenCase& c) {
+  return c.norm ? norm_output_names(*c.norm) : output_names(c.problem);
+}
+
+std::vector<int64_t> output_shape(const GoldenCase& c, const std::string& name) {
+  return c.norm ? norm_output_shape(*c.norm, name) : output_shape(c.problem, name);
+}
+
+std::map<std::string, std::vector<double>> recompute_exact(const LoadedCase& lc, const ref::RunOptions& run) {
+  if (lc.c.norm) return norm_outputs(*lc.c.norm, lc.norm_inputs, {ref::Precision::Exact, {}, run.threads});
+  const AttentionOutputs now = compute_exact(lc.c.problem, lc.inputs, run);
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& name : output_names(lc.c.problem)) out[name] = now.get(name);
+  return out;
+}
+
+namespace {
+SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOptions& opt) {
   const AttentionProblem& p = c.problem;
   const AttentionInputs in = make_random_inputs(p, c.seed, c.magnitude);
   const AttentionOutputs exact = compute_exact(p, in, opt);
@@ -114,18 +138,14 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
   ojson tol = ojson::object();
   TileConfig tile;
   tile.num_splits = c.num_splits;
-  for (DType d : tolerance_dtypes(p)) {
+  for (DType d : tolerance_dtypes(p.dtype)) {
     AttentionOutputs emu;
     if (!compute_emulated(p, in, d, opt, emu, Algorithm::Fa2, Algorithm::Fa2, tile))
       continue;  // inputs overflow d: no kernel in d can run it
-    ojson row = ojson::object();
-    bool finite = true;
-    for (const auto& name : output_names(p)) {
-      const ErrorStats e = error_stats(exact.get(name), emu.get(name));
-      if (e.nonfinite > 0 || e.inf_mismatch > 0) finite = false;
-      row[name] = to_json(make_tolerance(name, d, e, magnitude[name], accumulation_length));
-    }
-    if (finite) tol[std::string(dtype_name(d))] = row;
+    const auto row = tolerance_row(
+        output_names(p), d, [&](const std::string& n) { return error_stats(exact.get(n), emu.get(n)); },
+        magnitude, accumulation_length);
+    if (row) tol[std::string(dtype_name(d))] = *row;
   }
 
   SafetensorsFile f;
@@ -187,61 +207,16 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) 
   f.metadata[kCaseMetadataKey] = meta.dump();
   return f;
 }
-
-namespace {
-
-const Tensor& need(const SafetensorsFile& f, const std::string& name, const std::string& source) {
-  const Tensor* t = f.find(name);
-  if (!t) throw InputError(source, fmt::format("has no tensor '{}'", name));
-  return *t;
-}
-
-void check_shape(const Tensor& t, const std::vector<int64_t>& shape, const std::string& name,
-                 const std::string& source) {
-  if (t.shape != shape)
-    throw InputError(source, fmt::format("tensor '{}' has shape [{}], the case needs [{}]", name,
-                                         fmt::join(t.shape, ", "), fmt::join(shape, ", ")));
-}
-
-std::vector<double> input(const SafetensorsFile& f, const std::string& name,
-                          const std::vector<int64_t>& shape, DType dtype, const std::string& source) {
-  const Tensor& t = need(f, name, source);
-  if (t.dtype != st_dtype_of(dtype))
-    throw InputError(source, fmt::format("tensor '{}' is {}, the case's dtype is {}", name,
-                                         st_dtype_name(t.dtype), st_dtype_name(st_dtype_of(dtype))));
-  check_shape(t, shape, name, source);
-  return t.to_doubles();
-}
-
-// An integer tensor (I32 or I64) of the given shape, as int64.
-std::vector<int64_t> int_input(const SafetensorsFile& f, const std::string& name,
-                               const std::vector<int64_t>& shape, const std::string& source) {
-  const Tensor& t = need(f, name, source);
-  if (t.dtype != StDType::I32 && t.dtype != StDType::I64)
-    throw InputError(source, fmt::format("tensor '{}' is {}, not I32 or I64", name, st_dtype_name(t.dtype)));
-  check_shape(t, shape, name, source);
-  std::vector<int64_t> v;
-  for (const double x : t.to_doubles()) v.push_back(static_cast<int64_t>(x));
-  return v;
-}
-
 }  // namespace
 
-LoadedCase load_case(const SafetensorsFile& f, const std::string& source) {
-  LoadedCase lc;
-  auto it = f.metadata.find(kCaseMetadataKey);
-  if (it == f.metadata.end())
-    throw InputError(
-        source, fmt::format("has no __metadata__[\"{}\"]: not a flashsim golden file", kCaseMetadataKey));
-  try {
-    lc.metadata = nlohmann::json::parse(it->second);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(source,
-                     fmt::format("__metadata__[\"{}\"] is not valid JSON ({})", kCaseMetadataKey, e.what()));
-  }
-  lc.c = case_from_json(lc.metadata, source);
-  const AttentionProblem& p = lc.c.problem;
-  AttentionInputs& in = lc.inputs;
+SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt) {
+  return c.norm ? make_norm_case_file(c, opt) : make_attention_case_file(c, opt);
+}
+
+namespace {
+AttentionInputs load_attention_inputs(const SafetensorsFile& f, const AttentionProblem& p,
+                                      const std::string& source) {
+  AttentionInputs in;
   in.q = input(f, "q", p.q_shape(), p.dtype, source);
   if (p.kv_cache()) {
     in.cache.k_cache = input(f, "k_cache", p.k_cache_shape(), p.dtype, source);
@@ -303,11 +278,32 @@ LoadedCase load_case(const SafetensorsFile& f, const std::string& source) {
   } catch (const InputError& e) {
     throw InputError(source, e.what());
   }
-  for (const auto& name : output_names(p)) {
+  return in;
+}
+}  // namespace
+
+LoadedCase load_case(const SafetensorsFile& f, const std::string& source) {
+  LoadedCase lc;
+  auto it = f.metadata.find(kCaseMetadataKey);
+  if (it == f.metadata.end())
+    throw InputError(
+        source, fmt::format("has no __metadata__[\"{}\"]: not a flashsim golden file", kCaseMetadataKey));
+  try {
+    lc.metadata = nlohmann::json::parse(it->second);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(source,
+                     fmt::format("__metadata__[\"{}\"] is not valid JSON ({})", kCaseMetadataKey, e.what()));
+  }
+  lc.c = case_from_json(lc.metadata, source);
+  if (lc.c.norm)
+    lc.norm_inputs = load_norm_inputs(f, *lc.c.norm, source);
+  else
+    lc.inputs = load_attention_inputs(f, lc.c.problem, source);
+  for (const auto& name : output_names(lc.c)) {
     const Tensor& t = need(f, name, source);
     if (!st_is_float(t.dtype))
       throw InputError(source, fmt::format("output '{}' is not floating point", name));
-    check_shape(t, output_shape(p, name), name, source);
+    check_shape(t, output_shape(lc.c, name), name, source);
     lc.outputs[name] = t.to_doubles();
   }
   if (lc.metadata.contains("tolerances")) {
@@ -316,7 +312,7 @@ LoadedCase load_case(const SafetensorsFile& f, const std::string& source) {
     for (const auto& [dname, row] : tj.items()) {
       const DType d = parse_dtype(dname);
       auto& out = lc.tolerances[std::string(dtype_name(d))];
-      for (const auto& name : output_names(p)) {
+      for (const auto& name : output_names(lc.c)) {
         if (!row.contains(name))
           throw InputError(source, fmt::format("tolerances.{} has no entry for '{}'", dname, name));
         out[name] = tolerance_from_json(row[name], fmt::format("{}: tolerances.{}.{}", source, dname, name));

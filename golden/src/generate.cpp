@@ -9,6 +9,7 @@
 #include "flashsim/error.h"
 #include "flashsim/golden/case_file.h"
 #include "flashsim/golden/files.h"
+#include "flashsim/golden/norm_case.h"
 #include "flashsim/golden/safetensors.h"
 #include "flashsim/memory.h"
 
@@ -17,13 +18,15 @@ namespace flashsim::golden {
 namespace fs = std::filesystem;
 
 double generation_work(const GoldenCase& c) {
+  if (c.norm) return norm_generation_work(*c.norm);
   // one exact and tolerance_dtypes() emulated runs, each a forward and a backward (2.5x the forward; KV-cache
   // cases have no backward)
-  const double runs = 1.0 + static_cast<double>(tolerance_dtypes(c.problem).size());
+  const double runs = 1.0 + static_cast<double>(tolerance_dtypes(c.problem.dtype).size());
   return runs * (c.problem.kv_cache() ? 1.0 : 3.5) * std::max(c.problem.forward_flops(), 1.0);
 }
 
 int64_t generation_memory_bytes(const GoldenCase& c) {
+  if (c.norm) return norm_generation_memory_bytes(*c.norm);
   const AttentionProblem& p = c.problem;
   const double in =
       static_cast<double>(p.q_elems() + p.k_elems() + p.v_elems() + p.o_elems() + p.bias_elems());
@@ -78,7 +81,8 @@ Manifest generate_suite(const SuiteSpec& spec, const fs::path& out, const Genera
     const std::vector<uint8_t> bytes = serialize(make_case_file(c, opt.run));
     const std::string file = c.name + ".safetensors";
     write_file(tmp.path() / file, bytes);
-    m.cases.push_back({i, c.name, file, sha256_hex(bytes), c.description});
+    m.cases.push_back(
+        {i, c.name, file, sha256_hex(bytes), c.description, c.norm ? std::string(op_name(c)) : ""});
     ++pr.done;
     pr.work_done += generation_work(c);
   }
@@ -158,9 +162,9 @@ std::vector<CheckedCase> check_suite(const fs::path& dir, const ref::RunOptions&
       cc.sha_ok = sha256_hex(bytes) == e.sha256;
       if (!cc.sha_ok) cc.problem = "sha256 does not match the manifest";
       const LoadedCase lc = load_case(parse(bytes, path.string()), path.string());
-      const AttentionOutputs now = compute_exact(lc.c.problem, lc.inputs, run);
+      const auto now = recompute_exact(lc, run);
       for (const auto& [name, stored] : lc.outputs) {
-        const ErrorStats s = error_stats(stored, now.get(name));
+        const ErrorStats s = error_stats(stored, now.at(name));
         double rel = s.magnitude > 0 ? s.max_abs / s.magnitude : s.max_abs;
         if (s.nonfinite > 0 || s.inf_mismatch > 0) rel = INFINITY;
         if (rel > cc.worst_rel || cc.worst_output.empty()) {

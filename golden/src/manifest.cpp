@@ -41,12 +41,15 @@ std::string Manifest::to_json_text() const {
   j["case_count"] = case_count;
   if (shard) j["shard"] = {{"index", shard->index}, {"count", shard->count}};
   j["cases"] = ojson::array();
-  for (const auto& c : cases)
-    j["cases"].push_back({{"index", c.index},
-                          {"name", c.name},
-                          {"file", c.file},
-                          {"sha256", c.sha256},
-                          {"description", c.description}});
+  for (const auto& c : cases) {
+    ojson e = {{"index", c.index},
+               {"name", c.name},
+               {"file", c.file},
+               {"sha256", c.sha256},
+               {"description", c.description}};
+    if (!c.op.empty()) e["op"] = c.op;  // attention's entries carry no op, as before ops were added
+    j["cases"].push_back(e);
+  }
   return j.dump(2) + "\n";
 }
 
@@ -96,8 +99,13 @@ Manifest parse_manifest(const std::string& text, const std::string& source) {
     const auto& c = j["cases"][i];
     const std::string where = fmt::format("cases[{}]", i);
     if (!c.is_object()) throw InputError(source, where + " is not an object");
-    ManifestEntry e{integer(c, "index", where), str(c, "name", where), str(c, "file", where),
-                    str(c, "sha256", where), optional_str(c, "description", where)};
+    ManifestEntry e{integer(c, "index", where),
+                    str(c, "name", where),
+                    str(c, "file", where),
+                    str(c, "sha256", where),
+                    optional_str(c, "description", where),
+                    optional_str(c, "op", where)};
+    if (e.op == "attention") e.op.clear();
     if (e.index < 0 || e.index >= m.case_count)
       throw InputError(source,
                        fmt::format("{} has index {} outside 0..{}", where, e.index, m.case_count - 1));

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 
@@ -24,14 +25,15 @@ std::string abs_bound_cell(const OutputVerdict& o) {
   return o.zero_bound ? "~0 (exact)" : sci(o.bound_abs);
 }
 
-void output_row(std::string& out, const OutputVerdict& o) {
-  constexpr const char* kRow = "  {:<6} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}  {}\n";
+// name_width: the output column's width (6, wider for a norm's dresidual)
+void output_row(std::string& out, const OutputVerdict& o, size_t name_width) {
+  constexpr const char* kRow = "  {:<{}} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}  {}\n";
   if (!o.present) {
-    fmt::format_to(std::back_inserter(out), kRow, o.output, "-", "-", "-", "-", "-", "-", "-", "-",
-                   "FAIL " + o.note);
+    fmt::format_to(std::back_inserter(out), kRow, o.output, name_width, "-", "-", "-", "-", "-", "-", "-",
+                   "-", "FAIL " + o.note);
     return;
   }
-  fmt::format_to(std::back_inserter(out), kRow, o.output, o.candidate_dtype, sci(o.stats.max_abs),
+  fmt::format_to(std::back_inserter(out), kRow, o.output, name_width, o.candidate_dtype, sci(o.stats.max_abs),
                  abs_bound_cell(o), rel_cell(o, o.stats.rel_l2), rel_cell(o, o.bound_rel), o.worst_index,
                  o.stats.nonfinite + o.stats.inf_mismatch, o.mismatches, o.pass ? "ok" : "FAIL " + o.note);
 }
@@ -44,14 +46,18 @@ std::string format_report(const VerifyReport& r, bool quiet) {
   for (const auto& c : r.cases) {
     if (quiet && c.pass) continue;
     fmt::format_to(it, "{}  ({}, compute {})\n", c.name, c.pass ? "pass" : "FAIL", c.compute_dtype);
-    fmt::format_to(it, "  {:<6} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}\n", "output", "dtype",
-                   "max|err|", "bound", "relL2", "bound", "worst index", "nan/inf", "over");
+    size_t width = 6;  // "output"
+    for (const auto& o : c.outputs) width = std::max(width, o.output.size());
+    fmt::format_to(it, "  {:<{}} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}\n", "output", width,
+                   "dtype", "max|err|", "bound", "relL2", "bound", "worst index", "nan/inf", "over");
     for (const auto& o : c.outputs)
-      if (!quiet || !o.pass) output_row(out, o);
+      if (!quiet || !o.pass) output_row(out, o, width);
   }
   fmt::format_to(it, "{} cases, {} outputs checked: {} cases passed, {} failed ({} outputs failed)\n",
                  r.cases.size(), r.outputs_checked, r.cases.size() - r.cases_failed, r.cases_failed,
                  r.outputs_failed);
+  if (r.cases_skipped > 0)
+    fmt::format_to(it, "{} cases skipped: they have none of the outputs asked for\n", r.cases_skipped);
   fmt::format_to(it, "{}\n", r.pass() ? "ALL PASS" : "SOME OUTPUTS FAILED");
   return out;
 }

@@ -24,8 +24,31 @@ const std::set<std::string>& known_fields() {
       "seqlens_q", "seqlens_k", "seed", "magnitude", "name", "description",
       // paged KV cache and split-KV (flashsim/kv_cache.h), block-sparse mask (flashsim/block_mask.h)
       "page_size", "num_blocks", "seqlen_new", "cache_seqlens", "num_splits", "block_mask", "block_q",
-      "block_k", "block_mask_spec"};
+      "block_k", "block_mask_spec", "op"};
   return f;
+}
+
+// The fields of a norm case (flashsim/norm.h), the op's own and those every case has.
+const std::set<std::string>& norm_fields() {
+  static const std::set<std::string> f = {
+      "op",        "rows", "hidden",      "eps",    "residual",     "dtype",         "seed",
+      "magnitude", "name", "description", "offset", "outlier_rows", "outlier_scale", "zero_rows"};
+  return f;
+}
+
+// Whether a case's fields name a norm op ("op" absent or "attention": attention).
+template <class J>
+bool is_norm_op(const J& j, const std::string& where) {
+  if (!j.contains("op") || j["op"].is_null()) return false;
+  if (!j["op"].is_string()) throw InputError(where, "op must be a string (attention, rmsnorm, layernorm)");
+  const std::string op = j["op"].template get<std::string>();
+  if (op == "attention") return false;
+  try {
+    parse_norm_kind(op);
+  } catch (const InputError&) {
+    throw InputError(where, fmt::format("op '{}' is not attention, rmsnorm or layernorm", op));
+  }
+  return true;
 }
 
 template <class J>
@@ -53,10 +76,56 @@ std::vector<int64_t> get_int_list(const J& j, const std::string& field, const st
   return v;
 }
 
+template <class J>
+bool get_bool(const J& j, const std::string& field, const std::string& where) {
+  if (!j.is_boolean()) throw InputError(where, fmt::format("{} must be true or false", field));
+  return j.template get<bool>();
+}
+
+// A norm case from a flat object of fields.
+template <class J>
+GoldenCase norm_case_from_fields(const J& j, const std::string& where) {
+  for (const auto& [k, v] : j.items())
+    if (!norm_fields().count(k))
+      throw InputError(where,
+                       fmt::format("'{}' is not a field of op {}", k, j["op"].template get<std::string>()));
+  GoldenCase c;
+  NormProblem p;
+  NormInputSpec& in = c.norm_inputs;
+  auto has = [&](const char* f) { return j.contains(f) && !j[f].is_null(); };
+  p.kind = parse_norm_kind(get_str(j["op"], "op", where));
+  if (has("rows")) p.rows = get_int(j["rows"], "rows", where);
+  if (has("hidden")) p.hidden = get_int(j["hidden"], "hidden", where);
+  if (has("eps")) p.eps = get_num(j["eps"], "eps", where);
+  if (has("residual")) p.residual = get_bool(j["residual"], "residual", where);
+  if (has("dtype")) p.dtype = parse_dtype(get_str(j["dtype"], "dtype", where));
+  if (has("magnitude")) in.magnitude = get_num(j["magnitude"], "magnitude", where);
+  if (has("offset")) in.offset = get_num(j["offset"], "offset", where);
+  if (has("outlier_rows")) in.outlier_rows = get_int(j["outlier_rows"], "outlier_rows", where);
+  if (has("outlier_scale")) in.outlier_scale = get_num(j["outlier_scale"], "outlier_scale", where);
+  if (has("zero_rows")) in.zero_rows = get_int(j["zero_rows"], "zero_rows", where);
+  c.magnitude = in.magnitude;
+  if (has("seed")) {
+    if (!j["seed"].is_number_unsigned()) throw InputError(where, "seed must be a non-negative integer");
+    c.seed = j["seed"].template get<uint64_t>();
+  }
+  if (has("name")) c.name = get_str(j["name"], "name", where);
+  if (has("description")) c.description = get_str(j["description"], "description", where);
+  try {
+    p.validate();
+    in.validate(p);
+  } catch (const InputError& e) {
+    throw InputError(where, e.what());
+  }
+  c.norm = p;
+  return c;
+}
+
 // A case from a flat object of fields (spec entries and metadata alike).
 template <class J>
 GoldenCase case_from_fields(const J& j, const std::string& where) {
   if (!j.is_object()) throw InputError(where, "a case must be a JSON object");
+  if (is_norm_op(j, where)) return norm_case_from_fields(j, where);
   for (const auto& [k, v] : j.items())
     if (!known_fields().count(k)) throw InputError(where, fmt::format("unknown field '{}'", k));
   GoldenCase c;
@@ -150,14 +219,41 @@ GoldenCase case_from_fields(const J& j, const std::string& where) {
 
 // A short, file-name-safe token for one varied value: "d64", "bf16", "causal", "q97".
 std::string token(const std::string& field, const ojson& v) {
-  static const std::map<std::string, std::string> abbrev = {
-      {"batch", "b"},        {"heads_q", "h"},        {"heads_kv", "kv"},         {"seqlen", "n"},
-      {"seqlen_q", "q"},     {"seqlen_k", "k"},       {"head_dim", "d"},          {"head_dim_v", "dv"},
-      {"window_left", "wl"}, {"window_right", "wr"},  {"softcap", "cap"},         {"bias", "bias-"},
-      {"mask", "mask-"},     {"mask_keep", "keep"},   {"magnitude", "x"},         {"scale", "scale"},
-      {"seed", "seed"},      {"seqlens_q", "varlen"}, {"seqlens_k", "varlenk"},   {"page_size", "page"},
-      {"num_blocks", "nb"},  {"seqlen_new", "new"},   {"cache_seqlens", "cache"}, {"num_splits", "splits"},
-      {"block_mask", "bm-"}, {"block_q", "bq"},       {"block_k", "bk"},          {"block_mask_spec", ""}};
+  static const std::map<std::string, std::string> abbrev = {{"batch", "b"},
+                                                            {"heads_q", "h"},
+                                                            {"heads_kv", "kv"},
+                                                            {"seqlen", "n"},
+                                                            {"seqlen_q", "q"},
+                                                            {"seqlen_k", "k"},
+                                                            {"head_dim", "d"},
+                                                            {"head_dim_v", "dv"},
+                                                            {"window_left", "wl"},
+                                                            {"window_right", "wr"},
+                                                            {"softcap", "cap"},
+                                                            {"bias", "bias-"},
+                                                            {"mask", "mask-"},
+                                                            {"mask_keep", "keep"},
+                                                            {"magnitude", "x"},
+                                                            {"scale", "scale"},
+                                                            {"seed", "seed"},
+                                                            {"seqlens_q", "varlen"},
+                                                            {"seqlens_k", "varlenk"},
+                                                            {"page_size", "page"},
+                                                            {"num_blocks", "nb"},
+                                                            {"seqlen_new", "new"},
+                                                            {"cache_seqlens", "cache"},
+                                                            {"num_splits", "splits"},
+                                                            {"block_mask", "bm-"},
+                                                            {"block_q", "bq"},
+                                                            {"block_k", "bk"},
+                                                            {"block_mask_spec", ""},
+                                                            {"op", ""},
+                                                            {"rows", "r"},
+                                                            {"hidden", "h"},
+                                                            {"offset", "off"},
+                                                            {"outlier_rows", "outliers"},
+                                                            {"outlier_scale", "outx"},
+                                                            {"zero_rows", "zeros"}};
   std::string value;
   if (field == "dtype" && v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? field : "no" + field;
@@ -185,7 +281,45 @@ void check_name(const std::string& name, const std::string& where) {
 
 }  // namespace
 
+std::string_view op_name(const GoldenCase& c) {
+  return c.norm ? norm_kind_name(c.norm->kind) : "attention";
+}
+
+std::string describe(const GoldenCase& c) {
+  if (!c.norm) return c.problem.describe();
+  const NormInputSpec& in = c.norm_inputs;
+  std::string s = c.norm->describe();
+  if (in.offset != 0) s += fmt::format(" offset{}", in.offset);
+  if (in.outlier_rows > 0) s += fmt::format(" outlier-rows{}x{}", in.outlier_rows, in.outlier_scale);
+  if (in.zero_rows > 0) s += fmt::format(" zero-rows{}", in.zero_rows);
+  return s;
+}
+
+namespace {
+ojson norm_case_to_json(const GoldenCase& c) {
+  const NormProblem& p = *c.norm;
+  const NormInputSpec& in = c.norm_inputs;
+  ojson j;
+  j["op"] = std::string(norm_kind_name(p.kind));
+  j["name"] = c.name;
+  j["description"] = c.description;
+  j["rows"] = p.rows;
+  j["hidden"] = p.hidden;
+  j["eps"] = p.eps;
+  j["residual"] = p.residual;
+  j["dtype"] = std::string(dtype_name(p.dtype));
+  j["seed"] = c.seed;
+  j["magnitude"] = in.magnitude;
+  j["offset"] = in.offset;
+  j["outlier_rows"] = in.outlier_rows;
+  j["outlier_scale"] = in.outlier_scale;
+  j["zero_rows"] = in.zero_rows;
+  return j;
+}
+}  // namespace
+
 ojson case_to_json(const GoldenCase& c) {
+  if (c.norm) return norm_case_to_json(c);
   const AttentionProblem& p = c.problem;
   ojson j;
   j["name"] = c.name;
@@ -232,6 +366,12 @@ ojson case_to_json(const GoldenCase& c) {
 
 GoldenCase case_from_json(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) throw InputError(where, "the case is not a JSON object");
+  if (is_norm_op(j, where)) {  // the metadata's other keys (generator, tolerances, ...) are not fields
+    nlohmann::json fields = nlohmann::json::object();
+    for (const auto& [k, v] : j.items())
+      if (norm_fields().count(k)) fields[k] = v;
+    return norm_case_from_fields(fields, where);
+  }
   nlohmann::json fields = nlohmann::json::object();
   for (const auto& [k, v] : j.items())
     if (known_fields().count(k)) fields[k] = v;
@@ -271,8 +411,12 @@ SuiteSpec parse_suite_spec(const std::string& text, const std::string& source) {
     std::string where, auto_name;
   };
   std::vector<Raw> raws;
+  // A norm case takes only the defaults that are fields of a norm (a suite's defaults are attention's).
   auto merged = [&](const ojson& over) {
-    ojson m = defaults;
+    ojson m = ojson::object();
+    const bool norm = is_norm_op(over, source) || (!over.contains("op") && is_norm_op(defaults, source));
+    for (const auto& [k, v] : defaults.items())
+      if (!norm || norm_fields().count(k)) m[k] = v;
     for (const auto& [k, v] : over.items()) m[k] = v;
     return m;
   };
@@ -334,7 +478,7 @@ SuiteSpec parse_suite_spec(const std::string& text, const std::string& source) {
     check_name(c.name, raws[i].where);
     if (!names.insert(c.name).second)
       throw InputError(raws[i].where, fmt::format("duplicate case name '{}'", c.name));
-    const std::string d = c.problem.describe();
+    const std::string d = describe(c);
     c.description = c.description.empty() ? d : c.description + ": " + d;
     if (c.magnitude != 1.0) c.description += fmt::format(" inputs x{}", c.magnitude);
     s.cases.push_back(std::move(c));

@@ -59,11 +59,13 @@ double ulp(double x, DType t) {
 }
 
 bool is_gradient_output(std::string_view name) {
-  return name == "dq" || name == "dk" || name == "dv" || name == "dbias";
+  return name == "dq" || name == "dk" || name == "dv" || name == "dbias" || name == "dx" ||
+         name == "dweight" || name == "dresidual";
 }
 
 DType emulated_storage(std::string_view output, DType compute) {
-  if (output == "lse") return compute == DType::F64 ? DType::F64 : DType::F32;
+  if (output == "lse" || output == "rstd" || output == "mean")
+    return compute == DType::F64 ? DType::F64 : DType::F32;
   return compute;
 }
 
@@ -123,6 +125,19 @@ nlohmann::ordered_json to_json(const OutputTolerance& t) {
   else
     j["rel_l2"] = nullptr;
   return j;
+}
+
+std::optional<nlohmann::ordered_json> tolerance_row(
+    const std::vector<std::string>& names, DType compute,
+    const std::function<ErrorStats(const std::string&)>& errors,
+    const std::map<std::string, double>& magnitude, int64_t accumulation_length) {
+  nlohmann::ordered_json row = nlohmann::ordered_json::object();
+  for (const auto& name : names) {
+    const ErrorStats e = errors(name);
+    if (e.nonfinite > 0 || e.inf_mismatch > 0) return std::nullopt;
+    row[name] = to_json(make_tolerance(name, compute, e, magnitude.at(name), accumulation_length));
+  }
+  return row;
 }
 
 OutputTolerance tolerance_from_json(const nlohmann::json& j, const std::string& where) {

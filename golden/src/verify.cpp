@@ -26,15 +26,23 @@ bool selected(const std::string& name, const std::vector<std::string>& globs) {
                      [&](const std::string& g) { return ::fnmatch(g.c_str(), name.c_str(), 0) == 0; });
 }
 
+// Every op's outputs: attention's, then the norms'.
+constexpr std::string_view kOutputNames[] = {"o", "lse",  "dq",   "dk", "dv",      "dbias",    "y",
+                                             "h", "rstd", "mean", "dx", "dweight", "dresidual"};
+
 void check_output_names(const std::vector<std::string>& names) {
   for (const auto& o : names)
-    if (o != "o" && o != "lse" && o != "dq" && o != "dk" && o != "dv" && o != "dbias")
-      throw InputError("outputs", fmt::format("unknown output '{}' (o lse dq dk dv dbias)", o));
+    if (std::find(std::begin(kOutputNames), std::end(kOutputNames), o) == std::end(kOutputNames))
+      throw InputError(
+          "outputs",
+          fmt::format("unknown output '{}' (attention: o lse dq dk dv dbias; norms: y h rstd mean dx "
+                      "dweight dbias dresidual)",
+                      o));
 }
 
 // The case's outputs in file order, only those in `only` when it is not empty.
-std::vector<std::string> selected_outputs(const AttentionProblem& p, const std::vector<std::string>& only) {
-  std::vector<std::string> names = output_names(p);
+std::vector<std::string> selected_outputs(const GoldenCase& c, const std::vector<std::string>& only) {
+  std::vector<std::string> names = output_names(c);
   if (!only.empty())
     std::erase_if(names,
                   [&](const std::string& n) { return std::find(only.begin(), only.end(), n) == only.end(); });
@@ -53,13 +61,30 @@ std::string_view output_axes(const std::string& name, size_t rank) {
   struct Layout {
     std::string_view name, axes;
   };
-  static constexpr Layout kLayouts[] = {{"o", "bshd"},  {"o", "thd"},  {"dq", "bshd"},   {"dq", "thd"},
-                                        {"dk", "bshd"}, {"dk", "thd"}, {"dv", "bshd"},   {"dv", "thd"},
-                                        {"lse", "bhs"}, {"lse", "ht"}, {"dbias", "bhqk"}};
+  static constexpr Layout kLayouts[] = {{"o", "bshd"},
+                                        {"o", "thd"},
+                                        {"dq", "bshd"},
+                                        {"dq", "thd"},
+                                        {"dk", "bshd"},
+                                        {"dk", "thd"},
+                                        {"dv", "bshd"},
+                                        {"dv", "thd"},
+                                        {"lse", "bhs"},
+                                        {"lse", "ht"},
+                                        {"dbias", "bhqk"},
+                                        // norms: rows x hidden
+                                        {"y", "rh"},
+                                        {"h", "rh"},
+                                        {"dx", "rh"},
+                                        {"dresidual", "rh"},
+                                        {"rstd", "r"},
+                                        {"mean", "r"},
+                                        {"dweight", "h"},
+                                        {"dbias", "h"}};
   for (const auto& l : kLayouts)
     if (name == l.name && l.axes.size() == rank) return l.axes;
   throw InputError("candidate",
-                   fmt::format("output '{}' with {} dims is not an attention output", name, rank));
+                   fmt::format("output '{}' with {} dims is not an output of any op", name, rank));
 }
 
 // "[b1,s37,h0,d27]": the row-major flat index split over the shape, flat = (i0 n1 + i1) n2 + i2 ...
@@ -125,7 +150,7 @@ OutputVerdict check_output(const LoadedCase& lc, const Outputs& out, const std::
     v.note = "output missing from the candidate file";
     return v;
   }
-  const std::vector<int64_t> shape = output_shape(lc.c.problem, name);
+  const std::vector<int64_t> shape = output_shape(lc.c, name);
   const std::vector<double>& exact = lc.outputs.at(name);
   const auto row = lc.tolerances.find(compute);
   if (row != lc.tolerances.end()) return verify_output(name, exact, shape, got->second, row->second.at(name));
@@ -150,7 +175,7 @@ std::optional<DType> stated_compute(const SafetensorsFile& f, const std::string&
 
 // The outputs `names` of a candidate file, in memory; nullopt when the file does not exist. Throws InputError
 // for a malformed file or a named output of a non-float dtype or the wrong shape.
-std::optional<Outputs> read_candidate(const fs::path& path, const AttentionProblem& p,
+std::optional<Outputs> read_candidate(const fs::path& path, const GoldenCase& c,
                                       const std::vector<std::string>& names, int64_t max_memory_bytes) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
@@ -164,19 +189,20 @@ std::optional<Outputs> read_candidate(const fs::path& path, const AttentionProbl
     if (!st_is_float(t->dtype))
       throw InputError(source, fmt::format("output '{}' is {}, not a floating-point dtype", name,
                                            st_dtype_name(t->dtype)));
-    check_shape(source, name, t->shape, output_shape(p, name));
+    check_shape(source, name, t->shape, output_shape(c, name));
     out.tensors[name] = {t->to_doubles(), t->shape, float_dtype_of(t->dtype)};
   }
   return out;
 }
 
-// One case of the suite: its golden file against its candidate file (missing: every output fails so).
-CaseVerdict verify_entry(const fs::path& golden, const fs::path& candidate, const ManifestEntry& e,
-                         const VerifyOptions& opt) {
+// One case of the suite: its golden file against its candidate file (missing: every output fails so);
+// nullopt when the case has none of the outputs opt.outputs names (a norm case for o,lse).
+std::optional<CaseVerdict> verify_entry(const fs::path& golden, const fs::path& candidate,
+                                        const ManifestEntry& e, const VerifyOptions& opt) {
   const LoadedCase lc = read_golden_case(golden, e, opt.max_memory_bytes);
-  const std::vector<std::string> names = selected_outputs(lc.c.problem, opt.outputs);
-  const std::optional<Outputs> cand =
-      read_candidate(candidate / e.file, lc.c.problem, names, opt.max_memory_bytes);
+  const std::vector<std::string> names = selected_outputs(lc.c, opt.outputs);
+  if (names.empty()) return std::nullopt;
+  const std::optional<Outputs> cand = read_candidate(candidate / e.file, lc.c, names, opt.max_memory_bytes);
   const Outputs none{};
   CaseVerdict cv = verify_case(lc, cand ? *cand : none, opt);
   if (!cand)
@@ -239,11 +265,11 @@ OutputVerdict verify_output(const std::string& name, const std::vector<double>& 
 
 CaseVerdict verify_case(const LoadedCase& lc, const Outputs& out, const VerifyOptions& opt) {
   check_output_names(opt.outputs);
-  const AttentionProblem& p = lc.c.problem;
+  const DType case_dtype = lc.c.norm ? lc.c.norm->dtype : lc.c.problem.dtype;
   CaseVerdict cv;
   cv.name = lc.c.name;
-  cv.compute_dtype = std::string(dtype_name(opt.compute.value_or(out.compute.value_or(p.dtype))));
-  for (const auto& name : selected_outputs(p, opt.outputs))
+  cv.compute_dtype = std::string(dtype_name(opt.compute.value_or(out.compute.value_or(case_dtype))));
+  for (const auto& name : selected_outputs(lc.c, opt.outputs))
     cv.outputs.push_back(check_output(lc, out, name, cv.compute_dtype));
   cv.pass = std::all_of(cv.outputs.begin(), cv.outputs.end(), [](const OutputVerdict& o) { return o.pass; });
   return cv;
@@ -257,10 +283,16 @@ VerifyReport verify_suite(const fs::path& golden, const fs::path& candidate, con
   check_output_names(opt.outputs);
   VerifyReport r;
   for (const auto& e : m.cases)
-    if (selected(e.name, opt.cases)) add_case(r, verify_entry(golden, candidate, e, opt));
+    if (selected(e.name, opt.cases)) {
+      if (auto cv = verify_entry(golden, candidate, e, opt))
+        add_case(r, std::move(*cv));
+      else
+        ++r.cases_skipped;
+    }
   if (r.cases.empty())
-    throw InputError("case",
-                     opt.cases.empty() ? "the suite has no cases" : "no case of the suite matches --case");
+    throw InputError("case", opt.cases.empty() && r.cases_skipped == 0 ? "the suite has no cases"
+                             : r.cases_skipped > 0 ? "no case of the suite has the outputs --outputs names"
+                                                   : "no case of the suite matches --case");
   return r;
 }
 
@@ -269,6 +301,7 @@ nlohmann::ordered_json to_json(const VerifyReport& r) {
   j["ok"] = r.pass();
   j["cases_checked"] = r.cases.size();
   j["cases_failed"] = r.cases_failed;
+  j["cases_skipped"] = r.cases_skipped;
   j["outputs_checked"] = r.outputs_checked;
   j["outputs_failed"] = r.outputs_failed;
   j["cases"] = nlohmann::ordered_json::array();

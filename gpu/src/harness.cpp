@@ -101,6 +101,11 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
   for (const auto* v : versions) reports.push_back({v, {}, {}, {}});
   for (const auto& e : m.cases) {
     if (!selected(e.name, opt.cases)) continue;
+    if (!e.op.empty()) {  // a norm case: our kernels are attention kernels
+      for (auto& r : reports)
+        r.skipped.emplace_back(e.name, fmt::format("op {}: not an attention case", e.op_name()));
+      continue;
+    }
     const golden::LoadedCase lc = golden::read_golden_case(opt.golden, e, opt.max_memory_bytes);
     for (auto& r : reports) {
       const TileConfig c = tile_for(*r.version, lc.c.problem,

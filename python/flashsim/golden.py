@@ -6,6 +6,11 @@ its outputs with the suite's tolerance rule (golden/README.md).
         q, k, v = case.inputs("q", "k", "v", like=torch.empty(0, device="cuda"))
         o, lse = my_kernel(q, k, v, **case.kwargs())
         case.verify(o=o, lse=lse)                    # raises VerificationError with the report on failure
+
+A norm case (suite "norm", case.op "rmsnorm" or "layernorm") works the same way with its own tensors:
+
+    x, w, dy = case.inputs("x", "weight", "dy")
+    case.verify(y=y, rstd=rstd, dx=dx, dweight=dw)
 """
 from __future__ import annotations
 
@@ -105,7 +110,17 @@ def _num(x: Any) -> float:
     return float(x) if x is not None else float("nan")
 
 
+def _norm_features(case: dict[str, Any]) -> frozenset[str]:
+    f = {case["dtype"], case["op"], "backward"}
+    for name in ("residual", "offset", "outlier_rows", "zero_rows"):
+        if case.get(name):
+            f.add(name)
+    return frozenset(f)
+
+
 def _features(case: dict[str, Any], has_gradients: bool) -> frozenset[str]:
+    if case.get("op", "attention") != "attention":
+        return _norm_features(case)
     f = {case["dtype"]}
     left, right = case.get("window_left", -1), case.get("window_right", -1)
     if right == 0:
@@ -142,15 +157,17 @@ class Case:
     """One golden case of a suite. Its file is read when first needed (the sha256 checked against the
     manifest) and kept.
 
-    name, description, problem (flashsim.Problem), dtype, features (causal window softcap bias mask block_mask
-    alibi varlen gqa head_dim_v seqlen_q_ne_k kv_cache paged append split_kv backward and the dtype name;
-    rows_without_keys is computed on demand by has_feature), tolerances.
+    name, description, op (attention, rmsnorm, layernorm), problem (flashsim.Problem; attention cases), dtype,
+    features (causal window softcap bias mask block_mask alibi varlen gqa head_dim_v seqlen_q_ne_k kv_cache paged
+    append split_kv backward and the dtype name; rows_without_keys is computed on demand by has_feature; a norm
+    case's: its op, residual offset outlier_rows zero_rows, backward and the dtype name), tolerances.
     """
 
     def __init__(self, suite_dir: Path, entry: dict[str, Any], max_memory_bytes: int = 0) -> None:
         self.suite_dir = suite_dir
         self.name: str = entry["name"]
         self.description: str = entry.get("description", "")
+        self.op: str = entry.get("op", "attention")  # the manifest names a norm case's op
         self.file = suite_dir / entry["file"]
         self._max_memory = max_memory_bytes
         self._native: Optional[_native.NativeCase] = None
@@ -162,6 +179,7 @@ class Case:
         c = cls(p.parent, {"name": p.stem, "file": p.name}, max_memory_bytes)
         c._native = _native.open_file(os.fspath(p), max_memory_bytes)
         c.name = c._native.name
+        c.op = c._native.op
         return c
 
     @property
@@ -182,7 +200,10 @@ class Case:
 
     @property
     def problem(self) -> Problem:
-        """The case's problem (for flashsim.sim.predict, or its fields as attributes)."""
+        """The case's attention problem (for flashsim.sim.predict, or its fields as attributes). A norm case has
+        none (ValueError): its fields are in case_json."""
+        if self.op != "attention":
+            raise ValueError(f"{self.name}: a {self.op} case has no attention problem (see case_json)")
         return Problem.from_case_json(self.case_json)
 
     @property
@@ -220,13 +241,15 @@ class Case:
 
     def inputs(self, *names: str, like: Any = None) -> Any:
         """Input tensors as stored (q, k, v in the case dtype; do; bias, mask, alibi_slopes, block_mask,
-        cu_seqlens_q/k; a KV-cache case's k_cache, v_cache, block_table, cache_seqlens, k_new, v_new). One name:
+        cu_seqlens_q/k; a KV-cache case's k_cache, v_cache, block_table, cache_seqlens, k_new, v_new; a norm
+        case's x, weight, bias, residual, dy). One name:
         the tensor; several: a tuple; none: a dict of all. like: a torch tensor (its device), a JAX or NumPy array
         picks the type returned; bfloat16 arrives as torch.bfloat16 or ml_dtypes.bfloat16."""
         return self._select(names, self.input_names, self.native.tensor, like)
 
     def expected(self, *names: str, like: Any = None) -> Any:
-        """Exact outputs (float64): o, lse, and dq, dk, dv (dbias) where the case has gradients."""
+        """Exact outputs (float64): o, lse, and dq, dk, dv (dbias) where the case has gradients; a norm case's y,
+        (h), rstd, (mean), dx, dweight, (dbias), (dresidual)."""
         return self._select(names, self.output_names, self.native.expected, like)
 
     def _select(self, names: tuple[str, ...], known: list[str], get: Any, like: Any) -> Any:
@@ -247,8 +270,12 @@ class Case:
         enable_gqa, and is_causal only where it means flashsim's causal (seqlen_q == seqlen_k); otherwise
         attn_mask, a bool [b|1, h|1, sq, sk] mask of the visible keys (window, causal, mask) or, with a bias, the
         additive mask in the case dtype (bias, -inf where hidden). Raises ValueError for what SDPA cannot take
-        (softcap, ALiBi, variable lengths, a KV cache, a block mask)."""
+        (softcap, ALiBi, variable lengths, a KV cache, a block mask).
+
+        A norm case: {"eps": eps} whatever the style."""
         c = self.case_json
+        if self.op != "attention":
+            return {"eps": c["eps"]}
         scale = c["scale"]
         left, right = c.get("window_left", -1), c.get("window_right", -1)
         if style == "flash_attn":

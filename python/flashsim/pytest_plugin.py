@@ -10,7 +10,11 @@ A test taking the `flashsim_case` fixture runs once per case of a golden suite, 
 
 Options: --flashsim-suite NAME|PATH (default: the marker's suite=, else smoke), --flashsim-filter REGEX (case
 names, re.search). Features a kernel can declare unsupported are Case.features' names, the dtype names and
-rows_without_keys.
+rows_without_keys. The marker's ops= (default ["attention"]) names the ops the test's kernel computes: cases of
+another op (a suite mixing attention and norm cases, as default does) are skipped with the reason:
+
+    @pytest.mark.flashsim(suite="norm", ops=["rmsnorm"])
+    def test_my_rmsnorm(flashsim_case): ...
 """
 from __future__ import annotations
 
@@ -33,8 +37,9 @@ def pytest_addoption(parser: Any) -> None:
 def pytest_configure(config: Any) -> None:
     config.addinivalue_line(
         "markers",
-        "flashsim(suite=None, unsupported=()): the golden suite of a flashsim_case test, and the case features "
-        "its kernel does not support (those cases are skipped with the reason)")
+        "flashsim(suite=None, unsupported=(), ops=('attention',)): the golden suite of a flashsim_case test, the "
+        "case features its kernel does not support and the ops it computes (other cases are skipped with the "
+        "reason)")
     config._flashsim_suites = {}
 
 
@@ -77,6 +82,9 @@ def flashsim_case(request: Any) -> Any:
     case = request.param
     try:
         marker = request.node.get_closest_marker("flashsim")
+        ops = list(marker.kwargs.get("ops", ("attention",))) if marker else ["attention"]
+        if case.op not in ops:
+            pytest.skip(f"{case.name}: op {case.op}, the test checks {', '.join(ops)}")
         unsupported = list(marker.kwargs.get("unsupported", ())) if marker else []
         missing = [f for f in unsupported if case.has_feature(f)]
         if missing:

@@ -96,8 +96,8 @@ nb::object expected_output(const NativeCase& c, const std::string& name) {
   const auto it = c.loaded.outputs.find(name);
   if (it == c.loaded.outputs.end())
     throw InputError(name, fmt::format("not an output of case {} (it has {})", c.loaded.c.name,
-                                       fmt::join(golden::output_names(c.loaded.c.problem), ", ")));
-  return to_numpy(it->second, golden::output_shape(c.loaded.c.problem, name), DType::F64);
+                                       fmt::join(golden::output_names(c.loaded.c), ", ")));
+  return to_numpy(it->second, golden::output_shape(c.loaded.c, name), DType::F64);
 }
 
 // Verifies outputs given by name; returns (report as JSON text, the report as `golden verify` prints it).
@@ -159,8 +159,12 @@ void bind_golden(nb::module_& m) {
           },
           "Every tensor in the file, in file order.")
       .def_prop_ro(
-          "output_names", [](const NativeCase& c) { return golden::output_names(c.loaded.c.problem); },
-          "The exact outputs the case holds (o lse dq dk dv, dbias with a bias; o lse for a KV-cache case).")
+          "output_names", [](const NativeCase& c) { return golden::output_names(c.loaded.c); },
+          "The exact outputs the case holds (o lse dq dk dv, dbias with a bias; o lse for a KV-cache case; a "
+          "norm's y h rstd mean dx dweight dbias dresidual).")
+      .def_prop_ro(
+          "op", [](const NativeCase& c) { return std::string(golden::op_name(c.loaded.c)); },
+          "The case's op: attention, rmsnorm or layernorm.")
       .def("tensor", &stored_tensor, "name"_a, "A tensor as stored (bfloat16 as uint16 bit patterns).")
       .def("expected", &expected_output, "name"_a, "An exact output (float64).")
       .def("verify", &verify, "outputs"_a, "compute"_a = nb::none(),
@@ -181,7 +185,7 @@ void bind_golden(nb::module_& m) {
       "normalize_case",
       [](const std::string& json_text) {
         const auto c = golden::case_from_json(nlohmann::json::parse(json_text), "problem");
-        return std::make_pair(golden::case_to_json(c).dump(), c.problem.describe());
+        return std::make_pair(golden::case_to_json(c).dump(), golden::describe(c));
       },
       "case_json"_a,
       "A case (problem fields as in suite specs) validated and completed: (case JSON, one-line "

@@ -2,6 +2,8 @@
 // The reference as a candidate: a folder of candidate files computed by a reference algorithm through the
 // emulated GPU pipeline in a chosen dtype, the way a kernel would produce them (o, dq, dk, dv, dbias stored
 // in that dtype, lse in fp32). Used by the quick start and the tests as a real, independent-path candidate.
+// A norm case's candidate is its emulated pipeline in the Tree order (ref::NormOrder): another summation
+// order than the tolerances' reference; the attention algorithms and tile do not apply to it.
 #include <filesystem>
 
 #include "flashsim/dtype.h"

@@ -4,6 +4,8 @@
 // cache_seqlens, and k_new v_new when it appends, in place of k v, and no do), exact outputs in F64 (o lse dq dk
 // dv, dbias with a bias; o lse only for a KV-cache case), and __metadata__["flashsim.case"]: the case
 // (golden::case_to_json), the generator version, the reference algorithms used and the tolerance table.
+// A norm case (op rmsnorm / layernorm) holds its own tensors instead (golden/norm_case.h); the functions
+// below taking a GoldenCase or a LoadedCase work for every op.
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,6 +27,9 @@ std::string generator_version();  // "flashsim 0.1.0, golden format 1"
 // Output names in file order; dbias only when the problem has a bias.
 std::vector<std::string> output_names(const AttentionProblem& p);
 std::vector<int64_t> output_shape(const AttentionProblem& p, const std::string& name);
+// The same for a case of any op.
+std::vector<std::string> output_names(const GoldenCase& c);
+std::vector<int64_t> output_shape(const GoldenCase& c, const std::string& name);
 // k_new / v_new of a KV-cache case: [batch, seqlen_new, heads_kv, dim].
 std::vector<int64_t> new_keys_shape(const AttentionProblem& p, int64_t dim);
 
@@ -45,8 +50,8 @@ bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DTyp
                       ref::RunOptions opt, AttentionOutputs& out, Algorithm fwd = Algorithm::Fa2,
                       Algorithm bwd = Algorithm::Fa2, const TileConfig& tile = {});
 
-// The compute dtypes a case's tolerance table covers: fp32, fp16, bf16 (and the case's own dtype).
-std::vector<DType> tolerance_dtypes(const AttentionProblem& p);
+// The compute dtypes a case's tolerance table covers: fp32, fp16, bf16 (and fp64 for an fp64 case).
+std::vector<DType> tolerance_dtypes(DType case_dtype);
 
 // Everything a golden file holds, ready to serialize.
 SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt);
@@ -54,11 +59,16 @@ SafetensorsFile make_case_file(const GoldenCase& c, const ref::RunOptions& opt);
 // A golden file read back.
 struct LoadedCase {
   GoldenCase c;
-  AttentionInputs inputs;
+  AttentionInputs inputs;                              // an attention case's
+  NormInputs norm_inputs;                              // a norm case's
   std::map<std::string, std::vector<double>> outputs;  // exact, by name
   ToleranceTable tolerances;
   nlohmann::json metadata;  // the parsed flashsim.case
 };
 LoadedCase load_case(const SafetensorsFile& f, const std::string& source);
+
+// The exact outputs of a loaded case recomputed from its inputs by the current reference, by name (golden
+// check).
+std::map<std::string, std::vector<double>> recompute_exact(const LoadedCase& lc, const ref::RunOptions& run);
 
 }  // namespace flashsim::golden

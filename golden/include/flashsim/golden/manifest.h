@@ -2,12 +2,14 @@
 // manifest.json of a suite folder:
 //   {"format": "flashsim.golden.manifest/1", "suite": NAME, "version": N, "description": ...,
 //    "generator": ..., "spec_sha256": ..., "case_count": M, ["shard": {"index": I, "count": N},]
-//    "cases": [{"index": i, "name": ..., "file": ..., "sha256": ..., "description": ...}, ...]}
+//    "cases": [{"index": i, "name": ..., "file": ..., "sha256": ..., "description": ..., ["op": ...]}, ...]}
+// An entry's op is the case's (rmsnorm, layernorm); attention's entries have none.
 // A shard's manifest lists its own cases (every count-th from index); a whole suite's has no "shard".
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace flashsim::golden {
@@ -15,6 +17,8 @@ namespace flashsim::golden {
 struct ManifestEntry {
   int64_t index = 0;  // position in the suite
   std::string name, file, sha256, description;
+  std::string op;  // "rmsnorm", "layernorm"; empty: attention
+  std::string_view op_name() const { return op.empty() ? "attention" : op; }
 };
 
 struct Shard {

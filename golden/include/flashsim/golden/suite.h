@@ -11,11 +11,18 @@
 // without a seed gets its position in the suite. A paged KV cache: page_size, cache_seqlens (a list sets the
 // batch; one integer applies to every sequence; seqlen_k defaults to the longest), seqlen_new, num_blocks,
 // num_splits. A block-sparse mask: block_mask (its shape, as bias), block_q, block_k, block_mask_spec.
+//
+// `op` names the operation a case checks: attention (the default; its cases do not write the field, so their
+// files are those of before), rmsnorm or layernorm. A norm case's fields: rows, hidden, eps, residual, dtype,
+// seed, magnitude, offset, outlier_rows, outlier_scale, zero_rows (flashsim/norm.h); the spec's defaults
+// apply to it only where they are fields of a norm.
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "flashsim/norm.h"
 #include "flashsim/problem.h"
 
 namespace flashsim::golden {
@@ -28,10 +35,21 @@ struct GoldenCase {
   double magnitude = 1.0;  // q, k, v, dO are N(0, 1) * magnitude, rounded to the dtype
   // Split-KV (Flash-Decoding) splits of the emulated pipeline the tolerances derive from (1: FA2's forward).
   int64_t num_splits = 1;
+  // A norm case (op rmsnorm / layernorm): its problem and how its inputs are drawn (magnitude is the
+  // spec's); `problem` is unused then.
+  std::optional<NormProblem> norm;
+  NormInputSpec norm_inputs;
+
+  bool is_norm() const { return norm.has_value(); }
 };
 
+// "attention", "rmsnorm" or "layernorm".
+std::string_view op_name(const GoldenCase& c);
+// The case in one line: the problem's describe(), and the inputs' knobs that are not the defaults.
+std::string describe(const GoldenCase& c);
+
 // The case as JSON: the problem's fields under the names above (scale resolved to its value, causal as
-// window_right == 0), seed, magnitude, name, description.
+// window_right == 0), seed, magnitude, name, description; a norm case's op and fields.
 nlohmann::ordered_json case_to_json(const GoldenCase& c);
 // The inverse; throws InputError(where + ": " + field) for a missing or bad field.
 GoldenCase case_from_json(const nlohmann::json& j, const std::string& where);

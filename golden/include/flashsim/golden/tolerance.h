@@ -17,8 +17,10 @@
 // order (naive rows vs tiles) redistributes; L is the longest sum of the case, max(seqlen_q, seqlen_k,
 // head_dim, head_dim_v). It matters for fp32 candidates only: in bf16/fp16 the output rounding dwarfs it.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,8 +51,10 @@ int64_t count_above(const std::vector<double>& exact, const std::vector<double>&
 // Spacing of t's numbers at |x| (ulp), for normal x; the smallest subnormal spacing for tiny x.
 double ulp(double x, DType t);
 
-bool is_gradient_output(std::string_view name);  // dq dk dv dbias
-// The type the emulated pipeline stores an output in: lse stays fp32 (as FlashAttention-2), the rest in T.
+// Gradients take kBackwardFactor: dq dk dv dbias (attention), dx dweight dbias dresidual (norms).
+bool is_gradient_output(std::string_view name);
+// The type the emulated pipeline stores an output in: lse stays fp32 (as FlashAttention-2), and a norm's
+// rstd and mean (as norm kernels save them), the rest in T.
 DType emulated_storage(std::string_view output, DType compute);
 
 struct OutputTolerance {
@@ -72,6 +76,14 @@ OutputTolerance make_tolerance(std::string_view output, DType compute, const Err
                                double magnitude = -1, int64_t accumulation_length = 0);
 
 nlohmann::ordered_json to_json(const OutputTolerance& t);
+
+// One compute dtype's row of a case's tolerance table, {output: to_json(tolerance)}, from the errors of each
+// output of the emulated pipeline in `compute` (errors(name)), each output's magnitude M and the case's longest
+// sum L; nullopt when an emulated output is not finite where the exact one is (no kernel in that dtype runs it).
+std::optional<nlohmann::ordered_json> tolerance_row(
+    const std::vector<std::string>& names, DType compute,
+    const std::function<ErrorStats(const std::string&)>& errors,
+    const std::map<std::string, double>& magnitude, int64_t accumulation_length);
 OutputTolerance tolerance_from_json(const nlohmann::json& j, const std::string& where);
 
 // compute dtype name ("bf16") -> output name ("dq") -> tolerance

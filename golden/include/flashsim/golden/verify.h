@@ -66,6 +66,7 @@ struct CaseVerdict {
 struct VerifyReport {
   std::vector<CaseVerdict> cases;
   int64_t outputs_checked = 0, outputs_failed = 0, cases_failed = 0;
+  int64_t cases_skipped = 0;  // cases without any of the outputs VerifyOptions::outputs names (another op's)
   bool pass() const { return outputs_failed == 0 && cases_failed == 0; }
 };
 
