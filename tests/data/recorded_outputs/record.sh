@@ -102,8 +102,8 @@ for f in $SP/ncu_dram_*.csv $R/single_pass_repeat/*/ncu_dram_*.csv $R/dram_repea
 done
 run compare_sdpa_d96_metric_set traffic compare --ncu $R/metric_sets/run1_sdpa_d96_big.csv --batch 2 --heads 16 --seqlen 2048 --head-dim 96 --dtype bf16 --json
 
-# Goldens: the manifests (every file's sha256) of the smoke and default suites.
-for suite in smoke default; do
+# Goldens: the manifests (every file's sha256) of the smoke, default and norm suites.
+for suite in smoke default norm; do
   rm -rf "$OUT/.golden-$suite"
   "$F" golden generate --suite $suite --out "$OUT/.golden-$suite" > /dev/null 2>&1
   cp "$OUT/.golden-$suite/manifest.json" "$OUT/golden_${suite}_manifest.json"
