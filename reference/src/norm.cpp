@@ -162,6 +162,7 @@ NormGradients norm_backward(const NormProblem& p, const NormInputs& in, const No
                             const NormOptions& opt) {
   in.validate(p);
   if (in.dy.empty()) throw InputError("dy", "the backward needs dy (the gradient of y)");
+  check_size("y", fwd.y.size(), p.elems());
   check_size("rstd", fwd.rstd.size(), p.rows);
   check_size("mean", fwd.mean.size(), p.has_bias() ? p.rows : 0);
   check_size("h", fwd.h.size(), p.residual ? p.elems() : 0);

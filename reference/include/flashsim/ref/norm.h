@@ -12,7 +12,8 @@
 // statistics of the stored h summed in fp32 (the coarser of the two choices kernels make, so that a kernel
 // normalizing the fp32 h passes too), rstd = 1 / sqrt(ms + eps) and mean kept in fp32; y computed in fp32 and
 // rounded to T. The backward reads the stored h, rstd and mean, computes in fp32, sums dweight and dbias over
-// rows in fp32 and rounds dx, dresidual, dweight, dbias to T.
+// rows in fp32 and rounds dx, dresidual, dweight, dbias to T. An fp64 problem computes in fp64 in every
+// precision (fp64 kernels accumulate in fp64).
 #include <cstdint>
 #include <vector>
 
