@@ -47,7 +47,7 @@ def run_variant(golden, out, bug, exe, keep):
     if not keep:
         shutil.rmtree(out)
     rep = json.loads(r.stdout)
-    return {c["name"]: [o["output"] for o in c["outputs"] if not o["ok"]] for c in rep["cases"]}
+    return {c["name"]: ([o["output"] for o in c["outputs"] if not o["ok"]], c["compute_dtype"]) for c in rep["cases"]}
 
 
 def main():
@@ -65,13 +65,16 @@ def main():
     for bug, what in BUGS.items():
         fails = run_variant(args.golden, os.path.join(args.out, bug or "correct"), bug, args.flashsim,
                             args.keep)
-        bad = {c: o for c, o in fails.items() if o}
+        bad = {c: o for c, (o, _) in fails.items() if o}
         outputs = collections.Counter(o for outs in bad.values() for o in outs)
         groups = collections.Counter(c.split("-")[0] for c in bad)
+        dtypes = collections.Counter(d for _, d in fails.values())
+        bad_dtypes = collections.Counter(fails[c][1] for c in bad)
         print(f"{bug or 'correct'}: {what}")
         print(f"  {len(bad)} of {len(fails)} cases fail; outputs: "
               f"{', '.join(f'{o} {n}' for o, n in outputs.most_common()) or '-'}; "
-              f"by group: {', '.join(f'{g} {n}' for g, n in sorted(groups.items())) or '-'}")
+              f"by group: {', '.join(f'{g} {n}' for g, n in sorted(groups.items())) or '-'}; "
+              f"by dtype: {', '.join(f'{d} {bad_dtypes[d]}/{n}' for d, n in sorted(dtypes.items()))}")
         ok &= (not bad) if bug is None else bool(bad)
     print("OK: the correct kernel passes, every planted bug is caught" if ok else "FAILED")
     return 0 if ok else 1

@@ -18,6 +18,14 @@ struct HardwareProfile {
   int64_t l2_bytes = 0;
   int64_t l2_effective_bytes = 0;  // what one kernel's data can keep (partitioning, set conflicts)
   int64_t l2_dirty_bytes = 0;  // the most dirty data L2 keeps (measured, bench/gpu/l2_probe.cu); 0: no limit
+  // How much other traffic data read again by CTAs on other SMs survives (measured, bench/gpu/l2_probe.cu: on
+  // the H100 about half the L2, the two partitions each keeping a copy); the adverse L2 of `traffic compare`'s
+  // DRAM interval (dram_interval.h). 0: not measured, half of l2_effective_bytes.
+  int64_t l2_reuse_bytes = 0;
+  // A kernel's code read from DRAM once per profiled run (ncu flushes the caches before each kernel): the
+  // largest sm_90 attention kernel's .text in our build (fa2-v1's forward, 184 KB by cuobjdump); added to the
+  // upper bound of `traffic compare`'s DRAM reads. 0: no allowance.
+  int64_t kernel_code_bytes = 0;
   int sector_bytes = 32, line_bytes = 128;
   double dram_bytes_per_s = 0, l2_bytes_per_s = 0, tensor_flops_fp16 = 0, fp32_flops = 0, exp_per_s = 0;
   // Matrix FLOP/s that FlashAttention-2-class kernels (mma.sync, softmax between the MMAs of a warp) achieve,

@@ -41,9 +41,16 @@ std::optional<RecognizedKernel> recognize_kernel(const std::string& name);
 struct MetricComparison {
   std::string metric;
   double measured = 0, predicted = 0, ratio = 0, tolerance = 0;  // tolerance 0: informational
-  // ok: |measured - predicted| <= max(tolerance * predicted, floor); floor (same unit as the metric): the
-  // DRAM counters' run-to-run spread for this kernel (the profile's ncu_dram_repeatability), 0 elsewhere
-  double floor = 0;
+  // Bytes between L2 and the SMs: ok when |measured - predicted| <= tolerance * predicted.
+  // DRAM bytes (interval): ok when lower - floor <= measured <= upper + floor, the range a correct L2 allows
+  // (dram_interval.h; predicted inside it); floor (bytes): the DRAM counters' run-to-run spread for this kernel
+  // (the profile's ncu_dram_repeatability of its measured DRAM bytes).
+  bool interval = false;
+  double lower = 0, upper = 0, floor = 0;
+  // The verdict in words: "ok", "FAIL", "ok (within the L2's range)", "EXCESS: ..." (above the upper bound:
+  // the kernel moves more than any L2 behaviour explains, `suspect` the tensor to look at), "BELOW: ..." (under
+  // the compulsory bytes: another problem than the flags say, or a kernel that skips work).
+  std::string verdict, suspect;
   bool ok = true;
 };
 struct KernelComparison {

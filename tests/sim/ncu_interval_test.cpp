@@ -1,0 +1,166 @@
+// traffic compare's DRAM interval (dram_interval.h): planted excess traffic in recorded reports is flagged as
+// the kernel's, with the tensor to look at; the JSON carries the interval.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "flashsim/sim/dram_interval.h"
+#include "flashsim/sim/ncu.h"
+#include "recorded_ncu.h"
+
+using namespace flashsim;
+using namespace flashsim::sim;
+using namespace flashsim::test;
+
+namespace {
+
+// The 16 recorded shapes and the calibration problem, each with its one-pass DRAM counters.
+struct Recorded {
+  RecordedShape shape;
+  std::vector<NcuKernel> kernels;
+};
+std::vector<Recorded> one_pass_reports() {
+  std::vector<RecordedShape> shapes(std::begin(kRecorded), std::end(kRecorded));
+  shapes.insert(shapes.end(), std::begin(kValidation), std::end(kValidation));
+  shapes.insert(shapes.end(), std::begin(kValidation2), std::end(kValidation2));
+  shapes.push_back(kCalibration);
+  std::vector<Recorded> out;
+  for (const auto& s : shapes) {
+    const std::string full = s.name == std::string(kCalibration.name)
+                                 ? FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv"
+                                 : std::string(FLASHSIM_TEST_DATA "/ncu/") + s.set + "ncu_" + s.name + ".csv";
+    out.push_back(
+        {s, with_dram_counters(read_report(full),
+                               read_report(std::string(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_") +
+                                           s.name + ".csv"))});
+  }
+  return out;
+}
+
+const MetricComparison& metric(const Comparison& c, size_t kernel, const std::string& name) {
+  for (const auto& m : c.kernels.at(kernel).metrics)
+    if (m.metric == name) return m;
+  throw std::runtime_error("no " + name);
+}
+
+// Bytes of a tensor's footprint in the forward kernel's counts (the problem's K, V or O).
+double footprint(const AttentionProblem& p, const NcuKernel& k, ref::TensorId t) {
+  const auto rec = recognize_kernel(k.name);
+  return static_cast<double>(
+      analytic_counts(*rec->model, p, rec->config).tensors[static_cast<size_t>(t)].unique_bytes);
+}
+
+}  // namespace
+
+// A kernel that reads K and V 1.5x or 2x as often from DRAM as the recorded one (the K/V part of its measured
+// reads scaled, everything else as measured), or writes O twice: flagged as EXCESS naming the tensor, on every
+// shape whose interval the L2 does not widen past the planted bytes: all 9 non-causal shapes (and the
+// calibration problem) for K/V reads in the forward, the 7 of them without GQA in the main backward kernel (with
+// GQA, K and V are a quarter of the heads' bytes and 1.5x of them lies within the range the Q/dO re-reads span),
+// and all 17 for doubled O writes. The causal forwards' ranges are wide (their K/V re-reads depend on how far
+// the CTAs drift apart): the test holds how many of their 16 planted reads (8 shapes, 1.5x and 2x) are caught.
+TEST(NcuInterval, PlantedExcessTrafficIsFlagged) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  int kv_flagged_causal = 0, causal = 0;
+  for (const auto& r : one_pass_reports()) {
+    const AttentionProblem p = recorded_problem(r.shape);
+    ASSERT_TRUE(compare_ncu(r.kernels, p, hw).ok) << r.shape.name;  // unedited: within the L2's range
+    const double kv =
+        footprint(p, r.kernels[0], ref::TensorId::K) + footprint(p, r.kernels[0], ref::TensorId::V);
+    const double o = footprint(p, r.kernels[0], ref::TensorId::O);
+    for (const double f : {1.5, 2.0}) {
+      for (const size_t kernel :
+           {size_t{0}, size_t{2}}) {  // the forward and the main backward kernel read K/V
+        auto edited = r.kernels;
+        double& read = edited[kernel].metrics.at("dram__bytes_read.sum");
+        // The K/V part of the measured reads: what exceeds the other tensors' compulsory bytes.
+        const double kv_read =
+            kv +
+            std::max(0.0, read - metric(compare_ncu(r.kernels, p, hw), kernel, "dram__bytes_read.sum").lower);
+        read += (f - 1) * kv_read;
+        const auto c = compare_ncu(edited, p, hw);
+        const auto& m = metric(c, kernel, "dram__bytes_read.sum");
+        const std::string where =
+            std::string(r.shape.name) + " kernel " + std::to_string(kernel) + " x" + std::to_string(f);
+        const bool gqa_backward = kernel == 2 && r.shape.heads_kv < r.shape.heads;
+        if (!r.shape.causal && !gqa_backward) {
+          EXPECT_FALSE(c.ok) << where;
+          EXPECT_EQ(m.verdict.rfind("EXCESS: reads", 0), 0u) << where << ": " << m.verdict;
+          if (kernel == 0) {
+            EXPECT_EQ(m.suspect, "k") << where;  // K and V re-read alike; K first
+          }
+        } else if (kernel == 0) {
+          ++causal;
+          kv_flagged_causal += m.ok ? 0 : 1;
+        }
+        // Whatever the verdict, it is the interval's: flagged exactly when above upper + the spread.
+        EXPECT_EQ(m.ok, m.measured <= m.upper + m.floor) << where;
+      }
+    }
+    auto edited = r.kernels;
+    edited[0].metrics.at("dram__bytes_write.sum") += o;  // O written twice
+    const auto c = compare_ncu(edited, p, hw);
+    const auto& w = metric(c, 0, "dram__bytes_write.sum");
+    EXPECT_FALSE(c.ok) << r.shape.name;
+    EXPECT_EQ(w.verdict.rfind("EXCESS: writes", 0), 0u) << r.shape.name << ": " << w.verdict;
+    EXPECT_EQ(w.suspect, "o") << r.shape.name;
+  }
+  EXPECT_EQ(causal, 16);
+  EXPECT_EQ(kv_flagged_causal, 8);  // 4 at 1.5x (their spread is from 1.0 to 10x), 4 at 2x
+}
+
+// Fewer bytes than the compulsory ones (a report of a smaller problem, or a kernel that skips work) are BELOW.
+TEST(NcuInterval, BelowTheCompulsoryBytesIsFlagged) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  auto r = one_pass_reports().front();
+  r.kernels[1].metrics.at("dram__bytes_read.sum") *= 0.5;  // the dot kernel reads O and dO once: 67 MB
+  const auto c = compare_ncu(r.kernels, recorded_problem(r.shape), hw);
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(metric(c, 1, "dram__bytes_read.sum").verdict.rfind("BELOW: reads 0.50x", 0), 0u)
+      << metric(c, 1, "dram__bytes_read.sum").verdict;
+}
+
+// --json: lower, predicted, upper and the verdict of every DRAM metric; the L2-side metrics keep their tolerance
+// and have no interval.
+TEST(NcuInterval, JsonCarriesTheInterval) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto r = one_pass_reports().back();  // the calibration problem
+  const auto j = to_json(compare_ncu(r.kernels, recorded_problem(r.shape), hw));
+  int dram = 0;
+  for (const auto& k : j.at("kernels"))
+    for (const auto& m : k.at("metrics")) {
+      const std::string name = m.at("metric");
+      if (name.rfind("dram__", 0) == 0) {
+        ++dram;
+        EXPECT_LE(m.at("lower").get<double>(), m.at("predicted").get<double>()) << name;
+        EXPECT_LE(m.at("predicted").get<double>(), m.at("upper").get<double>()) << name;
+        EXPECT_EQ(m.at("verdict"), "ok (within the L2's range)");
+        EXPECT_TRUE(m.at("suspect").is_string());
+      } else if (name.rfind("l1tex__m_xbar", 0) == 0) {
+        EXPECT_TRUE(m.at("lower").is_null());
+        EXPECT_EQ(m.at("verdict"), "ok");
+      }
+    }
+  EXPECT_EQ(dram, 8);
+}
+
+// The bounds come from the profile's named L2 quantities: a smaller reuse capacity can only widen the range of
+// a kernel whose CTAs share data, and the lower bound of reads is the compulsory bytes whatever the L2.
+TEST(NcuInterval, BoundsFollowTheProfile) {
+  auto hw = load_profile("H100-SXM5-80GB");
+  ASSERT_EQ(hw.l2_reuse_bytes, 24 << 20);
+  const AttentionProblem p = recorded_problem(kRecorded[0]);  // causal d128 n4096
+  const auto rec = recognize_kernel(one_pass_reports().front().kernels[0].name);
+  ASSERT_TRUE(rec);
+  const auto counts = analytic_counts(*rec->model, p, rec->config);
+  const auto wide = dram_interval(*rec->model, p, rec->config, predict_kernel(counts, hw), hw, 0);
+  EXPECT_TRUE(wide.executed);
+  EXPECT_EQ(wide.read.lower, static_cast<double>(counts.unique_loaded()));
+  EXPECT_EQ(wide.read.suspect, "k");
+  hw.l2_reuse_bytes *= 2;
+  const auto narrow = dram_interval(*rec->model, p, rec->config, predict_kernel(counts, hw), hw, 0);
+  EXPECT_EQ(narrow.read.lower, wide.read.lower);
+  EXPECT_LE(narrow.read.upper, wide.read.upper);
+  EXPECT_GT(narrow.adverse_l2_bytes, wide.adverse_l2_bytes);
+}

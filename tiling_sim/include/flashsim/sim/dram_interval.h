@@ -1,0 +1,41 @@
+#pragma once
+// The range of DRAM bytes a kernel can move on a correct L2, for `traffic compare`: the point prediction
+// (predict_kernel) sits inside [lower, upper], and only a measured figure outside it says something about the
+// kernel rather than about the L2's replacement and write-back policy.
+//   lower: the compulsory bytes. Reads: every loaded or reduced byte once (cold L2). Writes: every dirty byte
+//          less the most the L2 can keep dirty at kernel end (l2_dirty_bytes, and the dirty share of
+//          l2_effective_bytes, as a stream keeps it).
+//   upper: the executed schedule through an adverse but measured L2: an LRU of the capacity that data read
+//          again by other SMs survives (l2_reuse_bytes), shrunk by the share of L2 the kernel's dirty lines can
+//          hold (up to l2_dirty_bytes) and by the resident CTAs' register-spill frames, plus the kernel's code
+//          (kernel_code_bytes: ncu flushes the caches, the code is read again). Writes: every dirty
+//          byte, or that LRU's write-backs where more, plus each CTA's spill frame written back once.
+#include <string>
+
+#include "flashsim/sim/model.h"
+
+namespace flashsim::sim {
+
+struct DramBound {
+  double lower = 0, upper = 0;
+  // The tensor an excess most likely comes from: the one the schedule moves most often per byte of its
+  // footprint (its re-reads grow fastest), the larger on a tie.
+  std::string suspect;
+  double suspect_factor = 0;  // its bytes between L2 and the SMs over its footprint
+};
+
+struct DramInterval {
+  DramBound read, write;
+  double adverse_l2_bytes = 0;  // the LRU capacity of the upper bounds
+  double spill_frame_bytes_cta =
+      0;                  // a CTA's register-spill frame: its spill stores over its main-loop steps
+  bool executed = false;  // upper reads from the executed schedule; false: every load misses
+};
+
+// prediction: predict_kernel of the model's analytic counts for (p, c). spill_store_bytes_per_cta: ncu's
+// local-memory store bytes over the CTAs (0 when the report has none). No ncu replay term: the caller adds it.
+DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
+                           const KernelPrediction& prediction, const HardwareProfile& hw,
+                           double spill_store_bytes_per_cta);
+
+}  // namespace flashsim::sim

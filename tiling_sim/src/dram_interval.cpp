@@ -1,0 +1,94 @@
+// The interval of DRAM bytes a correct L2 allows (dram_interval.h): compulsory bytes below, the executed
+// schedule through an adverse L2 above.
+#include "flashsim/sim/dram_interval.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "flashsim/memory.h"
+#include "flashsim/sim/l2_sim.h"
+#include "flashsim/sim/schedule.h"
+
+namespace flashsim::sim {
+
+namespace {
+
+// The tensor among those moved in `dir` (loads and reductions for reads, stores and reductions for writes)
+// with the most bytes between L2 and the SMs per byte of its footprint, the larger on a tie.
+DramBound with_suspect(DramBound b, const KernelCounts& k, bool reads) {
+  double best = 0, best_bytes = 0;
+  for (size_t t = 0; t < k.tensors.size(); ++t) {
+    const TensorTraffic& tt = k.tensors[t];
+    const auto moved = static_cast<double>((reads ? tt.load.bytes : tt.store.bytes) + tt.reduce.bytes);
+    if (moved <= 0 || tt.unique_bytes <= 0) continue;
+    const double factor = moved / static_cast<double>(tt.unique_bytes);
+    if (factor > best * (1 + 1e-9) || (factor >= best * (1 - 1e-9) && moved > best_bytes)) {
+      best = factor;
+      best_bytes = moved;
+      b.suspect = std::string(sim::tensor_name(static_cast<ref::TensorId>(t)));
+      b.suspect_factor = factor;
+    }
+  }
+  return b;
+}
+
+// A CTA's main-loop steps: its key blocks (forward) or query blocks (backward) at full length, so that the
+// frame estimate (spill stores per step) is the smaller one for causal CTAs that stop early.
+double main_loop_steps(const KernelModel& m, const AttentionProblem& p, const TileConfig& c) {
+  const bool fwd = m.pass == Pass::Forward;
+  const auto len = static_cast<double>(fwd ? p.seqlen_k : p.seqlen_q);
+  const auto block = static_cast<double>(std::max<int64_t>(1, fwd ? c.block_k : c.bwd_block_q));
+  return std::max(1.0, std::ceil(len / block));
+}
+
+}  // namespace
+
+DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
+                           const KernelPrediction& pr, const HardwareProfile& hw,
+                           double spill_store_bytes_per_cta) {
+  const KernelCounts& k = pr.counts;
+  DramInterval r;
+  const auto dirty = static_cast<double>(k.unique_dirty());
+  const auto total = static_cast<double>(std::max<int64_t>(1, k.unique_total()));
+  const auto l2 = static_cast<double>(hw.l2_effective_bytes);
+  const double dirty_limit = hw.l2_dirty_bytes > 0 ? static_cast<double>(hw.l2_dirty_bytes) : l2;
+  // Lower: each loaded byte once; each dirty byte once less the most L2 keeps dirty at the end (a stream keeps
+  // its dirty share of the whole L2, at most the dirty limit: the probes' items 1 and 2).
+  r.read.lower = static_cast<double>(k.unique_loaded());
+  r.write.lower = std::max(0.0, dirty - std::min({dirty_limit, l2 * dirty / total, dirty}));
+
+  // Spill frames: what a CTA spills in one main-loop step stands for its frame; the resident CTAs' frames
+  // take L2 from the reused data (the probes' item 5), and each CTA's frame may be written back once.
+  const auto resident = static_cast<double>(std::max<int64_t>(1, pr.occ.resident_ctas));
+  const auto ctas = static_cast<double>(std::max<int64_t>(1, k.launch.ctas()));
+  r.spill_frame_bytes_cta = spill_store_bytes_per_cta / main_loop_steps(m, p, c);
+  // The adverse L2: data read again by other SMs survives l2_reuse_bytes of other traffic (a copy in each
+  // partition); the kernel's dirty lines (one copy) may hold up to the dirty limit of the L2, the same share of
+  // every partition; the resident frames take their bytes.
+  const double held_dirty =
+      std::min(dirty_limit, dirty) / static_cast<double>(std::max<int64_t>(1, hw.l2_bytes));
+  const double reuse = hw.l2_reuse_bytes > 0 ? static_cast<double>(hw.l2_reuse_bytes) : l2 / 2;
+  r.adverse_l2_bytes = std::max(0.0, reuse * (1 - held_dirty) - r.spill_frame_bytes_cta * resident);
+
+  double exec_read = static_cast<double>(k.load_bytes() + k.reduce_bytes());  // every access misses
+  double exec_write = dirty;
+  const auto lines = static_cast<int64_t>(r.adverse_l2_bytes) / std::max(1, hw.line_bytes);
+  if (pr.occ.fits && lines > 0 && executed_schedule_bytes(k, p, c) <= default_memory_limit()) {
+    HardwareProfile adverse = hw;
+    adverse.l2_effective_bytes = lines * hw.line_bytes;
+    const L2Result res = simulate_l2(schedule(m, p, c), p, adverse, pr.occ.resident_ctas);
+    exec_read = static_cast<double>(res.dram_read);
+    exec_write = static_cast<double>(res.dram_write);
+    r.executed = true;
+  }
+  // plus the kernel's code, fetched from DRAM after ncu's cache flush
+  r.read.upper = std::max({r.read.lower, exec_read, static_cast<double>(pr.dram_read)}) +
+                 static_cast<double>(hw.kernel_code_bytes);
+  r.write.upper =
+      std::max({dirty, exec_write, static_cast<double>(pr.dram_write)}) + r.spill_frame_bytes_cta * ctas;
+  r.read = with_suspect(r.read, k, true);
+  r.write = with_suspect(r.write, k, false);
+  return r;
+}
+
+}  // namespace flashsim::sim
