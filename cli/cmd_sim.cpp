@@ -461,12 +461,15 @@ void add_traffic(CLI::App& app) {
                               : "SOME METRICS OUT OF TOLERANCE OR OUT OF THE L2'S RANGE");
       fmt::print(
           "DRAM range: from the compulsory bytes (each tensor once; dirty bytes less what L2 can keep dirty) "
-          "to "
-          "the schedule through an adverse L2 ({}: data re-read by other SMs survives {:.1f} MiB, less what "
-          "the dirty lines and spill frames hold), within the counters' spread\n",
+          "to the schedule through an adverse L2 ({}: data re-read by other SMs survives {:.1f} MiB, less "
+          "what "
+          "the dirty lines and spill frames hold; reads plus {:.0f} KiB of kernel code), within the "
+          "counters' "
+          "spread\n",
           hw.name,
           static_cast<double>(hw.l2_reuse_bytes > 0 ? hw.l2_reuse_bytes : hw.l2_effective_bytes / 2) /
-              1048576.0);
+              1048576.0,
+          static_cast<double>(hw.kernel_code_bytes) / 1024.0);
       if (replayed)
         fmt::print(
             "note: the DRAM counters come from a replayed ncu run (collected with other metrics): the "

@@ -269,8 +269,12 @@ CaseVerdict verify_case(const LoadedCase& lc, const Outputs& out, const VerifyOp
   CaseVerdict cv;
   cv.name = lc.c.name;
   cv.compute_dtype = std::string(dtype_name(opt.compute.value_or(out.compute.value_or(case_dtype))));
-  for (const auto& name : selected_outputs(lc.c, opt.outputs))
-    cv.outputs.push_back(check_output(lc, out, name, cv.compute_dtype));
+  const std::vector<std::string> names = selected_outputs(lc.c, opt.outputs);
+  if (names.empty())  // only outputs of another op asked for: nothing would be checked
+    throw InputError("outputs",
+                     fmt::format("case {} ({}) has none of {} (it has {})", lc.c.name, op_name(lc.c),
+                                 fmt::join(opt.outputs, ","), fmt::join(output_names(lc.c), " ")));
+  for (const auto& name : names) cv.outputs.push_back(check_output(lc, out, name, cv.compute_dtype));
   cv.pass = std::all_of(cv.outputs.begin(), cv.outputs.end(), [](const OutputVerdict& o) { return o.pass; });
   return cv;
 }

@@ -166,8 +166,10 @@ TEST_F(NormCases, DroppedResidualGradientAndPerturbedStatisticsFail) {
 
 TEST_F(NormCases, OutputsOfAnotherOpAreUnknownOnlyToTheCase) {
   VerifyOptions opt;
-  opt.outputs = {"o"};  // a known output name, not one of this case's: nothing of it is checked
-  EXPECT_TRUE(verify_case(lc("rms"), {}, opt).outputs.empty());
+  opt.outputs = {"o"};  // attention's output only: nothing of this case would be checked
+  EXPECT_THROW(verify_case(lc("rms"), {}, opt), InputError);
+  opt.outputs = {"o", "y"};  // the case's own are checked (y missing: a failure, not an error)
+  EXPECT_EQ(verify_case(lc("rms"), {}, opt).outputs.size(), 1u);
   opt.outputs = {"z"};
   EXPECT_THROW(verify_case(lc("rms"), {}, opt), InputError);
 }

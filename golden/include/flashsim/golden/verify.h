@@ -76,8 +76,8 @@ OutputVerdict verify_output(const std::string& name, const std::vector<double>& 
                             const std::vector<int64_t>& shape, const CandidateTensor& got,
                             const OutputTolerance& tol);
 
-// Every output of the case that opt.outputs selects. Throws InputError for an unknown name in opt.outputs or
-// a candidate tensor of the wrong shape; an absent output, or a compute dtype the case has no tolerance for,
+// Every output of the case that opt.outputs selects. Throws InputError for an unknown name in opt.outputs, a
+// selection with none of the case's outputs (another op's), or a candidate tensor of the wrong shape; an absent output, or a compute dtype the case has no tolerance for,
 // is a failure in the verdict.
 CaseVerdict verify_case(const LoadedCase& lc, const Outputs& out, const VerifyOptions& opt);
 
