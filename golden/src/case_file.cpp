@@ -15,6 +15,7 @@ using detail::check_shape;
 using detail::input;
 using detail::int_input;
 using detail::need;
+using detail::round_all;
 
 using ojson = nlohmann::ordered_json;
 
@@ -61,16 +62,6 @@ AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs&
 std::vector<int64_t> new_keys_shape(const AttentionProblem& p, int64_t dim) {
   return {p.batch, p.seqlen_new, p.heads_kv, dim};
 }
-
-namespace {
-bool round_all(std::vector<double>& t, DType d) {
-  for (double& x : t) {
-    x = round_to(x, d);
-    if (!std::isfinite(x)) return false;
-  }
-  return true;
-}
-}  // namespace
 
 bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DType compute,
                       ref::RunOptions opt, AttentionOutputs& out, Algorithm fwd, Algorithm bwd,

@@ -1,9 +1,10 @@
 #pragma once
-// Reading a golden file's tensors with errors that name the file, the tensor and what is wrong (case_file.cpp,
-// norm_case.cpp).
+// Reading a golden file's tensors with errors that name the file, the tensor and what is wrong, and rounding
+// inputs to a compute dtype (case_file.cpp, norm_case.cpp).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,15 @@
 #include "flashsim/golden/safetensors.h"
 
 namespace flashsim::golden::detail {
+
+// Rounds every value to d; false when one is not finite then (the inputs overflow d: no kernel in d runs them).
+inline bool round_all(std::vector<double>& t, DType d) {
+  for (double& x : t) {
+    x = round_to(x, d);
+    if (!std::isfinite(x)) return false;
+  }
+  return true;
+}
 
 inline const Tensor& need(const SafetensorsFile& f, const std::string& name, const std::string& source) {
   const Tensor* t = f.find(name);

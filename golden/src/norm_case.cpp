@@ -62,23 +62,13 @@ NamedOutputs norm_outputs(const NormProblem& p, const NormInputs& in, const ref:
   return out;
 }
 
-namespace {
-bool round_all(std::vector<double>& t, DType d) {
-  for (double& x : t) {
-    x = round_to(x, d);
-    if (!std::isfinite(x)) return false;
-  }
-  return true;
-}
-}  // namespace
-
 bool norm_emulated(const NormProblem& p, const NormInputs& in, DType compute, ref::NormOrder order,
                    int threads, NamedOutputs& out) {
   NormProblem pc = p;
   pc.dtype = compute;
   NormInputs ic = in;
   for (auto* t : {&ic.x, &ic.weight, &ic.bias, &ic.residual, &ic.dy})
-    if (!round_all(*t, compute)) return false;
+    if (!detail::round_all(*t, compute)) return false;
   out = norm_outputs(pc, ic, {ref::Precision::Emulated, order, threads});
   return true;
 }
