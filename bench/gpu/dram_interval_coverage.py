@@ -34,11 +34,33 @@ SHAPES = {
     # flashsim's fa2-v1 (bench/gpu/traffic.sh)
     "d128_n4096": (2, 16, 16, 4096, 128, False), "d128_n4096_causal": (2, 16, 16, 4096, 128, True),
     "d64_n2048": (4, 16, 16, 2048, 64, False), "d96_n3000_causal": (2, 8, 8, 3000, 96, True),
+    # taken on 2026-11-26, after the interval was written (bench/gpu/dram_interval_gpu.sh): SDPA's FA2 ...
+    "d128_n8192": (1, 16, 16, 8192, 128, False), "causal_d64_n2048": (4, 16, 16, 2048, 64, True),
+    "gqa_causal_d128_n4096": (2, 32, 8, 4096, 128, True), "d256_n4096": (1, 16, 16, 4096, 256, False),
+    "d64_n16384": (1, 8, 8, 16384, 64, False), "causal_d96_n2048": (4, 16, 16, 2048, 96, True),
+    # ... and flashsim's fa2-v1 and fa2-v1-heads-first (the planted traffic bug)
+    "d128_n4096_b4h32": (4, 32, 32, 4096, 128, False), "d128_n4096_b4h32_causal": (4, 32, 32, 4096, 128, True),
+    "heads_first_d128_n4096": (4, 32, 32, 4096, 128, False),
+    "heads_first_d128_n4096_causal": (4, 32, 32, 4096, 128, True),
+    "d64_n8192": (1, 16, 16, 8192, 64, False), "d128_n2048_causal": (4, 16, 16, 2048, 128, True),
+    "gqa_d96_n4096": (2, 16, 4, 4096, 96, False), "d256_n2048": (2, 8, 8, 2048, 256, False),
 }
 FIRST = ["causal_d128_n4096", "d64_n1024", "d256_n1024", "d128_n16384_causal", "gqa_d128_n2048", "d128_n1000",
          "d64_n3000_causal"]
 VALIDATION = ["causal_d128_n8192", "gqa_causal_d64_n4096", "d96_n2048", "d128_n512", "causal_d256_n2000"]
 VALIDATION2 = ["causal_d64_n8192", "d128_n2048", "gqa_d64_n2048", "causal_d96_n4096"]
+VALIDATION3 = ["d128_n8192", "causal_d64_n2048", "gqa_causal_d128_n4096", "d256_n4096", "d64_n16384",
+               "causal_d96_n2048"]
+NEW = os.path.join(ROOT, "bench/results/dram_interval_h100_2026-11-26")
+PLANTED = "fa2-v1-heads-first (planted: K/V re-read from DRAM per query block; must be flagged, not counted)"
+
+
+def unpack(archive):
+    """The CSVs of one of the GPU run's archives, in a temporary folder."""
+    tmp = tempfile.mkdtemp()
+    with tarfile.open(archive) as t:
+        t.extractall(tmp)
+    return tmp
 
 
 def full_report(shape):
@@ -83,6 +105,22 @@ def reports():
         shape = name[len("ncu_fa2_v1_fwd_"):-len(".csv")]
         yield "flashsim fa2-v1, replayed DRAM (gpu_h100_2026-11-23 launch_table/final)", "fa2-v1", shape, \
             os.path.join(tmp, name), None
+    # Taken after the interval was written: SDPA on 6 new shapes, fa2-v1 on 6 new problems, both metric sets.
+    full, dram = unpack(os.path.join(NEW, "ncu_csvs.tar.gz")), unpack(os.path.join(NEW, "ncu_dram_csvs.tar.gz"))
+    for s in VALIDATION3:
+        report = os.path.join(full, "ncu_" + s + ".csv")
+        yield "new: SDPA FA2 (validation3), one-pass DRAM", "validation3", s, report, \
+            os.path.join(dram, "ncu_dram_" + s + ".csv")
+        yield "new: SDPA FA2 (validation3), replayed DRAM", "validation3", s, report, None
+    own = unpack(os.path.join(NEW, "ncu_fa2_gpu_csvs.tar.gz"))
+    for name in sorted(os.listdir(own)):
+        if not name.startswith("ncu_fa2_") or not name.endswith(".csv"):
+            continue
+        pass_, shape = name[len("ncu_fa2_"):-len(".csv")].split("_", 1)
+        report, dram = os.path.join(own, name), os.path.join(own, "ncu_dram_" + name[len("ncu_"):])
+        planted = shape.startswith("heads_first")
+        yield PLANTED if planted else "new: flashsim fa2-v1, one-pass DRAM", pass_, shape, report, dram
+        yield PLANTED if planted else "new: flashsim fa2-v1, replayed DRAM", pass_, shape, report, None
 
 
 def main():
@@ -101,26 +139,35 @@ def main():
                 if m.get("lower") is None:
                     continue
                 g["rows"].append((label, shape, k["name"].split(" ")[0], m))
-    every = []
+    every, new = [], []
     for group, g in groups.items():
-        print(summary(group, g["rows"]))
+        planted = group == PLANTED
+        print(group + ":" if planted else summary(group, g["rows"]))
         for e in g["errors"]:
             print("  not compared:", e)
         for label, shape, kernel, m in g["rows"]:
-            if not m["ok"]:
-                print(f"  outside: {label}/{shape}/{kernel}/{m['metric']}: measured {m['measured'] / 1e6:.2f} MB, "
-                      f"range {m['lower'] / 1e6:.2f} .. {m['upper'] / 1e6:.2f} MB: {m['verdict']}")
-        every += g["rows"]
-    print(summary("ALL", every))
+            if planted or not m["ok"]:
+                print(f"  {'' if planted else 'outside: '}{label}/{shape}/{kernel}/{m['metric']}: measured "
+                      f"{m['measured'] / 1e6:.2f} MB, range {m['lower'] / 1e6:.2f} .. {m['upper'] / 1e6:.2f} MB: "
+                      f"{m['verdict']}")
+        if not planted:
+            every += g["rows"]
+            new += g["rows"] if group.startswith("new:") else []
+    print(summary("NEW (taken after the interval was written)", new))
+    print(summary("ALL (the planted kernel left out)", every))
 
 
 def summary(name, rows):
     inside = sum(1 for r in rows if r[3]["ok"])
-    widths = [(r[3]["upper"] - r[3]["lower"]) / r[3]["predicted"] if r[3]["predicted"] > 0 else float("inf")
-              for r in rows]
-    median = statistics.median(widths) if widths else float("nan")
-    return (f"{name}: {inside} of {len(rows)} DRAM figures inside their interval ({100 * inside / max(1, len(rows)):.1f}%), "
-            f"median width {100 * median:.1f}% of the prediction")
+
+    def median_width(metric):
+        widths = [(r[3]["upper"] - r[3]["lower"]) / r[3]["predicted"] if r[3]["predicted"] > 0 else float("inf")
+                  for r in rows if metric in r[3]["metric"]]
+        return 100 * statistics.median(widths) if widths else float("nan")
+
+    return (f"{name}: {inside} of {len(rows)} DRAM figures inside their interval "
+            f"({100 * inside / max(1, len(rows)):.1f}%), median width {median_width('dram__'):.1f}% of the "
+            f"prediction (reads {median_width('read'):.1f}%, writes {median_width('write'):.1f}%)")
 
 
 if __name__ == "__main__":

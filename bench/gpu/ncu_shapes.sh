@@ -21,9 +21,20 @@ fi
 only=${2:-}  # optional: a regex of shape names to run
 # name batch heads heads_kv seqlen head_dim causal
 # SHAPES=validation: 5 shapes measured after the model of the first 7 was written; SHAPES=validation2: 4 more,
-# measured later; SHAPES=calibration: the problem of tests/data/ncu_fa2_h100_calibration.csv.
+# measured later; SHAPES=validation3: 6 more, measured after traffic compare's DRAM interval was written;
+# SHAPES=calibration: the problem of tests/data/ncu_fa2_h100_calibration.csv.
 if [ "${SHAPES:-}" = calibration ]; then
 shapes=("calibration_d128_n4096 2 16 16 4096 128 0")
+elif [ "${SHAPES:-}" = validation3 ]; then
+# 6 shapes measured on 2026-11-26, never seen by the DRAM interval's derivation (bench/gpu/dram_interval_gpu.sh)
+shapes=(
+  "d128_n8192 1 16 16 8192 128 0"
+  "causal_d64_n2048 4 16 16 2048 64 1"
+  "gqa_causal_d128_n4096 2 32 8 4096 128 1"
+  "d256_n4096 1 16 16 4096 256 0"
+  "d64_n16384 1 8 8 16384 64 0"
+  "causal_d96_n2048 4 16 16 2048 96 1"
+)
 elif [ "${SHAPES:-}" = validation2 ]; then
 # 4 shapes measured on 2026-11-23, after the DRAM floor and the launch latency were added to the model
 shapes=(

@@ -50,6 +50,10 @@ struct Fa2FwdParams {
   const int32_t* cu_q = nullptr;
   const int32_t* cu_k = nullptr;
   bool pipeline = false;  // softcap, bias, mask, ALiBi or scale <= 0: the full per-element score pipeline
+  // fa2-v1-heads-first (a planted traffic bug): CTAs take their work in launch order with the (batch, head)
+  // index fastest, so the CTAs resident at once work on different heads and each reads its head's K/V from
+  // DRAM; the default takes the query block fastest, as FlashAttention-2 does (K/V shared in L2).
+  bool heads_first = false;
   // Problem constants precomputed on the host: the kernel reads them as constant-bank operands rather than
   // keeping them in registers across the key loop.
   int64_t q_stride = 0;    // heads_q * d: between rows of q and o
@@ -74,8 +78,15 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   Element* sV = sK + kStages * Tr::kKvElems;
 
   const AttentionParams& a = prm.a;
-  const int b = static_cast<int>(blockIdx.y), h = static_cast<int>(blockIdx.z);
-  const int q0 = static_cast<int>(blockIdx.x) * kBlockM;
+  int b = static_cast<int>(blockIdx.y), h = static_cast<int>(blockIdx.z), qb = static_cast<int>(blockIdx.x);
+  if (prm.heads_first) {  // linear launch index n = x + X (y + Y z) -> (batch, head) = n mod (Y Z), query block n / (Y Z)
+    const int64_t n = blockIdx.x + int64_t{gridDim.x} * (blockIdx.y + int64_t{gridDim.y} * blockIdx.z);
+    const int64_t heads = int64_t{gridDim.y} * gridDim.z;
+    qb = static_cast<int>(n / heads);
+    b = static_cast<int>(n % heads / gridDim.z);
+    h = static_cast<int>(n % heads % gridDim.z);
+  }
+  const int q0 = qb * kBlockM;
   const int lq = seq_len(a, prm.cu_q, a.seqlen_q, b);
   if (q0 >= lq) return;  // past this sequence's end: nothing to write
   const int lk = seq_len(a, prm.cu_k, a.seqlen_k, b);

@@ -105,7 +105,8 @@ std::string forward_unsupported(const AttentionProblem& p, const TileConfig& c) 
   return unsupported_impl(p, c);
 }
 
-void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
+namespace {
+void forward_impl(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args, bool heads_first) {
   if (const std::string why = unsupported_impl(p, c); !why.empty()) throw InputError("fa2-v1", why);
   require_inputs(p, args);
   require(args.o && args.lse, "o, lse");
@@ -118,7 +119,17 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   prm.lse = args.lse;
   constexpr float kLog2e = 1.4426950408889634f;
   prm.exp2_scale = prm.pipeline ? kLog2e : prm.a.scale * kLog2e;
+  prm.heads_first = heads_first;
   launch(p, c, prm, static_cast<cudaStream_t>(args.stream));
+}
+}  // namespace
+
+void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
+  forward_impl(p, c, args, false);
+}
+
+void forward_heads_first(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
+  forward_impl(p, c, args, true);
 }
 
 }  // namespace fa2

@@ -65,6 +65,8 @@ std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c)
 size_t backward_workspace_bytes(const AttentionProblem& p, const TileConfig& c);
 
 void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args);
+// The same kernels launched with the (batch, head) index fastest (fa2-v1-heads-first, a planted traffic bug).
+void forward_heads_first(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args);
 void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args);
 
 }  // namespace flashsim::gpu::fa2

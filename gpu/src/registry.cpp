@@ -9,7 +9,7 @@ namespace flashsim::gpu {
 const std::vector<KernelVersion>& kernel_versions() {
   static const std::vector<KernelVersion> all = {
       host_emulated_v1(),  // the CPU stand-in: checks the harness where no GPU is
-      naive_v1(),         fa2_v1(), three_pass_v1(), two_pass_v1(),
+      naive_v1(),         fa2_v1(), three_pass_v1(), two_pass_v1(), fa2_v1_heads_first(),
   };
   return all;
 }

@@ -46,10 +46,11 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             c.bwd_block_q = bk;
             c.bwd_block_k = bq;
             for (const KernelModel* k :
-                 {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"),
-                  &kernel_model("bwd_dq_dk_dv_group"), &kernel_model("bwd_convert_dq"),
-                  &kernel_model("fwd_three_pass"), &kernel_model("fwd_two_pass"), &kernel_model("fwd_fa1"),
-                  &kernel_model("naive_scores"), &kernel_model("naive_softmax"), &kernel_model("naive_pv"),
+                 {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dot_do_o_lse"),
+                  &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_dq_dk_dv_group"),
+                  &kernel_model("bwd_convert_dq"), &kernel_model("fwd_three_pass"),
+                  &kernel_model("fwd_two_pass"), &kernel_model("fwd_fa1"), &kernel_model("naive_scores"),
+                  &kernel_model("naive_softmax"), &kernel_model("naive_pv"),
                   &kernel_model("naive_bwd_scores"), &kernel_model("naive_bwd_softmax"),
                   &kernel_model("naive_bwd_dp"), &kernel_model("naive_bwd_ds"), &kernel_model("naive_bwd_dv"),
                   &kernel_model("naive_bwd_dq"), &kernel_model("naive_bwd_dk")}) {
@@ -61,6 +62,7 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             partials.dq_strategy = DqStrategy::Partials;
             auto bwd = kernels_of(Algorithm::Fa2, Pass::Backward);
             bwd.push_back(&kernel_model("bwd_dq_dk_dv_group"));
+            bwd.push_back(&kernel_model("bwd_dot_do_o_lse"));
             for (const KernelModel* k : bwd) {
               expect_same_counts(analytic_counts(*k, p, partials), execute_counts(schedule(*k, p, partials)),
                                  p.describe() + " " + partials.describe() + " " + k->name);
@@ -75,11 +77,29 @@ TEST(Counts, Varlen) {
       ProblemBuilder().heads(2).varlen({100, 7, 300}, {50, 400, 300}).causal().dtype(DType::F16).build();
   TileConfig c;
   for (const KernelModel* k :
-       {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dq_dk_dv"),
-        &kernel_model("bwd_dq_dk_dv_group"), &kernel_model("bwd_convert_dq"), &kernel_model("fwd_fa1"),
-        &kernel_model("naive_scores"), &kernel_model("naive_pv"), &kernel_model("naive_bwd_ds"),
-        &kernel_model("naive_bwd_dk")})
+       {&kernel_model("fwd_fa2"), &kernel_model("bwd_dot_do_o"), &kernel_model("bwd_dot_do_o_lse"),
+        &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_dq_dk_dv_group"), &kernel_model("bwd_convert_dq"),
+        &kernel_model("fwd_fa1"), &kernel_model("naive_scores"), &kernel_model("naive_pv"),
+        &kernel_model("naive_bwd_ds"), &kernel_model("naive_bwd_dk")})
     expect_same_counts(analytic_counts(*k, p, c), execute_counts(schedule(*k, p, c)), "varlen");
+}
+
+// flashsim's dot kernel reads FA2's O and dO plus the forward's lse (4 bytes a row), once; it writes the same.
+TEST(Counts, OwnDotKernelReadsTheLseOnce) {
+  const AttentionProblem p =
+      ProblemBuilder().batch(2).heads(3).seqlen(300).head_dim(64).dtype(DType::BF16).build();
+  const TileConfig c;
+  const auto fa2 = analytic_counts(kernel_model("bwd_dot_do_o"), p, c);
+  const auto own = analytic_counts(kernel_model("bwd_dot_do_o_lse"), p, c);
+  const auto lse = static_cast<size_t>(ref::TensorId::Lse);
+  EXPECT_EQ(fa2.tensors[lse].load.bytes, 0);
+  EXPECT_EQ(own.tensors[lse].load.bytes, 2 * 3 * 300 * 4);
+  for (size_t t = 0; t < own.tensors.size(); ++t) {
+    EXPECT_EQ(own.tensors[t].store.bytes, fa2.tensors[t].store.bytes) << t;
+    if (t != lse) {
+      EXPECT_EQ(own.tensors[t].load.bytes, fa2.tensors[t].load.bytes) << t;
+    }
+  }
 }
 
 TEST(Counts, ForwardIsQPlusKvPerQueryBlock) {
@@ -508,14 +528,10 @@ namespace {
 
 // Every kernel that honours a block mask, forward and backward.
 std::vector<const KernelModel*> sparse_kernels() {
-  return {&kernel_model("fwd_fa2"),
-          &kernel_model("fwd_three_pass"),
-          &kernel_model("fwd_two_pass"),
-          &kernel_model("fwd_fa1"),
-          &kernel_model("bwd_dot_do_o"),
-          &kernel_model("bwd_dq_dk_dv"),
-          &kernel_model("bwd_dq_dk_dv_group"),
-          &kernel_model("bwd_convert_dq")};
+  return {
+      &kernel_model("fwd_fa2"),      &kernel_model("fwd_three_pass"),     &kernel_model("fwd_two_pass"),
+      &kernel_model("fwd_fa1"),      &kernel_model("bwd_dot_do_o"),       &kernel_model("bwd_dot_do_o_lse"),
+      &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_dq_dk_dv_group"), &kernel_model("bwd_convert_dq")};
 }
 
 AttentionProblem with_mask(AttentionProblem p, BroadcastShape shape, const std::string& spec, int64_t tq,
@@ -566,7 +582,7 @@ TEST(BlockSparse, AnalyticEqualsExecuted) {
               ++cases;
             }
           }
-  EXPECT_EQ(cases, 2 * 2 * 3 * 2 * 2 * 8);
+  EXPECT_EQ(cases, 2 * 2 * 3 * 2 * 2 * static_cast<int>(sparse_kernels().size()));
 }
 
 // A mask with every tile active moves exactly what the dense kernels move; one with every tile inactive moves

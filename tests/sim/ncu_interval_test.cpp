@@ -164,3 +164,45 @@ TEST(NcuInterval, BoundsFollowTheProfile) {
   EXPECT_LE(narrow.read.upper, wide.read.upper);
   EXPECT_GT(narrow.adverse_l2_bytes, wide.adverse_l2_bytes);
 }
+
+namespace {
+
+// flashsim's own kernels as recorded on an H100 (tests/data/ncu/own, bench/gpu/dram_interval_gpu.sh): the full
+// report with its one-pass DRAM counters.
+std::vector<NcuKernel> own_report(const std::string& name) {
+  const std::string dir = FLASHSIM_TEST_DATA "/ncu/own/";
+  return with_dram_counters(read_report(dir + "ncu_" + name + ".csv"),
+                            read_report(dir + "ncu_dram_" + name + ".csv"));
+}
+
+}  // namespace
+
+// A real kernel that re-reads K/V from DRAM on purpose (fa2-v1-heads-first: fa2-v1's forward with the CTAs
+// taking (batch, head) fastest) is flagged, naming k; fa2-v1 itself on the same problem is within the range.
+TEST(NcuInterval, RealKernelRereadingKvIsFlagged) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const AttentionProblem p =
+      ProblemBuilder().batch(4).heads(32).seqlen(4096).head_dim(128).dtype(DType::BF16).build();
+  const auto planted = compare_ncu(own_report("fa2_fwd_heads_first_d128_n4096"), p, hw);
+  const auto& m = metric(planted, 0, "dram__bytes_read.sum");
+  EXPECT_FALSE(planted.ok);
+  EXPECT_EQ(m.verdict.rfind("EXCESS: reads", 0), 0u) << m.verdict;
+  EXPECT_EQ(m.suspect, "k");
+  EXPECT_GT(m.measured, 10 * m.upper);  // K/V once per query block: 32 query blocks a head
+  const auto control = compare_ncu(own_report("fa2_fwd_d128_n4096_b4h32"), p, hw);
+  EXPECT_TRUE(control.ok);
+  EXPECT_TRUE(metric(control, 0, "dram__bytes_read.sum").ok);
+}
+
+// flashsim's dot kernel reads O, dO and the lse: its L2->SM reads are the model's to the byte, and its DRAM
+// reads (1.1 MB over O + dO at d64 n8192) are inside the range.
+TEST(NcuInterval, OwnBackwardIsWithinTheRange) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const AttentionProblem p =
+      ProblemBuilder().batch(1).heads(16).seqlen(8192).head_dim(64).dtype(DType::BF16).build();
+  const auto c = compare_ncu(own_report("fa2_bwd_d64_n8192"), p, hw);
+  EXPECT_TRUE(c.ok);
+  const auto& sm = metric(c, 0, "l1tex__m_xbar2l1tex_read_bytes.sum");
+  EXPECT_EQ(sm.measured, sm.predicted);
+  EXPECT_TRUE(metric(c, 0, "dram__bytes_read.sum").ok);
+}

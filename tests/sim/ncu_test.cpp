@@ -105,7 +105,7 @@ TEST(Ncu, RecognizesFa2) {
   EXPECT_EQ(ours->config.block_k, 32);
   EXPECT_EQ(ours->config.warps, 2);
   // Its backward's three kernels: template arguments <d, Br, Bc, warps (twice the forward's), ...>.
-  const std::pair<const char*, const char*> bwd[] = {{"flashsim_fa2_bwd_dot_kernel", "bwd_dot_do_o"},
+  const std::pair<const char*, const char*> bwd[] = {{"flashsim_fa2_bwd_dot_kernel", "bwd_dot_do_o_lse"},
                                                      {"flashsim_fa2_bwd_main_kernel", "bwd_dq_dk_dv_group"},
                                                      {"flashsim_fa2_bwd_convert_kernel", "bwd_convert_dq"}};
   for (const auto& [kernel, model] : bwd) {

@@ -1,6 +1,7 @@
 // FlashAttention-2's first backward kernel (flash_bwd_dot_do_o_kernel): D = rowsum(dO o O) per query block,
 // a second fp32 row statistic, and the clear of the fp32 dQ accumulator that the main kernel's atomics add
-// into.
+// into. flashsim's own (gpu/fa2, flashsim_fa2_bwd_dot_kernel) also reads the forward's lse: its second
+// statistic is the lse shift (ncu: its L2->SM reads are O + dO + lse exactly, FA2's O + dO).
 #include <algorithm>
 
 #include "fa2_backward_ncu.h"
@@ -16,6 +17,7 @@ KernelLaunch dot_launch(const AttentionProblem& p, const TileConfig& c) {
   return per_head_launch(p, ceil_div(p.seqlen_q, c.bwd_block_q), fa2_backward_threads(c));
 }
 
+template <bool kReadsLse>
 void dot_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
   const auto& p = x.p;
   const int64_t sq = p.len_q(b), q0 = m * c.bwd_block_q;
@@ -23,6 +25,7 @@ void dot_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m
   const int64_t rq = std::min(c.bwd_block_q, sq - q0);
   x.add(AccessKind::Load, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
   x.add(AccessKind::Load, TensorId::dO, b, h, q0, rq, p.head_dim_v, x.e);
+  if (kReadsLse) x.add(AccessKind::Load, TensorId::Lse, b, h, q0, rq, 1, 4);
   x.add(AccessKind::Store, TensorId::Delta, b, h, q0, rq, 1, 4);
   x.add(AccessKind::Store, TensorId::RowSum, b, h, q0, rq, 1, 4);  // FA2 writes a second fp32 row statistic
   if (c.dq_strategy == DqStrategy::Atomic) {  // clears the dQ accumulator (partials need no clearing)
@@ -31,11 +34,13 @@ void dot_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m
   }
 }
 
+template <bool kReadsLse>
 void dot_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
   const int e = dtype_bytes(p.dtype);
   const int64_t sq = p.len_q(b), dv = p.head_dim_v;
   x.load(TensorId::O, sq, dv, e);
   x.load(TensorId::dO, sq, dv, e);
+  if (kReadsLse) x.load(TensorId::Lse, sq, 1, 4);
   x.store(TensorId::Delta, sq, 1, 4);
   x.store(TensorId::RowSum, sq, 1, 4);
   if (c.dq_strategy == DqStrategy::Atomic)
@@ -48,12 +53,25 @@ void dot_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfi
 KernelModel fa2_backward_dot_do_o() {
   KernelModel m = fa2_backward_model(
       "bwd_dot_do_o", "FA2 backward 1/3: D = rowsum(dO o O), and the fp32 dQ accumulator cleared",
-      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dot_do_o_kernel"),
-      FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_dot_kernel"));
+      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dot_do_o_kernel"));
   m.block_sparse = true;  // per query block: nothing to skip
   m.launch = dot_launch;
-  m.cta = dot_cta;
-  m.sequence = dot_sequence;
+  m.cta = dot_cta<false>;
+  m.sequence = dot_sequence<false>;
+  return m;
+}
+
+KernelModel fa2_backward_dot_do_o_lse() {
+  KernelModel m = fa2_backward_model("bwd_dot_do_o_lse",
+                                     "flashsim's FA2 backward 1/3 (gpu/fa2): D = rowsum(dO o O) and the lse "
+                                     "shift (the lse read), the fp32 dQ "
+                                     "accumulator cleared",
+                                     FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_dot_kernel"));
+  m.algorithm.reset();  // not a step of the reference's FA2 backward: by name only (sim predict --kernel)
+  m.block_sparse = true;
+  m.launch = dot_launch;
+  m.cta = dot_cta<true>;
+  m.sequence = dot_sequence<true>;
   return m;
 }
 

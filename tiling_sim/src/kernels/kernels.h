@@ -19,6 +19,7 @@ KernelModel naive_backward_dv();
 KernelModel naive_backward_dq();
 KernelModel naive_backward_dk();
 KernelModel fa2_backward_dot_do_o();
+KernelModel fa2_backward_dot_do_o_lse();
 KernelModel fa2_backward_dq_dk_dv();
 KernelModel fa2_backward_dq_dk_dv_group();
 KernelModel fa2_backward_convert_dq();

@@ -39,7 +39,8 @@ Registry& registry() {
           kernels::fa2_backward_convert_dq,
           // by name only (no algorithm step of the reference): flashsim's own gpu/ kernels, and FA2's
           // split-KV / paged-cache forward (kernels_for picks them for a KV cache or num_splits > 1)
-          kernels::fa2_backward_dq_dk_dv_group, kernels::fa2_splitkv_forward, kernels::fa2_splitkv_combine})
+          kernels::fa2_backward_dot_do_o_lse, kernels::fa2_backward_dq_dk_dv_group,
+          kernels::fa2_splitkv_forward, kernels::fa2_splitkv_combine})
       b.add(make());
     return b;
   }();
