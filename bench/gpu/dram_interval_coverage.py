@@ -97,10 +97,8 @@ def reports():
         yield "SDPA FA2, replayed DRAM (the full reports)", "repeat", s, os.path.join(NCU, "repeat/ncu_" + s + ".csv"), None
     yield ("SDPA FA2, replayed DRAM (the full reports)", "calibration_rerun", "calibration_d128_n4096",
            os.path.join(NCU, "calibration_rerun/ncu_calibration_d128_n4096.csv"), None)
-    own = os.path.join(ROOT, "bench/results/gpu_h100_2026-11-23/fa2_backward/launch_table/final/traffic")
-    tmp = tempfile.mkdtemp()
-    with tarfile.open(os.path.join(own, "ncu_fa2_v1_csvs.tar.gz")) as t:
-        t.extractall(tmp)
+    tmp = unpack(os.path.join(ROOT, "bench/results/gpu_h100_2026-11-23/fa2_backward/launch_table/final/traffic",
+                              "ncu_fa2_v1_csvs.tar.gz"))
     for name in sorted(os.listdir(tmp)):
         shape = name[len("ncu_fa2_v1_fwd_"):-len(".csv")]
         yield "flashsim fa2-v1, replayed DRAM (gpu_h100_2026-11-23 launch_table/final)", "fa2-v1", shape, \

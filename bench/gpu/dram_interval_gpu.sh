@@ -23,7 +23,7 @@ for suite in golden/data/smoke /tmp/golden-default; do
   echo "check fa2-v1-heads-first on $(basename "$suite"): exit $?"
   grep -E "cases passed|ALL PASS|SOME OUTPUTS FAILED" "$out/check_heads_first_$(basename "$suite").txt"
 done
-full=$(sed -n '/^metrics=/,/^lts__t_sectors_srcunit_tex_op_read.sum/p' bench/gpu/ncu_shapes.sh | sed 's/^metrics=//' | tr -d '\\\n')
+source bench/gpu/ncu_metrics.sh
 # name kernel passes batch heads heads_kv seqlen head_dim causal
 runs=(
   "heads_first_d128_n4096 fa2-v1-heads-first fwd 4 32 32 4096 128 no"
@@ -42,8 +42,8 @@ for r in "${runs[@]}"; do
     count=1
     [ "$pass" = bwd ] && count=3  # dot_do_o, main, convert_dq: one backward call
     for set in full dram; do
-      metrics=$full prefix=ncu_fa2
-      [ $set = dram ] && metrics=dram__bytes_read.sum,dram__bytes_write.sum prefix=ncu_dram_fa2
+      metrics=$ncu_metrics prefix=ncu_fa2
+      [ $set = dram ] && metrics=$ncu_dram_metrics prefix=ncu_dram_fa2
       csv="$out/${prefix}_${pass}_$name.csv"
       ncu --clock-control none -k "regex:flashsim_fa2_${pass}_" --launch-count $count --csv --metrics "$metrics" \
         "$fg" bench --kernel "$kernel" --batch "$b" --heads "$h" --heads-kv "$hkv" --seqlens "$n" --head-dims "$d" \

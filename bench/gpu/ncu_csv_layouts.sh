@@ -5,7 +5,8 @@
 # Run on the GPU machine from the repository root: bash bench/gpu/ncu_csv_layouts.sh OUTDIR
 set -u
 out=${1:-${OUT:-.}}
-metrics=$(sed -n '/^metrics=/,/sum$/p' bench/gpu/ncu_shapes.sh | sed 's/^metrics=//; s/\\$//' | tr -d '\n')
+source "$(dirname "$0")/ncu_metrics.sh"
+metrics=$ncu_metrics
 args=(2 8 8 1000 64 1)
 ncu --version | tail -1
 run() {  # NAME NCU-FLAGS...

@@ -4,18 +4,14 @@
 # each kernel. Run on the GPU machine from the repository root: bash bench/gpu/ncu_shapes.sh OUTDIR
 set -u
 out=${1:-${OUT:-.}}
-metrics=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,l1tex__m_xbar2l1tex_read_bytes.sum,\
-l1tex__m_l1tex2xbar_write_bytes.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,\
-l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum,\
-l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,\
-l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,\
-lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
+source "$(dirname "$0")/ncu_metrics.sh"
+metrics=$ncu_metrics
 # METRICS=dram: only dram__bytes_read/write, which ncu then collects in one pass (ncu_dram_<shape>.csv). With the
 # full set ncu replays each kernel, and every kernel after the first one profiled writes about 2.4 MB more than
 # in one pass (bench/results/ncu_h100_2026-11-22/README.md): take the DRAM figures from this run.
 prefix=ncu
 if [ "${METRICS:-}" = dram ]; then
-  metrics=dram__bytes_read.sum,dram__bytes_write.sum
+  metrics=$ncu_dram_metrics
   prefix=ncu_dram
 fi
 only=${2:-}  # optional: a regex of shape names to run

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # On the GPU machine: our FA2 (fa2-v1) under Nsight Compute on 4 shapes: the forward kernel (one launch) and the
 # backward's three kernels (dot_do_o, main, convert_dq: one backward call), with the metrics `flashsim traffic
-# compare` reads (ncu_shapes.sh's set), then the comparison with the prediction for the same tile config (the
+# compare` reads (ncu_metrics.sh), then the comparison with the prediction for the same tile config (the
 # kernels' template arguments). Into OUT:
 #   bash bench/gpu/traffic.sh [BUNDLE] [OUT]
 set -u
 source "$(dirname "$0")/bundle_env.sh" "$@"
-metrics=$(sed -n '/^metrics=/,/^l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum/p' bench/gpu/ncu_shapes.sh | sed 's/^metrics=//' | tr -d '\\\n')
-metrics=$metrics,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
+source bench/gpu/ncu_metrics.sh
+metrics=$ncu_metrics
 # name batch heads heads_kv seqlen head_dim causal (the GQA shape checks the backward's per-kv-head model)
 shapes=(
   "d128_n4096 2 16 16 4096 128 no"

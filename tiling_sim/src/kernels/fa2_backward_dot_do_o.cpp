@@ -48,30 +48,31 @@ void dot_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfi
             std::min(dq_accum_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q), p.head_dim, 4);
 }
 
-}  // namespace
-
-KernelModel fa2_backward_dot_do_o() {
-  KernelModel m = fa2_backward_model(
-      "bwd_dot_do_o", "FA2 backward 1/3: D = rowsum(dO o O), and the fp32 dQ accumulator cleared",
-      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dot_do_o_kernel"));
+// The launch and the CTAs of either dot kernel, on its name and ncu pattern.
+template <bool kReadsLse>
+KernelModel dot_model(KernelModel m) {
   m.block_sparse = true;  // per query block: nothing to skip
   m.launch = dot_launch;
-  m.cta = dot_cta<false>;
-  m.sequence = dot_sequence<false>;
+  m.cta = dot_cta<kReadsLse>;
+  m.sequence = dot_sequence<kReadsLse>;
   return m;
 }
 
+}  // namespace
+
+KernelModel fa2_backward_dot_do_o() {
+  return dot_model<false>(fa2_backward_model(
+      "bwd_dot_do_o", "FA2 backward 1/3: D = rowsum(dO o O), and the fp32 dQ accumulator cleared",
+      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dot_do_o_kernel")));
+}
+
 KernelModel fa2_backward_dot_do_o_lse() {
-  KernelModel m = fa2_backward_model("bwd_dot_do_o_lse",
-                                     "flashsim's FA2 backward 1/3 (gpu/fa2): D = rowsum(dO o O) and the lse "
-                                     "shift (the lse read), the fp32 dQ "
-                                     "accumulator cleared",
-                                     FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_dot_kernel"));
+  KernelModel m = dot_model<true>(fa2_backward_model(
+      "bwd_dot_do_o_lse",
+      "flashsim's FA2 backward 1/3 (gpu/fa2): D = rowsum(dO o O) and the lse shift (the lse read), the fp32 "
+      "dQ accumulator cleared",
+      FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_dot_kernel")));
   m.algorithm.reset();  // not a step of the reference's FA2 backward: by name only (sim predict --kernel)
-  m.block_sparse = true;
-  m.launch = dot_launch;
-  m.cta = dot_cta<true>;
-  m.sequence = dot_sequence<true>;
   return m;
 }
 
