@@ -16,7 +16,7 @@ namespace {
 struct TuneState {
   std::vector<std::string> kernels = {"fa2-fwd"}, dtypes = {"bf16", "fp16"}, features = {"causal", "bias"};
   std::vector<int64_t> head_dims = {64, 96, 128, 256}, seqlens = {1024, 4096, 16384};
-  std::string hw = "H100-SXM5-80GB", space = "instances", header, check;
+  std::string hw = "H100-SXM5-80GB", space = "instances", header, check, resources;
   int top = 3;
   bool json = false, progress = false;
 };
@@ -92,6 +92,12 @@ void print_check(const sim::TuneCheck& c) {
       "not slower than the hand-picked config by more than 2% in {} of {}\n",
       c.entries, c.within_5, 100.0 * c.within_5 / std::max(1, c.entries), c.within_10, c.not_slower_than_hand,
       c.hand_entries);
+  if (c.table_entries > 0)
+    fmt::print(
+        "the launch table the binary ran (table) against the hand-kept one (hand), same run: not slower by "
+        "more "
+        "than 2% in {} of {}; table / hand {:.3f} geometric mean, {:.3f} worst\n",
+        c.table_not_slower_than_hand, c.table_entries, c.table_vs_hand_geomean, c.table_vs_hand_worst);
   fmt::print(
       "rho: Spearman's rank correlation of predicted and measured time (pool: every entry's configs relative "
       "to "
@@ -130,11 +136,17 @@ void add_tune_command(CLI::App* sim) {
                  "Write the launch-table header gpu/ includes to this file (needs --kernel fa2-fwd,fa2-bwd)");
   tu->add_option("--check", st->check,
                  "Compare the model's ranking with a measured autotune CSV (flashsim-gpu autotune --out)");
+  tu->add_option(
+      "--resources", st->resources,
+      "fa2-v1's compiled registers (bench/gpu/kernel_resources.py's CSV; default: the built-in table "
+      "of the profile's kernel_arch); with --check, give the table of the binary that was timed");
   tu->add_flag("--progress", st->progress, "Progress on stderr");
   tu->callback([st] {
     const auto hw = sim::load_profile(st->hw);
     if (!st->check.empty()) {
-      const auto c = sim::check_tune(sim::read_autotune_csv(st->check), hw);
+      const auto compiled = st->resources.empty() ? sim::KernelResources::builtin(hw.kernel_arch)
+                                                  : sim::KernelResources::from_file(st->resources);
+      const auto c = sim::check_tune(sim::read_autotune_csv(st->check), hw, compiled);
       if (st->json)
         fmt::print("{}\n", sim::to_json(c).dump(2));
       else
@@ -145,6 +157,7 @@ void add_tune_command(CLI::App* sim) {
     base.head_dims = st->head_dims;
     base.seqlens = st->seqlens;
     base.space = st->space == "all" ? sim::TuneSpace::All : sim::TuneSpace::Instances;
+    base.resources_file = st->resources;
     base.dtypes.clear();
     for (const auto& d : st->dtypes) base.dtypes.push_back(parse_dtype(d));
     for (const DType t : base.dtypes)

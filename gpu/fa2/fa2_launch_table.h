@@ -31,18 +31,18 @@ inline constexpr LaunchEntry kFwdLaunchTable[] = {
     {64, true, true, false, 4096, 128, 128, 4, 1},
     // d64 bf16 causal n16384: 3677.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, true, true, false, 16384, 128, 128, 4, 1},
-    // d64 bf16 bias n1024: 3690.0 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
-    {64, true, false, true, 1024, 128, 64, 4, 1},
-    // d64 bf16 bias n4096: 14743.7 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
-    {64, true, false, true, 4096, 128, 64, 4, 1},
-    // d64 bf16 bias n16384: 58958.4 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
-    {64, true, false, true, 16384, 128, 64, 4, 1},
-    // d64 bf16 causal+bias n1024: 2026.9 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
-    {64, true, true, true, 1024, 64, 64, 4, 1},
-    // d64 bf16 causal+bias n4096: 7716.2 us, chain-bound, 2 CTA/SM (registers), 206 regs, 270 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, true, true, true, 4096, 64, 128, 4, 1},
-    // d64 bf16 causal+bias n16384: 30092.9 us, chain-bound, 2 CTA/SM (registers), 206 regs, 270 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, true, true, true, 16384, 64, 128, 4, 1},
+    // d64 bf16 bias n1024: 2707.7 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 2215 MB L2->SM; runner-up Br128 Bc64 w4 st1 +36.3%
+    {64, true, false, true, 1024, 64, 64, 4, 2},
+    // d64 bf16 bias n4096: 10814.6 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 8657 MB L2->SM; runner-up Br128 Bc64 w4 st1 +36.3%
+    {64, true, false, true, 4096, 64, 64, 4, 2},
+    // d64 bf16 bias n16384: 43242.2 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 34427 MB L2->SM; runner-up Br128 Bc64 w4 st1 +36.3%
+    {64, true, false, true, 16384, 64, 64, 4, 2},
+    // d64 bf16 causal+bias n1024: 1507.4 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +34.5%
+    {64, true, true, true, 1024, 64, 64, 4, 2},
+    // d64 bf16 causal+bias n4096: 5764.8 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 4429 MB L2->SM; runner-up Br64 Bc128 w4 st1 +33.9%
+    {64, true, true, true, 4096, 64, 64, 4, 2},
+    // d64 bf16 causal+bias n16384: 22695.4 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 17314 MB L2->SM; runner-up Br64 Bc128 w4 st1 +32.6%
+    {64, true, true, true, 16384, 64, 64, 4, 2},
     // d64 fp16 plain n1024: 438.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, false, false, false, 1024, 128, 128, 4, 1},
     // d64 fp16 plain n4096: 1739.3 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
@@ -55,131 +55,131 @@ inline constexpr LaunchEntry kFwdLaunchTable[] = {
     {64, false, true, false, 4096, 128, 128, 4, 1},
     // d64 fp16 causal n16384: 3677.6 us, chain-bound, 2 CTA/SM (registers), 255 regs, 268 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc128 w4 st2 +0.0%
     {64, false, true, false, 16384, 128, 128, 4, 1},
-    // d64 fp16 bias n1024: 3690.0 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
-    {64, false, false, true, 1024, 128, 64, 4, 1},
-    // d64 fp16 bias n4096: 14743.7 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
-    {64, false, false, true, 4096, 128, 64, 4, 1},
-    // d64 fp16 bias n16384: 58958.4 us, chain-bound, 2 CTA/SM (registers), 238 regs, 268 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
-    {64, false, false, true, 16384, 128, 64, 4, 1},
-    // d64 fp16 causal+bias n1024: 2026.9 us, chain-bound, 2 CTA/SM (registers), 174 regs, 270 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
-    {64, false, true, true, 1024, 64, 64, 4, 1},
-    // d64 fp16 causal+bias n4096: 7716.2 us, chain-bound, 2 CTA/SM (registers), 206 regs, 270 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, false, true, true, 4096, 64, 128, 4, 1},
-    // d64 fp16 causal+bias n16384: 30092.9 us, chain-bound, 2 CTA/SM (registers), 206 regs, 270 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {64, false, true, true, 16384, 64, 128, 4, 1},
-    // d96 bf16 plain n1024: 433.4 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d64 fp16 bias n1024: 2707.7 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 2215 MB L2->SM; runner-up Br128 Bc64 w4 st1 +36.3%
+    {64, false, false, true, 1024, 64, 64, 4, 2},
+    // d64 fp16 bias n4096: 10814.6 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 8657 MB L2->SM; runner-up Br128 Bc64 w4 st1 +36.3%
+    {64, false, false, true, 4096, 64, 64, 4, 2},
+    // d64 fp16 bias n16384: 43242.2 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 34427 MB L2->SM; runner-up Br128 Bc64 w4 st1 +36.3%
+    {64, false, false, true, 16384, 64, 64, 4, 2},
+    // d64 fp16 causal+bias n1024: 1507.4 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +34.5%
+    {64, false, true, true, 1024, 64, 64, 4, 2},
+    // d64 fp16 causal+bias n4096: 5764.8 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 4429 MB L2->SM; runner-up Br64 Bc128 w4 st1 +33.9%
+    {64, false, true, true, 4096, 64, 64, 4, 2},
+    // d64 fp16 causal+bias n16384: 22695.4 us, chain-bound, 3 CTA/SM (registers), 147 regs, 268 MB DRAM, 17314 MB L2->SM; runner-up Br64 Bc128 w4 st1 +32.6%
+    {64, false, true, true, 16384, 64, 64, 4, 2},
+    // d96 bf16 plain n1024: 417.1 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, false, false, 1024, 128, 64, 4, 1},
-    // d96 bf16 plain n4096: 1717.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 plain n4096: 1652.3 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, false, false, 4096, 128, 64, 4, 1},
-    // d96 bf16 plain n16384: 6854.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 plain n16384: 6593.1 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, false, false, 16384, 128, 64, 4, 1},
-    // d96 bf16 causal n1024: 252.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 causal n1024: 243.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, true, false, 1024, 128, 64, 4, 1},
-    // d96 bf16 causal n4096: 927.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 causal n4096: 892.1 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, true, false, 4096, 128, 64, 4, 1},
-    // d96 bf16 causal n16384: 3606.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 causal n16384: 3469.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, true, true, false, 16384, 128, 64, 4, 1},
-    // d96 bf16 bias n1024: 2493.0 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 2180 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, true, false, true, 1024, 64, 128, 4, 1},
-    // d96 bf16 bias n4096: 9955.6 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 8522 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, true, false, true, 4096, 64, 128, 4, 1},
-    // d96 bf16 bias n16384: 39806.3 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 33889 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, true, false, true, 16384, 64, 128, 4, 1},
-    // d96 bf16 causal+bias n1024: 1395.7 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 1189 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    // d96 bf16 bias n1024: 1872.5 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 2180 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, true, false, true, 1024, 64, 64, 4, 1},
+    // d96 bf16 bias n4096: 7473.8 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 8522 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, true, false, true, 4096, 64, 64, 4, 1},
+    // d96 bf16 bias n16384: 29879.0 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 33889 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, true, false, true, 16384, 64, 64, 4, 1},
+    // d96 bf16 causal+bias n1024: 1058.3 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 1189 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
     {96, true, true, true, 1024, 64, 64, 4, 1},
-    // d96 bf16 causal+bias n4096: 5295.5 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 4426 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, true, true, true, 4096, 64, 128, 4, 1},
-    // d96 bf16 causal+bias n16384: 20628.7 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 17110 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, true, true, true, 16384, 64, 128, 4, 1},
-    // d96 fp16 plain n1024: 433.4 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 bf16 causal+bias n4096: 4048.0 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 4360 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, true, true, true, 4096, 64, 64, 4, 1},
+    // d96 bf16 causal+bias n16384: 15904.5 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 17044 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, true, true, true, 16384, 64, 64, 4, 1},
+    // d96 fp16 plain n1024: 417.1 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, false, false, 1024, 128, 64, 4, 1},
-    // d96 fp16 plain n4096: 1717.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 plain n4096: 1652.3 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 4294 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, false, false, 4096, 128, 64, 4, 1},
-    // d96 fp16 plain n16384: 6854.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 plain n16384: 6593.1 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, false, false, 16384, 128, 64, 4, 1},
-    // d96 fp16 causal n1024: 252.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 causal n1024: 243.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, true, false, 1024, 128, 64, 4, 1},
-    // d96 fp16 causal n4096: 927.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 causal n4096: 892.1 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, true, false, 4096, 128, 64, 4, 1},
-    // d96 fp16 causal n16384: 3606.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 causal n16384: 3469.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {96, false, true, false, 16384, 128, 64, 4, 1},
-    // d96 fp16 bias n1024: 2493.0 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 2180 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, false, false, true, 1024, 64, 128, 4, 1},
-    // d96 fp16 bias n4096: 9955.6 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 8522 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, false, false, true, 4096, 64, 128, 4, 1},
-    // d96 fp16 bias n16384: 39806.3 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 33889 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, false, false, true, 16384, 64, 128, 4, 1},
-    // d96 fp16 causal+bias n1024: 1395.7 us, chain-bound, 2 CTA/SM (registers), 190 regs, 264 MB DRAM, 1189 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    // d96 fp16 bias n1024: 1872.5 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 2180 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, false, false, true, 1024, 64, 64, 4, 1},
+    // d96 fp16 bias n4096: 7473.8 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 8522 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, false, false, true, 4096, 64, 64, 4, 1},
+    // d96 fp16 bias n16384: 29879.0 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 33889 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, false, false, true, 16384, 64, 64, 4, 1},
+    // d96 fp16 causal+bias n1024: 1058.3 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 1189 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
     {96, false, true, true, 1024, 64, 64, 4, 1},
-    // d96 fp16 causal+bias n4096: 5295.5 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 4426 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, false, true, true, 4096, 64, 128, 4, 1},
-    // d96 fp16 causal+bias n16384: 20628.7 us, chain-bound, 2 CTA/SM (registers), 222 regs, 264 MB DRAM, 17110 MB L2->SM; runner-up Br64 Bc128 w4 st2 +0.0%
-    {96, false, true, true, 16384, 64, 128, 4, 1},
-    // d128 bf16 plain n1024: 411.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d96 fp16 causal+bias n4096: 4048.0 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 4360 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, false, true, true, 4096, 64, 64, 4, 1},
+    // d96 fp16 causal+bias n16384: 15904.5 us, chain-bound, 3 CTA/SM (registers), 168 regs, 263 MB DRAM, 17044 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.0%
+    {96, false, true, true, 16384, 64, 64, 4, 1},
+    // d128 bf16 plain n1024: 395.3 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, false, false, 1024, 128, 64, 4, 1},
-    // d128 bf16 plain n4096: 1629.7 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 plain n4096: 1564.9 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, false, false, 4096, 128, 64, 4, 1},
-    // d128 bf16 plain n16384: 6502.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 plain n16384: 6243.4 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, false, false, 16384, 128, 64, 4, 1},
-    // d128 bf16 causal n1024: 258.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 causal n1024: 248.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, true, false, 1024, 128, 64, 4, 1},
-    // d128 bf16 causal n4096: 954.0 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 causal n4096: 916.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, true, false, 4096, 128, 64, 4, 1},
-    // d128 bf16 causal n16384: 3710.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 bf16 causal n16384: 3562.8 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, true, false, 16384, 128, 64, 4, 1},
-    // d128 bf16 bias n1024: 1960.4 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.4%
+    // d128 bf16 bias n1024: 1960.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.4%
     {128, true, false, true, 1024, 64, 128, 4, 1},
-    // d128 bf16 bias n4096: 7825.3 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
+    // d128 bf16 bias n4096: 7825.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
     {128, true, false, true, 4096, 64, 128, 4, 1},
-    // d128 bf16 bias n16384: 31285.1 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
+    // d128 bf16 bias n16384: 31285.1 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
     {128, true, false, true, 16384, 64, 128, 4, 1},
-    // d128 bf16 causal+bias n1024: 1112.4 us, chain-bound, 2 CTA/SM (shared memory), 206 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.7%
+    // d128 bf16 causal+bias n1024: 1112.4 us, chain-bound, 2 CTA/SM (shared memory), 190 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.7%
     {128, true, true, true, 1024, 64, 64, 4, 2},
-    // d128 bf16 causal+bias n4096: 4240.3 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.2%
+    // d128 bf16 causal+bias n4096: 4240.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.2%
     {128, true, true, true, 4096, 64, 128, 4, 1},
-    // d128 bf16 causal+bias n16384: 16502.0 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.1%
+    // d128 bf16 causal+bias n16384: 16502.0 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.1%
     {128, true, true, true, 16384, 64, 128, 4, 1},
-    // d128 fp16 plain n1024: 411.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 plain n1024: 395.3 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, false, false, 1024, 128, 64, 4, 1},
-    // d128 fp16 plain n4096: 1629.7 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 plain n4096: 1564.9 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 4362 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, false, false, 4096, 128, 64, 4, 1},
-    // d128 fp16 plain n16384: 6502.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 plain n16384: 6243.4 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, false, false, 16384, 128, 64, 4, 1},
-    // d128 fp16 causal n1024: 258.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 causal n1024: 248.5 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, true, false, 1024, 128, 64, 4, 1},
-    // d128 fp16 causal n4096: 954.0 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 causal n4096: 916.2 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, true, false, 4096, 128, 64, 4, 1},
-    // d128 fp16 causal n16384: 3710.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
+    // d128 fp16 causal n16384: 3562.8 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, true, false, 16384, 128, 64, 4, 1},
-    // d128 fp16 bias n1024: 1960.4 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.4%
+    // d128 fp16 bias n1024: 1960.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.4%
     {128, false, false, true, 1024, 64, 128, 4, 1},
-    // d128 fp16 bias n4096: 7825.3 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
+    // d128 fp16 bias n4096: 7825.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
     {128, false, false, true, 4096, 64, 128, 4, 1},
-    // d128 fp16 bias n16384: 31285.1 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
+    // d128 fp16 bias n16384: 31285.1 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
     {128, false, false, true, 16384, 64, 128, 4, 1},
-    // d128 fp16 causal+bias n1024: 1112.4 us, chain-bound, 2 CTA/SM (shared memory), 206 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.7%
+    // d128 fp16 causal+bias n1024: 1112.4 us, chain-bound, 2 CTA/SM (shared memory), 190 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.7%
     {128, false, true, true, 1024, 64, 64, 4, 2},
-    // d128 fp16 causal+bias n4096: 4240.3 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.2%
+    // d128 fp16 causal+bias n4096: 4240.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.2%
     {128, false, true, true, 4096, 64, 128, 4, 1},
-    // d128 fp16 causal+bias n16384: 16502.0 us, chain-bound, 2 CTA/SM (shared memory), 238 regs, 267 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.1%
+    // d128 fp16 causal+bias n16384: 16502.0 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 17381 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.1%
     {128, false, true, true, 16384, 64, 128, 4, 1},
-    // d256 bf16 plain n1024: 512.2 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    // d256 bf16 plain n1024: 463.6 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br128 Bc64 w8 st1 +0.0%
     {256, true, false, false, 1024, 64, 64, 4, 1},
-    // d256 bf16 plain n4096: 2032.5 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    // d256 bf16 plain n4096: 1838.2 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br128 Bc64 w8 st1 +0.0%
     {256, true, false, false, 4096, 64, 64, 4, 1},
-    // d256 bf16 plain n16384: 8113.6 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    // d256 bf16 plain n16384: 7336.6 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br128 Bc64 w8 st1 +0.0%
     {256, true, false, false, 16384, 64, 64, 4, 1},
-    // d256 bf16 causal n1024: 310.0 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.4%
+    // d256 bf16 causal n1024: 280.8 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br128 Bc64 w8 st1 +3.7%
     {256, true, true, false, 1024, 64, 64, 4, 1},
-    // d256 bf16 causal n4096: 1176.0 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4429 MB L2->SM; runner-up Br64 Bc64 w4 st2 +5.5%
+    // d256 bf16 causal n4096: 1063.8 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 4429 MB L2->SM; runner-up Br128 Bc64 w8 st1 +1.0%
     {256, true, true, false, 4096, 64, 64, 4, 1},
-    // d256 bf16 causal n16384: 4580.4 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17314 MB L2->SM; runner-up Br64 Bc64 w4 st2 +5.1%
+    // d256 bf16 causal n16384: 4142.0 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 17314 MB L2->SM; runner-up Br128 Bc64 w8 st1 +0.3%
     {256, true, true, false, 16384, 64, 64, 4, 1},
-    // d256 bf16 bias n1024: 1154.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    // d256 bf16 bias n1024: 1154.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.6%
     {256, true, false, true, 1024, 64, 64, 4, 1},
-    // d256 bf16 bias n4096: 4603.2 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    // d256 bf16 bias n4096: 4603.2 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.6%
     {256, true, false, true, 4096, 64, 64, 4, 1},
-    // d256 bf16 bias n16384: 18396.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    // d256 bf16 bias n16384: 18396.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.6%
     {256, true, false, true, 16384, 64, 64, 4, 1},
     // d256 bf16 causal+bias n1024: 696.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
     {256, true, true, true, 1024, 64, 64, 4, 1},
@@ -187,23 +187,23 @@ inline constexpr LaunchEntry kFwdLaunchTable[] = {
     {256, true, true, true, 4096, 64, 64, 4, 1},
     // d256 bf16 causal+bias n16384: 10382.6 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17314 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
     {256, true, true, true, 16384, 64, 64, 4, 1},
-    // d256 fp16 plain n1024: 512.2 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    // d256 fp16 plain n1024: 463.6 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br128 Bc64 w8 st1 +0.0%
     {256, false, false, false, 1024, 64, 64, 4, 1},
-    // d256 fp16 plain n4096: 2032.5 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    // d256 fp16 plain n4096: 1838.2 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br128 Bc64 w8 st1 +0.0%
     {256, false, false, false, 4096, 64, 64, 4, 1},
-    // d256 fp16 plain n16384: 8113.6 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.5%
+    // d256 fp16 plain n16384: 7336.6 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br128 Bc64 w8 st1 +0.0%
     {256, false, false, false, 16384, 64, 64, 4, 1},
-    // d256 fp16 causal n1024: 310.0 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc32 w4 st1 +5.4%
+    // d256 fp16 causal n1024: 280.8 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br128 Bc64 w8 st1 +3.7%
     {256, false, true, false, 1024, 64, 64, 4, 1},
-    // d256 fp16 causal n4096: 1176.0 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 4429 MB L2->SM; runner-up Br64 Bc64 w4 st2 +5.5%
+    // d256 fp16 causal n4096: 1063.8 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 4429 MB L2->SM; runner-up Br128 Bc64 w8 st1 +1.0%
     {256, false, true, false, 4096, 64, 64, 4, 1},
-    // d256 fp16 causal n16384: 4580.4 us, smem-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 17314 MB L2->SM; runner-up Br64 Bc64 w4 st2 +5.1%
+    // d256 fp16 causal n16384: 4142.0 us, tensor-bound, 2 CTA/SM (shared memory), 251 regs, 262 MB DRAM, 17314 MB L2->SM; runner-up Br128 Bc64 w8 st1 +0.3%
     {256, false, true, false, 16384, 64, 64, 4, 1},
-    // d256 fp16 bias n1024: 1154.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    // d256 fp16 bias n1024: 1154.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 2215 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.6%
     {256, false, false, true, 1024, 64, 64, 4, 1},
-    // d256 fp16 bias n4096: 4603.2 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    // d256 fp16 bias n4096: 4603.2 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 8657 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.6%
     {256, false, false, true, 4096, 64, 64, 4, 1},
-    // d256 fp16 bias n16384: 18396.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
+    // d256 fp16 bias n16384: 18396.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 34427 MB L2->SM; runner-up Br128 Bc64 w8 st2 +0.6%
     {256, false, false, true, 16384, 64, 64, 4, 1},
     // d256 fp16 causal+bias n1024: 696.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 262 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc32 w4 st2 +0.7%
     {256, false, true, true, 1024, 64, 64, 4, 1},
@@ -221,23 +221,23 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {64, true, false, false, 4096, 128, 128, 4, 1},
     // d64 bf16 plain n16384: 18737.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 18119 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
     {64, true, false, false, 16384, 128, 128, 4, 1},
-    // d64 bf16 causal n1024: 795.6 us, tensor-bound, 2 CTA/SM (registers), 230 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br128 Bc128 w4 +2.8%
+    // d64 bf16 causal n1024: 795.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br128 Bc128 w4 +2.8%
     {64, true, true, false, 1024, 64, 64, 2, 1},
     // d64 bf16 causal n4096: 2569.1 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 2686 MB L2->SM; runner-up Br64 Bc128 w4 +0.3%
     {64, true, true, false, 4096, 128, 128, 4, 1},
     // d64 bf16 causal n16384: 9273.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 9330 MB L2->SM; runner-up Br64 Bc128 w4 +0.1%
     {64, true, true, false, 16384, 128, 128, 4, 1},
-    // d64 bf16 bias n1024: 4277.0 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 2617 MB L2->SM; runner-up Br64 Bc128 w4 +0.2%
+    // d64 bf16 bias n1024: 4277.0 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 2617 MB L2->SM; runner-up Br64 Bc128 w4 +0.2%
     {64, true, false, true, 1024, 64, 64, 2, 1},
-    // d64 bf16 bias n4096: 16620.9 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 9261 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
+    // d64 bf16 bias n4096: 16620.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 9261 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
     {64, true, false, true, 4096, 64, 64, 2, 1},
-    // d64 bf16 bias n16384: 65996.7 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 35836 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
+    // d64 bf16 bias n16384: 65996.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 35836 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
     {64, true, false, true, 16384, 64, 64, 2, 1},
-    // d64 bf16 causal+bias n1024: 2362.3 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br64 Bc128 w4 +5.6%
+    // d64 bf16 causal+bias n1024: 2362.3 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br64 Bc128 w4 +5.6%
     {64, true, true, true, 1024, 64, 64, 2, 1},
-    // d64 bf16 causal+bias n4096: 8567.9 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 4901 MB L2->SM; runner-up Br64 Bc128 w4 +1.5%
+    // d64 bf16 causal+bias n4096: 8567.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 4901 MB L2->SM; runner-up Br64 Bc128 w4 +1.5%
     {64, true, true, true, 4096, 64, 64, 2, 1},
-    // d64 bf16 causal+bias n16384: 32329.5 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 18189 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
+    // d64 bf16 causal+bias n16384: 32329.5 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 18189 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
     {64, true, true, true, 16384, 64, 64, 2, 1},
     // d64 fp16 plain n1024: 1323.3 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 1510 MB L2->SM; runner-up Br64 Bc128 w4 +0.5%
     {64, false, false, false, 1024, 128, 128, 4, 1},
@@ -245,23 +245,23 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {64, false, false, false, 4096, 128, 128, 4, 1},
     // d64 fp16 plain n16384: 18737.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 18119 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
     {64, false, false, false, 16384, 128, 128, 4, 1},
-    // d64 fp16 causal n1024: 795.6 us, tensor-bound, 2 CTA/SM (registers), 230 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br128 Bc128 w4 +2.8%
+    // d64 fp16 causal n1024: 795.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br128 Bc128 w4 +2.8%
     {64, false, true, false, 1024, 64, 64, 2, 1},
     // d64 fp16 causal n4096: 2569.1 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 2686 MB L2->SM; runner-up Br64 Bc128 w4 +0.3%
     {64, false, true, false, 4096, 128, 128, 4, 1},
     // d64 fp16 causal n16384: 9273.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 9330 MB L2->SM; runner-up Br64 Bc128 w4 +0.1%
     {64, false, true, false, 16384, 128, 128, 4, 1},
-    // d64 fp16 bias n1024: 4277.0 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 2617 MB L2->SM; runner-up Br64 Bc128 w4 +0.2%
+    // d64 fp16 bias n1024: 4277.0 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 2617 MB L2->SM; runner-up Br64 Bc128 w4 +0.2%
     {64, false, false, true, 1024, 64, 64, 2, 1},
-    // d64 fp16 bias n4096: 16620.9 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 9261 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
+    // d64 fp16 bias n4096: 16620.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 9261 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
     {64, false, false, true, 4096, 64, 64, 2, 1},
-    // d64 fp16 bias n16384: 65996.7 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 35836 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
+    // d64 fp16 bias n16384: 65996.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 35836 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
     {64, false, false, true, 16384, 64, 64, 2, 1},
-    // d64 fp16 causal+bias n1024: 2362.3 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br64 Bc128 w4 +5.6%
+    // d64 fp16 causal+bias n1024: 2362.3 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br64 Bc128 w4 +5.6%
     {64, false, true, true, 1024, 64, 64, 2, 1},
-    // d64 fp16 causal+bias n4096: 8567.9 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 4901 MB L2->SM; runner-up Br64 Bc128 w4 +1.5%
+    // d64 fp16 causal+bias n4096: 8567.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 4901 MB L2->SM; runner-up Br64 Bc128 w4 +1.5%
     {64, false, true, true, 4096, 64, 64, 2, 1},
-    // d64 fp16 causal+bias n16384: 32329.5 us, chain-bound, 2 CTA/SM (registers), 238 regs, 1109 MB DRAM, 18189 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
+    // d64 fp16 causal+bias n16384: 32329.5 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 18189 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
     {64, false, true, true, 16384, 64, 64, 2, 1},
     // d96 bf16 plain n1024: 1291.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 1475 MB L2->SM; runner-up Br64 Bc64 w2 +0.9%
     {96, true, false, false, 1024, 64, 128, 4, 1},

@@ -13,6 +13,7 @@
 #include "flashsim/fa2_instances.h"
 #include "flashsim/sim/cta_model.h"
 #include "flashsim/sim/kernel_model.h"
+#include "flashsim/sim/kernel_resources.h"
 #include "flashsim/sim/sweep.h"
 
 using namespace flashsim;
@@ -129,6 +130,105 @@ TEST(CtaModel, RegistersOver255Spill) {
   EXPECT_GT(forward(p, c).cta.spill_bytes, 0);
 }
 
+// A scheduler interleaves the warps it holds, from one CTA or from two: an 8-warp CTA of 16 rows a warp alone on
+// its SM and two 4-warp CTAs of 16 rows a warp issue the same instructions a warp at 2 warps a scheduler. Only
+// the lone CTA's warps run in phase (lockstep_cpi_factor, ncu's cycles per instruction).
+TEST(CtaModel, WarpsOfOneCtaInterleaveLikeWarpsOfTwo) {
+  auto hw = load_profile("H100-SXM5-80GB");
+  auto p = issue_problem();
+  p.window_right = -1;
+  TileConfig w4, w8;
+  w4.block_q = 64;  // Br64 w4 and Br128 w8: 16 rows a warp
+  w8.warps = 8;
+  const auto& m = kernel_model("fwd_fa2");
+  const auto c4 = analytic_counts(m, p, w4), c8 = analytic_counts(m, p, w8);
+  ASSERT_DOUBLE_EQ(c4.launch.step.warp_instructions, c8.launch.step.warp_instructions);
+  hw.lockstep_cpi_factor = 0;
+  const auto a = cta_time(c4, 2, 1.0, hw), b = cta_time(c8, 1, 1.0, hw);
+  ASSERT_TRUE(a.modelled && b.modelled);
+  // the same work a warp, 2 warps a scheduler either way: the chains agree but for the step's barriers and loads
+  EXPECT_NEAR(b.t_chain / a.t_chain, 1.0, 0.1);
+  hw.lockstep_cpi_factor = 1.2;
+  const auto a2 = cta_time(c4, 2, 1.0, hw), b2 = cta_time(c8, 1, 1.0, hw);
+  EXPECT_DOUBLE_EQ(a2.t_chain, a.t_chain);  // two CTAs an SM: not in phase
+  EXPECT_GT(b2.t_chain, 1.05 * b.t_chain);  // its issue 1.2x slower, part of it under the next tile's load
+  // more warps a scheduler (3 CTAs) take longer a round, not less: the scheduler issues for all of them
+  const auto a3 = cta_time(c4, 3, 1.0, hw);
+  EXPECT_NEAR(a3.t_chain / a.t_chain, 1.0, 0.15);
+}
+
+// ptxas's registers replace the estimate for a config fa2-v1 compiles: d64 Br64 Bc64 w4 st2 with a bias holds
+// its scores and bias indices in 147 registers, 3 CTAs an SM, where the estimate (accumulators + 102) allows 2.
+TEST(KernelResources, CompiledRegistersSetTheOccupancy) {
+  const auto table = KernelResources::parse(
+      "pass,head_dim,block_q,block_k,warps,kernel_warps,stages,dtype,pipeline,arch,registers,stack_bytes,"
+      "local_bytes,smem_bytes,ldl,stl,loop_ldl,loop_stl,loop_hmma\n"
+      "fwd,64,64,64,4,4,2,bf16,1,sm_90,147,0,0,40960,0,0,0,0,64\n"
+      "bwd,64,64,128,4,8,,bf16,0,sm_90,255,8,0,133120,1,1,1,0,320\n",
+      "test");
+  ASSERT_EQ(table.size(), 2u);
+  auto p = tune_problem(8, 32, 64, DType::BF16, parse_tune_features("bias"), 2048);
+  TileConfig c;
+  c.block_q = 64;
+  c.block_k = 64;
+  c.stages = 2;
+  ASSERT_NE(table.find(Pass::Forward, p, c), nullptr);
+  EXPECT_EQ(table.find(Pass::Forward, p, c)->registers, 147);
+  TileConfig st1 = c;
+  st1.stages = 1;
+  EXPECT_EQ(table.find(Pass::Forward, p, st1), nullptr);  // not in the table
+  auto plain = p;
+  plain.bias = BroadcastShape::None;
+  EXPECT_EQ(table.find(Pass::Forward, plain, c), nullptr);  // the plain kernel is another one
+  TileConfig b;
+  b.bwd_block_q = 64;
+  b.bwd_block_k = 128;
+  ASSERT_NE(table.find(Pass::Backward, plain, b), nullptr);
+  EXPECT_EQ(table.find(Pass::Backward, plain, b)->loop_spill_ops, 1);
+
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto kernels = kernels_of(Algorithm::Fa2, Pass::Forward);
+  bool fits = true;
+  const auto estimated = predict_config(p, c, hw, kernels, nullptr, fits);
+  const auto compiled = predict_config(p, c, hw, kernels, nullptr, fits, &table);
+  EXPECT_EQ(compiled.regs, 147);
+  EXPECT_EQ(compiled.ctas_per_sm, 3);  // 147 -> 152 registers x 128 threads: 3 x 19456 <= 65536
+  EXPECT_LT(estimated.ctas_per_sm, 3);
+  EXPECT_LT(compiled.time_s, estimated.time_s);
+}
+
+TEST(KernelResources, BuiltInTablesHoldEveryInstance) {
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    const auto table = KernelResources::builtin(arch);
+    for (int64_t d : {64, 96, 128, 256})
+      for (TuneKernel k : {TuneKernel::Fa2Fwd, TuneKernel::Fa2Bwd})
+        for (const auto& c : tune_space(k, TuneSpace::Instances, d))
+          for (DType t : {DType::BF16, DType::F16})
+            for (const char* f : {"plain", "bias"}) {
+              const auto p = tune_problem(1, 1, d, t, parse_tune_features(f), 128);
+              EXPECT_NE(table.find(k == TuneKernel::Fa2Fwd ? Pass::Forward : Pass::Backward, p, c), nullptr)
+                  << arch << " d" << d << " " << tune_config_name(k, c) << " " << f;
+            }
+  }
+  EXPECT_TRUE(KernelResources::builtin("sm_75").empty());
+  EXPECT_TRUE(KernelResources::builtin("").empty());
+}
+
+TEST(KernelResources, MalformedTablesAreInputErrors) {
+  EXPECT_THROW(KernelResources::parse("", "t"), InputError);
+  EXPECT_THROW(KernelResources::parse("pass,head_dim\nfwd,64\n", "t"), InputError);  // columns missing
+  const std::string header =
+      "pass,head_dim,block_q,block_k,warps,kernel_warps,stages,dtype,pipeline,arch,registers,stack_bytes,"
+      "local_bytes,smem_bytes,ldl,stl,loop_ldl,loop_stl,loop_hmma\n";
+  EXPECT_THROW(KernelResources::parse(header + "fwd,64,64,64,4,4,2,bf16,1,sm_90,300,0,0,0,0,0,0,0,64\n", "t"),
+               InputError);  // more than 255 registers
+  EXPECT_THROW(KernelResources::parse(header + "fwd,64,64,64,4,4,2,fp8,1,sm_90,100,0,0,0,0,0,0,0,64\n", "t"),
+               InputError);
+  EXPECT_THROW(KernelResources::parse(header + "fwd,x,64,64,4,4,2,bf16,1,sm_90,100,0,0,0,0,0,0,0,64\n", "t"),
+               InputError);
+  EXPECT_THROW(KernelResources::from_file("/nonexistent/fa2.csv"), InputError);
+}
+
 TEST(CtaModel, NotModelledWithoutTheProfileRates) {
   auto hw = load_profile("H100-SXM5-80GB");
   hw.mma_sync_flops = 0;
@@ -181,7 +281,7 @@ TEST(TuneCheck, AgreesWithItsOwnPredictionsAndNotWithTheirReverse) {
           << "\n";
       }
     }
-    const auto c = check_tune(read_autotune_csv(path), hw);
+    const auto c = check_tune(read_autotune_csv(path), hw, tune_resources(r, hw));
     ASSERT_EQ(c.groups.size(), 1u);
     EXPECT_EQ(c.entries, 1);
     if (!reverse) {

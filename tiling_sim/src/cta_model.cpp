@@ -31,10 +31,17 @@ CtaTime cta_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   const double pipe = own * s.mma_flops / s.warps / hw.mma_sync_flops * sms * schedulers;
   double work = pipe;
   if (hw.warp_cpi > 0 && s.warp_instructions > 0) {
-    // Where the model counts a warp's instructions, its step is those instructions at the warp's measured cycles
-    // per instruction (dependencies and the other pipes' latencies included), the CTA's warps on a scheduler
-    // one after another, and no faster than the tensor pipe.
-    work = std::max(pipe, own * s.warp_instructions * hw.warp_cpi / hw.clock_hz);
+    // Where the model counts a warp's instructions: a scheduler interleaves the warps it holds, whether they come
+    // from one CTA or from several, and issues for them at the measured rate (warp_cpi is a warp's cycles per
+    // instruction with 2 warps a scheduler: 2 / warp_cpi instructions a cycle). A round in which each resident
+    // CTA runs one step takes max(W, 2) x instructions x warp_cpi / 2, W = the warps a scheduler holds (fewer than
+    // 2 are taken to issue no faster: a lone warp waits on its own dependencies); no faster than the tensor pipe.
+    const double held = std::max(2.0, ctas_per_sm * s.warps / schedulers);
+    // A CTA alone on its SM whose warps share schedulers runs them in phase (its barriers line them up): they want
+    // the tensor pipe and shared memory at the same moments, where two CTAs drift apart and take turns.
+    const bool lockstep = ctas_per_sm == 1 && s.warps >= 2 * schedulers && hw.lockstep_cpi_factor > 1;
+    const double cpi = hw.warp_cpi * (lockstep ? hw.lockstep_cpi_factor : 1.0);
+    work = std::max(pipe, held * s.warp_instructions * cpi / 2 / hw.clock_hz);
   } else {
     // Otherwise a warp issues at most one m16n8k16 every mma_sync_warp_cycles and runs its MMAs and its softmax
     // in turn; the CTA's warps on one scheduler overlap them.

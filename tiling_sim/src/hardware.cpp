@@ -58,6 +58,8 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.mma_sync_warp_cycles = j.value("mma_sync_warp_cycles", 0.0);
     p.overlap_norm = j.value("overlap_norm", 0.0);
     p.warp_cpi = j.value("warp_cpi", 0.0);
+    p.lockstep_cpi_factor = j.value("lockstep_cpi_factor", 0.0);
+    p.kernel_arch = j.value("kernel_arch", std::string());
     p.direct_load_inflight_bytes = j.value("direct_load_inflight_bytes", 0.0);
     p.schedulers_per_sm = j.value("schedulers_per_sm", 4);
     p.cta_model_source = j.value("cta_model_source", std::string());
@@ -108,6 +110,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
                           {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
                           {"overlap_norm", p.overlap_norm},
                           {"warp_cpi", p.warp_cpi},
+                          {"lockstep_cpi_factor", p.lockstep_cpi_factor},
                           {"direct_load_inflight_bytes", p.direct_load_inflight_bytes}})
     non_negative(field, v);
   positive("schedulers_per_sm", p.schedulers_per_sm);
@@ -165,8 +168,10 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
           {"overlap_norm", p.overlap_norm},
           {"warp_cpi", p.warp_cpi},
+          {"lockstep_cpi_factor", p.lockstep_cpi_factor},
           {"direct_load_inflight_bytes", p.direct_load_inflight_bytes},
-          {"cta_model_source", p.cta_model_source}};
+          {"cta_model_source", p.cta_model_source},
+          {"kernel_arch", p.kernel_arch}};
 }
 
 namespace {

@@ -32,13 +32,22 @@ std::vector<TileConfig> sweep_space(Pass pass) {
 }
 
 SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
-                        const std::vector<const KernelModel*>& kernels, const ProblemData* data, bool& fits) {
+                        const std::vector<const KernelModel*>& kernels, const ProblemData* data, bool& fits,
+                        const KernelResources* compiled) {
   SweepRow row;
   row.config = c;
   fits = true;
   double worst = -1;
   for (const KernelModel* m : kernels) {
-    const auto k = predict_kernel(analytic_counts(*m, p, c, data), hw);
+    KernelCounts counts = analytic_counts(*m, p, c, data);
+    const bool main_fwd = m->name == "fwd_fa2", main_bwd = m->name == "bwd_dq_dk_dv";
+    if (compiled && (main_fwd || main_bwd))
+      if (const CompiledKernel* ck = compiled->find(main_fwd ? Pass::Forward : Pass::Backward, p, c)) {
+        // ptxas's registers set the occupancy instead of the estimate
+        counts.launch.regs_per_thread = ck->registers;
+        counts.launch.step.regs = ck->registers;
+      }
+    const auto k = predict_kernel(counts, hw);
     fits = fits && k.occ.fits;
     row.time_s += k.time_s;
     row.load_bytes += k.counts.load_bytes();
@@ -57,8 +66,8 @@ SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const Ha
 }
 
 bool ranks_before(const SweepRow& x, const SweepRow& y) {
-  return std::tie(x.time_s, x.dram_bytes, x.load_bytes, x.smem_bytes) <
-         std::tie(y.time_s, y.dram_bytes, y.load_bytes, y.smem_bytes);
+  return std::tie(x.time_s, y.ctas_per_sm, x.dram_bytes, x.load_bytes, x.smem_bytes) <
+         std::tie(y.time_s, x.ctas_per_sm, y.dram_bytes, y.load_bytes, y.smem_bytes);
 }
 
 SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorithm a, Pass pass,

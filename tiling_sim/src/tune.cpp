@@ -151,8 +151,9 @@ Pass pass_of(TuneKernel k) {
 
 // The pass's kernels predicted (analytic counts); fits: every kernel fits.
 TuneRow predict_row(TuneKernel k, const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
-                    bool& fits) {
-  return predict_config(p, c, hw, kernels_of(Algorithm::Fa2, pass_of(k)), nullptr, fits);
+                    const KernelResources& compiled, bool& fits) {
+  return predict_config(p, c, hw, kernels_of(Algorithm::Fa2, pass_of(k)), nullptr, fits,
+                        compiled.empty() ? nullptr : &compiled);
 }
 
 }  // namespace
@@ -170,8 +171,15 @@ std::string TuneEntry::reason() const {
   return s;
 }
 
+KernelResources tune_resources(const TuneRequest& r, const HardwareProfile& hw) {
+  if (r.space != TuneSpace::Instances) return {};
+  return r.resources_file.empty() ? KernelResources::builtin(hw.kernel_arch)
+                                  : KernelResources::from_file(r.resources_file);
+}
+
 TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
                 const std::function<void(size_t, size_t)>& progress) {
+  const KernelResources compiled = tune_resources(r, hw);
   TuneResult out;
   out.request = r;
   out.hw = hw;
@@ -191,7 +199,7 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
           e.configs = static_cast<int64_t>(configs.size());
           for (const TileConfig& c : configs) {
             bool fits = true;
-            TuneRow row = predict_row(r.kernel, e.problem, c, hw, fits);
+            TuneRow row = predict_row(r.kernel, e.problem, c, hw, compiled, fits);
             if (fits) e.ranked.push_back(std::move(row));
           }
           std::stable_sort(e.ranked.begin(), e.ranked.end(), ranks_before);
@@ -335,6 +343,7 @@ std::vector<MeasuredRow> read_autotune_csv(const std::string& path) {
       r.config.warps = std::stoi(get("warps"));
       r.ms = std::stod(get("ms"));
       r.hand = get("hand") == "1";
+      r.table = get("table") == "1";
       if (!(r.ms > 0)) continue;
       out.push_back(r);
     } catch (const std::exception& e) {
@@ -344,7 +353,8 @@ std::vector<MeasuredRow> read_autotune_csv(const std::string& path) {
   return out;
 }
 
-TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile& hw) {
+TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile& hw,
+                     const KernelResources& compiled) {
   // entries: (kernel, head dim, dtype, features, seqlen, batch, heads) -> their rows
   using Key = std::tuple<int, int64_t, int, std::string, int64_t, int64_t, int64_t>;
   std::map<Key, std::vector<const MeasuredRow*>> entries;
@@ -361,13 +371,23 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
     const AttentionProblem p =
         tune_problem(first.batch, first.heads, first.head_dim, first.dtype, first.features, first.seqlen);
     std::vector<double> predicted, measured;
-    double hand_ms = 0;
+    std::vector<TuneRow> rows_predicted;
+    double hand_ms = 0, table_ms = 0;
     for (const MeasuredRow* r : list) {
       bool fits = true;
-      const TuneRow row = predict_row(first.kernel, p, r->config, hw, fits);
-      predicted.push_back(fits ? row.time_s : 1e30);
+      TuneRow row = predict_row(first.kernel, p, r->config, hw, compiled, fits);
+      if (!fits) row.time_s = 1e30;
+      predicted.push_back(row.time_s);
+      rows_predicted.push_back(std::move(row));
       measured.push_back(r->ms);
       if (r->hand) hand_ms = r->ms;
+      if (r->table) table_ms = r->ms;
+    }
+    if (hand_ms > 0 && table_ms > 0) {
+      ++out.table_entries;
+      out.table_vs_hand_geomean += std::log(table_ms / hand_ms);
+      out.table_vs_hand_worst = std::max(out.table_vs_hand_worst, table_ms / hand_ms);
+      if (table_ms <= 1.02 * hand_ms) ++out.table_not_slower_than_hand;
     }
     const auto gk =
         std::make_tuple(static_cast<int>(first.kernel), first.head_dim, static_cast<int>(first.dtype));
@@ -377,8 +397,10 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
     g.dtype = first.dtype;
     ++g.entries;
     ++out.entries;
+    // tune's pick: the first in its ranking order (equal times broken by bytes, as tune breaks them)
     const size_t pick =
-        static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+        static_cast<size_t>(std::min_element(rows_predicted.begin(), rows_predicted.end(), ranks_before) -
+                            rows_predicted.begin());
     const double best = *std::min_element(measured.begin(), measured.end());
     const double ratio = measured[pick] / best;
     g.worst_pick_ratio = std::max(g.worst_pick_ratio, ratio);
@@ -392,6 +414,8 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
     }
     groups[gk].emplace_back(std::move(predicted), std::move(measured));
   }
+  if (out.table_entries > 0)
+    out.table_vs_hand_geomean = std::exp(out.table_vs_hand_geomean / out.table_entries);
   for (auto& [gk, list] : groups) {
     TuneCheckGroup& g = stats[gk];
     std::vector<double> all_p, all_m;
@@ -436,6 +460,10 @@ nlohmann::json to_json(const TuneCheck& c) {
           {"pick_within_10pct", c.within_10},
           {"hand_entries", c.hand_entries},
           {"pick_not_slower_than_hand_by_2pct", c.not_slower_than_hand},
+          {"table_entries", c.table_entries},
+          {"table_not_slower_than_hand_by_2pct", c.table_not_slower_than_hand},
+          {"table_over_hand_geomean", c.table_vs_hand_geomean},
+          {"table_over_hand_worst", c.table_vs_hand_worst},
           {"groups", groups}};
 }
 

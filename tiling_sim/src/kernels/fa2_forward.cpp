@@ -29,7 +29,7 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   s.algorithm_flops = 2.0 * static_cast<double>(c.block_q) * bc * (d + dv);  // 2 Br Bc (d + dv)
   s.mma_flops = 2.0 * r * w * bc * (d + dv);
   // ldmatrix: every warp reads K and V (and its Q rows); cp.async writes K and V once
-  s.smem_bytes = (w * (bc * (d + dv) + (c.q_in_registers ? 0.0 : r * d)) + bc * (d + dv)) * e;
+  s.smem_bytes = (w * (bc * (d + dv) + (c.q_in_registers ? 0.0 : r * d))) * e;
   s.load_bytes = bc * (d + dv) * e;
   s.direct_bytes = score_tile_bytes(p, c.block_q, c.block_k);
   // A warp's instructions a step: its m16n8k16 MMAs (2048 multiply-adds each), its ldmatrix.x4 of K and V (512

@@ -68,9 +68,15 @@ struct HardwareProfile {
   double mma_sync_warp_cycles = 0;
   double direct_load_inflight_bytes = 0;  // bias / mask bytes a warp keeps in flight (cta_model.h); 0: none
   double warp_cpi = 0;  // cycles per instruction of one warp in an FA2 main loop (cta_model.h); 0: not used
+  // a warp's cycles per instruction when its CTA is alone on the SM with >= 2 warps a scheduler, over warp_cpi
+  // (cta_model.h); 0 or 1: none
+  double lockstep_cpi_factor = 0;
   double overlap_norm = 0;  // how the tensor, shared-memory and ALU times combine (cta_model.h); 0: their max
   int schedulers_per_sm = 4;
   std::string cta_model_source;
+  // The SASS architecture gpu/'s build runs on this GPU ("sm_80" for sm_80 .. sm_89, "sm_90"): whose compiled
+  // kernels' registers (kernel_resources.h) set fa2-v1's occupancy. Empty: the model's register estimate.
+  std::string kernel_arch;
 };
 
 HardwareProfile profile_from_json(const nlohmann::json& j);  // throws InputError("hw") on missing fields

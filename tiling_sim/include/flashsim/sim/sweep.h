@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "flashsim/sim/kernel_resources.h"
 #include "flashsim/sim/model.h"
 
 namespace flashsim::sim {
@@ -22,11 +23,14 @@ struct SweepRow {
 };
 
 // One config over a pass's kernels (analytic counts): times and bytes summed, the largest shared memory, the
-// slowest kernel's occupancy and bound. fits: every kernel fits.
+// slowest kernel's occupancy and bound. fits: every kernel fits. compiled: the registers of fa2-v1's compiled
+// kernels, which replace the estimate of the FA2 main kernels (fwd_fa2, bwd_dq_dk_dv) where the config is one.
 SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
-                        const std::vector<const KernelModel*>& kernels, const ProblemData* data, bool& fits);
-// The ranking order of sweep and tune: faster first; equal times by less DRAM traffic, fewer L2 bytes, less
-// shared memory.
+                        const std::vector<const KernelModel*>& kernels, const ProblemData* data, bool& fits,
+                        const KernelResources* compiled = nullptr);
+// The ranking order of sweep and tune: faster first; equal times by more resident CTAs an SM (independent CTAs
+// fill each other's stalls: a CTA alone on its SM issues ~1.2x slower, lockstep_cpi_factor), then less DRAM
+// traffic, fewer L2 bytes, less shared memory.
 bool ranks_before(const SweepRow& x, const SweepRow& y);
 
 struct SweepResult {

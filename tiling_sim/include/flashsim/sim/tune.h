@@ -44,7 +44,12 @@ struct TuneRequest {
   TuneSpace space = TuneSpace::Instances;
   // FlashAttention's benchmark convention: batch x seqlen = tokens, heads x head dim = width.
   int64_t tokens = 16384, width = 2048;
+  // The compiled kernels' registers (kernel_resources.h) for the Instances space: this CSV, or, when empty, the
+  // built-in table of the profile's kernel_arch.
+  std::string resources_file;
 };
+// The resources tune uses for a request on hw (empty for the All space: its configs are not compiled).
+KernelResources tune_resources(const TuneRequest& r, const HardwareProfile& hw);
 
 // The problem of an entry: batch = max(1, tokens / seqlen), heads = max(1, width / head_dim), seqlen_q =
 // seqlen_k = seqlen, the features applied.
@@ -94,7 +99,8 @@ struct MeasuredRow {
   TuneFeatures features;
   TileConfig config;
   double ms = 0;
-  bool hand = false;  // the config the hand-kept launch table picked
+  bool hand = false;   // the config the hand-kept launch table picked
+  bool table = false;  // the config the launch table gpu/ was built with picked (the generated one)
 };
 // Reads the autotune CSV (its header names the columns); skipped rows are left out. InputError naming the line.
 std::vector<MeasuredRow> read_autotune_csv(const std::string& path);
@@ -116,9 +122,15 @@ struct TuneCheckGroup {
 struct TuneCheck {
   std::vector<TuneCheckGroup> groups;
   int entries = 0, within_5 = 0, within_10 = 0, hand_entries = 0, not_slower_than_hand = 0;
+  // The launch table the timed binary was built with against the hand-kept one, measured in the same run
+  // (entries with both marked): table / hand time per entry.
+  int table_entries = 0, table_not_slower_than_hand = 0;
+  double table_vs_hand_geomean = 0, table_vs_hand_worst = 0;
 };
-// Predicts every measured (entry, config) on hw and compares the rankings.
-TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile& hw);
+// Predicts every measured (entry, config) on hw and compares the rankings. compiled: the registers of the
+// binary that was timed (KernelResources::builtin(hw.kernel_arch) for the current build).
+TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile& hw,
+                     const KernelResources& compiled);
 nlohmann::json to_json(const TuneCheck& c);
 
 // Spearman's rank correlation (average ranks for ties); 0 with fewer than 2 values.
