@@ -19,7 +19,7 @@ RESULTS = os.path.join(HERE, "results", "fa2_tune_h100_2026-11-26")
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flashsim", default=os.path.join(HERE, "..", "build", "default", "flashsim"))
-    ap.add_argument("--csv", default=os.path.join(RESULTS, "grid", "autotune.csv"))
+    ap.add_argument("--csv", default=os.path.join(RESULTS, "final_table", "grid", "autotune.csv"))
     ap.add_argument("--head-dim", type=int, default=128)
     ap.add_argument("--seqlen", type=int, default=4096)
     ap.add_argument("--dtype", default="bf16")

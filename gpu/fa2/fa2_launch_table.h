@@ -127,12 +127,12 @@ inline constexpr LaunchEntry kFwdLaunchTable[] = {
     {128, true, true, false, 4096, 128, 64, 4, 1},
     // d128 bf16 causal n16384: 3562.8 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, true, true, false, 16384, 128, 64, 4, 1},
-    // d128 bf16 bias n1024: 1960.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.4%
-    {128, true, false, true, 1024, 64, 128, 4, 1},
-    // d128 bf16 bias n4096: 7825.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
-    {128, true, false, true, 4096, 64, 128, 4, 1},
-    // d128 bf16 bias n16384: 31285.1 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
-    {128, true, false, true, 16384, 64, 128, 4, 1},
+    // d128 bf16 bias n1024: 1993.6 us, chain-bound, 2 CTA/SM (registers), 253 regs, 263 MB DRAM, 1141 MB L2->SM; the hand-kept config, kept: Br64 Bc128 w4 st1 is predicted only 1.7% faster (< 5%)
+    {128, true, false, true, 1024, 128, 32, 4, 2},
+    // d128 bf16 bias n4096: 7958.3 us, chain-bound, 2 CTA/SM (registers), 253 regs, 263 MB DRAM, 4362 MB L2->SM; the hand-kept config, kept: Br64 Bc128 w4 st1 is predicted only 1.7% faster (< 5%)
+    {128, true, false, true, 4096, 128, 32, 4, 2},
+    // d128 bf16 bias n16384: 31817.1 us, chain-bound, 2 CTA/SM (registers), 253 regs, 263 MB DRAM, 17247 MB L2->SM; the hand-kept config, kept: Br64 Bc128 w4 st1 is predicted only 1.7% faster (< 5%)
+    {128, true, false, true, 16384, 128, 32, 4, 2},
     // d128 bf16 causal+bias n1024: 1112.4 us, chain-bound, 2 CTA/SM (shared memory), 190 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.7%
     {128, true, true, true, 1024, 64, 64, 4, 2},
     // d128 bf16 causal+bias n4096: 4240.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.2%
@@ -151,12 +151,12 @@ inline constexpr LaunchEntry kFwdLaunchTable[] = {
     {128, false, true, false, 4096, 128, 64, 4, 1},
     // d128 fp16 causal n16384: 3562.8 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 263 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc64 w4 st2 +0.0%
     {128, false, true, false, 16384, 128, 64, 4, 1},
-    // d128 fp16 bias n1024: 1960.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 2215 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.4%
-    {128, false, false, true, 1024, 64, 128, 4, 1},
-    // d128 fp16 bias n4096: 7825.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 8657 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
-    {128, false, false, true, 4096, 64, 128, 4, 1},
-    // d128 fp16 bias n16384: 31285.1 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 34427 MB L2->SM; runner-up Br64 Bc64 w4 st2 +1.5%
-    {128, false, false, true, 16384, 64, 128, 4, 1},
+    // d128 fp16 bias n1024: 1993.6 us, chain-bound, 2 CTA/SM (registers), 253 regs, 263 MB DRAM, 1141 MB L2->SM; the hand-kept config, kept: Br64 Bc128 w4 st1 is predicted only 1.7% faster (< 5%)
+    {128, false, false, true, 1024, 128, 32, 4, 2},
+    // d128 fp16 bias n4096: 7958.3 us, chain-bound, 2 CTA/SM (registers), 253 regs, 263 MB DRAM, 4362 MB L2->SM; the hand-kept config, kept: Br64 Bc128 w4 st1 is predicted only 1.7% faster (< 5%)
+    {128, false, false, true, 4096, 128, 32, 4, 2},
+    // d128 fp16 bias n16384: 31817.1 us, chain-bound, 2 CTA/SM (registers), 253 regs, 263 MB DRAM, 17247 MB L2->SM; the hand-kept config, kept: Br64 Bc128 w4 st1 is predicted only 1.7% faster (< 5%)
+    {128, false, false, true, 16384, 128, 32, 4, 2},
     // d128 fp16 causal+bias n1024: 1112.4 us, chain-bound, 2 CTA/SM (shared memory), 190 regs, 267 MB DRAM, 1208 MB L2->SM; runner-up Br64 Bc64 w4 st1 +0.7%
     {128, false, true, true, 1024, 64, 64, 4, 2},
     // d128 fp16 causal+bias n4096: 4240.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 267 MB DRAM, 4496 MB L2->SM; runner-up Br64 Bc64 w4 st2 +0.2%
@@ -215,110 +215,110 @@ inline constexpr LaunchEntry kFwdLaunchTable[] = {
 
 // fa2-bwd on H100-SXM5-80GB
 inline constexpr LaunchEntry kBwdLaunchTable[] = {
-    // d64 bf16 plain n1024: 1323.3 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 1510 MB L2->SM; runner-up Br64 Bc128 w4 +0.5%
-    {64, true, false, false, 1024, 128, 128, 4, 1},
-    // d64 bf16 plain n4096: 4806.1 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 4832 MB L2->SM; runner-up Br64 Bc128 w4 +0.1%
-    {64, true, false, false, 4096, 128, 128, 4, 1},
-    // d64 bf16 plain n16384: 18737.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 18119 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
-    {64, true, false, false, 16384, 128, 128, 4, 1},
-    // d64 bf16 causal n1024: 795.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br128 Bc128 w4 +2.8%
-    {64, true, true, false, 1024, 64, 64, 2, 1},
-    // d64 bf16 causal n4096: 2569.1 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 2686 MB L2->SM; runner-up Br64 Bc128 w4 +0.3%
-    {64, true, true, false, 4096, 128, 128, 4, 1},
-    // d64 bf16 causal n16384: 9273.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 9330 MB L2->SM; runner-up Br64 Bc128 w4 +0.1%
-    {64, true, true, false, 16384, 128, 128, 4, 1},
-    // d64 bf16 bias n1024: 4277.0 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 2617 MB L2->SM; runner-up Br64 Bc128 w4 +0.2%
-    {64, true, false, true, 1024, 64, 64, 2, 1},
-    // d64 bf16 bias n4096: 16620.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 9261 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
-    {64, true, false, true, 4096, 64, 64, 2, 1},
-    // d64 bf16 bias n16384: 65996.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 35836 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
-    {64, true, false, true, 16384, 64, 64, 2, 1},
+    // d64 bf16 plain n1024: 1330.0 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 1510 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.5% faster (< 5%)
+    {64, true, false, false, 1024, 64, 128, 4, 1},
+    // d64 bf16 plain n4096: 4812.8 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 4832 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.1% faster (< 5%)
+    {64, true, false, false, 4096, 64, 128, 4, 1},
+    // d64 bf16 plain n16384: 18744.1 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 18119 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.0% faster (< 5%)
+    {64, true, false, false, 16384, 64, 128, 4, 1},
+    // d64 bf16 causal n1024: 824.9 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 1026 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.7% faster (< 5%)
+    {64, true, true, false, 1024, 64, 128, 4, 1},
+    // d64 bf16 causal n4096: 2575.8 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 2686 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.3% faster (< 5%)
+    {64, true, true, false, 4096, 64, 128, 4, 1},
+    // d64 bf16 causal n16384: 9280.1 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 9330 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.1% faster (< 5%)
+    {64, true, true, false, 16384, 64, 128, 4, 1},
+    // d64 bf16 bias n1024: 4283.7 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 1510 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.2% faster (< 5%)
+    {64, true, false, true, 1024, 64, 128, 4, 1},
+    // d64 bf16 bias n4096: 16627.6 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 4832 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.0% faster (< 5%)
+    {64, true, false, true, 4096, 64, 128, 4, 1},
+    // d64 bf16 bias n16384: 66003.5 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 18119 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.0% faster (< 5%)
+    {64, true, false, true, 16384, 64, 128, 4, 1},
     // d64 bf16 causal+bias n1024: 2362.3 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br64 Bc128 w4 +5.6%
     {64, true, true, true, 1024, 64, 64, 2, 1},
-    // d64 bf16 causal+bias n4096: 8567.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 4901 MB L2->SM; runner-up Br64 Bc128 w4 +1.5%
-    {64, true, true, true, 4096, 64, 64, 2, 1},
-    // d64 bf16 causal+bias n16384: 32329.5 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 18189 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
-    {64, true, true, true, 16384, 64, 64, 2, 1},
-    // d64 fp16 plain n1024: 1323.3 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 1510 MB L2->SM; runner-up Br64 Bc128 w4 +0.5%
-    {64, false, false, false, 1024, 128, 128, 4, 1},
-    // d64 fp16 plain n4096: 4806.1 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 4832 MB L2->SM; runner-up Br64 Bc128 w4 +0.1%
-    {64, false, false, false, 4096, 128, 128, 4, 1},
-    // d64 fp16 plain n16384: 18737.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 18119 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
-    {64, false, false, false, 16384, 128, 128, 4, 1},
-    // d64 fp16 causal n1024: 795.6 us, tensor-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br128 Bc128 w4 +2.8%
-    {64, false, true, false, 1024, 64, 64, 2, 1},
-    // d64 fp16 causal n4096: 2569.1 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 2686 MB L2->SM; runner-up Br64 Bc128 w4 +0.3%
-    {64, false, true, false, 4096, 128, 128, 4, 1},
-    // d64 fp16 causal n16384: 9273.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1109 MB DRAM, 9330 MB L2->SM; runner-up Br64 Bc128 w4 +0.1%
-    {64, false, true, false, 16384, 128, 128, 4, 1},
-    // d64 fp16 bias n1024: 4277.0 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 2617 MB L2->SM; runner-up Br64 Bc128 w4 +0.2%
-    {64, false, false, true, 1024, 64, 64, 2, 1},
-    // d64 fp16 bias n4096: 16620.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 9261 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
-    {64, false, false, true, 4096, 64, 64, 2, 1},
-    // d64 fp16 bias n16384: 65996.7 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 35836 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
-    {64, false, false, true, 16384, 64, 64, 2, 1},
+    // d64 bf16 causal+bias n4096: 8699.3 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 2686 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 1.5% faster (< 5%)
+    {64, true, true, true, 4096, 64, 128, 4, 1},
+    // d64 bf16 causal+bias n16384: 32460.9 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 9330 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.4% faster (< 5%)
+    {64, true, true, true, 16384, 64, 128, 4, 1},
+    // d64 fp16 plain n1024: 1330.0 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 1510 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.5% faster (< 5%)
+    {64, false, false, false, 1024, 64, 128, 4, 1},
+    // d64 fp16 plain n4096: 4812.8 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 4832 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.1% faster (< 5%)
+    {64, false, false, false, 4096, 64, 128, 4, 1},
+    // d64 fp16 plain n16384: 18744.1 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 18119 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.0% faster (< 5%)
+    {64, false, false, false, 16384, 64, 128, 4, 1},
+    // d64 fp16 causal n1024: 824.9 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 1026 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.7% faster (< 5%)
+    {64, false, true, false, 1024, 64, 128, 4, 1},
+    // d64 fp16 causal n4096: 2575.8 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 2686 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.3% faster (< 5%)
+    {64, false, true, false, 4096, 64, 128, 4, 1},
+    // d64 fp16 causal n16384: 9280.1 us, tensor-bound, 1 CTA/SM (registers), 254 regs, 1129 MB DRAM, 9330 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w4 is predicted only 0.1% faster (< 5%)
+    {64, false, true, false, 16384, 64, 128, 4, 1},
+    // d64 fp16 bias n1024: 4283.7 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 1510 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.2% faster (< 5%)
+    {64, false, false, true, 1024, 64, 128, 4, 1},
+    // d64 fp16 bias n4096: 16627.6 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 4832 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.0% faster (< 5%)
+    {64, false, false, true, 4096, 64, 128, 4, 1},
+    // d64 fp16 bias n16384: 66003.5 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 18119 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.0% faster (< 5%)
+    {64, false, false, true, 16384, 64, 128, 4, 1},
     // d64 fp16 causal+bias n1024: 2362.3 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 1579 MB L2->SM; runner-up Br64 Bc128 w4 +5.6%
     {64, false, true, true, 1024, 64, 64, 2, 1},
-    // d64 fp16 causal+bias n4096: 8567.9 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 4901 MB L2->SM; runner-up Br64 Bc128 w4 +1.5%
-    {64, false, true, true, 4096, 64, 64, 2, 1},
-    // d64 fp16 causal+bias n16384: 32329.5 us, chain-bound, 2 CTA/SM (registers), 255 regs, 1109 MB DRAM, 18189 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
-    {64, false, true, true, 16384, 64, 64, 2, 1},
+    // d64 fp16 causal+bias n4096: 8699.3 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 2686 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 1.5% faster (< 5%)
+    {64, false, true, true, 4096, 64, 128, 4, 1},
+    // d64 fp16 causal+bias n16384: 32460.9 us, chain-bound, 1 CTA/SM (registers), 255 regs, 1129 MB DRAM, 9330 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.4% faster (< 5%)
+    {64, false, true, true, 16384, 64, 128, 4, 1},
     // d96 bf16 plain n1024: 1291.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 1475 MB L2->SM; runner-up Br64 Bc64 w2 +0.9%
     {96, true, false, false, 1024, 64, 128, 4, 1},
     // d96 bf16 plain n4096: 4650.9 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 4712 MB L2->SM; runner-up Br64 Bc64 w2 +1.7%
     {96, true, false, false, 4096, 64, 128, 4, 1},
     // d96 bf16 plain n16384: 18088.6 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 17660 MB L2->SM; runner-up Br64 Bc64 w2 +2.0%
     {96, true, false, false, 16384, 64, 128, 4, 1},
-    // d96 bf16 causal n1024: 782.4 us, tensor-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 1543 MB L2->SM; runner-up Br64 Bc128 w4 +4.3%
-    {96, true, true, false, 1024, 64, 64, 2, 1},
+    // d96 bf16 causal n1024: 815.7 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 1003 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 4.3% faster (< 5%)
+    {96, true, true, false, 1024, 64, 128, 4, 1},
     // d96 bf16 causal n4096: 2536.1 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 2622 MB L2->SM; runner-up Br64 Bc64 w2 +0.1%
     {96, true, true, false, 4096, 64, 128, 4, 1},
     // d96 bf16 causal n16384: 8977.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 9096 MB L2->SM; runner-up Br64 Bc64 w2 +1.5%
     {96, true, true, false, 16384, 64, 128, 4, 1},
-    // d96 bf16 bias n1024: 3172.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 2554 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
-    {96, true, false, true, 1024, 64, 64, 2, 1},
-    // d96 bf16 bias n4096: 12210.2 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 9028 MB L2->SM; runner-up Br64 Bc128 w4 +0.1%
-    {96, true, false, true, 4096, 64, 64, 2, 1},
-    // d96 bf16 bias n16384: 48361.7 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 34924 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
-    {96, true, false, true, 16384, 64, 64, 2, 1},
+    // d96 bf16 bias n1024: 3184.2 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 1475 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.4% faster (< 5%)
+    {96, true, false, true, 1024, 64, 128, 4, 1},
+    // d96 bf16 bias n4096: 12222.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 4712 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.1% faster (< 5%)
+    {96, true, false, true, 4096, 64, 128, 4, 1},
+    // d96 bf16 bias n16384: 48373.6 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 17660 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.0% faster (< 5%)
+    {96, true, false, true, 16384, 64, 128, 4, 1},
     // d96 bf16 causal+bias n1024: 1801.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 1543 MB L2->SM; runner-up Br64 Bc128 w4 +5.7%
     {96, true, true, true, 1024, 64, 64, 2, 1},
-    // d96 bf16 causal+bias n4096: 6429.5 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 4780 MB L2->SM; runner-up Br64 Bc128 w4 +1.6%
-    {96, true, true, true, 4096, 64, 64, 2, 1},
-    // d96 bf16 causal+bias n16384: 23758.6 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 17728 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
-    {96, true, true, true, 16384, 64, 64, 2, 1},
+    // d96 bf16 causal+bias n4096: 6532.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 2622 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 1.6% faster (< 5%)
+    {96, true, true, true, 4096, 64, 128, 4, 1},
+    // d96 bf16 causal+bias n16384: 23861.8 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 9096 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.4% faster (< 5%)
+    {96, true, true, true, 16384, 64, 128, 4, 1},
     // d96 fp16 plain n1024: 1291.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 1475 MB L2->SM; runner-up Br64 Bc64 w2 +0.9%
     {96, false, false, false, 1024, 64, 128, 4, 1},
     // d96 fp16 plain n4096: 4650.9 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 4712 MB L2->SM; runner-up Br64 Bc64 w2 +1.7%
     {96, false, false, false, 4096, 64, 128, 4, 1},
     // d96 fp16 plain n16384: 18088.6 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 17660 MB L2->SM; runner-up Br64 Bc64 w2 +2.0%
     {96, false, false, false, 16384, 64, 128, 4, 1},
-    // d96 fp16 causal n1024: 782.4 us, tensor-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 1543 MB L2->SM; runner-up Br64 Bc128 w4 +4.3%
-    {96, false, true, false, 1024, 64, 64, 2, 1},
+    // d96 fp16 causal n1024: 815.7 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 1003 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 4.3% faster (< 5%)
+    {96, false, true, false, 1024, 64, 128, 4, 1},
     // d96 fp16 causal n4096: 2536.1 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 2622 MB L2->SM; runner-up Br64 Bc64 w2 +0.1%
     {96, false, true, false, 4096, 64, 128, 4, 1},
     // d96 fp16 causal n16384: 8977.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 9096 MB L2->SM; runner-up Br64 Bc64 w2 +1.5%
     {96, false, true, false, 16384, 64, 128, 4, 1},
-    // d96 fp16 bias n1024: 3172.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 2554 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
-    {96, false, false, true, 1024, 64, 64, 2, 1},
-    // d96 fp16 bias n4096: 12210.2 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 9028 MB L2->SM; runner-up Br64 Bc128 w4 +0.1%
-    {96, false, false, true, 4096, 64, 64, 2, 1},
-    // d96 fp16 bias n16384: 48361.7 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 34924 MB L2->SM; runner-up Br64 Bc128 w4 +0.0%
-    {96, false, false, true, 16384, 64, 64, 2, 1},
+    // d96 fp16 bias n1024: 3184.2 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 1475 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.4% faster (< 5%)
+    {96, false, false, true, 1024, 64, 128, 4, 1},
+    // d96 fp16 bias n4096: 12222.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 4712 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.1% faster (< 5%)
+    {96, false, false, true, 4096, 64, 128, 4, 1},
+    // d96 fp16 bias n16384: 48373.6 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 17660 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.0% faster (< 5%)
+    {96, false, false, true, 16384, 64, 128, 4, 1},
     // d96 fp16 causal+bias n1024: 1801.3 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 1543 MB L2->SM; runner-up Br64 Bc128 w4 +5.7%
     {96, false, true, true, 1024, 64, 64, 2, 1},
-    // d96 fp16 causal+bias n4096: 6429.5 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 4780 MB L2->SM; runner-up Br64 Bc128 w4 +1.6%
-    {96, false, true, true, 4096, 64, 64, 2, 1},
-    // d96 fp16 causal+bias n16384: 23758.6 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1085 MB DRAM, 17728 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
-    {96, false, true, true, 16384, 64, 64, 2, 1},
+    // d96 fp16 causal+bias n4096: 6532.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 2622 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 1.6% faster (< 5%)
+    {96, false, true, true, 4096, 64, 128, 4, 1},
+    // d96 fp16 causal+bias n16384: 23861.8 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1120 MB DRAM, 9096 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 0.4% faster (< 5%)
+    {96, false, true, true, 16384, 64, 128, 4, 1},
     // d128 bf16 plain n1024: 1288.7 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1493 MB L2->SM; runner-up Br64 Bc64 w2 +1.9%
     {128, true, false, false, 1024, 64, 128, 4, 1},
     // d128 bf16 plain n4096: 4670.1 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 4765 MB L2->SM; runner-up Br64 Bc64 w2 +2.0%
     {128, true, false, false, 4096, 64, 128, 4, 1},
     // d128 bf16 plain n16384: 18195.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +2.0%
     {128, true, false, false, 16384, 64, 128, 4, 1},
-    // d128 bf16 causal n1024: 800.6 us, tensor-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc128 w4 +2.5%
-    {128, true, true, false, 1024, 64, 64, 2, 1},
+    // d128 bf16 causal n1024: 820.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1016 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 2.5% faster (< 5%)
+    {128, true, true, false, 1024, 64, 128, 4, 1},
     // d128 bf16 causal n4096: 2580.7 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 2652 MB L2->SM; runner-up Br64 Bc64 w2 +0.6%
     {128, true, true, false, 4096, 64, 128, 4, 1},
     // d128 bf16 causal n16384: 9040.8 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 9195 MB L2->SM; runner-up Br64 Bc64 w2 +1.6%
@@ -329,10 +329,10 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {128, true, false, true, 4096, 64, 128, 4, 1},
     // d128 bf16 bias n16384: 43751.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
     {128, true, false, true, 16384, 64, 128, 4, 1},
-    // d128 bf16 causal+bias n1024: 1672.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc64 w4 +3.2%
-    {128, true, true, true, 1024, 64, 64, 2, 1},
-    // d128 bf16 causal+bias n4096: 5927.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 4833 MB L2->SM; runner-up Br64 Bc128 w4 +1.4%
-    {128, true, true, true, 4096, 64, 64, 2, 1},
+    // d128 bf16 causal+bias n1024: 1726.6 us, chain-bound, 1 CTA/SM (registers), 252 regs, 1105 MB DRAM, 1561 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.2% faster (< 5%)
+    {128, true, true, true, 1024, 64, 64, 4, 1},
+    // d128 bf16 causal+bias n4096: 6102.7 us, chain-bound, 1 CTA/SM (registers), 252 regs, 1105 MB DRAM, 4833 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.0% faster (< 5%)
+    {128, true, true, true, 4096, 64, 64, 4, 1},
     // d128 bf16 causal+bias n16384: 21542.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 17919 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
     {128, true, true, true, 16384, 64, 64, 2, 1},
     // d128 fp16 plain n1024: 1288.7 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1493 MB L2->SM; runner-up Br64 Bc64 w2 +1.9%
@@ -341,8 +341,8 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {128, false, false, false, 4096, 64, 128, 4, 1},
     // d128 fp16 plain n16384: 18195.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +2.0%
     {128, false, false, false, 16384, 64, 128, 4, 1},
-    // d128 fp16 causal n1024: 800.6 us, tensor-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc128 w4 +2.5%
-    {128, false, true, false, 1024, 64, 64, 2, 1},
+    // d128 fp16 causal n1024: 820.4 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1016 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 2.5% faster (< 5%)
+    {128, false, true, false, 1024, 64, 128, 4, 1},
     // d128 fp16 causal n4096: 2580.7 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 2652 MB L2->SM; runner-up Br64 Bc64 w2 +0.6%
     {128, false, true, false, 4096, 64, 128, 4, 1},
     // d128 fp16 causal n16384: 9040.8 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 9195 MB L2->SM; runner-up Br64 Bc64 w2 +1.6%
@@ -353,10 +353,10 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {128, false, false, true, 4096, 64, 128, 4, 1},
     // d128 fp16 bias n16384: 43751.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
     {128, false, false, true, 16384, 64, 128, 4, 1},
-    // d128 fp16 causal+bias n1024: 1672.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc64 w4 +3.2%
-    {128, false, true, true, 1024, 64, 64, 2, 1},
-    // d128 fp16 causal+bias n4096: 5927.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 4833 MB L2->SM; runner-up Br64 Bc128 w4 +1.4%
-    {128, false, true, true, 4096, 64, 64, 2, 1},
+    // d128 fp16 causal+bias n1024: 1726.6 us, chain-bound, 1 CTA/SM (registers), 252 regs, 1105 MB DRAM, 1561 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.2% faster (< 5%)
+    {128, false, true, true, 1024, 64, 64, 4, 1},
+    // d128 fp16 causal+bias n4096: 6102.7 us, chain-bound, 1 CTA/SM (registers), 252 regs, 1105 MB DRAM, 4833 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.0% faster (< 5%)
+    {128, false, true, true, 4096, 64, 64, 4, 1},
     // d128 fp16 causal+bias n16384: 21542.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 17919 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
     {128, false, true, true, 16384, 64, 64, 2, 1},
     // d256 bf16 plain n1024: 1727.9 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +52.5%

@@ -256,6 +256,37 @@ TEST(Tune, RanksFastestFirstAndNamesTheRunnerUp) {
   EXPECT_EQ(out.entries[0].problem.heads_q, 16);  // width 2048 at d128
 }
 
+// The launch table keeps the hand-kept config unless the model's best beats it by kTuneResolution.
+TEST(Tune, TableKeepsTheHandConfigUnlessClearlyBeaten) {
+  TuneRequest r;
+  r.head_dims = {64, 96, 128, 256};
+  r.dtypes = {DType::BF16};
+  r.seqlens = {1024, 16384};
+  const auto hw = load_profile("H100-SXM5-80GB");
+  int kept = 0, replaced = 0;
+  for (TuneKernel k : {TuneKernel::Fa2Fwd, TuneKernel::Fa2Bwd}) {
+    r.kernel = k;
+    for (const auto& e : tune(r, hw).entries) {
+      ASSERT_FALSE(e.ranked.empty());
+      ASSERT_GE(e.hand, 0) << "the hand-kept config is one of fa2-v1's instances";
+      const auto& hand = e.ranked[static_cast<size_t>(e.hand)];
+      const auto& pick = e.table_pick();
+      if (hand.time_s < (1 + kTuneResolution) * e.ranked[0].time_s) {
+        EXPECT_EQ(&pick, &hand);
+        kept += e.keeps_hand();
+        if (e.keeps_hand()) {
+          EXPECT_NE(e.reason().find("the hand-kept config, kept"), std::string::npos);
+        }
+      } else {
+        EXPECT_EQ(&pick, &e.ranked[0]);
+        ++replaced;
+      }
+    }
+  }
+  EXPECT_GT(kept, 0);  // both happen on this grid
+  EXPECT_GT(replaced, 0);
+}
+
 TEST(TuneCheck, AgreesWithItsOwnPredictionsAndNotWithTheirReverse) {
   // a "measured" CSV made of the model's own times (and of their reverse): the check's statistics
   const auto hw = load_profile("H100-SXM5-80GB");

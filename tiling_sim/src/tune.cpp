@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "flashsim/error.h"
+#include "flashsim/fa2_hand_table.h"
 #include "flashsim/fa2_instances.h"
 #include "flashsim/sim/ncu.h"  // split_csv
 #include "flashsim/sim/sweep.h"
@@ -158,18 +159,55 @@ TuneRow predict_row(TuneKernel k, const AttentionProblem& p, const TileConfig& c
 
 }  // namespace
 
+namespace {
+// The pick between the model's best and the hand-kept config (kTuneResolution); index into ranked.
+size_t table_index(const std::vector<TuneRow>& ranked, int hand) {
+  return hand > 0 && ranked[static_cast<size_t>(hand)].time_s < (1 + kTuneResolution) * ranked[0].time_s
+             ? static_cast<size_t>(hand)
+             : 0;
+}
+}  // namespace
+
+const TuneRow& TuneEntry::table_pick() const {
+  return ranked.at(table_index(ranked, hand));
+}
+
+bool TuneEntry::keeps_hand() const {
+  return !ranked.empty() && table_index(ranked, hand) != 0;
+}
+
 std::string TuneEntry::reason() const {
   if (ranked.empty()) return "no config fits";
-  const TuneRow& b = ranked[0];
+  const TuneRow& b = table_pick();
   std::string s =
       fmt::format("{:.1f} us, {}-bound, {} CTA/SM ({}), {} regs, {:.0f} MB DRAM, {:.0f} MB L2->SM",
                   b.time_s * 1e6, b.kernel_bound, b.ctas_per_sm, b.limiter, b.regs,
                   static_cast<double>(b.dram_bytes) / 1e6, static_cast<double>(b.load_bytes) / 1e6);
-  if (ranked.size() > 1)
+  if (keeps_hand())
+    s += fmt::format("; the hand-kept config, kept: {} is predicted only {:.1f}% faster (< {:.0f}%)",
+                     tune_config_name(kernel, ranked[0].config), (b.time_s / ranked[0].time_s - 1) * 100,
+                     kTuneResolution * 100);
+  else if (ranked.size() > 1)
     s += fmt::format("; runner-up {} +{:.1f}%", tune_config_name(kernel, ranked[1].config),
                      (ranked[1].time_s / b.time_s - 1) * 100);
   return s;
 }
+
+namespace {
+bool same_tile(TuneKernel k, const TileConfig& a, const TileConfig& b) {
+  if (k == TuneKernel::Fa2Bwd)
+    return a.bwd_block_q == b.bwd_block_q && a.bwd_block_k == b.bwd_block_k && a.warps == b.warps;
+  return a.block_q == b.block_q && a.block_k == b.block_k && a.warps == b.warps && a.stages == b.stages &&
+         a.q_in_registers == b.q_in_registers && a.kv_shared_buffer == b.kv_shared_buffer;
+}
+// The hand-kept config's index in a ranking (-1: not there).
+int hand_index(TuneKernel k, const std::vector<TuneRow>& ranked, int64_t head_dim, const TuneFeatures& f) {
+  const TileConfig hand = fa2_hand_launch_tile(head_dim, f.pipeline());
+  for (size_t i = 0; i < ranked.size(); ++i)
+    if (same_tile(k, ranked[i].config, hand)) return static_cast<int>(i);
+  return -1;
+}
+}  // namespace
 
 KernelResources tune_resources(const TuneRequest& r, const HardwareProfile& hw) {
   if (r.space != TuneSpace::Instances) return {};
@@ -203,6 +241,7 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
             if (fits) e.ranked.push_back(std::move(row));
           }
           std::stable_sort(e.ranked.begin(), e.ranked.end(), ranks_before);
+          e.hand = hand_index(r.kernel, e.ranked, d, f);
           out.entries.push_back(std::move(e));
           if (progress) progress(out.entries.size(), total);
         }
@@ -234,6 +273,7 @@ nlohmann::json to_json(const TuneResult& r, int top) {
          {"configs_tried", e.configs},
          {"configs_fit", e.ranked.size()},
          {"best", e.ranked.empty() ? "" : tune_config_name(r.request.kernel, e.ranked[0].config)},
+         {"table", e.ranked.empty() ? "" : tune_config_name(r.request.kernel, e.table_pick().config)},
          {"reason", e.reason()},
          {"ranked", rows}});
   }
@@ -248,7 +288,7 @@ std::string launch_table_entries(const TuneResult& r) {
   const bool fwd = r.request.kernel == TuneKernel::Fa2Fwd;
   for (const TuneEntry& e : r.entries) {
     if (e.ranked.empty()) continue;
-    const TileConfig& c = e.ranked[0].config;
+    const TileConfig& c = e.table_pick().config;
     s += fmt::format("    // d{} {} {} n{}: {}\n", e.head_dim, dtype_name(e.dtype), e.features.name(),
                      e.seqlen, e.reason());
     s += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}}},\n", e.head_dim,
@@ -397,16 +437,27 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
     g.dtype = first.dtype;
     ++g.entries;
     ++out.entries;
-    // tune's pick: the first in its ranking order (equal times broken by bytes, as tune breaks them)
-    const size_t pick =
-        static_cast<size_t>(std::min_element(rows_predicted.begin(), rows_predicted.end(), ranks_before) -
-                            rows_predicted.begin());
+    // tune's pick: the first in its ranking order (equal times broken as tune breaks them); the table's pick:
+    // the hand-kept config unless that one beats it by kTuneResolution
+    std::vector<size_t> order(list.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return ranks_before(rows_predicted[a], rows_predicted[b]); });
+    const size_t pick = order[0];
+    std::vector<TuneRow> sorted;
+    for (size_t i : order) sorted.push_back(rows_predicted[i]);
+    const int hand_rank = hand_index(first.kernel, sorted, first.head_dim, first.features);
+    const size_t rule_pick = order[table_index(sorted, hand_rank)];
     const double best = *std::min_element(measured.begin(), measured.end());
     const double ratio = measured[pick] / best;
     g.worst_pick_ratio = std::max(g.worst_pick_ratio, ratio);
     if (ratio <= 1.05) ++g.pick_within_5, ++out.within_5;
     if (ratio <= 1.10) ++g.pick_within_10, ++out.within_10;
     if (hand_ms > 0) {
+      const double rule = measured[rule_pick] / hand_ms;
+      out.rule_vs_hand_geomean += std::log(rule);
+      out.rule_vs_hand_worst = std::max(out.rule_vs_hand_worst, rule);
+      if (rule <= 1.02) ++out.rule_not_slower_than_hand;
       ++g.hand_entries;
       ++out.hand_entries;
       g.worst_vs_hand = std::max(g.worst_vs_hand, measured[pick] / hand_ms);
@@ -414,6 +465,7 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
     }
     groups[gk].emplace_back(std::move(predicted), std::move(measured));
   }
+  if (out.hand_entries > 0) out.rule_vs_hand_geomean = std::exp(out.rule_vs_hand_geomean / out.hand_entries);
   if (out.table_entries > 0)
     out.table_vs_hand_geomean = std::exp(out.table_vs_hand_geomean / out.table_entries);
   for (auto& [gk, list] : groups) {
@@ -460,6 +512,9 @@ nlohmann::json to_json(const TuneCheck& c) {
           {"pick_within_10pct", c.within_10},
           {"hand_entries", c.hand_entries},
           {"pick_not_slower_than_hand_by_2pct", c.not_slower_than_hand},
+          {"rule_not_slower_than_hand_by_2pct", c.rule_not_slower_than_hand},
+          {"rule_over_hand_geomean", c.rule_vs_hand_geomean},
+          {"rule_over_hand_worst", c.rule_vs_hand_worst},
           {"table_entries", c.table_entries},
           {"table_not_slower_than_hand_by_2pct", c.table_not_slower_than_hand},
           {"table_over_hand_geomean", c.table_vs_hand_geomean},

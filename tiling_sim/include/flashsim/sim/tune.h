@@ -61,6 +61,12 @@ AttentionProblem tune_problem(int64_t batch, int64_t heads, int64_t head_dim, DT
 // The configs of the space for a head dim (forward: Br, Bc, warps, stages; backward: bwd Br, Bc, warps).
 std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim);
 
+// The model's resolution: a config predicted faster than another by less than this is measured faster only 62 ..
+// 89% of the time, by 5% or more 97% (every pair of configs of an entry, predicted against the H100 timings of
+// 2026-11-25, bench/results/fa2_tune_h100_2026-11-26/README.md). The generated launch table keeps the hand-kept
+// config (fa2_hand_table.h) unless the model's best beats it by this much.
+inline constexpr double kTuneResolution = 0.05;
+
 using TuneRow = SweepRow;  // a config's prediction, as sim sweep ranks it
 struct TuneEntry {
   TuneKernel kernel = TuneKernel::Fa2Fwd;
@@ -70,8 +76,13 @@ struct TuneEntry {
   int64_t seqlen = 0;
   AttentionProblem problem;
   int64_t configs = 0;          // tried
-  std::vector<TuneRow> ranked;  // those that fit, fastest first (ties: less DRAM, fewer L2 bytes, less smem)
-  std::string reason() const;   // the best config and why: time, bound, occupancy, bytes, runner-up margin
+  std::vector<TuneRow> ranked;  // those that fit, fastest first (ties: sweep's ranks_before)
+  int hand = -1;  // the hand-kept config's index in ranked (-1: it does not fit or is not tried)
+  // The launch table's config: ranked[0], or the hand-kept one when ranked[0] is predicted faster than it by
+  // less than kTuneResolution. Requires a non-empty ranking.
+  const TuneRow& table_pick() const;
+  bool keeps_hand() const;     // table_pick is the hand-kept config though another ranks first
+  std::string reason() const;  // the table's config and why: time, bound, occupancy, bytes, runner-up margin
 };
 struct TuneResult {
   TuneRequest request;
@@ -122,6 +133,9 @@ struct TuneCheckGroup {
 struct TuneCheck {
   std::vector<TuneCheckGroup> groups;
   int entries = 0, within_5 = 0, within_10 = 0, hand_entries = 0, not_slower_than_hand = 0;
+  // The table tune generates from this model (table_pick) against the hand-kept config, both measured in the file.
+  int rule_not_slower_than_hand = 0;
+  double rule_vs_hand_geomean = 0, rule_vs_hand_worst = 0;
   // The launch table the timed binary was built with against the hand-kept one, measured in the same run
   // (entries with both marked): table / hand time per entry.
   int table_entries = 0, table_not_slower_than_hand = 0;
