@@ -66,7 +66,9 @@ void print_tune(const sim::TuneResult& r, int top) {
     fmt::print("\nd{} {} {} n{} ({}): {} of {} configs fit\n", e.head_dim, dtype_name(e.dtype),
                e.features.name(), e.seqlen, e.problem.describe(), e.ranked.size(), e.configs);
     if (e.ranked.empty()) continue;
-    fmt::print("  best {}: {}\n", sim::tune_config_name(r.request.kernel, e.ranked[0].config), e.reason());
+    // the launch table's config: the best, or the hand-kept one the best does not clearly beat
+    fmt::print("  {} {}: {}\n", e.keeps_hand() ? "table" : "best",
+               sim::tune_config_name(r.request.kernel, e.table_pick().config), e.reason());
     const size_t n = top > 0 ? std::min(e.ranked.size(), static_cast<size_t>(top)) : e.ranked.size();
     for (size_t i = 0; i < n; ++i) {
       const auto& w = e.ranked[i];

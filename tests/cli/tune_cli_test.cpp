@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "run_cli.h"
@@ -49,11 +50,39 @@ TEST(TuneCommand, TableAndJson) {
   EXPECT_NE(r.out.find("\"features\": \"bias\""), std::string::npos) << r.out;
 }
 
+// The table's config is the model's best or, where that is not clearly faster, the hand-kept one; the text
+// output names the table's config and says when it kept the hand one.
+TEST(TuneCommand, TableNamesTheLaunchTablesConfig) {
+  const auto r = flashsim::test::run_cli(
+      "sim tune --kernel fa2-bwd --head-dims 64,128 --dtypes bf16 --features causal --seqlens 1024,4096 "
+      "--json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  int kept = 0;
+  for (const auto& e : j["entries"]) {
+    const std::string best = e["best"], table = e["table"], reason = e["reason"];
+    if (best != table) {
+      ++kept;
+      EXPECT_NE(reason.find("the hand-kept config, kept: " + best), std::string::npos) << reason;
+    } else {
+      EXPECT_EQ(reason.find("kept"), std::string::npos) << reason;
+    }
+  }
+  const auto text = flashsim::test::run_cli(
+      "sim tune --kernel fa2-bwd --head-dims 64,128 --dtypes bf16 --features causal --seqlens 1024,4096");
+  ASSERT_EQ(text.code, 0);
+  size_t tables = 0;
+  for (size_t at = text.out.find("  table "); at != std::string::npos; at = text.out.find("  table ", at + 1))
+    ++tables;
+  EXPECT_EQ(tables, static_cast<size_t>(kept)) << text.out;
+}
+
 TEST(TuneCommand, BadInputIsOneLineExit2) {
   for (const char* args :
        {"sim tune --kernel fa3-fwd", "sim tune --features causal,nope", "sim tune --head-dims 0",
         "sim tune --header /tmp/x.h", "sim tune --check /nonexistent/autotune.csv", "sim tune --hw nope",
-        "sim tune --dtypes fp32"}) {
+        "sim tune --dtypes fp32", "sim tune --resources /nonexistent/fa2.csv",
+        "sim tune --check /nonexistent/autotune.csv --resources /nonexistent/fa2.csv"}) {
     const auto r = flashsim::test::run_cli(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
     EXPECT_EQ(flashsim::test::count_lines(r.out), 1) << args << "\n" << r.out;
