@@ -28,7 +28,10 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   s.warps = c.warps;
   s.algorithm_flops = 2.0 * static_cast<double>(c.block_q) * bc * (d + dv);  // 2 Br Bc (d + dv)
   s.mma_flops = 2.0 * r * w * bc * (d + dv);
-  // ldmatrix: every warp reads K and V (and its Q rows); cp.async writes K and V once
+  // ldmatrix: every warp reads K and V (and its Q rows). The cp.async fills of K and V are not counted: ncu's
+  // shared-memory wavefronts are the same for Br128 w8 and Br64 w4 (which fills twice as often per FLOP) at d64,
+  // d128 and d256 (bench/results/fa2_tune_h100_2026-11-25/ncu_tiles). Measured on the forward only: the
+  // backward's model keeps its Q / dO fills (without them its ranking gets worse).
   s.smem_bytes = (w * (bc * (d + dv) + (c.q_in_registers ? 0.0 : r * d))) * e;
   s.load_bytes = bc * (d + dv) * e;
   s.direct_bytes = score_tile_bytes(p, c.block_q, c.block_k);

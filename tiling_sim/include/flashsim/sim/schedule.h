@@ -44,15 +44,15 @@ struct SmemBuffer {
 // One main-loop iteration of a CTA (a key block of the forward, a query block of the backward) of a kernel
 // whose time the per-CTA model times (cta_model.h). warps == 0: not modelled (the roofline alone times it).
 struct CtaStep {
-  int warps = 0;                // warps the CTA launches
-  double algorithm_flops = 0;   // the step's share of the algorithm's matrix FLOPs (KernelCounts::mma_flops)
-  double mma_flops = 0;         // tensor-core FLOPs the CTA issues a step (recomputed products included)
-  double smem_bytes = 0;        // shared-memory traffic a step: ldmatrix reads by every warp, cp.async writes
-  double load_bytes = 0;        // global -> shared bytes a step waits for (the next K/V or Q/dO tile)
-  double direct_bytes = 0;      // bias / mask bytes the warps load straight into registers a step
-  int syncs = 0;                // CTA barriers a step
-  double hide_steps = 0;        // how much of a step's work runs between a tile's load and its first use
-  double accumulator_regs = 0;  // fp32 accumulator registers a thread keeps across the loop
+  int warps = 0;               // warps the CTA launches
+  double algorithm_flops = 0;  // the step's share of the algorithm's matrix FLOPs (KernelCounts::mma_flops)
+  double mma_flops = 0;        // tensor-core FLOPs the CTA issues a step (recomputed products included)
+  double smem_bytes = 0;  // shared-memory traffic a step: ldmatrix reads by every warp (backward: and fills)
+  double load_bytes = 0;  // global -> shared bytes a step waits for (the next K/V or Q/dO tile)
+  double direct_bytes = 0;       // bias / mask bytes the warps load straight into registers a step
+  int syncs = 0;                 // CTA barriers a step
+  double hide_steps = 0;         // how much of a step's work runs between a tile's load and its first use
+  double accumulator_regs = 0;   // fp32 accumulator registers a thread keeps across the loop
   double warp_instructions = 0;  // instructions a warp issues a step (0: not modelled)
   int regs = 0;                  // registers per thread (cta_model.h's estimate)
 };
