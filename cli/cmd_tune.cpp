@@ -98,9 +98,10 @@ void print_check(const sim::TuneCheck& c) {
     fmt::print(
         "the table sim tune generates (the hand-kept config unless the best is predicted {:.0f}% faster) "
         "against "
-        "the hand-kept config: not slower by more than 2% in {} of {}; {:.3f} geometric mean, {:.3f} worst\n",
+        "the hand-kept config: not slower by more than 2% in {} of {}; {:.3f} geometric mean, {:.3f} worst; "
+        "within 5% of the measured best in {}, within 10% in {} (worst {:.3f}x)\n",
         sim::kTuneResolution * 100, c.rule_not_slower_than_hand, c.hand_entries, c.rule_vs_hand_geomean,
-        c.rule_vs_hand_worst);
+        c.rule_vs_hand_worst, c.rule_within_5, c.rule_within_10, c.rule_worst_pick_ratio);
   if (c.table_entries > 0)
     fmt::print(
         "the launch table the binary ran (table) against the hand-kept one (hand), same run: not slower by "

@@ -1,6 +1,7 @@
 # Sourced by the ncu scripts of bench/gpu (ncu_shapes.sh, traffic.sh, dram_interval_gpu.sh, ncu_csv_layouts.sh,
-# ncu_metric_sets.sh): the 16 metrics `flashsim traffic compare` reads, for ncu --metrics, and the DRAM counters
-# alone, which ncu collects in one pass (no replay).
+# ncu_metric_sets.sh, ncu_tiles.sh, ncu_autotune_tiles.sh): the 16 metrics `flashsim traffic compare` reads, for
+# ncu --metrics; the DRAM counters alone, which ncu collects in one pass (no replay); and the pipe and stall
+# counters the per-CTA model is checked against (ncu_tile_metrics).
 ncu_metrics=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,l1tex__m_xbar2l1tex_read_bytes.sum,\
 l1tex__m_l1tex2xbar_write_bytes.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,\
 l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum,\
@@ -8,3 +9,19 @@ l1tex__t_bytes_pipe_lsu_mem_global_op_atom.sum,l1tex__t_bytes_pipe_lsu_mem_local
 l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,\
 lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,lts__t_sectors_srcunit_tex_op_red.sum
 ncu_dram_metrics=dram__bytes_read.sum,dram__bytes_write.sum
+ncu_tile_metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg,smsp__inst_executed.sum,\
+smsp__inst_executed_pipe_tensor_op_hmma.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,\
+l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,\
+l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,\
+smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_selected_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio,\
+smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,\
+smsp__warps_active.avg.per_cycle_active,sm__warps_active.avg.pct_of_peak_sustained_active

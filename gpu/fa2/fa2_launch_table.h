@@ -329,10 +329,10 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {128, true, false, true, 4096, 64, 128, 4, 1},
     // d128 bf16 bias n16384: 43751.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
     {128, true, false, true, 16384, 64, 128, 4, 1},
-    // d128 bf16 causal+bias n1024: 1726.6 us, chain-bound, 1 CTA/SM (registers), 252 regs, 1105 MB DRAM, 1561 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.2% faster (< 5%)
-    {128, true, true, true, 1024, 64, 64, 4, 1},
-    // d128 bf16 causal+bias n4096: 6102.7 us, chain-bound, 1 CTA/SM (registers), 252 regs, 1105 MB DRAM, 4833 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.0% faster (< 5%)
-    {128, true, true, true, 4096, 64, 64, 4, 1},
+    // d128 bf16 causal+bias n1024: 1672.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc128 w4 +4.8%
+    {128, true, true, true, 1024, 64, 64, 2, 1},
+    // d128 bf16 causal+bias n4096: 5927.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 4833 MB L2->SM; runner-up Br64 Bc128 w4 +1.4%
+    {128, true, true, true, 4096, 64, 64, 2, 1},
     // d128 bf16 causal+bias n16384: 21542.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 17919 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
     {128, true, true, true, 16384, 64, 64, 2, 1},
     // d128 fp16 plain n1024: 1288.7 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 1493 MB L2->SM; runner-up Br64 Bc64 w2 +1.9%
@@ -353,10 +353,10 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {128, false, false, true, 4096, 64, 128, 4, 1},
     // d128 fp16 bias n16384: 43751.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1096 MB DRAM, 17851 MB L2->SM; runner-up Br64 Bc64 w2 +0.0%
     {128, false, false, true, 16384, 64, 128, 4, 1},
-    // d128 fp16 causal+bias n1024: 1726.6 us, chain-bound, 1 CTA/SM (registers), 252 regs, 1105 MB DRAM, 1561 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.2% faster (< 5%)
-    {128, false, true, true, 1024, 64, 64, 4, 1},
-    // d128 fp16 causal+bias n4096: 6102.7 us, chain-bound, 1 CTA/SM (registers), 252 regs, 1105 MB DRAM, 4833 MB L2->SM; the hand-kept config, kept: Br64 Bc64 w2 is predicted only 3.0% faster (< 5%)
-    {128, false, true, true, 4096, 64, 64, 4, 1},
+    // d128 fp16 causal+bias n1024: 1672.9 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 1561 MB L2->SM; runner-up Br64 Bc128 w4 +4.8%
+    {128, false, true, true, 1024, 64, 64, 2, 1},
+    // d128 fp16 causal+bias n4096: 5927.8 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 4833 MB L2->SM; runner-up Br64 Bc128 w4 +1.4%
+    {128, false, true, true, 4096, 64, 64, 2, 1},
     // d128 fp16 causal+bias n16384: 21542.4 us, chain-bound, 2 CTA/SM (shared memory), 255 regs, 1100 MB DRAM, 17919 MB L2->SM; runner-up Br64 Bc128 w4 +0.4%
     {128, false, true, true, 16384, 64, 64, 2, 1},
     // d256 bf16 plain n1024: 1727.9 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +52.5%
@@ -371,17 +371,17 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {256, true, true, false, 4096, 64, 64, 4, 1},
     // d256 bf16 causal n16384: 12408.0 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +56.6%
     {256, true, true, false, 16384, 64, 64, 4, 1},
-    // d256 bf16 bias n1024: 2480.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +23.4%
+    // d256 bf16 bias n1024: 3243.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +64.9%
     {256, true, false, true, 1024, 64, 64, 4, 1},
-    // d256 bf16 bias n4096: 9439.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 9060 MB L2->SM; runner-up Br64 Bc32 w4 +24.6%
+    // d256 bf16 bias n4096: 12491.2 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 9060 MB L2->SM; runner-up Br64 Bc32 w4 +67.5%
     {256, true, false, true, 4096, 64, 64, 4, 1},
-    // d256 bf16 bias n16384: 37274.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 35031 MB L2->SM; runner-up Br64 Bc32 w4 +24.9%
+    // d256 bf16 bias n16384: 49480.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 35031 MB L2->SM; runner-up Br64 Bc32 w4 +68.1%
     {256, true, false, true, 16384, 64, 64, 4, 1},
-    // d256 bf16 causal+bias n1024: 1449.0 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 1552 MB L2->SM; runner-up Br64 Bc32 w4 +17.9%
+    // d256 bf16 causal+bias n1024: 1872.5 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 1552 MB L2->SM; runner-up Br64 Bc32 w4 +56.4%
     {256, true, true, true, 1024, 64, 64, 4, 1},
-    // d256 bf16 causal+bias n4096: 5017.4 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 4799 MB L2->SM; runner-up Br64 Bc32 w4 +17.5%
+    // d256 bf16 causal+bias n4096: 6614.5 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 4799 MB L2->SM; runner-up Br64 Bc32 w4 +57.5%
     {256, true, true, true, 4096, 64, 64, 4, 1},
-    // d256 bf16 causal+bias n16384: 18294.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +24.4%
+    // d256 bf16 causal+bias n16384: 24257.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +67.3%
     {256, true, true, true, 16384, 64, 64, 4, 1},
     // d256 fp16 plain n1024: 1727.9 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +52.5%
     {256, false, false, false, 1024, 64, 64, 4, 1},
@@ -395,17 +395,17 @@ inline constexpr LaunchEntry kBwdLaunchTable[] = {
     {256, false, true, false, 4096, 64, 64, 4, 1},
     // d256 fp16 causal n16384: 12408.0 us, tensor-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +56.6%
     {256, false, true, false, 16384, 64, 64, 4, 1},
-    // d256 fp16 bias n1024: 2480.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +23.4%
+    // d256 fp16 bias n1024: 3243.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 2567 MB L2->SM; runner-up Br64 Bc32 w4 +64.9%
     {256, false, false, true, 1024, 64, 64, 4, 1},
-    // d256 fp16 bias n4096: 9439.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 9060 MB L2->SM; runner-up Br64 Bc32 w4 +24.6%
+    // d256 fp16 bias n4096: 12491.2 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 9060 MB L2->SM; runner-up Br64 Bc32 w4 +67.5%
     {256, false, false, true, 4096, 64, 64, 4, 1},
-    // d256 fp16 bias n16384: 37274.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 35031 MB L2->SM; runner-up Br64 Bc32 w4 +24.9%
+    // d256 fp16 bias n16384: 49480.9 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 35031 MB L2->SM; runner-up Br64 Bc32 w4 +68.1%
     {256, false, false, true, 16384, 64, 64, 4, 1},
-    // d256 fp16 causal+bias n1024: 1449.0 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 1552 MB L2->SM; runner-up Br64 Bc32 w4 +17.9%
+    // d256 fp16 causal+bias n1024: 1872.5 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 1552 MB L2->SM; runner-up Br64 Bc32 w4 +56.4%
     {256, false, true, true, 1024, 64, 64, 4, 1},
-    // d256 fp16 causal+bias n4096: 5017.4 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 4799 MB L2->SM; runner-up Br64 Bc32 w4 +17.5%
+    // d256 fp16 causal+bias n4096: 6614.5 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 4799 MB L2->SM; runner-up Br64 Bc32 w4 +57.5%
     {256, false, true, true, 4096, 64, 64, 4, 1},
-    // d256 fp16 causal+bias n16384: 18294.1 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +24.4%
+    // d256 fp16 causal+bias n16384: 24257.7 us, chain-bound, 1 CTA/SM (shared memory), 255 regs, 1094 MB DRAM, 17784 MB L2->SM; runner-up Br64 Bc32 w4 +67.3%
     {256, false, true, true, 16384, 64, 64, 4, 1},
 };
 

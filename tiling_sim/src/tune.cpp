@@ -453,6 +453,10 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
     g.worst_pick_ratio = std::max(g.worst_pick_ratio, ratio);
     if (ratio <= 1.05) ++g.pick_within_5, ++out.within_5;
     if (ratio <= 1.10) ++g.pick_within_10, ++out.within_10;
+    const double rule_ratio = measured[rule_pick] / best;
+    out.rule_worst_pick_ratio = std::max(out.rule_worst_pick_ratio, rule_ratio);
+    if (rule_ratio <= 1.05) ++out.rule_within_5;
+    if (rule_ratio <= 1.10) ++out.rule_within_10;
     if (hand_ms > 0) {
       const double rule = measured[rule_pick] / hand_ms;
       out.rule_vs_hand_geomean += std::log(rule);
@@ -513,6 +517,9 @@ nlohmann::json to_json(const TuneCheck& c) {
           {"hand_entries", c.hand_entries},
           {"pick_not_slower_than_hand_by_2pct", c.not_slower_than_hand},
           {"rule_not_slower_than_hand_by_2pct", c.rule_not_slower_than_hand},
+          {"rule_pick_within_5pct", c.rule_within_5},
+          {"rule_pick_within_10pct", c.rule_within_10},
+          {"rule_worst_pick_over_best", c.rule_worst_pick_ratio},
           {"rule_over_hand_geomean", c.rule_vs_hand_geomean},
           {"rule_over_hand_worst", c.rule_vs_hand_worst},
           {"table_entries", c.table_entries},

@@ -40,7 +40,9 @@ CtaStep backward_step(const AttentionProblem& p, const TileConfig& c) {
                   + br * (d + dv))                         // cp.async writes of Q, dO
                  * e;
   s.load_bytes = br * (d + dv) * e;
-  s.direct_bytes = score_tile_bytes(p, c.bwd_block_q, c.bwd_block_k);
+  // Each warp loads the bias / mask elements of its key tile x Br for its own S^T: the warps sharing a key tile
+  // (parts) load them each (gpu/fa2/fa2_bwd_kernel.cuh: the P loop is not split by head-dim part).
+  s.direct_bytes = score_tile_bytes(p, c.bwd_block_q, c.bwd_block_k) * parts;
   s.syncs = 3;  // Q / dO arrived, dS written, dQ's reads done before the next block's dS
   // Q and dO double-buffered: the next block's load is issued as this one starts.
   s.hide_steps = 1.5;

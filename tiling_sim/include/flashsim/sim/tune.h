@@ -135,6 +135,8 @@ struct TuneCheck {
   int entries = 0, within_5 = 0, within_10 = 0, hand_entries = 0, not_slower_than_hand = 0;
   // The table tune generates from this model (table_pick) against the hand-kept config, both measured in the file.
   int rule_not_slower_than_hand = 0;
+  int rule_within_5 = 0, rule_within_10 = 0;  // the table's pick within 5% / 10% of the measured best
+  double rule_worst_pick_ratio = 1;
   double rule_vs_hand_geomean = 0, rule_vs_hand_worst = 0;
   // The launch table the timed binary was built with against the hand-kept one, measured in the same run
   // (entries with both marked): table / hand time per entry.
