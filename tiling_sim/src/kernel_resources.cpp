@@ -28,7 +28,7 @@ KernelResources KernelResources::parse(std::string_view csv, const std::string& 
   };
   const size_t pass = col("pass"), d = col("head_dim"), bq = col("block_q"), bk = col("block_k"),
                warps = col("warps"), stages = col("stages"), dtype = col("dtype"), pipe = col("pipeline"),
-               regs = col("registers"), ldl = col("loop_ldl"), stl = col("loop_stl");
+               regs = col("registers");
   KernelResources out;
   int lineno = 1;
   while (std::getline(in, line)) {
@@ -50,7 +50,6 @@ KernelResources KernelResources::parse(std::string_view csv, const std::string& 
                   f[pipe] == "1"};
       CompiledKernel c;
       c.registers = std::stoi(f[regs]);
-      c.loop_spill_ops = std::stoi(f[ldl]) + std::stoi(f[stl]);
       if (c.registers < 1 || c.registers > 255) throw std::invalid_argument("registers out of 1..255");
       out.kernels_[k] = c;
     } catch (const std::exception& e) {

@@ -40,9 +40,9 @@ SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const Ha
   double worst = -1;
   for (const KernelModel* m : kernels) {
     KernelCounts counts = analytic_counts(*m, p, c, data);
-    const bool main_fwd = m->name == "fwd_fa2", main_bwd = m->name == "bwd_dq_dk_dv";
-    if (compiled && (main_fwd || main_bwd))
-      if (const CompiledKernel* ck = compiled->find(main_fwd ? Pass::Forward : Pass::Backward, p, c)) {
+    // the pass's main loop (the kernel with a per-CTA step) is the one fa2-v1 compiles per tile config
+    if (compiled && counts.launch.step.warps > 0)
+      if (const CompiledKernel* ck = compiled->find(m->pass, p, c)) {
         // ptxas's registers set the occupancy instead of the estimate
         counts.launch.regs_per_thread = ck->registers;
         counts.launch.step.regs = ck->registers;

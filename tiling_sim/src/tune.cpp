@@ -157,15 +157,27 @@ TuneRow predict_row(TuneKernel k, const AttentionProblem& p, const TileConfig& c
                         compiled.empty() ? nullptr : &compiled);
 }
 
-}  // namespace
-
-namespace {
 // The pick between the model's best and the hand-kept config (kTuneResolution); index into ranked.
 size_t table_index(const std::vector<TuneRow>& ranked, int hand) {
   return hand > 0 && ranked[static_cast<size_t>(hand)].time_s < (1 + kTuneResolution) * ranked[0].time_s
              ? static_cast<size_t>(hand)
              : 0;
 }
+
+bool same_tile(TuneKernel k, const TileConfig& a, const TileConfig& b) {
+  if (k == TuneKernel::Fa2Bwd)
+    return a.bwd_block_q == b.bwd_block_q && a.bwd_block_k == b.bwd_block_k && a.warps == b.warps;
+  return a.block_q == b.block_q && a.block_k == b.block_k && a.warps == b.warps && a.stages == b.stages &&
+         a.q_in_registers == b.q_in_registers && a.kv_shared_buffer == b.kv_shared_buffer;
+}
+// The hand-kept config's index in a ranking (-1: not there).
+int hand_index(TuneKernel k, const std::vector<TuneRow>& ranked, int64_t head_dim, const TuneFeatures& f) {
+  const TileConfig hand = fa2_hand_launch_tile(head_dim, f.pipeline());
+  for (size_t i = 0; i < ranked.size(); ++i)
+    if (same_tile(k, ranked[i].config, hand)) return static_cast<int>(i);
+  return -1;
+}
+
 }  // namespace
 
 const TuneRow& TuneEntry::table_pick() const {
@@ -192,22 +204,6 @@ std::string TuneEntry::reason() const {
                      (ranked[1].time_s / b.time_s - 1) * 100);
   return s;
 }
-
-namespace {
-bool same_tile(TuneKernel k, const TileConfig& a, const TileConfig& b) {
-  if (k == TuneKernel::Fa2Bwd)
-    return a.bwd_block_q == b.bwd_block_q && a.bwd_block_k == b.bwd_block_k && a.warps == b.warps;
-  return a.block_q == b.block_q && a.block_k == b.block_k && a.warps == b.warps && a.stages == b.stages &&
-         a.q_in_registers == b.q_in_registers && a.kv_shared_buffer == b.kv_shared_buffer;
-}
-// The hand-kept config's index in a ranking (-1: not there).
-int hand_index(TuneKernel k, const std::vector<TuneRow>& ranked, int64_t head_dim, const TuneFeatures& f) {
-  const TileConfig hand = fa2_hand_launch_tile(head_dim, f.pipeline());
-  for (size_t i = 0; i < ranked.size(); ++i)
-    if (same_tile(k, ranked[i].config, hand)) return static_cast<int>(i);
-  return -1;
-}
-}  // namespace
 
 KernelResources tune_resources(const TuneRequest& r, const HardwareProfile& hw) {
   if (r.space != TuneSpace::Instances) return {};
@@ -410,14 +406,13 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
     const MeasuredRow& first = *list.front();
     const AttentionProblem p =
         tune_problem(first.batch, first.heads, first.head_dim, first.dtype, first.features, first.seqlen);
-    std::vector<double> predicted, measured;
+    std::vector<double> measured;
     std::vector<TuneRow> rows_predicted;
     double hand_ms = 0, table_ms = 0;
     for (const MeasuredRow* r : list) {
       bool fits = true;
       TuneRow row = predict_row(first.kernel, p, r->config, hw, compiled, fits);
       if (!fits) row.time_s = 1e30;
-      predicted.push_back(row.time_s);
       rows_predicted.push_back(std::move(row));
       measured.push_back(r->ms);
       if (r->hand) hand_ms = r->ms;
@@ -447,6 +442,8 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
     std::vector<TuneRow> sorted;
     for (size_t i : order) sorted.push_back(rows_predicted[i]);
     const int hand_rank = hand_index(first.kernel, sorted, first.head_dim, first.features);
+    std::vector<double> predicted;
+    for (const TuneRow& row : rows_predicted) predicted.push_back(row.time_s);
     const size_t rule_pick = order[table_index(sorted, hand_rank)];
     const double best = *std::min_element(measured.begin(), measured.end());
     const double ratio = measured[pick] / best;

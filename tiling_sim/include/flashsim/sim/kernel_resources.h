@@ -1,5 +1,5 @@
 #pragma once
-// What ptxas gave each compiled fa2-v1 kernel (registers a thread, spill instructions in its main loop): the
+// What ptxas gave each compiled fa2-v1 kernel (its registers a thread, from a table that also lists spills): the
 // per-CTA model's occupancy takes these over its register estimate for a config fa2-v1 is compiled for. The
 // tables are bench/gpu/kernel_resources.py's CSV of the gpu/ build, one an architecture
 // (tiling_sim/resources/fa2_v1_<arch>.csv, embedded), regenerated with the kernels (ctest
@@ -15,15 +15,14 @@
 namespace flashsim::sim {
 
 struct CompiledKernel {
-  int registers = 0;       // a thread's registers (ptxas)
-  int loop_spill_ops = 0;  // local loads and stores inside the kernel's loops (spilled registers, per step)
+  int registers = 0;  // a thread's registers (ptxas)
 };
 
 class KernelResources {
  public:
   KernelResources() = default;
   // The CSV of bench/gpu/kernel_resources.py (header: pass, head_dim, block_q, block_k, warps, kernel_warps,
-  // stages, dtype, pipeline, arch, registers, ..., loop_ldl, loop_stl, ...). InputError("resources") naming
+  // stages, dtype, pipeline, arch, registers, ...). InputError("resources") naming
   // the line on a malformed one; source names it in messages.
   static KernelResources parse(std::string_view csv, const std::string& source);
   static KernelResources from_file(const std::string& path);

@@ -24,7 +24,8 @@ struct SweepRow {
 
 // One config over a pass's kernels (analytic counts): times and bytes summed, the largest shared memory, the
 // slowest kernel's occupancy and bound. fits: every kernel fits. compiled: the registers of fa2-v1's compiled
-// kernels, which replace the estimate of the FA2 main kernels (fwd_fa2, bwd_dq_dk_dv) where the config is one.
+// kernels, which replace the estimate of the pass's main kernel (the one with a per-CTA step) where the config
+// is one of them.
 SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
                         const std::vector<const KernelModel*>& kernels, const ProblemData* data, bool& fits,
                         const KernelResources* compiled = nullptr);
