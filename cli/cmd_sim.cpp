@@ -459,16 +459,20 @@ void add_traffic(CLI::App& app) {
       }
       fmt::print("{}\n", c.ok ? "all metrics within tolerance (DRAM: within the L2's range)"
                               : "SOME METRICS OUT OF TOLERANCE OR OUT OF THE L2'S RANGE");
+      // The adverse L2's capacity: measured (the FlashAttention mimics' re-reads) or, unmeasured, what data
+      // re-read by other SMs survives, less what the kernel's dirty lines may hold.
+      const bool measured = hw.l2_adverse_reuse_bytes > 0;
       fmt::print(
           "DRAM range: from the compulsory bytes (each tensor once; dirty bytes less what L2 can keep dirty) "
-          "to the schedule through an adverse L2 ({}: data re-read by other SMs survives {:.1f} MiB, less "
-          "what "
-          "the dirty lines and spill frames hold; reads plus {:.0f} KiB of kernel code), within the "
-          "counters' "
-          "spread\n",
+          "to the schedule through an adverse L2 ({}: an LRU of {:.2f} MiB, {}, less what spill frames hold; "
+          "reads plus {:.0f} KiB of kernel code), within the counters' spread\n",
           hw.name,
-          static_cast<double>(hw.l2_reuse_bytes > 0 ? hw.l2_reuse_bytes : hw.l2_effective_bytes / 2) /
+          static_cast<double>(measured                ? hw.l2_adverse_reuse_bytes
+                              : hw.l2_reuse_bytes > 0 ? hw.l2_reuse_bytes
+                                                      : hw.l2_effective_bytes / 2) /
               1048576.0,
+          measured ? "what FlashAttention-like re-reads were measured to survive"
+                   : "what data re-read by other SMs survives, less what the dirty lines hold",
           static_cast<double>(hw.kernel_code_bytes) / 1024.0);
       if (replayed)
         fmt::print(

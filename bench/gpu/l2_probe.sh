@@ -5,12 +5,13 @@
 set -u
 out=${1:-${OUT:-.}}
 bin=${2:-build/gpu_probe/l2_probe}
-# METRICS=dram: only the two DRAM counters (one replay pass), into l2_probe_dram.csv / .err.
+# METRICS=dram: only the two DRAM counters (one replay pass), into l2_probe_dram.csv / .err. PROBES=NAME runs one
+# family of probes (l2_probe.cu's argument, e.g. dirty_reuse).
 metrics=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum
 name=l2_probe
 if [ "${METRICS:-}" = dram ]; then
   metrics=dram__bytes_read.sum,dram__bytes_write.sum
   name=l2_probe_dram
 fi
-ncu --clock-control none --csv --metrics "$metrics" "$bin" > "$out/$name.csv" 2> "$out/$name.err"
+ncu --clock-control none --csv --metrics "$metrics" "$bin" ${PROBES:-} > "$out/$name.csv" 2> "$out/$name.err"
 echo "$name rc=$? $(grep -c dram__bytes_write "$out/$name.csv") launches"

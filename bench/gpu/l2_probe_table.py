@@ -19,7 +19,7 @@ def main():
             continue
         f = line.split()
         launch, kind = int(f[1]), f[2]
-        if kind == "fa_mimic":
+        if kind in ("fa_mimic", "causal_mimic"):
             variant, f = f[3], f[:3] + f[4:]
         args = dict(zip(f[3::2], (int(x) for x in f[4::2])))
         m = metrics[launch]
@@ -35,6 +35,15 @@ def main():
         elif kind == "fa_mimic":
             what = (f"{variant:28s} O {args['o_bytes'] / 1e6:5.1f} MB, K/V {args['kv_bytes'] / 1e6:6.1f} MB -> O still "
                     f"dirty at end {(args['o_bytes'] - wr) / 1e6:5.2f} MB")
+        elif kind == "causal_mimic":
+            comp = args["q_bytes"] + args["kv_bytes"]
+            what = (f"{variant:24s} Q + K/V {comp / 1e6:5.1f} MB, O {args['o_bytes'] / 1e6:4.1f} MB -> reads "
+                    f"{rd / comp:5.3f}x the compulsory")
+        elif kind == "dirty_reuse":
+            s, first, spread = args["buffer_bytes"], args["dirty_first_bytes"], args["dirty_spread_bytes"]
+            when = f"first {first / mib:3.0f}" if first else f"spread {spread / mib:2.0f}"
+            what = (f"buffer {s / mib:3.0f} MiB read 3x, dirty {when} MiB -> miss per re-read "
+                    f"{(rd / s - 1) / 2:5.3f}, dirty written back {wr / 1e6:5.1f} MB")
         else:  # reuse_frames
             s = args["buffer_bytes"]
             what = (f"buffer {s / mib:3.0f} MiB read 3x, dirty frames {args['frame_bytes'] * args['slots'] / 1e6:4.1f}"

@@ -62,13 +62,22 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   const auto resident = static_cast<double>(std::max<int64_t>(1, pr.occ.resident_ctas));
   const auto ctas = static_cast<double>(std::max<int64_t>(1, k.launch.ctas()));
   r.spill_frame_bytes_cta = spill_store_bytes_per_cta / main_loop_steps(m, p, c);
-  // The adverse L2: data read again by other SMs survives l2_reuse_bytes of other traffic (a copy in each
-  // partition); the kernel's dirty lines (one copy) may hold up to the dirty limit of the L2, the same share of
-  // every partition; the resident frames take their bytes.
-  const double held_dirty =
-      std::min(dirty_limit, dirty) / static_cast<double>(std::max<int64_t>(1, hw.l2_bytes));
-  const double reuse = hw.l2_reuse_bytes > 0 ? static_cast<double>(hw.l2_reuse_bytes) : l2 / 2;
-  r.adverse_l2_bytes = std::max(0.0, reuse * (1 - held_dirty) - r.spill_frame_bytes_cta * resident);
+  // The adverse L2: an LRU of the capacity at which the executed schedules of the H100 probes' FlashAttention
+  // mimics re-read what they did (l2_adverse_reuse_bytes; their K/V, walked backwards by CTAs of unequal length,
+  // are re-read up to 1.3x the compulsory bytes where an LRU of the l2_reuse_bytes that a uniform pattern
+  // survives re-reads none). Dirty lines written once do not take it: with 48 MiB written first, a buffer of 24
+  // MiB read again by other SMs misses 1% of its re-reads (the L2 writes the dirty lines back instead; the probes
+  // of bench/results/l2_adverse_h100_2026-11-26). Unmeasured: data read again by other SMs survives
+  // l2_reuse_bytes of other traffic (a copy in each partition), less the share of every partition the kernel's
+  // dirty lines (one copy) may hold, up to the dirty limit. The resident CTAs' hot spill frames take their
+  // bytes from either (the probes' item 5).
+  double capacity = static_cast<double>(hw.l2_adverse_reuse_bytes);
+  if (capacity <= 0) {
+    const double held_dirty =
+        std::min(dirty_limit, dirty) / static_cast<double>(std::max<int64_t>(1, hw.l2_bytes));
+    capacity = (hw.l2_reuse_bytes > 0 ? static_cast<double>(hw.l2_reuse_bytes) : l2 / 2) * (1 - held_dirty);
+  }
+  r.adverse_l2_bytes = std::max(0.0, capacity - r.spill_frame_bytes_cta * resident);
 
   double exec_read = static_cast<double>(k.load_bytes() + k.reduce_bytes());  // every access misses
   double exec_write = dirty;

@@ -28,6 +28,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.l2_effective_bytes = j.value("l2_effective_bytes", p.l2_bytes * 4 / 5);
     p.l2_dirty_bytes = j.value("l2_dirty_bytes", int64_t{0});
     p.l2_reuse_bytes = j.value("l2_reuse_bytes", int64_t{0});
+    p.l2_adverse_reuse_bytes = j.value("l2_adverse_reuse_bytes", int64_t{0});
     p.kernel_code_bytes = j.value("kernel_code_bytes", int64_t{0});
     p.sector_bytes = j.value("sector_bytes", 32);
     p.line_bytes = j.value("line_bytes", 128);
@@ -85,6 +86,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   positive("l2_effective_bytes", static_cast<double>(p.l2_effective_bytes));
   non_negative("l2_dirty_bytes", static_cast<double>(p.l2_dirty_bytes));
   non_negative("l2_reuse_bytes", static_cast<double>(p.l2_reuse_bytes));
+  non_negative("l2_adverse_reuse_bytes", static_cast<double>(p.l2_adverse_reuse_bytes));
   non_negative("kernel_code_bytes", static_cast<double>(p.kernel_code_bytes));
   positive("sector_bytes", p.sector_bytes);
   positive("line_bytes", p.line_bytes);
@@ -137,6 +139,7 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"l2_effective_bytes", p.l2_effective_bytes},
           {"l2_dirty_bytes", p.l2_dirty_bytes},
           {"l2_reuse_bytes", p.l2_reuse_bytes},
+          {"l2_adverse_reuse_bytes", p.l2_adverse_reuse_bytes},
           {"kernel_code_bytes", p.kernel_code_bytes},
           {"sector_bytes", p.sector_bytes},
           {"line_bytes", p.line_bytes},

@@ -3,13 +3,14 @@
 // (predict_kernel) sits inside [lower, upper], and only a measured figure outside it says something about the
 // kernel rather than about the L2's replacement and write-back policy.
 //   lower: the compulsory bytes. Reads: every loaded or reduced byte once (cold L2). Writes: every dirty byte
-//          less the most the L2 can keep dirty at kernel end (l2_dirty_bytes, and the dirty share of
-//          l2_effective_bytes, as a stream keeps it).
-//   upper: the executed schedule through an adverse but measured L2: an LRU of the capacity that data read
-//          again by other SMs survives (l2_reuse_bytes), shrunk by the share of L2 the kernel's dirty lines can
-//          hold (up to l2_dirty_bytes) and by the resident CTAs' register-spill frames, plus the kernel's code
-//          (kernel_code_bytes: ncu flushes the caches, the code is read again). Writes: every dirty
-//          byte, or that LRU's write-backs where more, plus each CTA's spill frame written back once.
+//          less the most the L2 can keep dirty at kernel end (l2_dirty_bytes).
+//   upper: the executed schedule through an adverse but measured L2: an LRU of l2_adverse_reuse_bytes (the
+//          capacity at which FlashAttention-forward mimics' executed schedules re-read what they did on the
+//          GPU; unmeasured: l2_reuse_bytes, what data read again by other SMs survives, shrunk by the share of L2
+//          the kernel's dirty lines can hold, up to l2_dirty_bytes), less the resident CTAs' register-spill
+//          frames, plus the kernel's code (kernel_code_bytes: ncu flushes the caches, the code is read again).
+//          Writes: every dirty byte, or that LRU's write-backs where more, plus each CTA's spill frame written
+//          back once.
 #include <string>
 
 #include "flashsim/sim/model.h"

@@ -22,6 +22,11 @@ struct HardwareProfile {
   // the H100 about half the L2, the two partitions each keeping a copy); the adverse L2 of `traffic compare`'s
   // DRAM interval (dram_interval.h). 0: not measured, half of l2_effective_bytes.
   int64_t l2_reuse_bytes = 0;
+  // The LRU capacity of that adverse L2: the largest at which the executed schedule of FlashAttention-forward
+  // mimics walking K/V backwards (bench/gpu/l2_probe.cu, causal_mimic) re-reads at least what they re-read on
+  // the GPU (bench/gpu/l2_adverse_capacity.py). 0: not measured; the adverse L2 is then l2_reuse_bytes less the
+  // share of it the kernel's dirty lines may hold.
+  int64_t l2_adverse_reuse_bytes = 0;
   // A kernel's code read from DRAM once per profiled run (ncu flushes the caches before each kernel): the
   // largest sm_90 attention kernel's .text in our build (fa2-v1's forward, 184 KB by cuobjdump); added to the
   // upper bound of `traffic compare`'s DRAM reads. 0: no allowance.
