@@ -18,9 +18,23 @@ only=${2:-}  # optional: a regex of shape names to run
 # name batch heads heads_kv seqlen head_dim causal
 # SHAPES=validation: 5 shapes measured after the model of the first 7 was written; SHAPES=validation2: 4 more,
 # measured later; SHAPES=validation3: 6 more, measured after traffic compare's DRAM interval was written;
+# SHAPES=validation4: 8 more, measured after its adverse capacity (l2_adverse_reuse_bytes) was fixed;
 # SHAPES=calibration: the problem of tests/data/ncu_fa2_h100_calibration.csv.
 if [ "${SHAPES:-}" = calibration ]; then
 shapes=("calibration_d128_n4096 2 16 16 4096 128 0")
+elif [ "${SHAPES:-}" = validation4 ]; then
+# 8 shapes measured on 2026-11-26 after commit 6174f80 fixed l2_adverse_reuse_bytes (bench/results/
+# l2_adverse_h100_2026-11-26): causal forwards at every head dim, GQA, lengths off the tile
+shapes=(
+  "causal_d128_n2048_b8 8 16 16 2048 128 1"
+  "causal_d256_n4096 1 16 16 4096 256 1"
+  "causal_d64_n16384 1 8 8 16384 64 1"
+  "gqa_causal_d96_n8192 1 32 8 8192 96 1"
+  "d128_n3000 2 16 16 3000 128 0"
+  "causal_d128_n6000 1 16 16 6000 128 1"
+  "gqa_d256_n2048 2 16 4 2048 256 0"
+  "d64_n4096_b8 8 16 16 4096 64 0"
+)
 elif [ "${SHAPES:-}" = validation3 ]; then
 # 6 shapes measured on 2026-11-26, never seen by the DRAM interval's derivation (bench/gpu/dram_interval_gpu.sh)
 shapes=(
