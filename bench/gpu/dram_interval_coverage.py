@@ -44,6 +44,11 @@ SHAPES = {
     "heads_first_d128_n4096_causal": (4, 32, 32, 4096, 128, True),
     "d64_n8192": (1, 16, 16, 8192, 64, False), "d128_n2048_causal": (4, 16, 16, 2048, 128, True),
     "gqa_d96_n4096": (2, 16, 4, 4096, 96, False), "d256_n2048": (2, 8, 8, 2048, 256, False),
+    # SDPA's FA2 on 8 shapes taken after l2_adverse_reuse_bytes was fixed (ncu_shapes.sh's validation4)
+    "causal_d128_n2048_b8": (8, 16, 16, 2048, 128, True), "causal_d256_n4096": (1, 16, 16, 4096, 256, True),
+    "causal_d64_n16384": (1, 8, 8, 16384, 64, True), "gqa_causal_d96_n8192": (1, 32, 8, 8192, 96, True),
+    "d128_n3000": (2, 16, 16, 3000, 128, False), "causal_d128_n6000": (1, 16, 16, 6000, 128, True),
+    "gqa_d256_n2048": (2, 16, 4, 2048, 256, False), "d64_n4096_b8": (8, 16, 16, 4096, 64, False),
 }
 FIRST = ["causal_d128_n4096", "d64_n1024", "d256_n1024", "d128_n16384_causal", "gqa_d128_n2048", "d128_n1000",
          "d64_n3000_causal"]
@@ -51,7 +56,11 @@ VALIDATION = ["causal_d128_n8192", "gqa_causal_d64_n4096", "d96_n2048", "d128_n5
 VALIDATION2 = ["causal_d64_n8192", "d128_n2048", "gqa_d64_n2048", "causal_d96_n4096"]
 VALIDATION3 = ["d128_n8192", "causal_d64_n2048", "gqa_causal_d128_n4096", "d256_n4096", "d64_n16384",
                "causal_d96_n2048"]
+VALIDATION4 = ["causal_d128_n2048_b8", "causal_d256_n4096", "causal_d64_n16384", "gqa_causal_d96_n8192", "d128_n3000",
+               "causal_d128_n6000", "gqa_d256_n2048", "d64_n4096_b8"]
 NEW = os.path.join(ROOT, "bench/results/dram_interval_h100_2026-11-26")
+ADVERSE = os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26")
+HELD_OUT = "held out: SDPA FA2 (validation4, taken after l2_adverse_reuse_bytes was fixed)"
 PLANTED = "fa2-v1-heads-first (planted: K/V re-read from DRAM per query block; must be flagged, not counted)"
 
 
@@ -119,6 +128,13 @@ def reports():
         planted = shape.startswith("heads_first")
         yield PLANTED if planted else "new: flashsim fa2-v1, one-pass DRAM", pass_, shape, report, dram
         yield PLANTED if planted else "new: flashsim fa2-v1, replayed DRAM", pass_, shape, report, None
+    # Taken after the adverse capacity was fixed (commit 6174f80): SDPA on 8 more shapes.
+    full = unpack(os.path.join(ADVERSE, "ncu_validation4_csvs.tar.gz"))
+    dram = unpack(os.path.join(ADVERSE, "ncu_dram_validation4_csvs.tar.gz"))
+    for s in VALIDATION4:
+        report = os.path.join(full, "ncu_" + s + ".csv")
+        yield HELD_OUT + ", one-pass DRAM", "validation4", s, report, os.path.join(dram, "ncu_dram_" + s + ".csv")
+        yield HELD_OUT + ", replayed DRAM", "validation4", s, report, None
 
 
 def main():
@@ -137,7 +153,7 @@ def main():
                 if m.get("lower") is None:
                     continue
                 g["rows"].append((label, shape, k["name"].split(" ")[0], m))
-    every, new = [], []
+    every, new, held = [], [], []
     for group, g in groups.items():
         planted = group == PLANTED
         print(group + ":" if planted else summary(group, g["rows"]))
@@ -151,7 +167,9 @@ def main():
         if not planted:
             every += g["rows"]
             new += g["rows"] if group.startswith("new:") else []
-    print(summary("NEW (taken after the interval was written)", new))
+            held += g["rows"] if group.startswith(HELD_OUT) else []
+    print(summary("NEW (taken after the interval was first written)", new))
+    print(summary("HELD OUT (taken after the adverse capacity was fixed)", held))
     print(summary("ALL (the planted kernel left out)", every))
 
 

@@ -108,6 +108,10 @@ TEST(NcuInterval, PlantedExcessTrafficIsFlagged) {
     EXPECT_FALSE(c.ok) << r.shape.name;
     EXPECT_EQ(w.verdict.rfind("EXCESS: writes", 0), 0u) << r.shape.name << ": " << w.verdict;
     EXPECT_EQ(w.suspect, "o") << r.shape.name;
+    // A kernel that spills may also be writing its spill frames back more than once: the verdict says so.
+    const double spills = r.kernels[0].metrics.at("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum");
+    EXPECT_EQ(w.verdict.find("register-spill frames (") != std::string::npos, spills > 0)
+        << r.shape.name << ": " << w.verdict;
   }
   EXPECT_EQ(causal, 16);
   EXPECT_EQ(kv_flagged_causal, 10);  // 5 at 1.5x, 5 at 2x

@@ -271,9 +271,10 @@ void check_launch(const NcuKernel& k, const KernelLaunch& l, const std::string& 
 }
 
 // A DRAM figure against its interval: ok inside [lower - floor, upper + floor]; above, a finding about the
-// kernel naming the tensor whose traffic the schedule says grows fastest; below, fewer bytes than the
-// compulsory ones.
-void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool reads, bool spills_known) {
+// kernel naming the tensor whose traffic the schedule says grows fastest (and, for writes of a kernel that
+// spills, its spill frames); below, fewer bytes than the compulsory ones. spill_bytes: ncu's local-memory store
+// bytes, < 0 when the report has no such counter.
+void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool reads, double spill_bytes) {
   m.interval = true;
   m.lower = b.lower;
   m.upper = b.upper;
@@ -286,7 +287,12 @@ void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool read
         "EXCESS: {} {:.2f}x more than any L2 behaviour explains: look at {} (the schedule moves it {:.0f}x "
         "its footprint)",
         what, m.measured / std::max(b.upper, 1.0), b.suspect, b.suspect_factor);
-    if (!spills_known)
+    if (spill_bytes > 0 && !reads)
+      m.verdict += fmt::format(
+          "; or its register-spill frames ({:.1f} MB of spill stores), which the range lets each CTA write "
+          "back once",
+          spill_bytes / 1e6);
+    if (spill_bytes < 0)
       m.verdict +=
           "; or register-spill frames, which this report cannot show (no "
           "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum: pass it as --ncu-dram with a full report)";
@@ -359,8 +365,9 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
         m.ratio = m.predicted != 0 ? m.measured / m.predicted : (m.measured == 0 ? 1.0 : INFINITY);
         if (m.metric.rfind("dram__", 0) == 0) {
           const bool reads = m.metric == "dram__bytes_read.sum";
+          const auto spills = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum");
           judge_dram(m, reads ? range.read : range.write, dram_floor, reads,
-                     k.metrics.count("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum") > 0);
+                     spills != k.metrics.end() ? spills->second : -1.0);
         } else if (m.tolerance > 0) {
           m.ok = std::fabs(m.measured - m.predicted) <= m.tolerance * m.predicted;
           m.verdict = m.ok ? "ok" : "FAIL";
