@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "flashsim/error.h"
+#include "flashsim/sim/dram_interval.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/ncu.h"
 #include "flashsim/sim/sweep.h"
@@ -466,11 +467,7 @@ void add_traffic(CLI::App& app) {
           "DRAM range: from the compulsory bytes (each tensor once; dirty bytes less what L2 can keep dirty) "
           "to the schedule through an adverse L2 ({}: an LRU of {:.2f} MiB, {}, less what spill frames hold; "
           "reads plus {:.0f} KiB of kernel code), within the counters' spread\n",
-          hw.name,
-          static_cast<double>(measured                ? hw.l2_adverse_reuse_bytes
-                              : hw.l2_reuse_bytes > 0 ? hw.l2_reuse_bytes
-                                                      : hw.l2_effective_bytes / 2) /
-              1048576.0,
+          hw.name, sim::adverse_l2_base_bytes(hw) / 1048576.0,
           measured ? "what FlashAttention-like re-reads were measured to survive"
                    : "what data re-read by other SMs survives, less what the dirty lines hold",
           static_cast<double>(hw.kernel_code_bytes) / 1024.0);

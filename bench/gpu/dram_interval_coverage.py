@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Coverage of `flashsim traffic compare`'s DRAM interval over every recorded H100 ncu report.
 
-    python3 bench/gpu/dram_interval_coverage.py [FLASHSIM] > bench/results/dram_interval_2026-11-25/coverage.txt
+    python3 bench/gpu/dram_interval_coverage.py [FLASHSIM] > bench/results/l2_adverse_h100_2026-11-26/coverage.txt
 
 For each report (SDPA's FA2 on the 16 recorded shapes and the calibration problem, with one-pass and with
 replayed DRAM counters; flashsim's own fa2-v1 kernels), runs `traffic compare --json` and prints, per group and

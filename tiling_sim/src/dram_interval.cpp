@@ -43,6 +43,12 @@ double main_loop_steps(const KernelModel& m, const AttentionProblem& p, const Ti
 
 }  // namespace
 
+double adverse_l2_base_bytes(const HardwareProfile& hw) {
+  if (hw.l2_adverse_reuse_bytes > 0) return static_cast<double>(hw.l2_adverse_reuse_bytes);
+  return hw.l2_reuse_bytes > 0 ? static_cast<double>(hw.l2_reuse_bytes)
+                               : static_cast<double>(hw.l2_effective_bytes) / 2;
+}
+
 DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
                            const KernelPrediction& pr, const HardwareProfile& hw,
                            double spill_store_bytes_per_cta) {
@@ -71,12 +77,9 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   // l2_reuse_bytes of other traffic (a copy in each partition), less the share of every partition the kernel's
   // dirty lines (one copy) may hold, up to the dirty limit. The resident CTAs' hot spill frames take their
   // bytes from either (the probes' item 5).
-  double capacity = static_cast<double>(hw.l2_adverse_reuse_bytes);
-  if (capacity <= 0) {
-    const double held_dirty =
-        std::min(dirty_limit, dirty) / static_cast<double>(std::max<int64_t>(1, hw.l2_bytes));
-    capacity = (hw.l2_reuse_bytes > 0 ? static_cast<double>(hw.l2_reuse_bytes) : l2 / 2) * (1 - held_dirty);
-  }
+  double capacity = adverse_l2_base_bytes(hw);
+  if (hw.l2_adverse_reuse_bytes <= 0)
+    capacity *= 1 - std::min(dirty_limit, dirty) / static_cast<double>(std::max<int64_t>(1, hw.l2_bytes));
   r.adverse_l2_bytes = std::max(0.0, capacity - r.spill_frame_bytes_cta * resident);
 
   double exec_read = static_cast<double>(k.load_bytes() + k.reduce_bytes());  // every access misses

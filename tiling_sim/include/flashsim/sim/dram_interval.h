@@ -33,6 +33,11 @@ struct DramInterval {
   bool executed = false;  // upper reads from the executed schedule; false: every load misses
 };
 
+// The adverse L2's capacity before a kernel's own terms: the measured l2_adverse_reuse_bytes or, unmeasured,
+// l2_reuse_bytes (half of l2_effective_bytes when that is unmeasured too), which dram_interval shrinks by the
+// kernel's dirty share. Both then lose the resident CTAs' spill frames.
+double adverse_l2_base_bytes(const HardwareProfile& hw);
+
 // prediction: predict_kernel of the model's analytic counts for (p, c). spill_store_bytes_per_cta: ncu's
 // local-memory store bytes over the CTAs (0 when the report has none). No ncu replay term: the caller adds it.
 DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
