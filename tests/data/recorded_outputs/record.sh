@@ -21,7 +21,7 @@ run() {  # run NAME ARGS...
   "$F" "$@" > "$OUT/$name.txt" 2> /dev/null
   echo "exit $?" >> "$OUT/$name.txt"
 }
-R=bench/results/ncu_h100_2026-11-22
+R=tests/data/ncu
 SP=$R/single_pass
 
 # sim predict --json: every forward algorithm, both passes, features that change the schedules.
