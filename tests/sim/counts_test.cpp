@@ -480,7 +480,7 @@ TEST(Decode, CombineReadsThePartialsAndWritesO) {
 // rule gives 4 at batch 8 (32 / 264 CTAs a split: 256 / 264 at 4 splits), 2 at batch 16 with 4096 keys, 29 at
 // batch 1 with 32768 keys (256 blocks: 29 is eligible, 232/264 = 0.88; 27 gives 0.82, 28 is not eligible), 1 at
 // batch 64 (512 CTAs fill 80% of the slots). PyTorch's FA2 kernels on an H100 launched the combine for at most
-// 32, 4, 2 and 32 splits at those four shapes (bench/results/decode_sim_2026-11-24/sdpa_decode_h100.txt).
+// 32, 4, 2 and 32 splits at those four shapes (calibration h100.sdpa_decode_splits).
 TEST(Decode, SplitHeuristicAsFlashAttention) {
   const auto hw = load_profile("H100-SXM5-80GB");
   ASSERT_EQ(hw.sms, 132);

@@ -157,7 +157,7 @@ TEST(NcuInterval, JsonCarriesTheInterval) {
 TEST(NcuInterval, BoundsFollowTheProfile) {
   auto hw = load_profile("H100-SXM5-80GB");
   ASSERT_EQ(hw.l2_reuse_bytes, 24 << 20);
-  ASSERT_EQ(hw.l2_adverse_reuse_bytes, 35 << 19);             // 17.5 MiB, bench/gpu/l2_adverse_capacity.py
+  ASSERT_EQ(hw.l2_adverse_reuse_bytes, 35 << 19);             // 17.5 MiB, calibration h100.l2_adverse_reuse_bytes
   const AttentionProblem p = recorded_problem(kRecorded[0]);  // causal d128 n4096
   const auto rec = recognize_kernel(one_pass_reports().front().kernels[0].name);
   ASSERT_TRUE(rec);
@@ -212,7 +212,7 @@ TEST(NcuInterval, AdverseCapacityAndDirtyLines) {
 
 namespace {
 
-// flashsim's own kernels as recorded on an H100 (tests/data/ncu/own, bench/gpu/dram_interval_gpu.sh): the full
+// flashsim's own kernels as recorded on an H100 (tests/data/ncu/own; calibration h100.dram_interval): the full
 // report with its one-pass DRAM counters.
 std::vector<NcuKernel> own_report(const std::string& name) {
   const std::string dir = FLASHSIM_TEST_DATA "/ncu/own/";

@@ -58,7 +58,7 @@ TEST(Ncu, UnconvertibleUnitOfAComparedMetricIsAnError) {
 }
 
 // ncu --page raw (a column per metric, a row of units under the header) and the details page of the same
-// problem, profiled one after the other (bench/gpu/ncu_csv_layouts.sh): the same kernels, and the same bytes
+// problem, profiled one after the other (bench/gpu/run.py traffic layouts): the same kernels, and the same bytes
 // between L2 and the SMs (deterministic; DRAM and time differ between runs).
 TEST(Ncu, RawPageReadsAsTheDetailsPage) {
   const std::string dir = FLASHSIM_TEST_DATA "/ncu/csv_layouts/";
@@ -293,7 +293,7 @@ TEST(Ncu, RecordedH100KernelTimes) {
 }
 
 // The memory-bound kernels (dot_do_o, convert_dq: 16 .. 47 us) on all 16 recorded shapes: their DRAM time
-// plus the profile's launch latency (measured with copy kernels, bench/gpu/launch_probe.cu on the H100)
+// plus the profile's launch latency (measured with copy kernels: calibration h100.kernel_latency_s)
 // within 40% of ncu's time; their DRAM time alone is up to 2x short.
 TEST(Ncu, RecordedH100MemoryBoundKernelTimes) {
   const auto hw = load_profile("H100-SXM5-80GB");

@@ -1,5 +1,5 @@
 #pragma once
-// The recorded H100 ncu reports of SDPA's FA2 (tests/data/ncu, bench/gpu/ncu_shapes.sh) and their problems,
+// The recorded H100 ncu reports of SDPA's FA2 (tests/data/ncu; calibration h100.ncu_replay_write_bytes) and their problems,
 // shared by the ncu tests.
 #include <fstream>
 #include <iterator>
@@ -22,7 +22,7 @@ struct RecordedShape {
   bool causal;
 };
 
-// The recorded H100 shapes (tests/data/ncu; bench/gpu/ncu_shapes.sh measured them): the 7 shapes, the
+// The recorded H100 shapes (tests/data/ncu; bench/gpu/run.py traffic sdpa measured them): the 7 shapes, the
 // same 7 measured again (repeat/), and 5 validation shapes measured after the model was fixed (validation/).
 inline constexpr RecordedShape kRecorded[] = {{"", "causal_d128_n4096", 2, 16, 16, 4096, 128, true},
                                               {"", "d64_n1024", 8, 16, 16, 1024, 64, false},
@@ -75,7 +75,7 @@ inline std::vector<NcuKernel> read_report(const std::string& path) {
   if (!in) throw std::runtime_error("cannot open " + path);
   return sim::parse_ncu_csv(in);
 }
-// The problem of csv_layouts/ (ncu's CSV pages, bench/gpu/ncu_csv_layouts.sh).
+// The problem of csv_layouts/ (ncu's CSV pages, bench/gpu/run.py traffic layouts).
 inline constexpr RecordedShape kLayoutsShape = {"csv_layouts/", "d64_n1000_causal", 2, 8, 8, 1000, 64, true};
 
 }  // namespace flashsim::test

@@ -59,7 +59,7 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   const double dirty_limit = hw.l2_dirty_bytes > 0 ? static_cast<double>(hw.l2_dirty_bytes) : l2;
   // Lower: each loaded byte once; each dirty byte once less the most L2 keeps dirty at the end: the dirty limit
   // (the probes' item 2), not a stream's dirty share of the L2 (item 1), which the point estimate takes: SDPA's
-  // d256 dQ convert kept 18.5 MB dirty where its share is 17.5 MB (dram_interval_h100_2026-11-26).
+  // d256 dQ convert kept more dirty than its share (calibration h100.dram_interval).
   r.read.lower = static_cast<double>(k.unique_loaded());
   r.write.lower = std::max(0.0, dirty - std::min(dirty_limit, dirty));
 
@@ -73,7 +73,7 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   // are re-read up to 1.3x the compulsory bytes where an LRU of the l2_reuse_bytes that a uniform pattern
   // survives re-reads none). Dirty lines written once do not take it: with 48 MiB written first, a buffer of 24
   // MiB read again by other SMs misses 1% of its re-reads (the L2 writes the dirty lines back instead; the probes
-  // of bench/results/l2_adverse_h100_2026-11-26). Unmeasured: data read again by other SMs survives
+  // of calibration h100.l2_adverse_reuse_bytes). Unmeasured: data read again by other SMs survives
   // l2_reuse_bytes of other traffic (a copy in each partition), less the share of every partition the kernel's
   // dirty lines (one copy) may hold, up to the dirty limit. The resident CTAs' hot spill frames take their
   // bytes from either (the probes' item 5).

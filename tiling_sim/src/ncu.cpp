@@ -393,7 +393,7 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
         "ncu",
         "the report has none of the metrics flashsim compares (l1tex__m_xbar2l1tex_read_bytes.sum, "
         "l1tex__t_bytes_pipe_lsu_mem_global_op_st/red.sum, dram__bytes_read/write.sum, ...): "
-        "profile with --metrics as bench/gpu/ncu_shapes.sh does");
+        "profile with --metrics as bench/gpu/run.py traffic does");
   return c;
 }
 

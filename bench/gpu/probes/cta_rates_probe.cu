@@ -1,3 +1,5 @@
+// Measures: the H100 profile's mma_sync_flops, mma_sync_warp_cycles, smem_bytes_per_s, exp_per_s, clock_hz,
+// step_overhead_cycles and l2_bytes_per_s (calibration h100.cta_rates in bench/calibration.json).
 // Rates of the per-CTA time model (tiling_sim's cta_model.h), measured on the GPU it runs on:
 //   mma      mma.sync.m16n8k16 bf16 -> fp32 FLOP/s of the whole GPU with 1, 2, 4, 8, 16 warps an SM (4
 //            independent accumulators a warp: what a lone warp per scheduler reaches, and the saturated rate)
@@ -7,7 +9,7 @@
 //   clock    the SM clock during an mma loop (clock64 cycles over the event time)
 //   l2       L2 -> SM read bytes/s: every SM streaming a 24 MiB buffer (L2-resident after the warm-up) with
 //            16-byte ld.global.cg loads (L1 bypassed), 8 warps a CTA, 2 CTAs an SM
-// Build and run (bench/gpu/autotune.sh does): nvcc -O3 -arch=sm_90 -o cta_rates_probe cta_rates_probe.cu
+// Build and run: python3 bench/gpu/run.py probe cta-rates (nvcc -O3 -arch=sm_90, then the binary alone)
 #include <cuda_bf16.h>
 
 #include <cstdint>

@@ -1,8 +1,10 @@
+// Measures: the H100 profile's cta_dram_latency_s and sm_dram_bytes_per_s (calibration h100.cta_dram_latency_s,
+// h100.sm_dram_bytes_per_s in bench/calibration.json).
 // How fast can a few CTAs stream DRAM? N CTAs of 128 threads, each reading its own contiguous region in
 // 32 KiB tiles (a split-KV K or V tile: 128 keys x 128 dims x bf16) with cp.async.cg into shared memory,
 // `stages` tiles in flight, as FlashAttention-2's decode kernel loads K and V. Prints, per CTA count, the time
 // (CUDA events, median of 5, L2 flushed before each run) and the bandwidth per CTA and in all.
-//   nvcc -O3 -arch=sm_90 -o cta_stream_probe cta_stream_probe.cu && ./cta_stream_probe
+//   python3 bench/gpu/run.py probe cta-stream (nvcc -O3 -arch=sm_90, then the binary alone)
 #include <cuda_runtime.h>
 
 #include <algorithm>

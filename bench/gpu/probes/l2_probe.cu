@@ -1,7 +1,10 @@
+// Measures: the H100 profile's l2_effective_bytes, l2_dirty_bytes, l2_reuse_bytes (stream_rw, reuse_read) and,
+// through `run.py derive l2-adverse`, l2_adverse_reuse_bytes (causal_mimic, dirty_reuse): calibration
+// h100.l2_effective_bytes, h100.l2_dirty_bytes, h100.l2_reuse_bytes, h100.l2_adverse_reuse_bytes.
 // L2 probes for the H100 profile: how much dirty data a kernel leaves in L2 at its end (write retention), and
 // how often data read again by another SM after S bytes of other reads comes from DRAM (read reuse). Each
-// launch below is one line of ncu's CSV, in the order printed on stderr; bench/gpu/l2_probe.sh runs it under
-// ncu. An argument names the one family to run (`dirty_reuse`: the probes of 2026-11-26); none runs all.
+// launch below is one line of ncu's CSV, in the order printed on stderr; `python3 bench/gpu/run.py probe l2`
+// runs it under ncu. An argument names the one family to run (`dirty_reuse`: the probes of 2026-11-26); none runs all.
 #include <cstdio>
 #include <cstring>
 #include <vector>

@@ -1,7 +1,8 @@
+// Measures: the H100 profile's kernel_latency_s (calibration h100.kernel_latency_s in bench/calibration.json).
 // Launch-time probes for the H100 profile's kernel latency: what ncu's gpu__time_duration counts for a kernel
 // that does nothing, and for copy kernels of growing size (time beyond bytes / bandwidth: start, bandwidth
 // ramp-up, drain). Each launch is one kernel in ncu's CSV, in the order printed on stderr;
-// bench/gpu/launch_probe.sh runs it under ncu.
+// `python3 bench/gpu/run.py probe launch` runs it under ncu.
 #include <cstdio>
 
 #include "cuda_check.h"

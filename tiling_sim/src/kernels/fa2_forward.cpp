@@ -30,7 +30,7 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   s.mma_flops = 2.0 * r * w * bc * (d + dv);
   // ldmatrix: every warp reads K and V (and its Q rows). The cp.async fills of K and V are not counted: ncu's
   // shared-memory wavefronts are the same for Br128 w8 and Br64 w4 (which fills twice as often per FLOP) at d64,
-  // d128 and d256 (bench/results/fa2_tune_h100_2026-11-25/ncu_tiles). Measured on the forward only: the
+  // d128 and d256 (calibration fa2.fwd_smem_model). Measured on the forward only: the
   // backward's model keeps its Q / dO fills (without them its ranking gets worse).
   s.smem_bytes = (w * (bc * (d + dv) + (c.q_in_registers ? 0.0 : r * d))) * e;
   s.load_bytes = bc * (d + dv) * e;
@@ -39,7 +39,7 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   // bytes each, with their address arithmetic: 2) and of Q, 7 a score for the softmax (scale, max, subtract, ex2,
   // sum, convert, pack; 4 more to load and apply a bias or mask element), 1 per O element for the rescale, and 60
   // for the loop, barriers and copies. Against ncu's instruction counts of fa2-v1's forward at every tile (stages
-  // 1, bench/results/fa2_tune_h100_2026-11-25/ncu_tiles/): within 5% at d64, 10 .. 15% low at d128, 15 .. 20% at d256.
+  // 1): calibration fa2.fwd_smem_model.
   const double hmma = r * bc * (d + dv) / 2048, ldsm_kv = bc * (d + dv) * e / 512,
                ldsm_q = c.q_in_registers ? 0.0 : r * d * e / 512;
   const double per_score = 7 + (s.direct_bytes > 0 ? 4 : 0);

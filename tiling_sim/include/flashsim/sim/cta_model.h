@@ -22,9 +22,9 @@ namespace flashsim::sim {
 
 // Registers a thread needs beyond its fp32 accumulators (fragments ptxas keeps in flight ahead of the MMAs,
 // softmax statistics, copy / ldmatrix addresses, loop state), from fa2-v1's 232 kernels on sm_90
-// (bench/results/fa2_tune_h100_2026-11-25/kernel_resources_sm90.csv, ptxas -res-usage): where ptxas did not
-// reach the 255 cap it used 80 .. 158 more than the accumulators, median 102 (kRegisterOverhead: the estimate
-// that sets occupancy); where it did, it got by with 63 more (kMinRegisterOverhead), spilling a few registers in
+// (calibration fa2.register_overhead, ptxas -res-usage): where ptxas did not reach the 255 cap it used the
+// median overhead (kRegisterOverhead: the estimate that sets occupancy); where it did, it got by with less
+// (kMinRegisterOverhead), spilling a few registers in
 // the loop at most. So a kernel spills once its accumulators pass 255 - 63 = 192 (the traits' limit).
 inline constexpr int kRegisterOverhead = 102;
 inline constexpr int kMinRegisterOverhead = 63;

@@ -17,14 +17,14 @@ struct HardwareProfile {
   int max_threads_per_sm = 2048, max_ctas_per_sm = 32;
   int64_t l2_bytes = 0;
   int64_t l2_effective_bytes = 0;  // what one kernel's data can keep (partitioning, set conflicts)
-  int64_t l2_dirty_bytes = 0;  // the most dirty data L2 keeps (measured, bench/gpu/l2_probe.cu); 0: no limit
-  // How much other traffic data read again by CTAs on other SMs survives (measured, bench/gpu/l2_probe.cu: on
+  int64_t l2_dirty_bytes = 0;  // the most dirty data L2 keeps (calibration h100.l2_dirty_bytes); 0: no limit
+  // How much other traffic data read again by CTAs on other SMs survives (calibration h100.l2_reuse_bytes: on
   // the H100 about half the L2, the two partitions each keeping a copy); the adverse L2 of `traffic compare`'s
   // DRAM interval (dram_interval.h). 0: not measured, half of l2_effective_bytes.
   int64_t l2_reuse_bytes = 0;
   // The LRU capacity of that adverse L2: the largest at which the executed schedule of FlashAttention-forward
-  // mimics walking K/V backwards (bench/gpu/l2_probe.cu, causal_mimic) re-reads at least what they re-read on
-  // the GPU (bench/gpu/l2_adverse_capacity.py). 0: not measured; the adverse L2 is then l2_reuse_bytes less the
+  // mimics walking K/V backwards (l2_probe.cu's causal_mimic) re-reads at least what they re-read on
+  // the GPU (calibration h100.l2_adverse_reuse_bytes). 0: not measured; the adverse L2 is then l2_reuse_bytes less the
   // share of it the kernel's dirty lines may hold.
   int64_t l2_adverse_reuse_bytes = 0;
   // A kernel's code read from DRAM once per profiled run (ncu flushes the caches before each kernel): the
@@ -52,10 +52,10 @@ struct HardwareProfile {
   std::string ncu_dram_repeatability_source;
   // Fixed time of a kernel launch as ncu's gpu__time_duration counts it (start, bandwidth ramp-up, drain),
   // added to every kernel's roofline time; measured as what copy kernels take beyond their DRAM bytes at the
-  // copy bandwidth (bench/gpu/launch_probe.cu). 0: not measured.
+  // copy bandwidth (calibration h100.kernel_latency_s). 0: not measured.
   double kernel_latency_s = 0;
   std::string kernel_latency_source;
-  // How fast one CTA streams DRAM (bench/results/decode_sim_2026-11-24/cta_stream_probe.cu): a CTA keeping B
+  // How fast one CTA streams DRAM (calibration h100.cta_dram_latency_s and h100.sm_dram_bytes_per_s): a CTA keeping B
   // bytes of loads in flight moves B / cta_dram_latency_s bytes a second (Little's law), at most
   // sm_dram_bytes_per_s. The decode kernels' time (KernelModel::dram_cta_share) holds their CTAs to it. 0: not
   // measured (a CTA then gets one SM's share of the bandwidth, an assumption).

@@ -27,7 +27,7 @@ std::vector<std::string> split_csv(const std::string& line);
 // Takes the DRAM counters (dram__bytes_read/write) of each kernel from `dram`, a report of the same kernels
 // in the same order that collected only them: ncu then needs one pass, while with more metrics it replays
 // each kernel, and every kernel after the first one profiled writes about 2.4 MB more
-// (bench/results/ncu_h100_2026-11-22/README.md). Throws InputError("ncu-dram") when the kernels differ.
+// (calibration h100.ncu_replay_write_bytes). Throws InputError("ncu-dram") when the kernels differ.
 std::vector<NcuKernel> with_dram_counters(std::vector<NcuKernel> full, const std::vector<NcuKernel>& dram);
 
 // A kernel recognized by name (a registered model's ncu_names), with the tile config from its template

@@ -1,0 +1,339 @@
+"""Derivations run here, after a GPU run, from its recorded reports and this machine's flashsim: the constants
+of bench/calibration.json that are computed rather than read off a table.
+
+  l2_adverse(flashsim, results)   h100.l2_adverse_reuse_bytes, from the causal_mimic probes
+  dram_coverage(flashsim)         h100.dram_interval: the DRAM interval's coverage of every recorded report
+  l2_reuse_models()               h100.l2_reuse_bytes: replacement models against the read-reuse curve
+"""
+import collections
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+from ncu import SHAPES as SET_SHAPES, all_shapes, read_metrics
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+MIB = 2**20
+NCU = os.path.join(ROOT, "tests/data/ncu")  # the SDPA reports of 2026-11-22/23 (h100.ncu_replay_write_bytes)
+RESULTS = os.path.join(ROOT, "bench/results")
+SHAPES = all_shapes()
+FIRST, VALIDATION, VALIDATION2, VALIDATION3, VALIDATION4 = (
+    list(SET_SHAPES[s]) for s in ("first", "validation", "validation2", "validation3", "validation4"))
+
+# --- h100.l2_adverse_reuse_bytes
+STEP = MIB // 4  # resolution of the search: a quarter MiB (2048 lines of 128 bytes)
+# The reverse-walk mimics with O written: variant -> (batch, heads, seqlen, causal, head dim, Br, Bc), bf16.
+MIMICS = {
+    "n4096_causal_rev_spin": (2, 16, 4096, True, 128, 128, 64),
+    "n4096_causal_rev_nospin": (2, 16, 4096, True, 128, 128, 64),
+    "n4096_full_rev_spin": (2, 16, 4096, False, 128, 128, 64),
+    "n16384_causal_rev_spin": (1, 8, 16384, True, 128, 128, 64),
+    "d64_n8192_causal_rev_spin": (2, 16, 8192, True, 64, 128, 128),
+    "d64_n8192_causal_rev_nospin": (2, 16, 8192, True, 64, 128, 128),
+    "d96_n4096_causal_rev_spin": (4, 8, 4096, True, 96, 128, 64),
+    "d96_n4096_causal_rev_nospin": (4, 8, 4096, True, 96, 128, 64),
+    "d256_n2048_causal_rev_spin": (4, 8, 2048, True, 256, 64, 64),
+    "d256_n2048_causal_rev_nospin": (4, 8, 2048, True, 256, 64, 64),
+}
+
+
+def mimic_kernel(d, br, bc):
+    """SDPA's forward kernel name for (head dim, Br, Bc), 4 warps: what traffic compare recognizes."""
+    return (f"void flash_fwd_kernel<Flash_fwd_kernel_traits<{d}, {br}, {bc}, 4, 0, 0, bfloat16_t, "
+            f"Flash_kernel_traits<{d}, {br}, {bc}, 4, bfloat16_t>>, 0, 1, 0, 0, 0, 0, 0, 0>(Flash_fwd_params)")
+
+
+def mimic_runs(results):
+    """variant -> [(DRAM bytes read, written)] of every run"""
+    runs = {}
+    for name in sorted(os.listdir(results)):
+        if not (name.startswith("causal_mimic_") and name.endswith(".csv")):
+            continue
+        metrics, _ = read_metrics(os.path.join(results, name))
+        for line in open(os.path.join(results, name[:-4] + ".launches")):
+            f = line.split()
+            if len(f) > 3 and f[0] == "launch" and f[3] in MIMICS:
+                m = metrics[int(f[1])]
+                runs.setdefault(f[3], []).append((m["dram__bytes_read.sum"], m["dram__bytes_write.sum"]))
+    return runs
+
+
+def mimic_report(path, batch, heads, seqlen, d, br, bc, runs):
+    """A report of the mimic's launch, one kernel a run, as ncu writes one."""
+    grid = f"({seqlen // br}, {batch}, {heads})"
+    with open(path, "w") as out:
+        out.write('"ID","Kernel Name","Block Size","Grid Size","Metric Name","Metric Unit","Metric Value"\n')
+        for i, (read, write) in enumerate(runs):
+            for metric, value in (("dram__bytes_read.sum", read), ("dram__bytes_write.sum", write)):
+                out.write(f'"{i}","{mimic_kernel(d, br, bc)}","(128, 1, 1)","{grid}","{metric}","byte","{value:.0f}"\n')
+
+
+def adverse_compare(flashsim, tmp, profile, batch, heads, seqlen, causal, d, capacity):
+    """traffic compare's read figures of the runs, through `profile` with an adverse L2 of `capacity` bytes"""
+    hw = os.path.join(tmp, "hw.json")
+    json.dump(dict(profile, name="H100-adverse-probe", l2_adverse_reuse_bytes=capacity, kernel_code_bytes=0),
+              open(hw, "w"))
+    cmd = [flashsim, "traffic", "compare", "--json", "--replayed", "no", "--hw", hw, "--ncu",
+           os.path.join(tmp, "mimic.csv"), "--batch", str(batch), "--heads", str(heads), "--seqlen", str(seqlen),
+           "--head-dim", str(d), "--dtype", "bf16"] + (["--causal"] if causal else [])
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode not in (0, 1):
+        sys.exit(out.stderr)
+    return [m for k in json.loads(out.stdout)["kernels"] for m in k["metrics"]
+            if m["metric"] == "dram__bytes_read.sum"]
+
+
+def l2_adverse(flashsim, results):
+    """The H100 profile's l2_adverse_reuse_bytes (calibration h100.l2_adverse_reuse_bytes) from the causal_mimic
+    probes' runs in `results` (l2_probe.cu's `causal_mimic_*.csv` with their `.launches`). Each mimic that walks
+    K/V backwards and writes O (FA2's forward without the math: SDPA's launches at head dims 64, 96, 128 and 256,
+    4 warps, 2 CTAs an SM) is the schedule flashsim executes for that kernel; its runs go to `traffic compare` as
+    a report of the mimic's launch, with a profile whose l2_adverse_reuse_bytes is C and no code allowance: C goes
+    down from l2_reuse_bytes in 1/4 MiB steps until every run's DRAM reads are within the range; the adverse
+    capacity is the smallest such C over the mimics. Prints one line per mimic and the result."""
+    profile = json.loads(subprocess.run([flashsim, "hw", "show", "H100-SXM5-80GB"], capture_output=True,
+                                        text=True, check=True).stdout)
+    reuse = profile["l2_reuse_bytes"]
+    runs = mimic_runs(results)
+    missing = sorted(set(MIMICS) - set(runs))
+    if missing:
+        raise SystemExit(f"no runs of {', '.join(missing)} in {results}")
+    result = reuse
+    with tempfile.TemporaryDirectory() as tmp:
+        for variant, (batch, heads, seqlen, causal, d, br, bc) in MIMICS.items():
+            mimic_report(os.path.join(tmp, "mimic.csv"), batch, heads, seqlen, d, br, bc, runs[variant])
+            capacity, at_reuse = reuse, None
+            while capacity > STEP:
+                figures = adverse_compare(flashsim, tmp, profile, batch, heads, seqlen, causal, d, capacity)
+                at_reuse = at_reuse or figures[0]["upper"]  # the first step's: through l2_reuse_bytes
+                if all(m["ok"] for m in figures):
+                    break
+                capacity -= STEP
+            most = max(m["measured"] for m in figures)
+            print(f"{variant:29s} {len(figures)} runs, at most {most / 1e6:6.2f} MB read "
+                  f"({most / figures[0]['lower']:5.3f}x the compulsory); the schedule reads {at_reuse / 1e6:6.2f} MB "
+                  f"through an LRU of {reuse / MIB:.2f} MiB, {figures[0]['upper'] / 1e6:6.2f} MB through "
+                  f"{capacity / MIB:5.2f} MiB, the largest that takes every run")
+            result = min(result, capacity)
+    print(f"l2_adverse_reuse_bytes = {result} ({result / MIB:.2f} MiB)")
+
+
+
+# --- h100.dram_interval
+NEW = os.path.join(RESULTS, "dram_interval_h100_2026-11-26")
+ADVERSE = os.path.join(RESULTS, "l2_adverse_h100_2026-11-26")
+HELD_OUT = "held out: SDPA FA2 (validation4, taken after l2_adverse_reuse_bytes was fixed)"
+PLANTED = "fa2-v1-heads-first (planted: K/V re-read from DRAM per query block; must be flagged, not counted)"
+
+
+def unpack(archive):
+    """The CSVs of one of the GPU run's archives, in a temporary folder."""
+    tmp = tempfile.mkdtemp()
+    with tarfile.open(archive) as t:
+        t.extractall(tmp)
+    return tmp
+
+
+def full_report(shape):
+    if shape == "calibration_d128_n4096":
+        return os.path.join(ROOT, "tests/data/ncu_fa2_h100_calibration.csv")
+    sub = "validation/" if shape in VALIDATION else "validation2/" if shape in VALIDATION2 else ""
+    return os.path.join(NCU, sub + "ncu_" + shape + ".csv")
+
+
+def flags(shape):
+    b, h, hkv, n, d, causal = SHAPES[shape]
+    f = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim", str(d),
+         "--dtype", "bf16"]
+    return f + (["--causal"] if causal else [])
+
+
+def coverage_reports():
+    """(group, label, shape, report, dram report or None)"""
+    shapes = FIRST + VALIDATION + VALIDATION2 + ["calibration_d128_n4096"]
+    for s in shapes:
+        yield "SDPA FA2, one-pass DRAM (single_pass/)", "single_pass", s, full_report(s), \
+            os.path.join(NCU, "single_pass/ncu_dram_" + s + ".csv")
+    for folder in ["single_pass_repeat/run1", "single_pass_repeat/run2", "dram_repeats/run1/first",
+                   "dram_repeats/run1/validation", "dram_repeats/run1/validation2", "dram_repeats/run1/calibration",
+                   "dram_repeats/run2/first", "dram_repeats/run2/validation", "dram_repeats/run2/calibration",
+                   "dram_repeats/run3/first", "dram_repeats/run3/calibration"]:
+        for s in shapes:
+            dram = os.path.join(NCU, folder, "ncu_dram_" + s + ".csv")
+            if os.path.exists(dram):
+                yield "SDPA FA2, one-pass DRAM repeats", folder, s, full_report(s), dram
+    for s in shapes:
+        yield "SDPA FA2, replayed DRAM (the full reports)", "full", s, full_report(s), None
+    for s in FIRST:
+        yield "SDPA FA2, replayed DRAM (the full reports)", "repeat", s, os.path.join(NCU, "repeat/ncu_" + s + ".csv"), None
+    yield ("SDPA FA2, replayed DRAM (the full reports)", "calibration_rerun", "calibration_d128_n4096",
+           os.path.join(NCU, "calibration_rerun/ncu_calibration_d128_n4096.csv"), None)
+    tmp = unpack(os.path.join(RESULTS, "gpu_h100_2026-11-23/fa2_backward/launch_table/final/traffic",
+                              "ncu_fa2_v1_csvs.tar.gz"))
+    for name in sorted(os.listdir(tmp)):
+        shape = name[len("ncu_fa2_v1_fwd_"):-len(".csv")]
+        yield "flashsim fa2-v1, replayed DRAM (gpu_h100_2026-11-23 launch_table/final)", "fa2-v1", shape, \
+            os.path.join(tmp, name), None
+    # Taken after the interval was written: SDPA on 6 new shapes, fa2-v1 on 6 new problems, both metric sets.
+    full, dram = unpack(os.path.join(NEW, "ncu_csvs.tar.gz")), unpack(os.path.join(NEW, "ncu_dram_csvs.tar.gz"))
+    for s in VALIDATION3:
+        report = os.path.join(full, "ncu_" + s + ".csv")
+        yield "new: SDPA FA2 (validation3), one-pass DRAM", "validation3", s, report, \
+            os.path.join(dram, "ncu_dram_" + s + ".csv")
+        yield "new: SDPA FA2 (validation3), replayed DRAM", "validation3", s, report, None
+    own = unpack(os.path.join(NEW, "ncu_fa2_gpu_csvs.tar.gz"))
+    for name in sorted(os.listdir(own)):
+        if not name.startswith("ncu_fa2_") or not name.endswith(".csv"):
+            continue
+        pass_, shape = name[len("ncu_fa2_"):-len(".csv")].split("_", 1)
+        report, dram = os.path.join(own, name), os.path.join(own, "ncu_dram_" + name[len("ncu_"):])
+        planted = shape.startswith("heads_first")
+        yield PLANTED if planted else "new: flashsim fa2-v1, one-pass DRAM", pass_, shape, report, dram
+        yield PLANTED if planted else "new: flashsim fa2-v1, replayed DRAM", pass_, shape, report, None
+    # Taken after the adverse capacity was fixed (commit 6174f80): SDPA on 8 more shapes.
+    full = unpack(os.path.join(ADVERSE, "ncu_validation4_csvs.tar.gz"))
+    dram = unpack(os.path.join(ADVERSE, "ncu_dram_validation4_csvs.tar.gz"))
+    for s in VALIDATION4:
+        report = os.path.join(full, "ncu_" + s + ".csv")
+        yield HELD_OUT + ", one-pass DRAM", "validation4", s, report, os.path.join(dram, "ncu_dram_" + s + ".csv")
+        yield HELD_OUT + ", replayed DRAM", "validation4", s, report, None
+
+
+def dram_coverage(flashsim):
+    """Coverage of `flashsim traffic compare`'s DRAM interval over every recorded H100 ncu report (calibration
+    h100.dram_interval): SDPA's FA2 on the recorded shapes and the calibration problem, with one-pass and with
+    replayed DRAM counters; flashsim's own fa2-v1 kernels. Per group and over all: the share of measured DRAM
+    figures inside [lower, upper] and the median interval width; figures outside are listed."""
+    groups = {}
+    for group, label, shape, report, dram in coverage_reports():
+        cmd = [flashsim, "traffic", "compare", "--json", "--ncu", report] + flags(shape)
+        if dram:
+            cmd += ["--ncu-dram", dram]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        g = groups.setdefault(group, {"rows": [], "errors": []})
+        if out.returncode not in (0, 1):
+            g["errors"].append(f"{label}/{shape}: {out.stderr.strip()}")
+            continue
+        for k in json.loads(out.stdout)["kernels"]:
+            for m in k["metrics"]:
+                if m.get("lower") is None:
+                    continue
+                g["rows"].append((label, shape, k["name"].split(" ")[0], m))
+    every, new, held = [], [], []
+    for group, g in groups.items():
+        planted = group == PLANTED
+        print(group + ":" if planted else summary(group, g["rows"]))
+        for e in g["errors"]:
+            print("  not compared:", e)
+        for label, shape, kernel, m in g["rows"]:
+            if planted or not m["ok"]:
+                print(f"  {'' if planted else 'outside: '}{label}/{shape}/{kernel}/{m['metric']}: measured "
+                      f"{m['measured'] / 1e6:.2f} MB, range {m['lower'] / 1e6:.2f} .. {m['upper'] / 1e6:.2f} MB: "
+                      f"{m['verdict']}")
+        if not planted:
+            every += g["rows"]
+            new += g["rows"] if group.startswith("new:") else []
+            held += g["rows"] if group.startswith(HELD_OUT) else []
+    print(summary("NEW (taken after the interval was first written)", new))
+    print(summary("HELD OUT (taken after the adverse capacity was fixed)", held))
+    print(summary("ALL (the planted kernel left out)", every))
+
+
+
+def summary(name, rows):
+    inside = sum(1 for r in rows if r[3]["ok"])
+
+    def median_width(metric):
+        widths = [(r[3]["upper"] - r[3]["lower"]) / r[3]["predicted"] if r[3]["predicted"] > 0 else float("inf")
+                  for r in rows if metric in r[3]["metric"]]
+        return 100 * statistics.median(widths) if widths else float("nan")
+
+    return (f"{name}: {inside} of {len(rows)} DRAM figures inside their interval "
+            f"({100 * inside / max(1, len(rows)):.1f}%), median width {median_width('dram__'):.1f}% of the "
+            f"prediction (reads {median_width('read'):.1f}%, writes {median_width('write'):.1f}%)")
+
+
+
+# --- h100.l2_reuse_models
+CHUNK = 64 * 1024
+# measured miss per re-read (table_run3_single_pass.txt, launches 24-36)
+MEASURED = {8: 0, 16: 0, 20: 0, 24: 0, 28: .042, 32: .127, 36: .280, 40: .463, 44: .660, 48: .769, 56: .906,
+            64: .966, 96: 1.0}
+
+
+class Lru:
+    def __init__(self, cap, rng):
+        self.cap, self.entries, self.used = cap, collections.OrderedDict(), 0
+
+    def has(self, key):
+        if key in self.entries:
+            self.entries.move_to_end(key)
+            return True
+        return False
+
+    def put(self, key, size):
+        self.entries[key] = size
+        self.used += size
+        while self.used > self.cap:
+            self.used -= self.entries.popitem(last=False)[1]
+
+
+class RandomReplacement:
+    def __init__(self, cap, rng):
+        self.cap, self.keys, self.index, self.used, self.rng = cap, [], {}, 0, rng
+
+    def has(self, key):
+        return key in self.index
+
+    def put(self, key, size):
+        self.index[key] = len(self.keys)
+        self.keys.append(key)
+        self.used += size
+        while self.used > self.cap:  # equal sizes: evict one at random
+            i = self.rng.randrange(len(self.keys))
+            victim, last = self.keys[i], self.keys[-1]
+            self.keys[i], self.index[last] = last, i
+            self.keys.pop()
+            del self.index[victim]
+            self.used -= size
+
+
+def miss_per_reread(buffer_bytes, cache, parts, seed=0):
+    rng = random.Random(seed)
+    halves = [cache(50 * MIB // parts, rng) for _ in range(parts)]
+    chunks, dram = buffer_bytes // CHUNK, 0
+    size = CHUNK // parts  # a chunk's lines split evenly between the homes
+    for cta in range(3 * chunks):
+        chunk, side = cta % chunks, rng.randrange(parts)
+        for home in range(parts):
+            key = (chunk, home)
+            if halves[side].has(key):
+                continue
+            if home != side and halves[home].has(key):
+                halves[side].put(key, size)  # a copy in the reader's half
+                continue
+            dram += size
+            halves[home].put(key, size)
+            if home != side:
+                halves[side].put(key, size)
+    return (dram / buffer_bytes - 1) / 2
+
+
+def l2_reuse_models():
+    """Replacement models against the L2 probe's read-reuse curve (calibration h100.l2_reuse_bytes, launches 24-36:
+    a buffer of B MiB read 3 times in 64 KB chunks by CTAs on other SMs), each on the same access pattern, its miss
+    per re-read beside the measured one: one LRU of the whole 50 MiB; two partitions of 25 MiB (each line homed in
+    one, a copy kept in the reader's partition, as the H100's L2 keeps data read across its two halves) with LRU
+    or with random replacement. CTAs land on either half at random."""
+    models = [("LRU, 50 MiB", Lru, 1), ("LRU, 2 x 25 MiB + copies", Lru, 2),
+              ("random, 2 x 25 MiB + copies", RandomReplacement, 2)]
+    print(f"{'buffer MiB':>10} {'measured':>9} " + " ".join(f"{name:>28}" for name, _, _ in models))
+    for mib, measured in MEASURED.items():
+        row = [miss_per_reread(mib * MIB, cache, parts) for _, cache, parts in models]
+        print(f"{mib:>10} {measured:>9.3f} " + " ".join(f"{v:>28.3f}" for v in row))
+

@@ -1,0 +1,597 @@
+#!/usr/bin/env python3
+"""One driver for GPU-machine work: pack here, run there, tabulate and derive here.
+
+  python3 bench/gpu/run.py bundle [--build DIR] [--out DIR] [--python] [--golden-subset SUITE]   (here)
+  python3 bench/gpu/run.py check [--kernels K] [--dq partials] [--tiles "..."] [--no-sanitize]  (GPU)
+  python3 bench/gpu/run.py bench [--grid "..."] [--kernels K] [--tag T]                         (GPU)
+  python3 bench/gpu/run.py traffic fa2|own|sdpa|tiles|autotune-tiles|layouts|metric-sets ...    (GPU, ncu)
+  python3 bench/gpu/run.py compare [--set first|repeat|validation|validation2] [--replayed]     (here)
+  python3 bench/gpu/run.py autotune [--no-check] [--no-time] [--grid small|"..."] [--budget-s S] (GPU)
+  python3 bench/gpu/run.py tune-validate                                                         (GPU)
+  python3 bench/gpu/run.py probe l2|launch|cta-rates|cta-stream [--probes NAME]                (GPU)
+  python3 bench/gpu/run.py sdpa bench|once|decode|decode-once|golden ...                        (GPU, PyTorch)
+  python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
+  python3 bench/gpu/run.py table bench|l2|launch|spread|check FILES...                          (anywhere)
+  python3 bench/gpu/run.py derive l2-adverse|dram-coverage|l2-reuse-models [...]                (here)
+  python3 bench/gpu/run.py resources|spills BINARY [...]                                         (where nvcc is)
+
+On the GPU machine the bundle (`--bundle`, default .gpu-bundle) is unpacked once and its libraries put on the
+loader's path; everything is written to `--out` (default $OUT, else .). Each verb's --help says more. The
+measured constants these runs produce are listed, with their commands, in bench/calibration.json.
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, HERE)
+import bundle as bundle_mod  # noqa: E402
+import ncu  # noqa: E402
+import tables  # noqa: E402
+
+PROBES = {  # name -> (source, ncu metric set or None to run the binary alone, runs)
+    "l2": ("l2_probe.cu", "probe", 1),
+    "launch": ("launch_probe.cu", "launch", 3),
+    "cta-rates": ("cta_rates_probe.cu", None, 1),
+    "cta-stream": ("cta_stream_probe.cu", None, 1),
+}
+
+
+def say(*args):
+    print(*args, flush=True)
+
+
+def sh(cmd, out=None, err=None, env=None, check=False, timeout=None):
+    """Runs cmd (a list), stdout / stderr to the files given (else inherited); returns the exit code."""
+    fo = open(out, "w") if out else None
+    fe = (fo if err == out else open(err, "w")) if err else None
+    try:
+        return subprocess.run(cmd, stdout=fo, stderr=fe, env=env, check=check, timeout=timeout).returncode
+    except subprocess.TimeoutExpired:
+        return 124
+    finally:
+        for f in {fo, fe} - {None}:
+            f.close()
+
+
+def read(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+class Gpu:
+    """The GPU machine's side: the unpacked bundle, its environment, the output folder."""
+
+    def __init__(self, args):
+        os.chdir(ROOT)
+        self.bundle = args.bundle
+        self.out = args.out
+        os.makedirs(self.out, exist_ok=True)
+        self.env = bundle_mod.unpack(self.bundle)
+        self.flashsim = os.path.join(self.bundle, "flashsim")
+        self.fg = os.path.join(self.bundle, "flashsim-gpu")
+
+    def path(self, *names):
+        return os.path.join(self.out, *names)
+
+    def gpu_txt(self, name="gpu.txt"):
+        sh(["nvidia-smi", "-L"], out=self.path(name))
+        say(read(self.path(name)).strip())
+
+    def golden(self, suite, where):
+        sh([self.flashsim, "golden", "generate", "--suite", suite, "--out", where, "--force"], out=os.devnull,
+           env=self.env)
+        return where
+
+    def check(self, golden, name, extra=(), summary=True):
+        log = self.path(name)
+        rc = sh([self.fg, "check", "--golden", golden] + list(extra), out=log, err=log, env=self.env)
+        if summary:
+            say(f"{name}: exit {rc}")
+            say("\n".join(tables.check_summary(read(log))[:20]))
+        return rc, read(log)
+
+
+def kernels_flag(args):
+    return ["--kernel", args.kernels] if args.kernels else []
+
+
+# --- verbs
+
+def cmd_bundle(args):
+    os.chdir(ROOT)
+    if args.golden_subset:
+        n = bundle_mod.golden_subset(args.golden_subset, "gpu_golden/default")
+        os.makedirs("gpu_golden/wheels", exist_ok=True)
+        sh([sys.executable, "-m", "pip", "download", "-q", "safetensors==0.8.0", "--no-deps", "-d", "gpu_golden/wheels"])
+        say(f"{n} cases in gpu_golden/default (carry gpu_golden; then run.py sdpa golden OUT)")
+        return 0
+    if args.python:
+        files = bundle_mod.pack_python(args.out or ".gpu-bundle-py", python=args.python_exe)
+    else:
+        files = bundle_mod.pack(args.build, args.out or ".gpu-bundle", binaries=args.binaries.split(","),
+                                strip=not args.no_strip, compress=not args.no_compress)
+    say(f"{args.out or ('.gpu-bundle-py' if args.python else '.gpu-bundle')}: {' '.join(files)}")
+    return 0
+
+
+def cmd_check(args):
+    """Every CUDA kernel version on the smoke suite (committed), the default suite and the fa2-tiles suite
+    (suites/fa2_tiles.json: the default's features at d96, d128, d256), each at its launch tiles; optionally the
+    deterministic backward (--dq) and other tiles (--tiles); then compute-sanitizer memcheck and racecheck on
+    smoke and on the default suite's small cases."""
+    g = Gpu(args)
+    g.gpu_txt()
+    default = g.golden("default", "/tmp/golden-default")
+    tiles = g.golden(os.path.join(HERE, "suites", "fa2_tiles.json"), "/tmp/golden-fa2-tiles")
+    for suite in ("golden/data/smoke", default, tiles):
+        g.check(suite, f"check_{os.path.basename(suite)}.txt", kernels_flag(args))
+    if args.dq:
+        for suite in (default, tiles):
+            g.check(suite, f"check_{os.path.basename(suite)}_dq_{args.dq}.txt",
+                    kernels_flag(args) + ["--dq-strategy", args.dq])
+    if args.tiles:
+        g.check(tiles, "check_tiles_override.txt", kernels_flag(args) + args.tiles.split())
+    if args.no_sanitize:
+        return 0
+    with open(os.path.join(default, "manifest.json")) as f:
+        small = [c["name"] for c in json.load(f)["cases"] if os.path.getsize(os.path.join(default, c["file"])) < 1 << 20]
+    for tool in ("memcheck", "racecheck"):
+        for golden, name, cases in (("golden/data/smoke", f"sanitizer_{tool}.txt", []),
+                                    (default, f"sanitizer_{tool}_default_small.txt", small)):
+            log = g.path(name)
+            rc = sh(["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", g.fg, "check", "--golden", golden]
+                    + [x for c in cases for x in ("--case", c)] + kernels_flag(args) + ["--quiet"],
+                    out=log, err=log, env=g.env)
+            say(f"compute-sanitizer {tool} {name}: exit {rc}")
+            say("\n".join(tables.check_summary(read(log))))
+    return 0
+
+
+def cmd_bench(args):
+    """Our CUDA kernel versions (flashsim-gpu bench --csv) and PyTorch's SDPA backends (sdpa.py bench) on the same
+    grid in the same run, then one table with each of ours beside SDPA's flash and cuDNN backends and the ratio."""
+    g = Gpu(args)
+    g.gpu_txt()
+    grid = args.grid.split() if args.grid else []
+    ours, sdpa = g.path(f"bench_ours{args.tag}.csv"), g.path(f"bench_sdpa{args.tag}.csv")
+    say("flashsim-gpu bench: exit", sh([g.fg, "bench", "--csv"] + kernels_flag(args) + grid, out=ours, env=g.env))
+    say("sdpa.py bench: exit", sh([sys.executable, os.path.join(HERE, "sdpa.py"), "bench"] + grid, out=sdpa))
+    lines = tables.bench_table(tables.read_bench_csv(ours), tables.read_bench_csv(sdpa))
+    with open(g.path(f"bench_table{args.tag}.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    say("\n".join(lines))
+    return 0
+
+
+def archive(out, name, pattern):
+    """Every file of out matching pattern into out/name (a .tar.gz, so that all of them come back), then removed."""
+    files = sorted(glob.glob(os.path.join(out, pattern)))
+    with tarfile.open(os.path.join(out, name), "w:gz") as t:
+        for f in files:
+            t.add(f, os.path.basename(f))
+    for f in files:
+        os.remove(f)
+    return len(files)
+
+
+def ncu_ours(g, kernel, pass_, problem, metrics, csv_path):
+    """ncu on `flashsim-gpu bench` of one kernel and problem: the forward's one launch, or the backward's three
+    kernels (dot_do_o, main, convert_dq: one backward call)."""
+    b, h, hkv, n, d, causal = problem
+    program = [g.fg, "bench", "--kernel", kernel, "--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv),
+               "--seqlens", str(n), "--head-dims", str(d), "--causal", "yes" if causal else "no", "--repeats", "3"]
+    cmd = ncu.command(metrics, program, kernel_regex=f"flashsim_fa2_{pass_}_", launch_count=1 if pass_ == "fwd" else 3)
+    return sh(cmd, out=csv_path, err=csv_path[:-4] + ".err", env=g.env)
+
+
+def cmd_traffic(args):
+    """Nsight Compute runs (metric sets and problems: ncu.py).
+    fa2:            our fa2-v1's forward and backward on ncu.FA2_SHAPES, then `flashsim traffic compare` of each
+    own:            fa2-v1-heads-first (a planted traffic bug) checked, then under ncu beside fa2-v1 (ncu.OWN_RUNS),
+                    each kernel with the full set and the DRAM counters alone (h100.dram_interval)
+    sdpa:           SDPA's flash backend on a shape set (--shapes), --metrics traffic or dram, --runs N repeats
+    tiles:          fa2-v1's forward at every instantiated tile (stages 1), tile metric set (h100.warp_cpi)
+    autotune-tiles: every fa2-v1 forward instance through `flashsim-gpu autotune` (bias problems too)
+    layouts:        one SDPA problem in each CSV layout ncu writes (tests/data/ncu/csv_layouts)
+    metric-sets:    SDPA d96 and the L2 probe's mimics with 2, 5 and 16 metrics (h100.ncu_replay_write_bytes)"""
+    g = Gpu(args)
+    what = args.what
+    if what in ("fa2", "own"):
+        if what == "own":
+            g.gpu_txt("gpu_own.txt")
+            default = g.golden("default", "/tmp/golden-default")
+            for suite in ("golden/data/smoke", default):
+                g.check(suite, f"check_heads_first_{os.path.basename(suite)}.txt", ["--kernel", "fa2-v1-heads-first"])
+            runs = [(name, k, p, prob) for name, (k, passes, prob) in ncu.OWN_RUNS.items() for p in passes.split(",")]
+            sets = (("traffic", "ncu_fa2"), ("dram", "ncu_dram_fa2"))
+        else:
+            runs = [(name, "fa2-v1", p, prob) for name, prob in ncu.FA2_SHAPES.items() for p in ("fwd", "bwd")]
+            sets = (("traffic", "ncu_fa2_v1"),)
+        compare_log = g.path("traffic_compare.txt")
+        for name, kernel, pass_, problem in runs:
+            for metrics, prefix in sets:
+                csv_path = g.path(f"{prefix}_{pass_}_{name}.csv")
+                rc = ncu_ours(g, kernel, pass_, problem, metrics, csv_path)
+                say(f"{name} {pass_} {metrics}: rc={rc}")
+            if what == "fa2":
+                out = subprocess.run([g.flashsim, "traffic", "compare", "--ncu", csv_path]
+                                     + ncu.problem_flags(problem, dtype=None), capture_output=True, text=True,
+                                     env=g.env)
+                with open(compare_log, "a") as f:
+                    f.write(f"== {name} {pass_}\n{out.stdout}{out.stderr}")
+                say(f"== {name} {pass_}\n{out.stdout}{out.stderr}")
+        name = "ncu_fa2_gpu_csvs.tar.gz" if what == "own" else "ncu_fa2_v1_csvs.tar.gz"
+        say(f"{archive(g.out, name, 'ncu_*fa2_*')} files in {name}")
+        return 0
+    if what == "sdpa":
+        shapes = ncu.SHAPES[args.shapes]
+        prefix = "ncu_dram" if args.metrics == "dram" else "ncu"
+        for run in range(1, args.runs + 1):
+            out = g.path(f"run{run}", args.shapes) if args.runs > 1 else g.out
+            os.makedirs(out, exist_ok=True)
+            for name, problem in shapes.items():
+                if args.only and args.only not in name:
+                    continue
+                b, h, hkv, n, d, causal = problem
+                program = [sys.executable, os.path.join(HERE, "sdpa.py"), "once", str(b), str(h), str(hkv), str(n),
+                           str(d), str(int(causal))]
+                csv_path = os.path.join(out, f"{prefix}_{name}.csv")
+                rc = sh(ncu.command(args.metrics, program, kernel_regex="flash"), out=csv_path, err=csv_path[:-4] + ".err")
+                say(f"== {name}: rc={rc}, {read(csv_path).count('void flash')} rows")
+            if args.runs == 1:
+                say(f"{archive(out, prefix + '_csvs.tar.gz', prefix + '_*')} files in {prefix}_csvs.tar.gz")
+        return 0
+    if what == "layouts":
+        b, h, hkv, n, d, causal = ncu.SHAPES["layouts"]["d64_n1000_causal"]
+        program = [sys.executable, os.path.join(HERE, "sdpa.py"), "once", str(b), str(h), str(hkv), str(n), str(d),
+                   str(int(causal))]
+        for name, metrics, extra in (("ncu_d64_n1000_causal", "traffic", ()),
+                                     ("ncu_base_units_d64_n1000_causal", "traffic", ("--print-units", "base")),
+                                     ("ncu_raw_d64_n1000_causal", "traffic", ("--page", "raw")),
+                                     ("ncu_dram_d64_n1000_causal", "dram", ())):
+            rc = sh(ncu.command(metrics, program, kernel_regex="flash", extra=extra), out=g.path(name + ".csv"),
+                    err=os.devnull)
+            say(f"{name}: rc={rc}")
+        return 0
+    if what == "metric-sets":
+        probe = build_probe("l2")
+        for set_name, metrics in (("dram_only", "dram"), ("small", "probe"), ("big", "traffic")):
+            sh(ncu.command(metrics, [sys.executable, os.path.join(HERE, "sdpa.py"), "once", "2", "16", "16", "2048",
+                                     "96", "0"], kernel_regex="flash"),
+               out=g.path(f"sdpa_d96_{set_name}.csv"), err=os.devnull)
+            sh(ncu.command(metrics, [probe], kernel_regex="fa_mimic"), out=g.path(f"mimic_{set_name}.csv"),
+               err=os.devnull)
+        say(f"{archive(g.out, 'metric_sets.tar.gz', '*_*.csv')} files in metric_sets.tar.gz")
+        return 0
+    # tiles, autotune-tiles: the tile metric set, no clock control (as the model's rates were measured)
+    for d in args.head_dims.split(","):
+        if what == "tiles":
+            plan = subprocess.run([g.fg, "autotune", "--dry-run", "--head-dims", d, "--seqlens", "128", "--features",
+                                   "plain", "--dtypes", "bf16"], capture_output=True, text=True, env=g.env).stdout
+            for p, _, br, bc, w, st in tables.instances(plan):
+                if p != "fwd" or st != 1:
+                    continue
+                csv_path = g.path(f"ncu_tiles_d{d}_Br{br}_Bc{bc}_w{w}.csv")
+                program = [g.fg, "bench", "--kernel", "fa2-v1", "--head-dims", d, "--seqlens", str(args.seqlen),
+                           "--causal", "no", "--dtype", args.dtype, "--repeats", "3", "--block-q", str(br),
+                           "--block-k", str(bc), "--warps", str(w), "--stages", "1"]
+                sh(ncu.command("tile", program, kernel_regex="flashsim_fa2_fwd", launch_count=1, clock_control=False),
+                   out=csv_path, err=os.devnull, env=g.env)
+                say(f"d{d} Br{br} Bc{bc} w{w}: {read(csv_path).count('flashsim_fa2_fwd')} rows")
+        else:
+            for feature in args.features.split(","):
+                csv_path = g.path(f"ncu_autotune_d{d}_{feature}.csv")
+                program = [g.fg, "autotune", "--pass", "fwd", "--head-dims", d, "--dtypes", args.dtype, "--seqlens",
+                           str(args.seqlen), "--features", feature, "--warmup", "0", "--repeats", "1"]
+                rc = sh(ncu.command("autotune", program, kernel_regex="flashsim_fa2_fwd_kernel", clock_control=False),
+                        out=csv_path, err=g.path(f"ncu_autotune_d{d}_{feature}.log"), env=g.env)
+                say(f"d{d} {feature}: exit {rc}, {read(csv_path).count('gpu__time_duration.sum')} launches")
+    return 0
+
+
+def cmd_compare(args):
+    """Here: every recorded H100 ncu report of a set (tests/data/ncu) against flashsim's prediction, one block a
+    shape; DRAM counters from the one-pass reports of single_pass/ unless --replayed (or the repeat set)."""
+    data = os.path.join(ROOT, "tests/data/ncu")
+    shapes = ncu.SHAPES["first" if args.set in ("first", "repeat") else args.set]
+    sub = "" if args.set == "first" else args.set + "/"
+    rc_all = 0
+    for name, problem in shapes.items():
+        cmd = [args.flashsim, "traffic", "compare", "--ncu", os.path.join(data, sub + f"ncu_{name}.csv")]
+        if args.set != "repeat" and not args.replayed:
+            cmd += ["--ncu-dram", os.path.join(data, "single_pass", f"ncu_dram_{name}.csv")]
+        cmd += ncu.problem_flags(problem)
+        say("== " + name + ": flashsim " + " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c
+                                                     for c in cmd[1:]))
+        rc = subprocess.run(cmd).returncode
+        say(f"exit code {rc}\n")
+        rc_all = max(rc_all, rc)
+    return rc_all
+
+
+def cmd_autotune(args):
+    """Every fa2-v1 tile config (the fa2 spec's instances) checked against goldens (suites/fa2_instances.json:
+    every feature at d64..d256; the forward at each stages value with --tiles-for fwd, the backward with
+    --tiles-for bwd), then all timed on a grid by `flashsim-gpu autotune` within --budget-s (its CSV keeps the
+    rows done). Grid: default 4 head dims x bf16, fp16 x seqlen 1K, 4K, 16K x plain, causal, bias, causal+bias;
+    small: d64 and d128, bf16, 4096, plain and causal+bias; or autotune's own flags."""
+    g = Gpu(args)
+    t0 = time.time()
+    g.gpu_txt()
+    if not args.no_check:
+        golden = g.golden(os.path.join(HERE, "suites", "fa2_instances.json"), "/tmp/golden-fa2-instances")
+        plan = subprocess.run([g.fg, "autotune", "--dry-run", "--seqlens", "128", "--features", "plain", "--dtypes",
+                               "bf16"], capture_output=True, text=True, env=g.env).stdout
+        with open(g.path("instances.txt"), "w") as f:
+            f.write(plan)
+        bad, lines, full = 0, [], []
+        for p, d, br, bc, w, st in tables.instances(plan):
+            if p == "fwd":
+                tiles = ["--tiles-for", "fwd", "--block-q", str(br), "--block-k", str(bc), "--warps", str(w),
+                         "--stages", str(st)]
+            else:
+                tiles = ["--tiles-for", "bwd", "--bwd-block-q", str(br), "--bwd-block-k", str(bc), "--warps", str(w)]
+            rc, text = g.check(golden, "check_one.txt", ["--kernel", "fa2-v1", "--case", f"*-d{d}-*", "--case",
+                                                         f"*-d{d}"] + tiles + ["--quiet"], summary=False)
+            clean = rc == 0 and tables.check_clean(text)
+            bad += not clean
+            verdict = "; ".join(line.strip() for line in text.splitlines()
+                                if line.startswith("== ") or "cases passed" in line)
+            lines.append(f"{p} d{d} Br{br} Bc{bc} w{w}{f' st{st}' if st else ''}: exit {rc}; {verdict}")
+            full.append(f"==== {p} d{d} {' '.join(tiles)}\n{text}")
+            say(lines[-1])
+        os.remove(g.path("check_one.txt"))
+        with open(g.path("check_instances.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        with open(g.path("check_instances_full.txt"), "w") as f:
+            f.write("".join(full))
+        say(f"instances checked: {len(lines)}, not clean: {bad} ({time.time() - t0:.0f} s so far)")
+    if not args.no_time:
+        grids = {"": [], "small": ["--head-dims", "64,128", "--dtypes", "bf16", "--seqlens", "4096", "--features",
+                                   "plain,causal+bias"]}
+        grid = grids[args.grid] if args.grid in grids else args.grid.split()
+        left = max(1, int(args.budget_s - (time.time() - t0)))
+        rc = sh([g.fg, "autotune"] + grid + args.args.split() + ["--out", g.path("autotune.csv")],
+                err=g.path("autotune_progress.txt"), env=g.env, timeout=left)
+        rows = max(0, read(g.path("autotune.csv")).count("\n") - 1) if os.path.exists(g.path("autotune.csv")) else 0
+        say(f"autotune: exit {rc} ({rows} rows, limit {left} s)")
+    say(f"total: {time.time() - t0:.0f} s")
+    return 0
+
+
+def cmd_tune_validate(args):
+    """The timings `flashsim sim tune --check` compares its ranking with, and the goldens of the launch table it
+    generated, in one run: OUT/grid (autotune's default grid), OUT/heldout (bf16, seqlen 512, 2K, 8K, 16 heads at
+    every head dim: a grid the model's constants were never looked at against), OUT/check_default.txt
+    (calibration fa2.tune_resolution)."""
+    t0 = time.time()
+    base = args.out
+    for sub, grid, budget in (("grid", "", args.grid_budget_s),
+                              ("heldout", "--dtypes bf16 --seqlens 512,2048,8192 --heads 16", args.heldout_budget_s)):
+        args.out, args.no_check, args.no_time, args.grid, args.budget_s, args.args = (
+            os.path.join(base, sub), True, False, grid, budget, "")
+        cmd_autotune(args)
+    args.out = base
+    g = Gpu(args)
+    g.check(g.golden("default", "/tmp/golden-default"), "check_default.txt", ["--kernel", "fa2-v1"])
+    say(f"total: {time.time() - t0:.0f} s")
+    return 0
+
+
+def build_probe(name, arch="sm_90"):
+    """The probe's binary in build/gpu_probe/, built with nvcc where missing or older than its source."""
+    src = os.path.join(HERE, "probes", PROBES[name][0])
+    binary = os.path.join(ROOT, "build", "gpu_probe", PROBES[name][0][:-3])
+    if not os.path.exists(binary) or os.path.getmtime(binary) < os.path.getmtime(src):
+        os.makedirs(os.path.dirname(binary), exist_ok=True)
+        subprocess.run(["nvcc", "-O3", f"-arch={arch}", "-o", binary, src], check=True)
+    return binary
+
+
+def cmd_probe(args):
+    """A probe of probes/ (each says which profile field and calibration id it measures), built with nvcc and run:
+    l2 and launch under ncu (a CSV row per launch and metric, the launch list on stderr; launch 3 times),
+    cta-rates and cta-stream alone (their table on stdout). Then `run.py table l2|launch` here."""
+    os.chdir(ROOT)
+    os.makedirs(args.out, exist_ok=True)
+    binary = build_probe(args.name, args.arch)
+    source, metrics, runs = PROBES[args.name]
+    stem = source[:-3]
+    if metrics is None:
+        rc = sh([binary], out=os.path.join(args.out, f"{stem}.txt"))
+        say(read(os.path.join(args.out, f"{stem}.txt")))
+        return rc
+    if args.metrics:
+        metrics, stem = args.metrics, f"{stem}_{args.metrics}"
+    for run in range(1, runs + 1):
+        name = f"{stem}_run{run}" if runs > 1 else stem
+        rc = sh(ncu.command(metrics, [binary] + ([args.probes] if args.probes else [])),
+                out=os.path.join(args.out, name + ".csv"), err=os.path.join(args.out, name + ".err"))
+        say(f"{name}: rc={rc}, {read(os.path.join(args.out, name + '.csv')).count('dram__bytes_write')} launches")
+    return 0
+
+
+def cmd_sdpa(args):
+    os.chdir(ROOT)
+    return sh([sys.executable, os.path.join(HERE, "sdpa.py"), args.what] + args.rest)
+
+
+def cmd_python_check(args):
+    """Installs the bundle of `run.py bundle --python` beside the machine's PyTorch (python3 there is itself a
+    virtual environment: the packages go to a folder on PYTHONPATH), runs python/tests (the torch tests CI skips
+    included), then the SDPA example with the plugin over the given suites (default: smoke); logs and JUnit XML
+    to --out."""
+    os.chdir(ROOT)
+    b, out, site = args.bundle, args.out, "/tmp/fs-site"
+    os.makedirs(out, exist_ok=True)
+    if not os.path.isdir(os.path.join(b, "lib")):
+        sh(["tar", "-C", b, "-xJf", os.path.join(b, "lib.tar.xz")], check=True)
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(os.path.join(b, "lib")) + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
+               PYTHONPATH=site + ":" + os.environ.get("PYTHONPATH", ""), FLASHSIM_CACHE="/tmp/fs-cache")
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--target", site, "--find-links",
+           os.path.join(b, "wheels")]
+    sh(pip + ["--no-deps", "flashsim", "ml_dtypes"], check=True)
+    if sh([sys.executable, "-c", "import pytest"], err=os.devnull) != 0:
+        sh(pip + ["pytest"], check=True)
+    pytest = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
+    sh(pytest + ["python/tests", f"--junitxml={out}/python_tests.xml"], out=f"{out}/python_tests.log",
+       err=f"{out}/python_tests.log", env=env)
+    say("\n".join(read(f"{out}/python_tests.log").splitlines()[-15:]))
+    for s in args.suites or ["smoke"]:
+        t0 = time.time()
+        sh(pytest + ["python/examples/test_sdpa.py", "--flashsim-suite", s, f"--junitxml={out}/sdpa_{s}.xml"],
+           out=f"{out}/sdpa_{s}.log", err=f"{out}/sdpa_{s}.log", env=env)
+        say("\n".join(read(f"{out}/sdpa_{s}.log").splitlines()[-25:]))
+        say(f"sdpa over {s}: {time.time() - t0:.0f} s (generating the suite included)")
+    return 0
+
+
+def cmd_table(args):
+    """Tables from recorded files, on any machine:
+    bench OURS.csv SDPA.csv        ours beside SDPA's backends, with the ratio to SDPA flash
+    l2 PROBE.csv LAUNCHES          the L2 probe's launches (LAUNCHES: the .err / .launches list)
+    launch LAUNCHES RUN.csv...     the launch probe over its runs (--bandwidth: the copy bandwidth)
+    spread FOLDER...               the DRAM counters' run-to-run spread (ncu_dram_*.csv under the folders)
+    check LOG...                   the summary lines of flashsim-gpu check logs"""
+    f = args.files
+    if args.what == "bench":
+        lines = tables.bench_table(tables.read_bench_csv(f[0]), tables.read_bench_csv(f[1]))
+    elif args.what == "l2":
+        lines = tables.l2_probe_table(f[0], f[1])
+    elif args.what == "launch":
+        lines = tables.launch_probe_table(f[0], f[1:], args.bandwidth)
+    elif args.what == "spread":
+        lines = tables.dram_spread(f)
+    else:
+        lines = [line for path in f for line in [f"== {path}"] + tables.check_summary(read(path))]
+    say("\n".join(lines))
+    return 0
+
+
+def cmd_derive(args):
+    import derive
+    if args.what == "l2-adverse":
+        derive.l2_adverse(args.flashsim, args.results or os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26"))
+    elif args.what == "dram-coverage":
+        derive.dram_coverage(args.flashsim)
+    else:
+        derive.l2_reuse_models()
+    return 0
+
+
+def cmd_sass(args):
+    return sh([sys.executable, os.path.join(ROOT, "gpu", "tools", "sass.py"), args.verb] + args.rest)
+
+
+def parser():
+    ap = argparse.ArgumentParser(prog="run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    def verb(name, fn, gpu=False, **kw):
+        p = sub.add_parser(name, description=fn.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, **kw)
+        p.set_defaults(fn=fn)
+        if gpu:
+            p.add_argument("--bundle", default=".gpu-bundle", help="the folder `run.py bundle` packed")
+            p.add_argument("--out", default=os.environ.get("OUT", "."), help="where outputs go (default $OUT)")
+        return p
+
+    p = verb("bundle", cmd_bundle, help="pack flashsim and flashsim-gpu (or the Python package) for the GPU machine")
+    p.add_argument("--build", default="build/default")
+    p.add_argument("--out", default=None, help="default .gpu-bundle (.gpu-bundle-py with --python)")
+    p.add_argument("--binaries", default="flashsim,flashsim-gpu")
+    p.add_argument("--no-strip", action="store_true")
+    p.add_argument("--no-compress", action="store_true")
+    p.add_argument("--python", action="store_true", help="the Python package instead (a cp312 wheel and its libs)")
+    p.add_argument("--python-exe", default=os.environ.get("PYTHON312", "python3.12"))
+    p.add_argument("--golden-subset", metavar="SUITE", help="copy SUITE's cases under 500 KB to gpu_golden/default")
+
+    p = verb("check", cmd_check, gpu=True, help="every kernel version on the golden suites, then the sanitizers")
+    p.add_argument("--kernels", default="", help="comma-separated versions (default: all)")
+    p.add_argument("--dq", default="", help="also the backward with this --dq-strategy (partials)")
+    p.add_argument("--tiles", default="", help="also fa2-tiles at these tile flags")
+    p.add_argument("--no-sanitize", action="store_true")
+
+    p = verb("bench", cmd_bench, gpu=True, help="ours and SDPA's backends timed in one run, one table")
+    p.add_argument("--grid", default="", help='extra flags for both ("--seqlens 4096 --head-dims 128")')
+    p.add_argument("--kernels", default="")
+    p.add_argument("--tag", default="", help="a suffix of the output files")
+
+    p = verb("traffic", cmd_traffic, gpu=True, help="Nsight Compute runs (ncu.py's metric sets and problems)")
+    p.add_argument("what", choices=["fa2", "own", "sdpa", "tiles", "autotune-tiles", "layouts", "metric-sets"])
+    p.add_argument("--shapes", default="first", choices=sorted(ncu.SHAPES), help="sdpa: the shape set")
+    p.add_argument("--metrics", default="traffic", choices=["traffic", "dram"], help="sdpa: the metric set")
+    p.add_argument("--runs", type=int, default=1, help="sdpa: repeats, each into OUT/runN/SET")
+    p.add_argument("--only", default="", help="sdpa: only shapes whose name contains this")
+    p.add_argument("--head-dims", default="64,128", help="tiles, autotune-tiles")
+    p.add_argument("--features", default="bias,plain", help="autotune-tiles")
+    p.add_argument("--seqlen", type=int, default=4096, help="tiles, autotune-tiles")
+    p.add_argument("--dtype", default="bf16", help="tiles, autotune-tiles")
+
+    p = verb("compare", cmd_compare, help="here: the recorded SDPA reports of a set against the prediction")
+    p.add_argument("--flashsim", default=os.path.join(ROOT, "build/default/flashsim"))
+    p.add_argument("--set", default="first", choices=["first", "repeat", "validation", "validation2"])
+    p.add_argument("--replayed", action="store_true", help="each report's own replayed DRAM counters")
+
+    def autotune_flags(p):
+        p.add_argument("--grid", default="", help='small, or autotune flags ("--head-dims 128 ...")')
+        p.add_argument("--args", default="", help='more autotune flags ("--repeats 20")')
+        p.add_argument("--budget-s", type=float, default=530, help="seconds the whole verb may take")
+
+    p = verb("autotune", cmd_autotune, gpu=True, help="every fa2-v1 instance checked, then timed")
+    p.add_argument("--no-check", action="store_true")
+    p.add_argument("--no-time", action="store_true")
+    autotune_flags(p)
+
+    p = verb("tune-validate", cmd_tune_validate, gpu=True, help="sim tune --check's timings and the table's goldens")
+    p.add_argument("--grid-budget-s", type=float, default=300)
+    p.add_argument("--heldout-budget-s", type=float, default=150)
+    p.set_defaults(no_check=True, no_time=False, grid="", args="", budget_s=0)
+
+    p = verb("probe", cmd_probe, help="build and run a probe of probes/")
+    p.add_argument("name", choices=sorted(PROBES))
+    p.add_argument("--out", default=os.environ.get("OUT", "."))
+    p.add_argument("--arch", default="sm_90")
+    p.add_argument("--probes", default="", help="l2: one family (dirty_reuse, causal_mimic ...)")
+    p.add_argument("--metrics", default="", choices=["", "dram"], help="l2: the DRAM counters alone (one pass)")
+
+    p = verb("sdpa", cmd_sdpa, help="PyTorch SDPA: bench, once, decode, decode-once, golden (sdpa.py)")
+    p.add_argument("what", choices=["bench", "once", "decode", "decode-once", "golden"])
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+
+    p = verb("python-check", cmd_python_check, help="the Python package's tests and the SDPA plugin example")
+    p.add_argument("suites", nargs="*")
+    p.add_argument("--bundle", default=".gpu-bundle-py")
+    p.add_argument("--out", default=os.environ.get("OUT", "/tmp/flashsim-py"))
+
+    p = verb("table", cmd_table, help="tables from recorded files")
+    p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check"])
+    p.add_argument("files", nargs="+")
+    p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
+
+    p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
+    p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models"])
+    p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
+    p.add_argument("results", nargs="?", default="", help="l2-adverse: the probes' results folder")
+
+    for name, what in (("resources", "fa2-v1's compiled resources as CSV (gpu/tools/sass.py)"),
+                       ("spills", "LDL / STL of every kernel's SASS (gpu/tools/sass.py)")):
+        p = verb(name, cmd_sass, help=what)
+        p.add_argument("rest", nargs=argparse.REMAINDER)
+    return ap
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    return args.fn(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

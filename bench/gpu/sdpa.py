@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""PyTorch's scaled_dot_product_attention on the GPU machine (needs torch with CUDA), for run.py and ncu:
+
+  python3 bench/gpu/sdpa.py bench [--seqlens ...]    backends timed on flashsim-gpu bench's grid (CSV)
+  python3 bench/gpu/sdpa.py once B H HKV N D CAUSAL  one flash forward + backward, for ncu to profile
+  python3 bench/gpu/sdpa.py decode                   the flash backend on decode steps, each launched kernel timed
+                                                     (calibration h100.sdpa_decode_splits)
+  python3 bench/gpu/sdpa.py decode-once B N          one flash decode call, for ncu
+  python3 bench/gpu/sdpa.py golden OUT               SDPA as a candidate on the smoke suite and on gpu_golden/default
+                                                     (run.py bundle --golden-subset), candidates as a tarball in OUT
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BACKENDS = {"sdpa-flash": SDPBackend.FLASH_ATTENTION, "sdpa-cudnn": SDPBackend.CUDNN_ATTENTION,
+            "sdpa-efficient": SDPBackend.EFFICIENT_ATTENTION}
+
+
+def median_ms(fn, count, warmup, repeats):
+    """Median over `repeats` timed calls fn(i) (i cycling through the `count` input sets) after `warmup` calls."""
+    for i in range(warmup):
+        fn(i % count)
+    times = []
+    for i in range(repeats):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn((warmup + i) % count)
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def bench(argv):
+    """flash, cuDNN and efficient backends on flashsim-gpu bench's grid: bf16, batch = 16384 / seqlen and heads =
+    2048 / head dim unless given, causal and not. CUDA events around each call, warm-up first, the median of
+    --repeats timed calls, inputs rotated through more memory than L2 holds. FLOPs as flashsim-gpu counts them
+    (4 B H S^2 d forward, halved when causal; backward 2.5x). CSV on stdout with `flashsim-gpu bench --csv`'s
+    columns."""
+    ap = argparse.ArgumentParser(prog="sdpa.py bench")
+    ap.add_argument("--seqlens", default="1024,4096,16384")
+    ap.add_argument("--head-dims", default="64,128")
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--heads", type=int, default=0)
+    ap.add_argument("--causal", default="both", choices=["no", "yes", "both"])
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--rotate-mb", type=int, default=256)
+    args = ap.parse_args(argv)
+    print("kernel,problem,fwd_ms,fwd_tflops,bwd_ms,bwd_tflops,skipped")
+    for d in map(int, args.head_dims.split(",")):
+        for n in map(int, args.seqlens.split(",")):
+            for causal in (False, True):
+                if (causal and args.causal == "no") or (not causal and args.causal == "yes"):
+                    continue
+                b = args.batch or max(1, 16384 // n)
+                h = args.heads or max(1, 2048 // d)
+                # The problem as flashsim describes it (AttentionProblem::describe).
+                problem = f"b{b} h{h} q{n} k{n} d{d}{' causal' if causal else ''} bf16"
+                flops = 4.0 * b * h * n * n * d / (2 if causal else 1)
+                per_set = 5 * b * n * h * d * 2  # q k v o do, bf16
+                sets = []
+                for _ in range(max(1, min(16, args.rotate_mb * 2**20 // per_set + 1))):
+                    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                               for _ in range(3))
+                    sets.append((q, k, v, torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16)))
+                for name, backend in BACKENDS.items():
+                    try:
+                        with sdpa_kernel(backend):
+                            def forward(i):
+                                q, k, v, _ = sets[i]
+                                return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                            fwd = median_ms(forward, len(sets), 3, args.repeats)
+                            outs = [forward(i) for i in range(len(sets))]
+                            bwd = median_ms(lambda i: torch.autograd.grad(outs[i], sets[i][:3], sets[i][3], retain_graph=True),
+                                            len(sets), 3, args.repeats)
+                        print(f"{name},{problem},{fwd:.4f},{flops / fwd / 1e9:.1f},{bwd:.4f},{2.5 * flops / bwd / 1e9:.1f},\"\"",
+                              flush=True)
+                    except RuntimeError as e:
+                        print(f"{name},{problem},0,0,0,0,\"{str(e).splitlines()[0][:80]}\"", flush=True)
+                    torch.cuda.empty_cache()
+
+
+
+def once(argv):
+    """One forward and backward of the flash backend, for ncu: BATCH HEADS HEADS_KV SEQLEN HEAD_DIM CAUSAL(0|1); bf16
+    inputs from torch.randn, [batch, heads, seqlen, dim] as SDPA takes them; GQA through enable_gqa=True."""
+    b, h, hkv, n, d, causal = (int(x) for x in argv[:6])
+    torch.manual_seed(0)
+    dev = "cuda"
+    q = torch.randn(b, h, n, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(b, hkv, n, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(b, hkv, n, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    kwargs = {"is_causal": bool(causal)}
+    if hkv != h:
+        kwargs["enable_gqa"] = True
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, **kwargs)
+        o.backward(torch.randn_like(o))
+    torch.cuda.synchronize()
+    print(f"ok b{b} h{h}/{hkv} n{n} d{d} causal{causal}", flush=True)
+
+
+def decode(argv):
+    """The flash backend (FlashAttention-2's mha_fwd, vendored in PyTorch) on a decode step: one query row per
+    sequence, 32 query heads over 8 kv heads (enable_gqa), contiguous K/V, head dim 128, bf16. Prints each launched
+    kernel (name, grid, time from the profiler) with L2 flushed before the call, median of 7 calls."""
+    from torch.profiler import ProfilerActivity, profile
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+
+    def one(batch, seqlen, hq=32, hk=8, d=128):
+        q = torch.randn(batch, hq, 1, d, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(batch, hk, seqlen, d, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn_like(k)
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            F.scaled_dot_product_attention(q, k, v, enable_gqa=True)  # warm up
+            torch.cuda.synchronize()
+            times = {}
+            for _ in range(7):
+                flush.random_(0, 255)
+                torch.cuda.synchronize()
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+                    torch.cuda.synchronize()
+                for e in prof.events():
+                    if e.device_type.name == "CUDA" and "flash" in e.name:
+                        times.setdefault(e.name, []).append(e.device_time)
+        print(f"batch {batch} seqlen_k {seqlen}: KV {2 * batch * hk * seqlen * d * 2 / 1e9:.3f} GB")
+        for name, ts in times.items():
+            print(f"  {statistics.median(ts):9.1f} us  {name[:200]}")
+
+    for batch, seqlen in [(64, 8192), (1, 8192), (8, 8192), (1, 32768), (16, 4096)]:
+        one(batch, seqlen)
+
+
+def decode_once(argv):
+    """One flash decode call (for ncu): BATCH SEQLEN_K, 32 query heads over 8 kv heads, d128, bf16."""
+    batch, seqlen = int(argv[0]), int(argv[1])
+    q = torch.randn(batch, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(batch, 8, seqlen, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    torch.cuda.synchronize()
+
+
+def golden(argv):
+    """SDPA (CUDA) as a candidate on the committed smoke suite and on gpu_golden/default (the default suite's cases
+    under 500 KB), through golden/examples/run_candidate.py; the candidate folders as a tarball in OUT, verified
+    afterwards here with `flashsim golden verify`."""
+    out = argv[0]
+    print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))
+    try:
+        import safetensors  # noqa: F401
+    except ImportError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--find-links",
+                        "gpu_golden/wheels", "safetensors"], check=True)
+    with tempfile.TemporaryDirectory() as work:
+        for suite, path in (("smoke", "golden/data/smoke"), ("default", "gpu_golden/default")):
+            subprocess.run([sys.executable, os.path.join(ROOT, "golden/examples/run_candidate.py"), "--golden", path,
+                            "--out", os.path.join(work, "sdpa-" + suite), "--kernel", "sdpa", "--no-verify"],
+                           check=True)
+        with tarfile.open(os.path.join(out, "sdpa_candidates.tar.gz"), "w:gz") as t:
+            for suite in ("smoke", "default"):
+                t.add(os.path.join(work, "sdpa-" + suite), "sdpa-" + suite)
+
+
+VERBS = {"bench": bench, "once": once, "decode": decode, "decode-once": decode_once, "golden": golden}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in VERBS:
+        sys.exit(__doc__)
+    VERBS[sys.argv[1]](sys.argv[2:])

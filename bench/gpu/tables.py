@@ -1,0 +1,190 @@
+"""Tables made from recorded runs, on any machine: ours beside SDPA (`flashsim-gpu bench --csv` and
+`sdpa.py bench`), the L2 and launch probes under ncu, the DRAM counters' run-to-run spread, and the summary
+lines of `flashsim-gpu check`. Each returns its lines; run.py prints them."""
+import collections
+import csv
+import os
+import re
+import statistics
+
+from ncu import read_metrics
+
+MIB = 2**20
+
+
+def read_bench_csv(path):
+    """The rows of a `flashsim-gpu bench --csv` (or `sdpa.py bench`) file that ran (no `skipped` reason)."""
+    with open(path) as f:
+        return [r for r in csv.DictReader(f) if not r["skipped"]]
+
+
+def bench_table(ours, sdpa):
+    """Per problem, each of our versions beside SDPA's flash and cuDNN backends, TFLOP/s forward and backward,
+    and our ratio to SDPA flash."""
+    ref = {(r["kernel"], r["problem"]): r for r in sdpa}
+    lines = [f"{'problem':<34} {'kernel':<14} {'fwd TF/s':>9} {'flash':>7} {'cudnn':>7} {'x flash':>8} "
+             f"{'bwd TF/s':>9} {'flash':>7} {'cudnn':>7} {'x flash':>8}"]
+    for r in ours:
+        fl, cu = ref.get(("sdpa-flash", r["problem"])), ref.get(("sdpa-cudnn", r["problem"]))
+
+        def cell(x, key):
+            return f"{float(x[key]):7.1f}" if x else "      -"
+
+        def ratio(key):
+            ok = fl and float(fl[key]) > 0 and float(r[key]) > 0
+            return f"{float(r[key]) / float(fl[key]):8.2f}" if ok else "       -"
+
+        lines.append(f"{r['problem']:<34} {r['kernel']:<14} {float(r['fwd_tflops']):9.1f} {cell(fl, 'fwd_tflops')} "
+                     f"{cell(cu, 'fwd_tflops')} {ratio('fwd_tflops')} {float(r['bwd_tflops']):9.1f} "
+                     f"{cell(fl, 'bwd_tflops')} {cell(cu, 'bwd_tflops')} {ratio('bwd_tflops')}")
+    return lines
+
+
+def launches(path):
+    """The launch list a probe writes on stderr: [(launch index, [fields after it])]."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("launch"):
+                fields = line.split()
+                out.append((int(fields[1]), fields[2:]))
+    return out
+
+
+def l2_probe_table(csv_path, launch_list):
+    """One line per L2 probe launch: what it did and what ncu measured (DRAM bytes, time), plus the figure each
+    probe exists for (h100.l2_dirty_bytes, h100.l2_reuse_bytes, h100.l2_adverse_reuse_bytes)."""
+    metrics, _ = read_metrics(csv_path)
+    lines = []
+    for launch, f in launches(launch_list):
+        kind, variant = f[0], ""
+        if kind in ("fa_mimic", "causal_mimic"):
+            variant, f = f[1], f[:1] + f[2:]
+        args = dict(zip(f[1::2], (int(x) for x in f[2::2])))
+        m = metrics[launch]
+        rd, wr, t = m["dram__bytes_read.sum"], m["dram__bytes_write.sum"], m.get("gpu__time_duration.sum", 0)
+        if kind == "stream_rw":
+            what = (f"footprint {args['footprint_bytes'] / MIB:5.0f} MiB, written {args['write_bytes'] / MIB:5.1f} MiB"
+                    f" -> still dirty at end {(args['write_bytes'] - wr) / 1e6:6.2f} MB")
+        elif kind == "reuse_read":
+            s = args["buffer_bytes"]
+            what = f"buffer {s / MIB:5.0f} MiB read 3x -> miss per re-read {(rd / s - 1) / 2:5.3f}"
+        elif kind == "write_then_spin":
+            what = f"written {args['write_bytes'] / MIB:4.0f} MiB, then idle {args['spin_us']:3d} us"
+        elif kind == "fa_mimic":
+            what = (f"{variant:28s} O {args['o_bytes'] / 1e6:5.1f} MB, K/V {args['kv_bytes'] / 1e6:6.1f} MB -> O still "
+                    f"dirty at end {(args['o_bytes'] - wr) / 1e6:5.2f} MB")
+        elif kind == "causal_mimic":
+            comp = args["q_bytes"] + args["kv_bytes"]
+            what = (f"{variant:24s} Q + K/V {comp / 1e6:5.1f} MB, O {args['o_bytes'] / 1e6:4.1f} MB -> reads "
+                    f"{rd / comp:5.3f}x the compulsory")
+        elif kind == "dirty_reuse":
+            s, first, spread = args["buffer_bytes"], args["dirty_first_bytes"], args["dirty_spread_bytes"]
+            when = f"first {first / MIB:3.0f}" if first else f"spread {spread / MIB:2.0f}"
+            what = (f"buffer {s / MIB:3.0f} MiB read 3x, dirty {when} MiB -> miss per re-read "
+                    f"{(rd / s - 1) / 2:5.3f}, dirty written back {wr / 1e6:5.1f} MB")
+        else:  # reuse_frames
+            s = args["buffer_bytes"]
+            what = (f"buffer {s / MIB:3.0f} MiB read 3x, dirty frames {args['frame_bytes'] * args['slots'] / 1e6:4.1f}"
+                    f" MB -> miss per re-read {(rd / s - 1) / 2:5.3f}")
+        lines.append(f"{launch:2d} {kind:15s} {what:74s} DRAM read {rd / 1e6:7.2f} MB, write {wr / 1e6:7.2f} MB, "
+                     f"{t / 1e3:6.1f} us")
+    return lines
+
+
+def launch_probe_table(launch_list, runs, bandwidth=2.97e12):
+    """One line per launch-probe kernel over the runs (ncu CSVs): its time in each run, its DRAM bytes and its
+    time beyond them at the copy bandwidth (the lowest time of the runs); then the median of that overhead over
+    the copy kernels (h100.kernel_latency_s). bandwidth: the profile's achieved_dram_bytes_per_s."""
+    reports = [read_metrics(p)[0] for p in runs]
+    lines, overheads = [], []
+    for launch, f in launches(launch_list):
+        what = " ".join(f)
+        times = [r[launch]["gpu__time_duration.sum"] / 1e3 for r in reports]
+        dram = reports[0][launch]["dram__bytes_read.sum"] + reports[0][launch]["dram__bytes_write.sum"]
+        busy = dram / bandwidth * 1e6
+        over = min(times) - busy
+        if f[0] == "copy":
+            overheads.append(over)
+        lines.append(f"{launch:2d} {what:<62} time {' '.join(f'{t:7.2f}' for t in times)} us  DRAM {dram / 1e6:7.1f} MB"
+                     f" = {busy:6.2f} us  beyond it {over:5.2f} us")
+    if overheads:
+        lines.append(f"copy kernels: time beyond DRAM bytes at {bandwidth / 1e12:.2f} TB/s, median "
+                     f"{statistics.median(overheads):.2f} us (range {min(overheads):.2f} .. {max(overheads):.2f})")
+    return lines
+
+
+DRAM_COUNTERS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
+
+
+def dram_spread(folders):
+    """Run-to-run spread of ncu's DRAM counters (h100.ncu_dram_repeatability): for every problem profiled more
+    than once with the two DRAM counters alone (ncu_dram_<problem>.csv under the folders, recursively), per
+    kernel and counter the lowest and highest figure and their difference as a share of the kernel's DRAM bytes
+    (the smaller of its runs), largest first; then the largest share among figures under a fifth of their
+    kernel's bytes and among write figures."""
+    runs = collections.defaultdict(list)
+    for folder in folders:
+        for root, _, files in os.walk(folder):
+            for f in sorted(files):
+                if f.startswith("ncu_dram_") and f.endswith(".csv"):
+                    runs[f[len("ncu_dram_"):-len(".csv")]].append(read_metrics(os.path.join(root, f)))
+    rows = []
+    for problem, reports in sorted(runs.items()):
+        if len(reports) < 2:
+            continue
+        for kernel, name in sorted(reports[0][1].items()):
+            totals = [sum(m[kernel][c] for c in DRAM_COUNTERS) for m, _ in reports]
+            for c in DRAM_COUNTERS:
+                values = [m[kernel][c] for m, _ in reports]
+                share = (max(values) - min(values)) / min(totals)
+                small = max(values) < min(totals) / 5
+                rows.append((share, problem, name.split("<")[0].replace("void ", ""), c, len(values),
+                             min(values), max(values), small))
+    rows.sort(reverse=True)
+    lines = [f"{len(runs)} problems, {sum(len(r) for r in runs.values())} reports",
+             f"{'spread':>7}  {'problem':<24} {'kernel':<45} {'counter':<22} runs  min .. max MB"]
+    for share, problem, kernel, c, n, lo, hi, _ in rows:
+        lines.append(f"{share * 100:6.2f}%  {problem:<24} {kernel:<45} {c:<22} {n:4d}  {lo / 1e6:.3f} .. {hi / 1e6:.3f}")
+    small = [r[0] for r in rows if r[7]]
+    writes = [r[0] for r in rows if r[3] == DRAM_COUNTERS[1]]
+    if rows:
+        lines += [f"largest spread, figures under a fifth of their kernel's DRAM bytes ({len(small)}): "
+                  f"{max(small, default=0) * 100:.2f}%",
+                  f"largest spread, write figures ({len(writes)}): {max(writes, default=0) * 100:.2f}%",
+                  f"largest spread, all figures ({len(rows)}): {rows[0][0] * 100:.2f}%"]
+    return lines
+
+
+CHECK_SUMMARY = re.compile(r"^== |cases passed|ALL PASS|SOME OUTPUTS FAILED|^skipped|ERROR SUMMARY|RACECHECK SUMMARY")
+
+
+def check_summary(text):
+    """The lines of a `flashsim-gpu check` log that say what ran and how it ended (a version's header, the
+    verdicts, the sanitizers' summaries), each once with its count, most frequent first."""
+    counts = collections.Counter(line for line in text.splitlines() if CHECK_SUMMARY.search(line))
+    return [f"{n:7d} {line}" for line, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def check_clean(text):
+    """Whether a `flashsim-gpu check --quiet` log ran every case (none skipped, none forward only)."""
+    return "cases run (0 forward only), 0 skipped" in text
+
+
+INSTANCE = re.compile(r"(fwd|bwd) d(\d+) .* Br(\d+) Bc(\d+) w(\d+)(?: st(\d+))?")
+
+
+def instances(dry_run):
+    """The configs of `flashsim-gpu autotune --dry-run`'s plan: [(pass, head dim, Br, Bc, warps, stages or None)],
+    each once, in its order."""
+    seen, out = set(), []
+    for line in dry_run.splitlines():
+        m = INSTANCE.search(line)
+        if not m:
+            continue
+        p, d, br, bc, w, st = m.groups()
+        key = (p, int(d), int(br), int(bc), int(w), int(st) if st else None)
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
