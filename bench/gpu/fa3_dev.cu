@@ -1,0 +1,200 @@
+// fa3-v1's standalone development driver: builds on the GPU machine from the kernel headers alone (nvcc and the
+// CUTLASS headers, no flashsim library), checks the forward against a plain fp32 attention on the GPU over a
+// few shapes (odd lengths, GQA, causal, window, softcap, every head dim), then times it. The goldens check the
+// same kernel through flashsim-gpu; this is the quick loop while the kernel changes.
+//   bash bench/gpu/fa3_dev.sh CUTLASS_INCLUDE OUT   (compiles it with gpu/fa3/fa3_fwd_d*.cu, runs it, times SDPA)
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "fa3_launch.h"
+
+using flashsim::gpu::fa3::Fa3FwdParams;
+
+#define CHECK(call)                                                                         \
+  do {                                                                                      \
+    cudaError_t e_ = (call);                                                                \
+    if (e_ != cudaSuccess) {                                                                \
+      std::printf("CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__, \
+                  cudaGetErrorString(e_));                                                  \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+// Deterministic uniform [-1, 1) inputs from a hash of the index.
+__global__ void fill_uniform(__nv_bfloat16* x, int64_t n, uint32_t seed) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed * 0x9E3779B9u ^ uint32_t(i >> 32);
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    x[i] = __float2bfloat16(float(h & 0xFFFFFF) / float(1 << 23) - 1.f);
+  }
+}
+
+// One query row per thread, fp32, the same score pipeline (scale, softcap, bottom-right window).
+__global__ void reference_attention(Fa3FwdParams a, float* o, float* lse) {
+  const int row = blockIdx.x * blockDim.x + threadIdx.x, h = blockIdx.y, b = blockIdx.z;
+  if (row >= a.seqlen_q) return;
+  const int d = a.head_dim, hk = h / a.group;
+  auto q = static_cast<const __nv_bfloat16*>(a.q) + ((int64_t(b) * a.seqlen_q + row) * a.heads_q + h) * d;
+  auto K = [&](int j) { return static_cast<const __nv_bfloat16*>(a.k) + ((int64_t(b) * a.seqlen_k + j) * a.heads_kv + hk) * d; };
+  auto V = [&](int j) { return static_cast<const __nv_bfloat16*>(a.v) + ((int64_t(b) * a.seqlen_k + j) * a.heads_kv + hk) * d; };
+  auto score = [&](int j, bool& vis) {
+    const int diag = row + a.seqlen_k - a.seqlen_q;
+    vis = (a.window_left < 0 || j >= diag - a.window_left) && (a.window_right < 0 || j <= diag + a.window_right);
+    float s = 0;
+    for (int c = 0; c < d; ++c) s += __bfloat162float(q[c]) * __bfloat162float(K(j)[c]);
+    s *= a.scale;
+    if (a.softcap > 0) s = a.softcap * tanhf(s / a.softcap);
+    return s;
+  };
+  float m = -INFINITY;
+  for (int j = 0; j < a.seqlen_k; ++j) {
+    bool vis;
+    const float s = score(j, vis);
+    if (vis) m = fmaxf(m, s);
+  }
+  float l = 0, acc[256] = {};
+  for (int j = 0; j < a.seqlen_k; ++j) {
+    bool vis;
+    const float s = score(j, vis);
+    if (!vis) continue;
+    const float p = expf(s - m);
+    l += p;
+    for (int c = 0; c < d; ++c) acc[c] += p * __bfloat162float(V(j)[c]);
+  }
+  float* out = o + ((int64_t(b) * a.seqlen_q + row) * a.heads_q + h) * d;
+  for (int c = 0; c < d; ++c) out[c] = l > 0 ? acc[c] / l : 0.f;
+  lse[(int64_t(b) * a.heads_q + h) * a.seqlen_q + row] = l > 0 ? m + logf(l) : -INFINITY;
+}
+
+cudaError_t launch(const Fa3FwdParams& a) { return flashsim::gpu::fa3::launch_fwd(a, true, nullptr); }
+
+struct Shape {
+  int b, h, hkv, sq, sk, d;
+  int wl, wr;
+  float softcap;
+};
+
+struct Buffers {
+  __nv_bfloat16 *q, *k, *v, *o;
+  float *lse, *ro, *rlse;
+};
+
+Fa3FwdParams params_of(const Shape& s, const Buffers& buf) {
+  Fa3FwdParams a;
+  a.q = buf.q, a.k = buf.k, a.v = buf.v, a.o = buf.o, a.lse = buf.lse;
+  a.batch = s.b, a.heads_q = s.h, a.heads_kv = s.hkv, a.group = s.h / s.hkv;
+  a.seqlen_q = s.sq, a.seqlen_k = s.sk, a.total_q = int64_t(s.b) * s.sq, a.total_k = int64_t(s.b) * s.sk;
+  a.head_dim = s.d, a.scale = 1.f / std::sqrt(float(s.d)), a.softcap = s.softcap;
+  a.window_left = s.wl, a.window_right = s.wr;
+  return a;
+}
+
+Buffers alloc(const Shape& s, bool with_ref) {
+  Buffers buf{};
+  const int64_t nq = int64_t(s.b) * s.sq * s.h * s.d, nk = int64_t(s.b) * s.sk * s.hkv * s.d;
+  CHECK(cudaMalloc(&buf.q, nq * 2));
+  CHECK(cudaMalloc(&buf.k, nk * 2));
+  CHECK(cudaMalloc(&buf.v, nk * 2));
+  CHECK(cudaMalloc(&buf.o, nq * 2));
+  CHECK(cudaMalloc(&buf.lse, int64_t(s.b) * s.h * s.sq * 4));
+  fill_uniform<<<1024, 256>>>(buf.q, nq, 1);
+  fill_uniform<<<1024, 256>>>(buf.k, nk, 2);
+  fill_uniform<<<1024, 256>>>(buf.v, nk, 3);
+  CHECK(cudaMemset(buf.o, 0xFF, nq * 2));  // NaN: an unwritten output fails the check
+  CHECK(cudaMemset(buf.lse, 0xFF, int64_t(s.b) * s.h * s.sq * 4));
+  if (with_ref) {
+    CHECK(cudaMalloc(&buf.ro, nq * 4));
+    CHECK(cudaMalloc(&buf.rlse, int64_t(s.b) * s.h * s.sq * 4));
+  }
+  return buf;
+}
+
+void release(Buffers& buf) {
+  for (void* p : {(void*)buf.q, (void*)buf.k, (void*)buf.v, (void*)buf.o, (void*)buf.lse, (void*)buf.ro, (void*)buf.rlse})
+    if (p) CHECK(cudaFree(p));
+}
+
+bool check(const Shape& s) {
+  Buffers buf = alloc(s, true);
+  const Fa3FwdParams a = params_of(s, buf);
+  CHECK(launch(a));
+  reference_attention<<<dim3((s.sq + 127) / 128, s.h, s.b), 128>>>(a, buf.ro, buf.rlse);
+  CHECK(cudaDeviceSynchronize());
+  const int64_t nq = int64_t(s.b) * s.sq * s.h * s.d, nl = int64_t(s.b) * s.h * s.sq;
+  std::vector<__nv_bfloat16> o(nq);
+  std::vector<float> ro(nq), lse(nl), rlse(nl);
+  CHECK(cudaMemcpy(o.data(), buf.o, nq * 2, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(ro.data(), buf.ro, nq * 4, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(lse.data(), buf.lse, nl * 4, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(rlse.data(), buf.rlse, nl * 4, cudaMemcpyDeviceToHost));
+  double err2 = 0, ref2 = 0, max_err = 0, lse_err = 0;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < nq; ++i) {
+    const double x = __bfloat162float(o[i]), r = ro[i];
+    if (!std::isfinite(x)) ++bad;
+    err2 += (x - r) * (x - r), ref2 += r * r, max_err = std::max(max_err, std::abs(x - r));
+  }
+  for (int64_t i = 0; i < nl; ++i) {
+    if (std::isinf(rlse[i]) && std::isinf(lse[i])) continue;
+    if (!std::isfinite(lse[i])) ++bad;
+    lse_err = std::max(lse_err, double(std::abs(lse[i] - rlse[i])));
+  }
+  const double rel = std::sqrt(err2 / std::max(ref2, 1e-30));
+  const bool ok = bad == 0 && rel < 1e-2 && lse_err < 1e-3;
+  std::printf("check b%d h%d/%d sq%d sk%d d%d win(%d,%d) cap%g: rel_l2 %.2e max_abs %.2e lse_err %.2e nonfinite %lld %s\n",
+              s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, s.softcap, rel, max_err, lse_err, (long long)bad,
+              ok ? "ok" : "FAIL");
+  release(buf);
+  return ok;
+}
+
+void time_shape(const Shape& s) {
+  Buffers buf = alloc(s, false);
+  const Fa3FwdParams a = params_of(s, buf);
+  for (int i = 0; i < 3; ++i) CHECK(launch(a));
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int rep = 0; rep < 5; ++rep) {
+    CHECK(cudaEventRecord(e0));
+    for (int i = 0; i < 10; ++i) CHECK(launch(a));
+    CHECK(cudaEventRecord(e1));
+    CHECK(cudaEventSynchronize(e1));
+    float t;
+    CHECK(cudaEventElapsedTime(&t, e0, e1));
+    ms.push_back(t / 10);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double t = ms[ms.size() / 2];
+  const bool causal = s.wr == 0 && s.wl < 0;
+  const double flops = 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
+  std::printf("time b%d h%d n%d d%d %s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d, causal ? "causal" : "full", t,
+              flops / t / 1e9);
+  release(buf);
+}
+
+int main() {
+  bool ok = true;
+  const Shape checks[] = {
+      {1, 2, 2, 128, 128, 128, -1, -1, 0},    {2, 4, 2, 300, 517, 128, -1, -1, 0}, {2, 4, 4, 517, 300, 128, -1, 0, 0},
+      {1, 4, 1, 1000, 1000, 64, -1, 0, 0},    {1, 2, 2, 777, 777, 96, 100, 20, 0}, {1, 2, 2, 640, 640, 256, -1, 0, 0},
+      {1, 2, 2, 333, 1024, 256, -1, -1, 0},   {1, 2, 1, 500, 700, 128, -1, -1, 30.f}, {1, 2, 2, 64, 200, 64, 10, 0, 0},
+      {1, 2, 2, 256, 256, 128, 0, 0, 0},
+  };
+  for (const Shape& s : checks) ok = check(s) && ok;
+  std::printf("checks: %s\n", ok ? "all ok" : "FAILED");
+  for (int d : {64, 128})
+    for (int n : {1024, 4096, 16384})
+      for (int causal = 0; causal < 2; ++causal) time_shape({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0});
+  time_shape({2, 16, 16, 4096, 4096, 256, -1, -1, 0});
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# On the GPU machine: fa3-v1's quick loop. Compiles bench/gpu/fa3_dev.cu with gpu/fa3/fa3_fwd_d*.cu (one nvcc per
+# head dim, in parallel), runs its checks and timings, then times SDPA's cuDNN and flash backends on the same
+# grid in the same run:
+#   bash bench/gpu/fa3_dev.sh CUTLASS_INCLUDE_TARBALL OUT
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+tarball=$1
+out=$2
+inc=$(mktemp -d)
+tar -C "$inc" -xJf "$tarball"
+flags=(-std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -DNDEBUG -Xptxas -v
+  -I gpu/fa3 -I families/fa3/include -I "$inc/include")
+obj=$(mktemp -d)
+start=$(date +%s)
+for src in gpu/fa3/fa3_fwd_d*.cu bench/gpu/fa3_dev.cu; do
+  nvcc "${flags[@]}" -c "$src" -o "$obj/$(basename "$src" .cu).o" > "$out/ptxas_$(basename "$src" .cu).txt" 2>&1 &
+done
+wait
+nvcc -gencode=arch=compute_90a,code=sm_90a "$obj"/*.o -o "$obj/fa3_dev" >> "$out/ptxas_link.txt" 2>&1
+echo "compiled in $(($(date +%s) - start)) s"
+grep -h -E "error|registers|spill" "$out"/ptxas_*.txt | grep -v "0 bytes spill" | sort | uniq -c | head -20
+nvidia-smi -L
+"$obj/fa3_dev" | tee "$out/fa3_dev.txt"
+PYTHONUNBUFFERED=1 python3 bench/gpu/fa3_dev_sdpa.py | tee "$out/sdpa.txt"

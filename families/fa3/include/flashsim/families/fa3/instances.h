@@ -1,0 +1,54 @@
+#pragma once
+// fa3-v1's spec (gpu/fa3/, FlashAttention forward on Hopper: TMA, wgmma, warp specialization): the tiles it is
+// compiled for, one per head dim, and the arithmetic that sizes them. Header-only, no CUDA: the CUDA dispatch
+// (gpu/fa3/fa3_fwd_launch.cuh), the host checks (gpu/fa3/fa3_v1.cpp) and the simulator read the same table.
+//
+// A CTA is three warpgroups (384 threads): warpgroup 0 is the producer (one elected thread issues the TMA
+// loads; the warpgroup gives its registers back with setmaxnreg), warpgroups 1 and 2 are consumers, each owning
+// 64 of the kBlockM = 128 query rows (wgmma's M is 64 a warpgroup).
+//
+// Registers (65536 a SM, one CTA a SM): setmaxnreg gives the producer 24 a thread and each consumer 240:
+// 128 x (24 + 2 x 240) = 64512 <= 65536. A consumer thread keeps O (64 d / 128 = d / 2 fp32), S (64 Bc / 128 =
+// Bc / 2 fp32) and P (Bc / 4 32-bit registers of two 16-bit values): d128 Bc128: 64 + 64 + 32 = 160, leaving
+// 80 for addresses, row statistics and the wgmma descriptors; d256 Bc64: 128 + 32 + 16 = 176.
+//
+// Shared memory (227 KB opt-in on the H100, read from the device at launch): Q (kBlockM x d) once, K and V
+// (Bc x d) kStages deep each, 2-byte elements, 1 KB alignment (128-byte swizzle) and the mbarriers:
+//   d64  Bc128 st2: 16 + 2 x 2 x 16 = 80 KB      d128 Bc128 st2: 32 + 2 x 2 x 32 = 160 KB
+//   d96  Bc128 st2: 24 + 2 x 2 x 24 = 120 KB     d256 Bc64  st2: 64 + 2 x 2 x 32 = 192 KB
+#include <cstdint>
+
+namespace flashsim {
+
+struct Fa3FwdInstance {
+  int head_dim, block_q, block_k, stages;
+};
+
+inline constexpr int kFa3ConsumerWarpgroups = 2;  // wgmma's M is 64 rows a warpgroup: 128 query rows a CTA
+inline constexpr int kFa3Threads = (1 + kFa3ConsumerWarpgroups) * 128;
+inline constexpr int64_t kFa3ElementBytes = 2;  // bf16 / fp16 tiles (wgmma's 16-bit operands)
+
+// clang-format off
+inline constexpr Fa3FwdInstance kFa3FwdInstances[] = {
+    // Bc128 at d <= 128: S of 64 x 128 a warpgroup (64 fp32 a thread) beside O; two stages let the producer
+    // load block n - 1 while the consumers multiply block n.
+    {64, 128, 128, 2}, {96, 128, 128, 2}, {128, 128, 128, 2},
+    // d256: O alone is 128 fp32 a thread, so S shrinks to Bc64 (32 a thread), and Q (64 KB) + two stages of
+    // K and V (128 KB) is the most that fits 227 KB.
+    {256, 128, 64, 2},
+};
+// clang-format on
+
+// Shared memory of a forward tile, bytes (the kernel's SharedStorage adds its barriers, under 1 KB).
+constexpr int64_t fa3_fwd_smem_bytes(int head_dim, int block_q, int block_k, int stages) {
+  return (static_cast<int64_t>(block_q) + 2LL * stages * block_k) * head_dim * kFa3ElementBytes;
+}
+
+// The instance of a head dim; nullptr when fa3-v1 has none.
+constexpr const Fa3FwdInstance* fa3_fwd_instance(int head_dim) {
+  for (const Fa3FwdInstance& e : kFa3FwdInstances)
+    if (e.head_dim == head_dim) return &e;
+  return nullptr;
+}
+
+}  // namespace flashsim

@@ -1,0 +1,13 @@
+// fa3-v1's forward kernels of head dim 96 (fa3_launch.h): the instance of flashsim/families/fa3/instances.h.
+#include "fa3_fwd_launch.cuh"
+#include "fa3_launch.h"
+
+namespace flashsim::gpu::fa3 {
+
+template <>
+cudaError_t launch_fwd_head_dim<96>(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
+  constexpr Fa3FwdInstance e = *fa3_fwd_instance(96);
+  return launch_fa3_fwd_dtype<96, e.block_q, e.block_k, e.stages>(a, bf16, stream);
+}
+
+}  // namespace flashsim::gpu::fa3

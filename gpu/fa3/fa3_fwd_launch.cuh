@@ -1,0 +1,69 @@
+#pragma once
+// fa3-v1's forward launch for one instance (flashsim/families/fa3/instances.h): the TMA descriptors of q, k, v,
+// the grid, and cudaLaunchKernelEx with a cluster of one CTA (the pipelines' barriers are cluster-scoped).
+// Included by the per-head-dim translation units (fa3_fwd_d*.cu) and by bench/gpu's standalone driver; returns
+// CUDA's error instead of throwing, so that both can report it their way.
+#include <cuda_runtime.h>
+
+#include <cute/tensor.hpp>
+#include <cutlass/numeric_types.h>
+
+#include "fa3_fwd_kernel.cuh"
+
+namespace flashsim::gpu::fa3 {
+
+// q, k or v as the kernel's (rows, d, heads) tensor, for a TMA descriptor; rows >= 1 (a descriptor of an empty
+// tensor cannot be encoded; the kernel loads nothing then).
+template <class Tr>
+auto gmem_tensor(const void* ptr, int64_t rows, int heads) {
+  using Element = typename Tr::Element;
+  return make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)),
+                     make_layout(make_shape(static_cast<int>(rows < 1 ? 1 : rows), Int<Tr::kHeadDim>{}, heads),
+                                 make_stride(static_cast<int64_t>(heads) * Tr::kHeadDim, _1{},
+                                             static_cast<int64_t>(Tr::kHeadDim))));
+}
+
+template <int kHeadDim, int kBlockM, int kBlockN, int kStages, class Element, bool kSoftcap>
+cudaError_t launch_fa3_fwd(const Fa3FwdParams& a, cudaStream_t stream) {
+  using Tr = Fa3FwdTraits<kHeadDim, kBlockM, kBlockN, kStages, Element>;
+  using Params = Fa3FwdKernelParams<Tr>;
+  if (a.seqlen_q <= 0 || a.batch <= 0) return cudaSuccess;
+  Params prm{a,
+             make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.q, a.total_q, a.heads_q), typename Tr::SmemLayoutQ{},
+                           Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}),
+             make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.k, a.total_k, a.heads_kv),
+                           take<0, 2>(typename Tr::SmemLayoutK{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
+             make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.v, a.total_k, a.heads_kv),
+                           take<0, 2>(typename Tr::SmemLayoutV{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{})};
+  const auto kernel = flashsim_fa3_fwd_kernel<Tr, kSoftcap>;
+  constexpr int smem = Tr::kSmemBytes;
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      e != cudaSuccess)
+    return e;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(static_cast<unsigned>((a.seqlen_q + kBlockM - 1) / kBlockM),
+                        static_cast<unsigned>(a.heads_q), static_cast<unsigned>(a.batch));
+  config.blockDim = dim3(Tr::kThreads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute cluster = {};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  if (cudaError_t e = cudaLaunchKernelEx(&config, kernel, prm); e != cudaSuccess) return e;
+  return cudaGetLastError();
+}
+
+// The instance of kHeadDim (instances.h), bf16 or fp16, plain or softcapped.
+template <int kHeadDim, int kBlockM, int kBlockN, int kStages>
+cudaError_t launch_fa3_fwd_dtype(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
+  const bool cap = a.softcap > 0.f;
+  if (bf16)
+    return cap ? launch_fa3_fwd<kHeadDim, kBlockM, kBlockN, kStages, cutlass::bfloat16_t, true>(a, stream)
+               : launch_fa3_fwd<kHeadDim, kBlockM, kBlockN, kStages, cutlass::bfloat16_t, false>(a, stream);
+  return cap ? launch_fa3_fwd<kHeadDim, kBlockM, kBlockN, kStages, cutlass::half_t, true>(a, stream)
+             : launch_fa3_fwd<kHeadDim, kBlockM, kBlockN, kStages, cutlass::half_t, false>(a, stream);
+}
+
+}  // namespace flashsim::gpu::fa3

@@ -1,0 +1,25 @@
+#pragma once
+// What fa3-v1's forward kernel takes, as plain numbers and pointers (no flashsim header: the kernel headers
+// also build in bench/gpu's standalone driver). Layouts are the goldens' (flashsim/gpu/params.h): q, o
+// [total_q, heads_q, d], k, v [total_k, heads_kv, d] with d contiguous; lse [batch, heads_q, seqlen_q], or
+// [heads_q, total_q] with variable lengths.
+#include <cstdint>
+
+namespace flashsim::gpu::fa3 {
+
+struct Fa3FwdParams {
+  const void *q = nullptr, *k = nullptr, *v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+  const int32_t *cu_seqlens_q = nullptr, *cu_seqlens_k = nullptr;  // batch + 1 each, with varlen
+  int batch = 1, heads_q = 1, heads_kv = 1, group = 1;             // group = heads_q / heads_kv
+  int seqlen_q = 0, seqlen_k = 0;  // per sequence; with varlen the longest (the grid's extent)
+  int64_t total_q = 0, total_k = 0;
+  int head_dim = 0;
+  bool varlen = false;
+  float scale = 1.f;    // s = scale * q.k (> 0)
+  float softcap = 0.f;  // > 0: s = softcap * tanh(scale * q.k / softcap)
+  int window_left = -1, window_right = -1;  // bottom-right aligned, -1 unbounded; causal = (-1, 0)
+};
+
+}  // namespace flashsim::gpu::fa3
