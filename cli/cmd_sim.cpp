@@ -66,7 +66,7 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
           : std::string("no launch latency (not measured for this profile)"),
       calibrated
           ? fmt::format("MMA at the FA2 rate measured on this GPU ({:.0f} / {:.0f} TFLOP/s fwd / bwd), "
-                        "validated in bench/results/ncu_h100_2026-11-22/README.md",
+                        "validated: calibration h100.achieved_mma_flops",
                         hw.achieved_mma_flops_fwd / 1e12, hw.achieved_mma_flops_bwd / 1e12)
           : std::string("MMA at the tensor peak (no measured rate for this profile): a lower bound"));
   if (std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.cta.modelled; }))
@@ -475,7 +475,7 @@ void add_traffic(CLI::App& app) {
         fmt::print(
             "note: the DRAM counters come from a replayed ncu run (collected with other metrics): the "
             "predicted DRAM writes of every kernel after the first include {:.1f} MB that the replay "
-            "leaves dirty in L2 (measured on the H100: bench/results/ncu_h100_2026-11-22/README.md){}; "
+            "leaves dirty in L2 (measured on the H100: calibration h100.ncu_replay_write_bytes){}; "
             "--replayed no drops it; for one-pass counters profile the run again with only "
             "dram__bytes_read.sum,dram__bytes_write.sum and pass it with --ncu-dram\n",
             hw.ncu_replay_write_bytes / 1e6,

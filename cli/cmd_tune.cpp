@@ -151,7 +151,7 @@ void add_tune_command(CLI::App* sim) {
                  "Compare the model's ranking with a measured autotune CSV (flashsim-gpu autotune --out)");
   tu->add_option(
       "--resources", st->resources,
-      "fa2-v1's compiled registers (bench/gpu/kernel_resources.py's CSV; default: the built-in table "
+      "fa2-v1's compiled registers (the CSV of bench/gpu/run.py resources; default: the built-in table "
       "of the profile's kernel_arch); with --check, give the table of the binary that was timed");
   tu->add_flag("--progress", st->progress, "Progress on stderr");
   tu->callback([st] {

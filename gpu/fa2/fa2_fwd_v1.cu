@@ -7,7 +7,7 @@
 // arithmetic of each group), each for stages 1 and 2, bf16 and fp16. The launch table (fa2::launch_tile in
 // fa2_v1.cpp, used when no tile is given): d64 Br128 Bc64 st2; d96 Br128 Bc64 st1 (plain) or Bc32 st2 (score
 // pipeline); d128 Br128 Bc32 st2; d256 Br64 Bc64 st1: for d <= 128 the fastest tile whose kernel keeps every
-// register of the key loop out of local memory (the SASS count of bench/gpu/spills.py, on sm_80 and sm_90).
+// register of the key loop out of local memory (the SASS count of gpu/tools/sass.py spills, on sm_80 and sm_90).
 // Why these (fa2_fwd_traits.h has the register and shared-memory arithmetic):
 //   - Br128 Bc64 w4 is FlashAttention-2's own choice for d64..d128 on A100 / H100 (flash_fwd_launch_template.h):
 //     4 warps x 32 rows keep the O accumulators (32 x d / 32 lanes) plus S (32 x 64 / 32) in <= 192 fp32

@@ -2,7 +2,7 @@
 // in name, numbers and tiles, but taking their work in launch order with the (batch, head) index fastest: the
 // CTAs resident at once work on as many different heads, so no K/V block is still in L2 when the next CTA of
 // its head needs it, and K/V are read from DRAM once per query block. Its outputs are correct (it passes the
-// goldens); its DRAM reads are what `traffic compare` must flag (bench/results/dram_interval_h100_2026-11-26/).
+// goldens); its DRAM reads are what `traffic compare` must flag (calibration h100.dram_interval).
 #include "fa2_v1.h"
 #include "versions.h"
 

@@ -23,7 +23,7 @@ KernelResources KernelResources::parse(std::string_view csv, const std::string& 
     const auto it = std::find(header.begin(), header.end(), name);
     if (it == header.end())
       throw InputError("resources",
-                       fmt::format("{}: no column '{}' (bench/gpu/kernel_resources.py's CSV)", source, name));
+                       fmt::format("{}: no column '{}' (gpu/tools/sass.py resources' CSV)", source, name));
     return static_cast<size_t>(it - header.begin());
   };
   const size_t pass = col("pass"), d = col("head_dim"), bq = col("block_q"), bk = col("block_k"),

@@ -1,7 +1,7 @@
 #pragma once
 // What ptxas gave each compiled fa2-v1 kernel (its registers a thread, from a table that also lists spills): the
 // per-CTA model's occupancy takes these over its register estimate for a config fa2-v1 is compiled for. The
-// tables are bench/gpu/kernel_resources.py's CSV of the gpu/ build, one an architecture
+// tables are `bench/gpu/run.py resources`' CSV of the gpu/ build, one an architecture
 // (tiling_sim/resources/fa2_v1_<arch>.csv, embedded), regenerated with the kernels (ctest
 // sim.kernel_resources_match_build compares them with the build's binary).
 #include <cstdint>
@@ -21,7 +21,7 @@ struct CompiledKernel {
 class KernelResources {
  public:
   KernelResources() = default;
-  // The CSV of bench/gpu/kernel_resources.py (header: pass, head_dim, block_q, block_k, warps, kernel_warps,
+  // The CSV of gpu/tools/sass.py resources (header: pass, head_dim, block_q, block_k, warps, kernel_warps,
   // stages, dtype, pipeline, arch, registers, ...). InputError("resources") naming
   // the line on a malformed one; source names it in messages.
   static KernelResources parse(std::string_view csv, const std::string& source);

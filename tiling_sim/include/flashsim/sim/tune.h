@@ -61,9 +61,8 @@ AttentionProblem tune_problem(int64_t batch, int64_t heads, int64_t head_dim, DT
 // The configs of the space for a head dim (forward: Br, Bc, warps, stages; backward: bwd Br, Bc, warps).
 std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim);
 
-// The model's resolution: a config predicted faster than another by less than this is measured faster only 62 ..
-// 89% of the time, by 5% or more 97% (every pair of configs of an entry, predicted against the H100 timings of
-// 2026-11-25, bench/results/fa2_tune_h100_2026-11-26/README.md). The generated launch table keeps the hand-kept
+// The model's resolution: below it, which of two configs is faster is no longer reliably predicted (every pair of
+// configs of an entry, predicted against the H100 timings: calibration fa2.tune_resolution). The generated launch table keeps the hand-kept
 // config (fa2_hand_table.h) unless the model's best beats it by this much.
 inline constexpr double kTuneResolution = 0.05;
 

@@ -14,8 +14,8 @@
 //             at most 192; shared memory (2 Bc d + 4 Br d + Bc Br) x 2 bytes + 16 Br (lse shift and D).
 // Every entry has to fit the H100's 227 KB of opt-in shared memory (kFa2MaxSmemBytes); a device with less
 // (an A100: 163 KB) refuses the larger ones at run time (forward_unsupported names the limit).
-// Registers and spills of each kernel: bench/gpu/kernel_resources.py (recorded for sm_90 in
-// bench/results/fa2_tune_h100_2026-11-25/kernel_resources_sm90.csv); the "spills" below are its LDL / STL in
+// Registers and spills of each kernel: gpu/tools/sass.py resources (recorded for sm_90: calibration
+// fa2.register_overhead); the "spills" below are its LDL / STL in
 // the kernel's loops on sm_90.
 #include <algorithm>
 #include <cstdint>

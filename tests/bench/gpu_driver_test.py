@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""The GPU driver's CPU side (bench/gpu/run.py and its modules), without a GPU: every verb's arguments, ncu's
+command lines and CSV reader on the recorded reports of tests/data/ncu, the tables (the DRAM counters' spread of
+the recorded repeats, ours beside SDPA, the probes' tables), `flashsim-gpu check` summaries and autotune plans,
+a bundle packed from this build's flashsim and unpacked again, and `compare` on recorded reports.
+
+  gpu_driver_test.py DRIVER_DIR SOURCE_DIR FLASHSIM
+"""
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+DRIVER, SRC, FLASHSIM = sys.argv[1:4]
+sys.path.insert(0, DRIVER)
+import bundle  # noqa: E402
+import ncu  # noqa: E402
+import run  # noqa: E402
+import tables  # noqa: E402
+
+NCU = os.path.join(SRC, "tests", "data", "ncu")
+
+
+def write(folder, name, text):
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def ncu_csv(rows):
+    """An ncu details page: rows of (id, kernel, metric, unit, value)."""
+    lines = ['==PROF== Connected to process 1', '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"']
+    lines += [f'"{i}","{k}","{m}","{u}","{v}"' for i, k, m, u, v in rows]
+    return "\n".join(lines) + "\n"
+
+
+class Arguments(unittest.TestCase):
+    def parse(self, *argv):
+        return run.parser().parse_args(list(argv))
+
+    def test_every_verb(self):
+        a = self.parse("bundle", "--build", "build/b", "--out", "x", "--binaries", "flashsim")
+        self.assertEqual((a.fn, a.build, a.out, a.binaries), (run.cmd_bundle, "build/b", "x", "flashsim"))
+        a = self.parse("check", "--kernels", "fa2-v1", "--dq", "partials", "--no-sanitize")
+        self.assertEqual((a.fn, a.kernels, a.dq, a.no_sanitize, a.bundle), (run.cmd_check, "fa2-v1", "partials", True,
+                                                                            ".gpu-bundle"))
+        a = self.parse("bench", "--grid", "--seqlens 4096", "--tag", "_t")
+        self.assertEqual((a.fn, a.grid.split(), a.tag), (run.cmd_bench, ["--seqlens", "4096"], "_t"))
+        a = self.parse("traffic", "sdpa", "--shapes", "validation3", "--metrics", "dram", "--runs", "3")
+        self.assertEqual((a.fn, a.what, a.shapes, a.metrics, a.runs), (run.cmd_traffic, "sdpa", "validation3", "dram", 3))
+        for what in ("fa2", "own", "tiles", "autotune-tiles", "layouts", "metric-sets"):
+            self.assertEqual(self.parse("traffic", what).what, what)
+        self.assertEqual(self.parse("compare", "--set", "validation2", "--replayed").set, "validation2")
+        a = self.parse("autotune", "--no-check", "--grid", "small", "--budget-s", "100")
+        self.assertEqual((a.no_check, a.no_time, a.grid, a.budget_s), (True, False, "small", 100))
+        a = self.parse("tune-validate", "--out", "o")
+        self.assertEqual((a.fn, a.no_check, a.out), (run.cmd_tune_validate, True, "o"))
+        for name in ("l2", "launch", "cta-rates", "cta-stream"):
+            self.assertEqual(self.parse("probe", name).name, name)
+        self.assertEqual(self.parse("probe", "l2", "--probes", "causal_mimic", "--metrics", "dram").probes, "causal_mimic")
+        self.assertEqual(self.parse("sdpa", "once", "2", "16", "16", "2048", "96", "0").rest, ["2", "16", "16", "2048", "96", "0"])
+        self.assertEqual(self.parse("python-check", "smoke", "default").suites, ["smoke", "default"])
+        self.assertEqual(self.parse("table", "launch", "a.err", "r1.csv", "r2.csv").files, ["a.err", "r1.csv", "r2.csv"])
+        self.assertEqual(self.parse("derive", "l2-adverse", "fs", "res").results, "res")
+        a = self.parse("resources", "bin", "--arch", "sm_80")
+        self.assertEqual((a.verb, a.rest), ("resources", ["bin", "--arch", "sm_80"]))
+
+    def test_bad_verb_and_choice(self):
+        for argv in (["nosuchverb"], ["traffic", "nosuch"], ["traffic", "sdpa", "--shapes", "nosuch"], ["probe", "x"]):
+            with self.assertRaises(SystemExit), redirect_stdout(io.StringIO()), \
+                    open(os.devnull, "w") as null, redirect_stderr(null):
+                self.parse(*argv)
+
+
+def redirect_stderr(f):
+    import contextlib
+    return contextlib.redirect_stderr(f)
+
+
+class Ncu(unittest.TestCase):
+    def test_command(self):
+        cmd = ncu.command("dram", ["python3", "sdpa.py", "once", "1"], kernel_regex="flash")
+        self.assertEqual(cmd, ["ncu", "--clock-control", "none", "-k", "regex:flash", "--csv", "--metrics",
+                               "dram__bytes_read.sum,dram__bytes_write.sum", "python3", "sdpa.py", "once", "1"])
+        cmd = ncu.command("tile", ["fg"], kernel_regex="flashsim_fa2_fwd", launch_count=1, clock_control=False,
+                          extra=("--page", "raw"))
+        self.assertEqual(cmd[:7], ["ncu", "-k", "regex:flashsim_fa2_fwd", "--launch-count", "1", "--csv", "--page"])
+        self.assertEqual(len(ncu.TRAFFIC.split(",")), 16)
+        self.assertEqual(len(ncu.TILE.split(",")), 21)
+        self.assertTrue(ncu.AUTOTUNE.startswith(ncu.TILE + ","))
+
+    def test_recorded_shapes_are_the_recorded_reports(self):
+        for set_name, sub in (("first", ""), ("validation", "validation/"), ("validation2", "validation2/")):
+            for name in ncu.SHAPES[set_name]:
+                self.assertTrue(os.path.exists(os.path.join(NCU, sub + f"ncu_{name}.csv")), name)
+                self.assertTrue(os.path.exists(os.path.join(NCU, "single_pass", f"ncu_dram_{name}.csv")), name)
+
+    def test_problem_flags(self):
+        self.assertEqual(ncu.problem_flags((2, 32, 8, 2048, 128, False)),
+                         ["--batch", "2", "--heads", "32", "--heads-kv", "8", "--seqlen", "2048", "--head-dim", "128",
+                          "--dtype", "bf16"])
+        self.assertEqual(ncu.problem_flags((1, 8, 8, 16384, 128, True), dtype=None)[-1], "--causal")
+
+    def test_read_recorded_report(self):
+        metrics, names = ncu.read_metrics(os.path.join(NCU, "ncu_causal_d128_n4096.csv"))
+        self.assertEqual(len(metrics), len(names))
+        self.assertTrue(any("flash_fwd_kernel" in n for n in names.values()))
+        for m in metrics.values():
+            self.assertEqual(set(ncu.TRAFFIC.split(",")), set(m))
+            self.assertGreater(m["gpu__time_duration.sum"], 0)
+        dram, _ = ncu.read_metrics(os.path.join(NCU, "single_pass", "ncu_dram_causal_d128_n4096.csv"))
+        self.assertEqual(sorted(dram), sorted(metrics))
+
+    def test_units(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = write(tmp, "r.csv", ncu_csv([(0, "k", "dram__bytes_read.sum", "Mbyte", "1,234.5"),
+                                                (0, "k", "gpu__time_duration.sum", "usecond", "2")]))
+            m, names = ncu.read_metrics(path)
+        self.assertEqual(m, {0: {"dram__bytes_read.sum": 1234.5e6, "gpu__time_duration.sum": 2000}})
+        self.assertEqual(names, {0: "k"})
+
+
+class Tables(unittest.TestCase):
+    def test_dram_spread_of_the_recorded_repeats(self):
+        lines = tables.dram_spread([os.path.join(NCU, d) for d in ("single_pass", "single_pass_repeat", "dram_repeats")])
+        self.assertEqual(lines[0], "17 problems, 68 reports")
+        self.assertIn("d128_n16384_causal", lines[2])
+        self.assertTrue(lines[2].startswith("  5.43%"))
+        self.assertEqual(lines[-3:], [
+            "largest spread, figures under a fifth of their kernel's DRAM bytes (22): 0.67%",
+            "largest spread, write figures (68): 1.26%",
+            "largest spread, all figures (136): 5.43%"])
+
+    def test_bench_table(self):
+        head = "kernel,problem,fwd_ms,fwd_tflops,bwd_ms,bwd_tflops,skipped\n"
+        p = "b4 h16 q4096 k4096 d128 bf16"
+        with tempfile.TemporaryDirectory() as tmp:
+            ours = write(tmp, "o.csv", head + f"fa2-v1,{p},1,300.0,1,200.0,\nnaive-v1,{p},0,0,0,0,\"too big\"\n")
+            sdpa = write(tmp, "s.csv", head + f"sdpa-flash,{p},1,400.0,1,250.0,\"\"\nsdpa-cudnn,{p},1,500.0,1,0,\"\"\n")
+            lines = tables.bench_table(tables.read_bench_csv(ours), tables.read_bench_csv(sdpa))
+        self.assertEqual(len(lines), 2)  # the skipped row left out
+        self.assertEqual(lines[1].split(), [*p.split(), "fa2-v1", "300.0", "400.0", "500.0", "0.75", "200.0", "250.0",
+                                            "0.0", "0.80"])
+
+    def test_probe_tables(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = []
+            for i, (rd, wr, t) in enumerate(((100e6, 0, 40e3), (0, 8e6, 10e3))):
+                rows += [(i, "k", "dram__bytes_read.sum", "byte", rd), (i, "k", "dram__bytes_write.sum", "byte", wr),
+                         (i, "k", "gpu__time_duration.sum", "nsecond", t)]
+            report = write(tmp, "p.csv", ncu_csv(rows))
+            mib = 2**20
+            launches = write(tmp, "p.err", f"launch 0 reuse_read buffer_bytes {32 * mib}\n"
+                                           f"launch 1 stream_rw footprint_bytes {96 * mib} write_bytes {32 * mib}\nother\n")
+            l2 = tables.l2_probe_table(report, launches)
+            self.assertEqual(len(l2), 2)
+            self.assertIn("miss per re-read 0.990", l2[0])  # (100 MB / 32 MiB - 1) / 2
+            self.assertIn("still dirty at end  25.55 MB", l2[1])  # 32 MiB written, 8 MB of it to DRAM
+            copy = write(tmp, "c.err", "launch 0 copy 64 MiB\nlaunch 1 empty\n")
+            launch = tables.launch_probe_table(copy, [report, report], bandwidth=1e12)
+            self.assertIn("beyond it  -60.00 us".replace("  -", " -"), launch[0])
+            self.assertTrue(launch[-1].startswith("copy kernels: time beyond DRAM bytes at 1.00 TB/s, median -60.00"))
+
+    def test_check_summary_and_plan(self):
+        log = ("== fa2-v1 (fwd+bwd)\ncase a ok\n== fa2-v1 (fwd+bwd)\n18 cases run (0 forward only), 0 skipped\n"
+               "18 cases passed, 0 failed\nALL PASS\n")
+        self.assertEqual(tables.check_summary(log), ["      2 == fa2-v1 (fwd+bwd)", "      1 18 cases passed, 0 failed",
+                                                     "      1 ALL PASS"])
+        self.assertTrue(tables.check_clean(log))
+        plan = ("1 problems, 3 configs\n[1/3] fwd d128 bf16 plain n128 fwd Br128 Bc64 w4 st2\n"
+                "[2/3] fwd d128 bf16 plain n128 fwd Br128 Bc64 w4 st1\n[3/3] bwd d128 bf16 plain n128 bwd Br64 Bc64 w2\n")
+        self.assertEqual(tables.instances(plan), [("fwd", 128, 128, 64, 4, 2), ("fwd", 128, 128, 64, 4, 1),
+                                                  ("bwd", 128, 64, 64, 2, None)])
+
+
+class Bundle(unittest.TestCase):
+    def test_parse_ldd(self):
+        text = ("\tlinux-vdso.so.1 (0x7ff)\n\tlibopenblas.so.0 => /lib/x86_64-linux-gnu/libopenblas.so.0 (0x7f)\n"
+                "\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x7f)\n\t/lib64/ld-linux-x86-64.so.2 (0x7f)\n")
+        self.assertEqual(bundle.parse_ldd(text), [("libopenblas.so.0", "/lib/x86_64-linux-gnu/libopenblas.so.0"),
+                                                  ("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6")])
+
+    def test_pack_and_unpack(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "b")
+            files = bundle.pack(os.path.dirname(FLASHSIM), out, binaries=(os.path.basename(FLASHSIM),), strip=False)
+            self.assertEqual(files, sorted([os.path.basename(FLASHSIM), "lib.tar.xz"]))
+            with tarfile.open(os.path.join(out, "lib.tar.xz")) as t:
+                libs = [os.path.basename(n) for n in t.getnames() if n != "lib"]
+            self.assertTrue(libs)
+            self.assertFalse([n for n in libs if n.startswith(bundle.SYSTEM_LIBS)])
+            env = bundle.unpack(out)
+            self.assertTrue(env["LD_LIBRARY_PATH"].startswith(os.path.abspath(os.path.join(out, "lib")) + ":"))
+            self.assertEqual(sorted(os.listdir(os.path.join(out, "lib"))), sorted(libs))
+            res = subprocess.run([os.path.join(out, os.path.basename(FLASHSIM)), "hw", "list"], env=env,
+                                 capture_output=True, text=True)
+            self.assertEqual(res.returncode, 0)
+            self.assertIn("H100-SXM5-80GB", res.stdout)
+
+
+class Compare(unittest.TestCase):
+    def test_validation2_against_the_prediction(self):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            rc = run.main(["compare", "--set", "validation2", "--flashsim", FLASHSIM])
+        text = out.getvalue()
+        self.assertIn(rc, (0, 1))
+        self.assertEqual(text.count("== "), 4)
+        self.assertIn("tests/data/ncu/validation2/ncu_causal_d64_n8192.csv --ncu-dram "
+                      "tests/data/ncu/single_pass/ncu_dram_causal_d64_n8192.csv", text)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
