@@ -16,7 +16,7 @@ try:
 except ImportError:  # the manual rounding below
     ml_dtypes = None
 
-# Planted bugs (bench/planted_bugs/norm_bugs.py): norm(t, case, bug=name) computes one of them.
+# Planted bugs (tests/golden/norm_bugs.py): norm(t, case, bug=name) computes one of them.
 BUGS = ("eps_outside_sqrt",  # rstd = 1 / (sqrt(ms) + eps)
         "variance_n_minus_1",  # LayerNorm's variance divided by N - 1
         "dweight_bf16_sum",  # dweight and dbias summed over rows sequentially, rounded to bf16 after each add

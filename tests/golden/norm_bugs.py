@@ -3,7 +3,7 @@
 correct and with each of five bugs, each written as a candidate folder and verified; prints which cases and
 outputs catch each bug. Exit 0 when the correct kernel passes every case and every bug fails at least one.
 
-    python3 bench/planted_bugs/norm_bugs.py --golden G --out DIR [--flashsim build/default/flashsim] [--generate]
+    python3 tests/golden/norm_bugs.py --golden G --out DIR [--flashsim build/default/flashsim] [--generate]
 
 --generate writes the norm suite into G first (replacing it). Each variant's candidate folder is removed once
 verified unless --keep.
