@@ -118,7 +118,8 @@ def cmd_bundle(args):
     else:
         files = bundle_mod.pack(args.build, args.out or ".gpu-bundle", binaries=args.binaries.split(","),
                                 strip=not args.no_strip, compress=not args.no_compress)
-    say(f"{args.out or ('.gpu-bundle-py' if args.python else '.gpu-bundle')}: {' '.join(files)}")
+    out = os.path.relpath(args.out, ROOT) if args.out else (".gpu-bundle-py" if args.python else ".gpu-bundle")
+    say(f"{out}: {' '.join(files)}")
     return 0
 
 
@@ -221,13 +222,17 @@ def cmd_traffic(args):
                 csv_path = g.path(f"{prefix}_{pass_}_{name}.csv")
                 rc = ncu_ours(g, kernel, pass_, problem, metrics, csv_path)
                 say(f"{name} {pass_} {metrics}: rc={rc}")
-            if what == "fa2":
-                out = subprocess.run([g.flashsim, "traffic", "compare", "--ncu", csv_path]
-                                     + ncu.problem_flags(problem, dtype=None), capture_output=True, text=True,
-                                     env=g.env)
+            if what == "fa2":  # the text for the record, the JSON for the summary
+                cmd = [g.flashsim, "traffic", "compare", "--ncu", csv_path] + ncu.problem_flags(problem, dtype=None)
+                out = subprocess.run(cmd, capture_output=True, text=True, env=g.env)
                 with open(compare_log, "a") as f:
                     f.write(f"== {name} {pass_}\n{out.stdout}{out.stderr}")
-                say(f"== {name} {pass_}\n{out.stdout}{out.stderr}")
+                js = subprocess.run(cmd + ["--json"], capture_output=True, text=True, env=g.env)
+                say(f"== {name} {pass_}: exit {js.returncode}")
+                if js.returncode in (0, 1):
+                    say("\n".join(tables.compare_summary(json.loads(js.stdout))))
+                else:
+                    say(js.stderr.strip())
         name = "ncu_fa2_gpu_csvs.tar.gz" if what == "own" else "ncu_fa2_v1_csvs.tar.gz"
         say(f"{archive(g.out, name, 'ncu_*fa2_*')} files in {name}")
         return 0
@@ -311,7 +316,12 @@ def cmd_compare(args):
         cmd += ncu.problem_flags(problem)
         say("== " + name + ": flashsim " + " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c
                                                      for c in cmd[1:]))
-        rc = subprocess.run(cmd).returncode
+        if args.json_summary:
+            out = subprocess.run(cmd + ["--json"], capture_output=True, text=True)
+            rc = out.returncode
+            say("\n".join(tables.compare_summary(json.loads(out.stdout))) if rc in (0, 1) else out.stderr.strip())
+        else:
+            rc = subprocess.run(cmd).returncode
         say(f"exit code {rc}\n")
         rc_all = max(rc_all, rc)
     return rc_all
@@ -504,7 +514,7 @@ def parser():
         return p
 
     p = verb("bundle", cmd_bundle, help="pack flashsim and flashsim-gpu (or the Python package) for the GPU machine")
-    p.add_argument("--build", default="build/default")
+    p.add_argument("--build", default=os.path.join(ROOT, "build", "default"))
     p.add_argument("--out", default=None, help="default .gpu-bundle (.gpu-bundle-py with --python)")
     p.add_argument("--binaries", default="flashsim,flashsim-gpu")
     p.add_argument("--no-strip", action="store_true")
@@ -539,6 +549,7 @@ def parser():
     p.add_argument("--flashsim", default=os.path.join(ROOT, "build/default/flashsim"))
     p.add_argument("--set", default="first", choices=["first", "repeat", "validation", "validation2"])
     p.add_argument("--replayed", action="store_true", help="each report's own replayed DRAM counters")
+    p.add_argument("--json-summary", action="store_true", help="a line a metric from traffic compare --json")
 
     def autotune_flags(p):
         p.add_argument("--grid", default="", help='small, or autotune flags ("--head-dims 128 ...")')
@@ -590,6 +601,9 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
+    for name in ("out", "bundle", "build"):  # relative to where the driver was started, before any chdir
+        if getattr(args, name, None):
+            setattr(args, name, os.path.abspath(getattr(args, name)))
     return args.fn(args) or 0
 
 

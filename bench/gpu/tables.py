@@ -188,3 +188,24 @@ def instances(dry_run):
             seen.add(key)
             out.append(key)
     return out
+
+
+def compare_summary(report, label=""):
+    """A line per kernel and metric of `flashsim traffic compare --json`'s report (a dict): measured, predicted,
+    their ratio or the DRAM range, and the verdict; then the report's overall verdict."""
+    lines = []
+    for k in report["kernels"]:
+        name = k["name"].split(" ")[0]
+        if not k.get("recognized", True):
+            lines.append(f"{label}{name:<22} not recognized")
+            continue
+        for m in k["metrics"]:
+            scale, unit = (1e3, "us") if "time" in m["metric"] else (1e6, "MB")  # ncu's base units: ns, bytes
+            if m.get("lower") is not None:
+                bound = f"{m['lower'] / scale:9.1f} .. {m['upper'] / scale:9.1f} {unit}"
+            else:
+                bound = f"ratio {m['ratio']:.4f}" if m.get("ratio") is not None else "ratio -"
+            lines.append(f"{label}{name:<22} {m['metric']:<46} {m['measured'] / scale:11.1f} {unit} "
+                         f"{m['predicted'] / scale:11.1f} {unit}  {bound:<26} {m['verdict'] or '(not checked)'}")
+    lines.append(f"{label}{'all within tolerance' if report.get('ok') else 'SOME METRICS OUT OF TOLERANCE'}")
+    return lines

@@ -7,6 +7,7 @@ a bundle packed from this build's flashsim and unpacked again, and `compare` on 
   gpu_driver_test.py DRIVER_DIR SOURCE_DIR FLASHSIM
 """
 import io
+import json
 import os
 import subprocess
 import sys
@@ -166,6 +167,18 @@ class Tables(unittest.TestCase):
             self.assertIn("beyond it  -60.00 us".replace("  -", " -"), launch[0])
             self.assertTrue(launch[-1].startswith("copy kernels: time beyond DRAM bytes at 1.00 TB/s, median -60.00"))
 
+    def test_compare_summary_of_a_recorded_output(self):
+        path = os.path.join(SRC, "tests", "data", "recorded_outputs", "expected",
+                            "compare_first_causal_d128_n4096_one_pass.txt")
+        with open(path) as f:
+            text = f.read()
+        lines = tables.compare_summary(json.loads(text[:text.rindex("exit")]))
+        self.assertEqual(lines[-1], "all within tolerance")
+        self.assertTrue(lines[0].startswith("fwd_fa2 "))
+        self.assertRegex(lines[0], r"l1tex__m_xbar2l1tex_read_bytes.sum +1141.0 MB +1140.9 MB  ratio 1.0001 +ok$")
+        self.assertRegex(lines[3], r"dram__bytes_read.sum +125.3 MB +100.7 MB +100.7 .. +967.9 MB  ok \(within")
+        self.assertRegex(lines[7], r"gpu__time_duration.sum +485.2 us +526.3 us  ratio 0.9219 +\(not checked\)$")
+
     def test_check_summary_and_plan(self):
         log = ("== fa2-v1 (fwd+bwd)\ncase a ok\n== fa2-v1 (fwd+bwd)\n18 cases run (0 forward only), 0 skipped\n"
                "18 cases passed, 0 failed\nALL PASS\n")
@@ -213,6 +226,13 @@ class Compare(unittest.TestCase):
         self.assertEqual(text.count("== "), 4)
         self.assertIn("tests/data/ncu/validation2/ncu_causal_d64_n8192.csv --ncu-dram "
                       "tests/data/ncu/single_pass/ncu_dram_causal_d64_n8192.csv", text)
+        out = io.StringIO()
+        with redirect_stdout(out):
+            rc = run.main(["compare", "--set", "validation", "--json-summary", "--flashsim", FLASHSIM])
+        text = out.getvalue()
+        self.assertEqual(rc, 0)
+        self.assertEqual(text.count("all within tolerance"), 5)
+        self.assertIn("dram__bytes_read.sum", text)
 
 
 if __name__ == "__main__":
