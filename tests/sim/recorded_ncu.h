@@ -1,6 +1,6 @@
 #pragma once
-// The recorded H100 ncu reports of SDPA's FA2 (tests/data/ncu; calibration h100.ncu_replay_write_bytes) and their problems,
-// shared by the ncu tests.
+// The recorded H100 ncu reports of SDPA's FA2 (tests/data/ncu; calibration h100.ncu_replay_write_bytes) and their
+// problems, shared by the ncu tests.
 #include <fstream>
 #include <iterator>
 #include <stdexcept>

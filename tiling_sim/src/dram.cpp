@@ -166,7 +166,7 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   // Spilled registers of the resident CTAs, when they alone fill L2, push the dirty lines out.
   if (ctx.spill_store_bytes_per_cta * static_cast<double>(resident) < l2 && k.unique_total() > 0) {
     // What stays is the newest part of L2: at most the dirty share of its capacity, and no more dirty data
-    // than L2 keeps dirty at all (measured on the H100: a write-only stream leaves at most ~24.8 MB dirty).
+    // than L2 keeps dirty at all (calibration h100.l2_dirty_bytes).
     const double share = static_cast<double>(k.unique_dirty()) / static_cast<double>(k.unique_total());
     retained = std::min(l2 * share, static_cast<double>(last_wave_dirty));
     if (hw.l2_dirty_bytes > 0) retained = std::min(retained, static_cast<double>(hw.l2_dirty_bytes));

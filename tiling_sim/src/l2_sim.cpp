@@ -88,7 +88,7 @@ class Lru {
     bool dirty;
   };
   // A written line becomes the newest dirty one; beyond the dirty limit the oldest dirty lines are written
-  // back and stay, clean (measured on the H100: a write-only stream keeps at most ~24.8 MB dirty).
+  // back and stay, clean (calibration h100.l2_dirty_bytes).
   void mark_dirty(int32_t id, int line_bytes, L2Result& r) {
     Node& n = nodes_[static_cast<size_t>(id)];
     if (n.dirty) {

@@ -23,8 +23,8 @@ struct HardwareProfile {
   // DRAM interval (dram_interval.h). 0: not measured, half of l2_effective_bytes.
   int64_t l2_reuse_bytes = 0;
   // The LRU capacity of that adverse L2: the largest at which the executed schedule of FlashAttention-forward
-  // mimics walking K/V backwards (l2_probe.cu's causal_mimic) re-reads at least what they re-read on
-  // the GPU (calibration h100.l2_adverse_reuse_bytes). 0: not measured; the adverse L2 is then l2_reuse_bytes less the
+  // mimics walking K/V backwards (l2_probe.cu's causal_mimic) re-reads at least what they re-read on the GPU
+  // (calibration h100.l2_adverse_reuse_bytes). 0: not measured; the adverse L2 is then l2_reuse_bytes less the
   // share of it the kernel's dirty lines may hold.
   int64_t l2_adverse_reuse_bytes = 0;
   // A kernel's code read from DRAM once per profiled run (ncu flushes the caches before each kernel): the
@@ -42,7 +42,7 @@ struct HardwareProfile {
   std::string l2_source;  // where l2_effective_bytes and l2_dirty_bytes come from
   // DRAM writes that Nsight Compute adds to a kernel it replays (several metric passes), except the first
   // kernel it profiles: dirty data its replay leaves in L2, which the kernel then evicts (measured: the same
-  // kernels with 16 metrics and alone). 0: not measured.
+  // kernels with 16 metrics and alone: calibration h100.ncu_replay_write_bytes). 0: not measured.
   double ncu_replay_write_bytes = 0;
   std::string ncu_replay_source;
   // How far ncu's DRAM counters of one kernel differ between runs of the same kernels, as a fraction of the
@@ -55,8 +55,8 @@ struct HardwareProfile {
   // copy bandwidth (calibration h100.kernel_latency_s). 0: not measured.
   double kernel_latency_s = 0;
   std::string kernel_latency_source;
-  // How fast one CTA streams DRAM (calibration h100.cta_dram_latency_s and h100.sm_dram_bytes_per_s): a CTA keeping B
-  // bytes of loads in flight moves B / cta_dram_latency_s bytes a second (Little's law), at most
+  // How fast one CTA streams DRAM (calibration h100.cta_dram_latency_s and h100.sm_dram_bytes_per_s): a CTA
+  // keeping B bytes of loads in flight moves B / cta_dram_latency_s bytes a second (Little's law), at most
   // sm_dram_bytes_per_s. The decode kernels' time (KernelModel::dram_cta_share) holds their CTAs to it. 0: not
   // measured (a CTA then gets one SM's share of the bandwidth, an assumption).
   double cta_dram_latency_s = 0, sm_dram_bytes_per_s = 0;

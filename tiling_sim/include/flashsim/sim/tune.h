@@ -62,7 +62,8 @@ AttentionProblem tune_problem(int64_t batch, int64_t heads, int64_t head_dim, DT
 std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim);
 
 // The model's resolution: below it, which of two configs is faster is no longer reliably predicted (every pair of
-// configs of an entry, predicted against the H100 timings: calibration fa2.tune_resolution). The generated launch table keeps the hand-kept
+// configs of an entry, predicted against the H100 timings: calibration fa2.tune_resolution). The generated
+// launch table keeps the hand-kept
 // config (fa2_hand_table.h) unless the model's best beats it by this much.
 inline constexpr double kTuneResolution = 0.05;
 

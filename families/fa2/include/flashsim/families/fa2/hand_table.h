@@ -14,16 +14,16 @@ inline TileConfig fa2_hand_launch_tile(int64_t head_dim, bool pipeline) {
   TileConfig c;  // Br128 Bc64 w4 stages 1; backward Br64 Bc128 with 8 warps
   switch (head_dim) {
     case 64:
-      c.stages = 2;  // K/V of the next block prefetched: faster than FA2's one-buffer schedule (calibration fa2.hand_table)
+      c.stages = 2;  // K/V of the next block prefetched: faster than one buffer (calibration fa2.hand_table)
       break;
     case 96:
-      if (!pipeline) break;  // Bc64 st1: no spills in the plain kernel, faster than Bc32 (calibration fa2.hand_table)
+      if (!pipeline) break;  // Bc64 st1: plain kernel spill-free, faster than Bc32 (calibration fa2.hand_table)
       [[fallthrough]];
     case 128:
       // Bc32 with K/V prefetch: 2 x (d / 8 + 4) x 4 accumulators (128 at d96, 160 at d128) leave ptxas room
       // for the fragments; Bc64 (160 / 192) spills in the key loop of the plain d128 kernel (~60 bytes
       // reloaded every key block) and of the d96 / d128 score-pipeline kernels. Bc32 costs the d128 plain
-      // forward 8% (measured: twice the rescales and barriers per key).
+      // forward (calibration fa2.hand_table: twice the rescales and barriers per key).
       c.block_k = 32;
       c.stages = 2;
       break;
@@ -36,8 +36,9 @@ inline TileConfig fa2_hand_launch_tile(int64_t head_dim, bool pipeline) {
   }
   // The backward's d128 score-pipeline kernel at Bc128 spills 72 bytes in its query loop (bias / mask
   // indexing on top of 192 accumulators); at Bc64 two warps share a key tile's head dim (128 accumulators),
-  // spill-free but with 1.4x the tensor-core work: slower on the plain d128 problem (calibration fa2.hand_table), the price
-  // of the launch table's no-spill rule (--bwd-block-k 128 runs the spilling, faster kernel).
+  // spill-free but with 1.4x the tensor-core work: slower on the plain d128 problem (calibration
+  // fa2.hand_table), the price of the launch table's no-spill rule (--bwd-block-k 128 runs the spilling,
+  // faster kernel).
   if (head_dim == 128 && pipeline) c.bwd_block_k = 64;
   return c;
 }
