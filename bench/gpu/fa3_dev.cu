@@ -122,9 +122,11 @@ void release(Buffers& buf) {
     if (p) CHECK(cudaFree(p));
 }
 
-bool check(const Shape& s) {
+bool check(const Shape& s, bool persistent, bool pingpong) {
   Buffers buf = alloc(s, true);
-  const Fa3FwdParams a = params_of(s, buf);
+  Fa3FwdParams a = params_of(s, buf);
+  a.persistent = persistent;
+  a.pingpong = pingpong;
   CHECK(launch(a));
   reference_attention<<<dim3((s.sq + 127) / 128, s.h, s.b), 128>>>(a, buf.ro, buf.rlse);
   CHECK(cudaDeviceSynchronize());
@@ -149,16 +151,18 @@ bool check(const Shape& s) {
   }
   const double rel = std::sqrt(err2 / std::max(ref2, 1e-30));
   const bool ok = bad == 0 && rel < 1e-2 && lse_err < 1e-3;
-  std::printf("check b%d h%d/%d sq%d sk%d d%d win(%d,%d) cap%g: rel_l2 %.2e max_abs %.2e lse_err %.2e nonfinite %lld %s\n",
-              s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, s.softcap, rel, max_err, lse_err, (long long)bad,
+  std::printf("check p%d pp%d b%d h%d/%d sq%d sk%d d%d win(%d,%d) cap%g: rel_l2 %.2e max_abs %.2e lse_err %.2e nonfinite %lld %s\n",
+              int(persistent), int(pingpong), s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, s.softcap, rel, max_err, lse_err, (long long)bad,
               ok ? "ok" : "FAIL");
   release(buf);
   return ok;
 }
 
-void time_shape(const Shape& s) {
+void time_shape(const Shape& s, bool persistent, bool pingpong) {
   Buffers buf = alloc(s, false);
-  const Fa3FwdParams a = params_of(s, buf);
+  Fa3FwdParams a = params_of(s, buf);
+  a.persistent = persistent;
+  a.pingpong = pingpong;
   for (int i = 0; i < 3; ++i) CHECK(launch(a));
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
@@ -177,24 +181,30 @@ void time_shape(const Shape& s) {
   const double t = ms[ms.size() / 2];
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
-  std::printf("time b%d h%d n%d d%d %s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d, causal ? "causal" : "full", t,
-              flops / t / 1e9);
+  std::printf("time b%d h%d n%d d%d %s persistent%d pingpong%d: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d,
+              causal ? "causal" : "full", int(persistent), int(pingpong), t, flops / t / 1e9);
   release(buf);
 }
 
 int main() {
   bool ok = true;
+  for (int variant = 0; variant < 4; ++variant) {
   const Shape checks[] = {
       {1, 2, 2, 128, 128, 128, -1, -1, 0},    {2, 4, 2, 300, 517, 128, -1, -1, 0}, {2, 4, 4, 517, 300, 128, -1, 0, 0},
       {1, 4, 1, 1000, 1000, 64, -1, 0, 0},    {1, 2, 2, 777, 777, 96, 100, 20, 0}, {1, 2, 2, 640, 640, 256, -1, 0, 0},
       {1, 2, 2, 333, 1024, 256, -1, -1, 0},   {1, 2, 1, 500, 700, 128, -1, -1, 30.f}, {1, 2, 2, 64, 200, 64, 10, 0, 0},
       {1, 2, 2, 256, 256, 128, 0, 0, 0},
   };
-  for (const Shape& s : checks) ok = check(s) && ok;
+  for (const Shape& s : checks) ok = check(s, variant & 1, variant & 2) && ok;
+  }
   std::printf("checks: %s\n", ok ? "all ok" : "FAILED");
-  for (int d : {64, 128})
+  for (int d : {64, 128, 256})
     for (int n : {1024, 4096, 16384})
-      for (int causal = 0; causal < 2; ++causal) time_shape({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0});
-  time_shape({2, 16, 16, 4096, 4096, 256, -1, -1, 0});
+      for (int causal = 0; causal < 2; ++causal)
+        for (int variant = 0; variant < 4; ++variant)
+          time_shape({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0}, variant & 1, variant & 2);
+  for (int causal = 0; causal < 2; ++causal)  // the issue's shape
+    for (int variant = 0; variant < 4; ++variant)
+      time_shape({2, 16, 16, 4096, 4096, 128, -1, causal ? 0 : -1, 0}, variant & 1, variant & 2);
   return ok ? 0 : 1;
 }

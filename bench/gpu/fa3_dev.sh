@@ -9,7 +9,7 @@ tarball=$1
 out=$2
 inc=$(mktemp -d)
 tar -C "$inc" -xJf "$tarball"
-flags=(-std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -DNDEBUG -Xptxas -v
+flags=(-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -DNDEBUG -Xptxas -v
   -I gpu/fa3 -I families/fa3/include -I "$inc/include")
 obj=$(mktemp -d)
 start=$(date +%s)
@@ -19,7 +19,8 @@ done
 wait
 nvcc -gencode=arch=compute_90a,code=sm_90a "$obj"/*.o -o "$obj/fa3_dev" >> "$out/ptxas_link.txt" 2>&1
 echo "compiled in $(($(date +%s) - start)) s"
+if [ ! -x "$obj/fa3_dev" ]; then grep -h -A3 "error" "$out"/ptxas_*.txt | head -40; exit 1; fi
 grep -h -E "error|registers|spill" "$out"/ptxas_*.txt | grep -v "0 bytes spill" | sort | uniq -c | head -20
 nvidia-smi -L
 "$obj/fa3_dev" | tee "$out/fa3_dev.txt"
-PYTHONUNBUFFERED=1 python3 bench/gpu/fa3_dev_sdpa.py | tee "$out/sdpa.txt"
+[ "${SDPA:-1}" = 1 ] && PYTHONUNBUFFERED=1 python3 bench/gpu/fa3_dev_sdpa.py | tee "$out/sdpa.txt"

@@ -20,8 +20,8 @@ def time_ms(fn, reps=5, inner=10):
 
 
 def main():
-    grid = [(2 * 16384 // n, 16, n, d, c) for d in (64, 128) for n in (1024, 4096, 16384) for c in (False, True)]
-    grid.append((2, 16, 4096, 256, False))
+    grid = [(2 * 16384 // n, 16, n, d, c) for d in (64, 128, 256) for n in (1024, 4096, 16384) for c in (False, True)]
+    grid += [(2, 16, 4096, 128, False), (2, 16, 4096, 128, True)]
     for b, h, n, d, causal in grid:
         q, k, v = (torch.randn(b, n, h, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2) for _ in range(3))
         flops = 4.0 * b * h * n * n * d / (2 if causal else 1)

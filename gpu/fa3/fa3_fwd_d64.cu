@@ -6,8 +6,7 @@ namespace flashsim::gpu::fa3 {
 
 template <>
 cudaError_t launch_fwd_head_dim<64>(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
-  constexpr Fa3FwdInstance e = *fa3_fwd_instance(64);
-  return launch_fa3_fwd_dtype<64, e.block_q, e.block_k, e.stages>(a, bf16, stream);
+  return launch_fa3_fwd_dtype<*fa3_fwd_instance(64)>(a, bf16, stream);
 }
 
 }  // namespace flashsim::gpu::fa3

@@ -1,24 +1,26 @@
 #pragma once
-// fa3-v1's forward kernel: FlashAttention's forward on Hopper (FlashAttention-3's structure), one CTA per
-// (query block, head, batch), warp-specialized (fa3_fwd_traits.h has the tiles and shared memory):
+// fa3-v1's forward kernel: FlashAttention's forward on Hopper (FlashAttention-3's structure), warp-specialized
+// (fa3_fwd_traits.h has the tiles and shared memory). A tile is (query block, head, batch); CTA i runs tiles i,
+// i + gridDim.x, ... (one tile a CTA, or persistent: one CTA a SM; flashsim/families/fa3 says which when).
 //
-//   producer warpgroup (24 registers a thread)      consumer warpgroups 1, 2 (240 registers, 64 query rows each)
-//   ------------------------------------------      -------------------------------------------------------------
-//   TMA Q -> sQ, barrier_q                          wait barrier_q
-//   for n = last .. first key block:                S = Q K[last]^T; softmax -> P
-//     acquire K stage, TMA K[n] -> sK (full_k)      for n = last - 1 .. first:
-//     acquire V stage, TMA V[n] -> sV (full_v)        issue S = Q K[n]^T         (wgmma, async)
-//                                                     issue O += P V[n + 1]      (wgmma, async, P in registers)
-//                                                     wait S; release K stage (empty_k)
-//                                                     mask, softmax(S): m, l, rescale; P' = exp(S - m)
-//                                                     wait P V; release V stage (empty_v); O *= rescale; P = P'
-//                                                   O += P V[first]; O /= l; store O, lse
+//   producer warpgroup (24 registers a thread)        consumer warpgroups 1, 2 (240 registers, 64 query rows each)
+//   ------------------------------------------        -------------------------------------------------------------
+//   per tile:                                         per tile:
+//     acquire K stage, TMA K[last] (full_k)             wait barrier_q
+//     wait barrier_q_empty (previous tile's Q used)     [turn] S = Q K[last]^T [pass]; softmax -> P
+//     TMA Q -> sQ (barrier_q)                           for n = last - 1 .. first:
+//     for n = last .. first key block:                    [turn] issue S = Q K[n]^T, O += P V[n + 1] [pass]
+//       acquire K stage, TMA K[n] (full_k)                wait S; release K stage (empty_k); last: Q is free
+//       acquire V stage, TMA V[n] (full_v)                mask, softmax(S): m, l, rescale; P' = exp(S - m)
+//                                                         wait P V; release V stage (empty_v); O *= rescale
+//                                                       [turn] O += P V[first] [pass]; O /= l; store O, lse
 //
 // The softmax of block n runs while the tensor cores multiply P V of block n + 1 (FlashAttention-3's
-// intra-warpgroup overlap), and the two consumer warpgroups interleave on the SM's four schedulers. Key blocks
-// are walked from the last, so the one block a causal row block must mask comes first and the remaining ones
-// run unmasked. Q, K, V are read by TMA (one instruction a tile, rows past the tensor's end read as zeros, every
-// key past the sequence masked); O and lse are written from registers.
+// intra-warpgroup overlap); [turn] / [pass] are the ping-pong between the consumer warpgroups (named barriers
+// 1 and 2), so one warpgroup's softmax runs under the other's GEMMs. Key blocks are walked from the last, so the
+// one block a causal row block must mask comes first and the remaining ones run unmasked. Q, K, V are read by
+// TMA (one instruction a tile, rows past the tensor's end read as zeros, every key past the sequence masked);
+// O and lse are written from registers.
 #include <cuda_runtime.h>
 
 #include <cute/tensor.hpp>
@@ -111,6 +113,36 @@ __device__ __forceinline__ void score_pipeline_block(const Fa3FwdParams& a, Tens
     score_pipeline<Tr, kSoftcap, false>(a, s, coord, m_block, n, lq, lk);
 }
 
+// Consumer warpgroups take turns to issue their wgmmas (FlashAttention-3's ping-pong): warpgroup w waits on
+// named barrier 1 + w, issues, then lets the other one go; so one warpgroup's softmax runs while the other's
+// GEMMs hold the tensor cores. Barrier 0 is __syncthreads'.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// A tile of the persistent schedule: tiles are numbered with the query block fastest, walked from the last
+// block of each (head, batch) (the causal rows that see the most keys first), so the CTAs that run at once
+// work on few heads and share their K and V in L2.
+struct Fa3Tile {
+  int m_block, head, batch, off_q, off_k, lq, lk;
+};
+
+__device__ __forceinline__ Fa3Tile tile_of(const Fa3FwdParams& a, int t, int num_m) {
+  Fa3Tile tile;
+  const int bh = t / num_m;
+  tile.m_block = num_m - 1 - t % num_m;
+  tile.head = bh % a.heads_q;
+  tile.batch = bh / a.heads_q;
+  tile.off_q = a.varlen ? a.cu_seqlens_q[tile.batch] : tile.batch * a.seqlen_q;
+  tile.off_k = a.varlen ? a.cu_seqlens_k[tile.batch] : tile.batch * a.seqlen_k;
+  tile.lq = a.varlen ? a.cu_seqlens_q[tile.batch + 1] - tile.off_q : a.seqlen_q;
+  tile.lk = a.varlen ? a.cu_seqlens_k[tile.batch + 1] - tile.off_k : a.seqlen_k;
+  return tile;
+}
+
 template <class Tr, bool kSoftcap>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flashsim_fa3_fwd_kernel(CUTE_GRID_CONSTANT Fa3FwdKernelParams<Tr> const prm) {
@@ -124,16 +156,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   extern __shared__ __align__(1024) char smem_raw[];
   auto& smem = *reinterpret_cast<typename Tr::SharedStorage*>(smem_raw);
 
-  // Causal / window rows of the last query blocks see the most keys: launch them first.
-  const int m_block = a.window_right >= 0 ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z, head_kv = head / a.group;
-  const int off_q = a.varlen ? a.cu_seqlens_q[batch] : batch * a.seqlen_q;
-  const int off_k = a.varlen ? a.cu_seqlens_k[batch] : batch * a.seqlen_k;
-  const int lq = a.varlen ? a.cu_seqlens_q[batch + 1] - off_q : a.seqlen_q;
-  const int lk = a.varlen ? a.cu_seqlens_k[batch + 1] - off_k : a.seqlen_k;
-  if (m_block * kBlockM >= lq) return;  // a shorter sequence of a varlen batch: the whole CTA leaves
-  int n_min, n_max;
-  key_block_range<Tr>(a, m_block, lq, lk, n_min, n_max);
+  // CTA i runs tiles i, i + gridDim.x, ...: one tile a CTA, or persistent (one CTA a SM).
+  const int num_m = (a.seqlen_q + kBlockM - 1) / kBlockM;
+  const int num_tiles = num_m * a.heads_q * a.batch;
 
   const int warp_group = cutlass::canonical_warp_group_idx();
   typename PipelineKV::Params pipe_params;
@@ -141,7 +166,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   pipe_params.role = warp_group == 0 ? PipelineKV::ThreadCategory::Producer : PipelineKV::ThreadCategory::Consumer;
   pipe_params.is_leader = threadIdx.x == 0;
   pipe_params.num_consumers = Tr::kMmaThreads;
-  if (threadIdx.x == 0) Barrier::init(&smem.barrier_q, 1);
+  if (threadIdx.x == 0) {
+    Barrier::init(&smem.barrier_q, 1);                        // Q landed (TMA transaction)
+    Barrier::init(&smem.barrier_q_empty, Tr::kMmaThreads);  // every consumer thread is done with Q
+  }
   PipelineKV pipeline_k(smem.pipeline_k, pipe_params, Shape<_1, _1, _1>{});
   PipelineKV pipeline_v(smem.pipeline_v, pipe_params, Shape<_1, _1, _1>{});
   cutlass::arch::fence_barrier_init();
@@ -153,32 +181,54 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   if (warp_group == 0) {  // ---------------------------------------------------------------- producer
     cutlass::arch::warpgroup_reg_dealloc<Tr::kProducerRegs>();
-    if (threadIdx.x != 0 || n_max <= n_min) return;
-    // gQ (Br, d) of this block; gK, gV (Bc, d, key blocks) of this sequence and kv head.
+    if (threadIdx.x != 0) return;
     Tensor mQ = prm.tma_q.get_tma_tensor(make_shape(static_cast<int>(a.total_q), Int<kHeadDim>{}, a.heads_q));
     Tensor mK = prm.tma_k.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
     Tensor mV = prm.tma_v.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
-    Tensor gQ = local_tile(domain_offset(make_coord(off_q, _0{}), mQ(_, _, head)),
-                           Shape<Int<kBlockM>, Int<kHeadDim>>{}, make_coord(m_block, _0{}));
-    Tensor gK = local_tile(domain_offset(make_coord(off_k, _0{}), mK(_, _, head_kv)),
-                           Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
-    Tensor gV = local_tile(domain_offset(make_coord(off_k, _0{}), mV(_, _, head_kv)),
-                           Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
-    auto [tQgQ, tQsQ] = tma_partition(prm.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
-    auto [tKgK, tKsK] = tma_partition(prm.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-    auto [tVgV, tVsV] = tma_partition(prm.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
-
-    Barrier::arrive_and_expect_tx(&smem.barrier_q, Tr::kTmaBytesQ);
-    copy(prm.tma_q.with(smem.barrier_q, 0), tQgQ, tQsQ);
     PipelineState write_k = cutlass::make_producer_start_state<PipelineKV>();
     PipelineState write_v = cutlass::make_producer_start_state<PipelineKV>();
-    for (int n = n_max - 1; n >= n_min; --n) {
-      pipeline_k.producer_acquire(write_k);  // waits for the stage's empty barrier, arms its full barrier
-      copy(prm.tma_k.with(*pipeline_k.producer_get_barrier(write_k), 0), tKgK(_, n), tKsK(_, write_k.index()));
+    int loaded = 0;  // tiles whose Q this CTA loaded: Q's barriers' phases
+    for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+      const Fa3Tile tile = tile_of(a, t, num_m);
+      if (tile.m_block * kBlockM >= tile.lq) continue;  // past a shorter sequence of a varlen batch
+      int n_min, n_max;
+      key_block_range<Tr>(a, tile.m_block, tile.lq, tile.lk, n_min, n_max);
+      if (n_max <= n_min) continue;  // no visible key: the consumers write zeros
+      const int head_kv = tile.head / a.group;
+      // gQ (Br, d) of the tile; gK, gV (Bc, d, key blocks) of its sequence and kv head.
+      Tensor gQ = local_tile(domain_offset(make_coord(tile.off_q, _0{}), mQ(_, _, tile.head)),
+                             Shape<Int<kBlockM>, Int<kHeadDim>>{}, make_coord(tile.m_block, _0{}));
+      Tensor gK = local_tile(domain_offset(make_coord(tile.off_k, _0{}), mK(_, _, head_kv)),
+                             Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
+      Tensor gV = local_tile(domain_offset(make_coord(tile.off_k, _0{}), mV(_, _, head_kv)),
+                             Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(_, _0{}));
+      auto [tQgQ, tQsQ] =
+          tma_partition(prm.tma_q, _0{}, Layout<_1>{}, group_modes<0, 2>(sQ), group_modes<0, 2>(gQ));
+      auto [tKgK, tKsK] =
+          tma_partition(prm.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+      auto [tVgV, tVsV] =
+          tma_partition(prm.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+      // The last key block first: its K lands before Q's slot is free again, so the first S can start as soon
+      // as Q does.
+      pipeline_k.producer_acquire(write_k);
+      copy(prm.tma_k.with(*pipeline_k.producer_get_barrier(write_k), 0), tKgK(_, n_max - 1),
+           tKsK(_, write_k.index()));
       ++write_k;
-      pipeline_v.producer_acquire(write_v);
-      copy(prm.tma_v.with(*pipeline_v.producer_get_barrier(write_v), 0), tVgV(_, n), tVsV(_, write_v.index()));
-      ++write_v;
+      if (loaded > 0) Barrier::wait(&smem.barrier_q_empty, (loaded - 1) & 1);
+      Barrier::arrive_and_expect_tx(&smem.barrier_q, Tr::kTmaBytesQ);
+      copy(prm.tma_q.with(smem.barrier_q, 0), tQgQ, tQsQ);
+      for (int n = n_max - 1; n >= n_min; --n) {
+        if (n < n_max - 1) {
+          pipeline_k.producer_acquire(write_k);  // waits for the stage's empty barrier, arms its full barrier
+          copy(prm.tma_k.with(*pipeline_k.producer_get_barrier(write_k), 0), tKgK(_, n),
+               tKsK(_, write_k.index()));
+          ++write_k;
+        }
+        pipeline_v.producer_acquire(write_v);
+        copy(prm.tma_v.with(*pipeline_v.producer_get_barrier(write_v), 0), tVgV(_, n), tVsV(_, write_v.index()));
+        ++write_v;
+      }
+      ++loaded;
     }
     return;
   }
@@ -186,6 +236,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // ------------------------------------------------------------------------------------------------ consumers
   cutlass::arch::warpgroup_reg_alloc<Tr::kConsumerRegs>();
   const int tidx = threadIdx.x - 128;  // 0 .. kMmaThreads - 1: warpgroup 1 owns rows 0..63, warpgroup 2 64..127
+  const int mma_wg = warp_group - 1;  // 0 or 1
   typename Tr::TiledMmaQK mma_qk;
   typename Tr::TiledMmaPV mma_pv;
   auto thr_qk = mma_qk.get_thread_slice(tidx);
@@ -206,79 +257,111 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kHeadDim>>{}));
   constexpr int kRows = decltype(size<0>(tSrS_rc))::value;
   static_assert(kRows == 2);
-
   // Scores enter the exponent as s scale log2(e); with a softcap the pipeline has applied the scale already.
   constexpr float kLog2e = 1.4426950408889634f;
-  OnlineSoftmax<kRows> softmax(kSoftcap ? kLog2e : a.scale * kLog2e);
-  float rescale[kRows];
-  clear(tOrO);
+  const float scale_log2 = kSoftcap ? kLog2e : a.scale * kLog2e;
+  // Ping-pong turns: wait for mine, issue, pass the turn (kMmaThreads threads meet at each barrier).
+  const auto my_turn = [&] {
+    if (a.pingpong) named_barrier_sync(1 + mma_wg, Tr::kMmaThreads);
+  };
+  const auto pass_turn = [&] {
+    if (a.pingpong) named_barrier_arrive(2 - mma_wg, Tr::kMmaThreads);
+  };
 
-  if (n_max > n_min) {
-    Barrier::wait(&smem.barrier_q, 0);
-    PipelineState read_k, read_v;
-    int n = n_max - 1;
-    pipeline_k.consumer_wait(read_k);
-    wgmma_gemm<true, 0>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
-    pipeline_k.consumer_release(read_k);
-    ++read_k;
-    score_pipeline_block<Tr, kSoftcap>(a, tSrS_rc, tScS_rc, m_block, n, lq, lk);
-    softmax.update(tSrS_rc, rescale);
-    round_to<Element>(tSrS, rP);
-    for (n = n_max - 2; n >= n_min; --n) {
+  PipelineState read_k, read_v;
+  int loaded = 0;
+  for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
+    const Fa3Tile tile = tile_of(a, t, num_m);
+    const int m_block = tile.m_block, lq = tile.lq, lk = tile.lk;
+    if (m_block * kBlockM >= lq) continue;
+    int n_min, n_max;
+    key_block_range<Tr>(a, m_block, lq, lk, n_min, n_max);
+    OnlineSoftmax<kRows> softmax(scale_log2);
+    float rescale[kRows];
+    clear(tOrO);
+
+    if (n_max > n_min) {
+      if (a.pingpong && mma_wg == 1) named_barrier_arrive(1, Tr::kMmaThreads);  // warpgroup 1 goes first
+      Barrier::wait(&smem.barrier_q, loaded & 1);
+      int n = n_max - 1;
       pipeline_k.consumer_wait(read_k);
-      wgmma_gemm<true, -1>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);  // S = Q K[n]^T
-      pipeline_v.consumer_wait(read_v);
-      wgmma_gemm<false, -1>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), tOrO);  // O += P V[n + 1]
-      warpgroup_wait<1>();  // S is in
+      my_turn();
+      wgmma_gemm<true, -1>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);
+      pass_turn();
+      warpgroup_wait<0>();
       warpgroup_fence_operand(tSrS);
       pipeline_k.consumer_release(read_k);
       ++read_k;
+      if (n == n_min) Barrier::arrive(&smem.barrier_q_empty);  // Q's last use
       score_pipeline_block<Tr, kSoftcap>(a, tSrS_rc, tScS_rc, m_block, n, lq, lk);
-      softmax.update(tSrS_rc, rescale);  // under the P V wgmma
-      warpgroup_wait<0>();               // P V is in: P and O may be rewritten
+      softmax.update(tSrS_rc, rescale);
+      round_to<Element>(tSrS, rP);
+      for (n = n_max - 2; n >= n_min; --n) {
+        pipeline_k.consumer_wait(read_k);
+        pipeline_v.consumer_wait(read_v);
+        my_turn();
+        wgmma_gemm<true, -1>(mma_qk, tSrQ, tSrK(_, _, _, read_k.index()), tSrS);    // S = Q K[n]^T
+        wgmma_gemm<false, -1>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), tOrO);  // O += P V[n + 1]
+        pass_turn();
+        warpgroup_wait<1>();  // S is in
+        warpgroup_fence_operand(tSrS);
+        pipeline_k.consumer_release(read_k);
+        ++read_k;
+        if (n == n_min) Barrier::arrive(&smem.barrier_q_empty);
+        score_pipeline_block<Tr, kSoftcap>(a, tSrS_rc, tScS_rc, m_block, n, lq, lk);
+        softmax.update(tSrS_rc, rescale);  // under the P V wgmma
+        warpgroup_wait<0>();               // P V is in: P and O may be rewritten
+        warpgroup_fence_operand(tOrO);
+        warpgroup_fence_operand(rP);
+        pipeline_v.consumer_release(read_v);
+        ++read_v;
+        CUTE_UNROLL
+        for (int r = 0; r < kRows; ++r) {
+          CUTE_UNROLL
+          for (int c = 0; c < size<1>(tOrO_rc); ++c) tOrO_rc(r, c) *= rescale[r];  // O = O exp(m_old - m_new)
+        }
+        round_to<Element>(tSrS, rP);
+      }
+      pipeline_v.consumer_wait(read_v);
+      my_turn();
+      wgmma_gemm<false, -1>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), tOrO);  // O += P V[first]
+      // Warpgroup 0's last turn passes to warpgroup 1's; warpgroup 1's last would go unanswered.
+      if (mma_wg == 0) pass_turn();
+      warpgroup_wait<0>();
       warpgroup_fence_operand(tOrO);
-      warpgroup_fence_operand(rP);
       pipeline_v.consumer_release(read_v);
       ++read_v;
-      CUTE_UNROLL
-      for (int r = 0; r < kRows; ++r) {
-        CUTE_UNROLL
-        for (int c = 0; c < size<1>(tOrO_rc); ++c) tOrO_rc(r, c) *= rescale[r];  // O = O exp(m_old - m_new)
-      }
-      round_to<Element>(tSrS, rP);
+      ++loaded;
     }
-    pipeline_v.consumer_wait(read_v);
-    wgmma_gemm<false, 0>(mma_pv, tOrP, tOrVt(_, _, _, read_v.index()), tOrO);  // O += P V[first]
-    pipeline_v.consumer_release(read_v);
-  }
 
-  // O = O / l, rounded; lse = m scale + ln l. Rows past the sequence are not written.
-  float inv_sum[kRows], lse[kRows];
-  softmax.finalize(inv_sum, lse);
-  CUTE_UNROLL
-  for (int r = 0; r < kRows; ++r) {
-    CUTE_UNROLL
-    for (int c = 0; c < size<1>(tOrO_rc); ++c) tOrO_rc(r, c) *= inv_sum[r];
-  }
-  const int64_t o_row_stride = static_cast<int64_t>(a.heads_q) * kHeadDim;
-  auto* o = static_cast<Element*>(a.o) + static_cast<int64_t>(off_q) * o_row_stride + head * kHeadDim;
-  CUTE_UNROLL
-  for (int i = 0; i < size(tOrO); i += 2) {  // registers i, i + 1 are columns c, c + 1 of one row
-    const int row = m_block * kBlockM + get<0>(tOcO(i));
-    if (row < lq) {
-      const Element lo(tOrO(i)), hi(tOrO(i + 1));
-      const uint32_t packed = static_cast<uint32_t>(lo.raw()) | (static_cast<uint32_t>(hi.raw()) << 16);
-      *reinterpret_cast<uint32_t*>(o + row * o_row_stride + get<1>(tOcO(i))) = packed;
-    }
-  }
-  if (tidx % 4 == 0) {  // the quad's first thread holds the row statistics of its 2 rows
+    // O = O / l, rounded; lse = m scale + ln l. Rows past the sequence are not written.
+    float inv_sum[kRows], lse[kRows];
+    softmax.finalize(inv_sum, lse);
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
-      const int row = m_block * kBlockM + get<0>(tScS_rc(r, 0));
+      CUTE_UNROLL
+      for (int c = 0; c < size<1>(tOrO_rc); ++c) tOrO_rc(r, c) *= inv_sum[r];
+    }
+    const int64_t o_row_stride = static_cast<int64_t>(a.heads_q) * kHeadDim;
+    auto* o = static_cast<Element*>(a.o) + static_cast<int64_t>(tile.off_q) * o_row_stride + tile.head * kHeadDim;
+    CUTE_UNROLL
+    for (int i = 0; i < size(tOrO); i += 2) {  // registers i, i + 1 are columns c, c + 1 of one row
+      const int row = m_block * kBlockM + get<0>(tOcO(i));
       if (row < lq) {
-        const int64_t at = a.varlen ? static_cast<int64_t>(head) * a.total_q + off_q + row
-                                    : (static_cast<int64_t>(batch) * a.heads_q + head) * a.seqlen_q + row;
-        a.lse[at] = lse[r];
+        const Element lo(tOrO(i)), hi(tOrO(i + 1));
+        const uint32_t packed = static_cast<uint32_t>(lo.raw()) | (static_cast<uint32_t>(hi.raw()) << 16);
+        *reinterpret_cast<uint32_t*>(o + row * o_row_stride + get<1>(tOcO(i))) = packed;
+      }
+    }
+    if (tidx % 4 == 0) {  // the quad's first thread holds the row statistics of its 2 rows
+      CUTE_UNROLL
+      for (int r = 0; r < kRows; ++r) {
+        const int row = m_block * kBlockM + get<0>(tScS_rc(r, 0));
+        if (row < lq) {
+          const int64_t at = a.varlen ? static_cast<int64_t>(tile.head) * a.total_q + tile.off_q + row
+                                      : (static_cast<int64_t>(tile.batch) * a.heads_q + tile.head) * a.seqlen_q + row;
+          a.lse[at] = lse[r];
+        }
       }
     }
   }

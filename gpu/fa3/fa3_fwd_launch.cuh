@@ -9,6 +9,7 @@
 #include <cutlass/numeric_types.h>
 
 #include "fa3_fwd_kernel.cuh"
+#include "flashsim/families/fa3/instances.h"
 
 namespace flashsim::gpu::fa3 {
 
@@ -41,8 +42,14 @@ cudaError_t launch_fa3_fwd(const Fa3FwdParams& a, cudaStream_t stream) {
       e != cudaSuccess)
     return e;
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>((a.seqlen_q + kBlockM - 1) / kBlockM),
-                        static_cast<unsigned>(a.heads_q), static_cast<unsigned>(a.batch));
+  // Persistent: one CTA a SM (its shared memory and 384 threads of 168 registers allow no second), each
+  // walking the tiles gridDim.x apart; else one CTA a tile, which the hardware hands out as SMs free up.
+  int device = 0, sms = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess)
+    return e;
+  const int64_t tiles = static_cast<int64_t>((a.seqlen_q + kBlockM - 1) / kBlockM) * a.heads_q * a.batch;
+  config.gridDim = dim3(static_cast<unsigned>(a.persistent && sms < tiles ? sms : tiles));
   config.blockDim = dim3(Tr::kThreads);
   config.dynamicSmemBytes = smem;
   config.stream = stream;
@@ -55,15 +62,16 @@ cudaError_t launch_fa3_fwd(const Fa3FwdParams& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// The instance of kHeadDim (instances.h), bf16 or fp16, plain or softcapped.
-template <int kHeadDim, int kBlockM, int kBlockN, int kStages>
+// An instance (instances.h), bf16 or fp16, plain or softcapped.
+template <Fa3FwdInstance e>
 cudaError_t launch_fa3_fwd_dtype(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
   const bool cap = a.softcap > 0.f;
+  constexpr int d = e.head_dim, bm = e.block_q, bn = e.block_k, st = e.stages;
   if (bf16)
-    return cap ? launch_fa3_fwd<kHeadDim, kBlockM, kBlockN, kStages, cutlass::bfloat16_t, true>(a, stream)
-               : launch_fa3_fwd<kHeadDim, kBlockM, kBlockN, kStages, cutlass::bfloat16_t, false>(a, stream);
-  return cap ? launch_fa3_fwd<kHeadDim, kBlockM, kBlockN, kStages, cutlass::half_t, true>(a, stream)
-             : launch_fa3_fwd<kHeadDim, kBlockM, kBlockN, kStages, cutlass::half_t, false>(a, stream);
+    return cap ? launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, true>(a, stream)
+               : launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, false>(a, stream);
+  return cap ? launch_fa3_fwd<d, bm, bn, st, cutlass::half_t, true>(a, stream)
+             : launch_fa3_fwd<d, bm, bn, st, cutlass::half_t, false>(a, stream);
 }
 
 }  // namespace flashsim::gpu::fa3

@@ -20,6 +20,10 @@ struct Fa3FwdParams {
   float scale = 1.f;    // s = scale * q.k (> 0)
   float softcap = 0.f;  // > 0: s = softcap * tanh(scale * q.k / softcap)
   int window_left = -1, window_right = -1;  // bottom-right aligned, -1 unbounded; causal = (-1, 0)
+  // Schedule: persistent (one CTA a SM walking the tiles) or one CTA a tile; ping-pong between the consumer
+  // warpgroups or not. The launch table (flashsim/families/fa3) sets both; the dev driver times the others.
+  bool persistent = false;
+  bool pingpong = true;
 };
 
 }  // namespace flashsim::gpu::fa3

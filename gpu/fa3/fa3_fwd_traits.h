@@ -72,7 +72,8 @@ struct Fa3FwdTraits {
     alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutV>> v;
     typename PipelineKV::SharedStorage pipeline_k;
     typename PipelineKV::SharedStorage pipeline_v;
-    alignas(8) uint64_t barrier_q;  // Q's TMA transaction barrier
+    alignas(8) uint64_t barrier_q;  // Q landed (TMA transaction bytes)
+    uint64_t barrier_q_empty;       // the consumers' last S = Q K^T of a tile is done: Q's slot is free
   };
   static constexpr int kSmemBytes = sizeof(SharedStorage);
   static constexpr uint32_t kTmaBytesQ = kBlockM * kHeadDim * sizeof(Element);

@@ -24,6 +24,18 @@ struct Fa3FwdInstance {
   int head_dim, block_q, block_k, stages;
 };
 
+// The schedule a problem runs with (gpu/fa3/fa3_fwd_params.h): ping-pong (the two consumer warpgroups take turns
+// at the tensor cores, so that one's softmax runs under the other's GEMMs) everywhere, and a persistent grid
+// (one CTA a SM walking the tiles) where every tile costs the same; causal and window tiles differ, and the
+// hardware's dynamic hand-out of one CTA a tile balances them better than a static walk
+// (calibration id fa3.schedule_h100).
+struct Fa3Schedule {
+  bool persistent, pingpong;
+};
+constexpr Fa3Schedule fa3_fwd_schedule(bool causal_or_window) {
+  return {!causal_or_window, true};
+}
+
 inline constexpr int kFa3ConsumerWarpgroups = 2;  // wgmma's M is 64 rows a warpgroup: 128 query rows a CTA
 inline constexpr int kFa3Threads = (1 + kFa3ConsumerWarpgroups) * 128;
 inline constexpr int64_t kFa3ElementBytes = 2;  // bf16 / fp16 tiles (wgmma's 16-bit operands)

@@ -1,0 +1,149 @@
+// fa3-v1: the registry entry of the Hopper FlashAttention forward (fa3_fwd_kernel.cuh): what it runs, its tile,
+// and the launch (the head dim's translation unit, fa3_launch.h).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "fa3_launch.h"
+#include "flashsim/error.h"
+#include "flashsim/families/fa3/instances.h"
+#include "flashsim/gpu/kernel.h"
+#include "flashsim/gpu/params.h"
+#include "versions.h"
+
+namespace flashsim::gpu {
+
+namespace fa3 {
+namespace {
+
+// gridDim.y (heads) and gridDim.z (batch) are at most 65535; TMA coordinates are 32-bit.
+constexpr int64_t kMaxGridYZ = 65535;
+constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max();
+
+std::string head_dims_text() {
+  std::string s;
+  for (const Fa3FwdInstance& e : kFa3FwdInstances) s += (s.empty() ? "" : ", ") + std::to_string(e.head_dim);
+  return s;
+}
+
+// The compute capability of the current device as 10 major + minor; 0 where no device is usable.
+int device_compute_capability() {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+    cudaGetLastError();  // leave no sticky error for the next call
+    return 0;
+  }
+  return 10 * major + minor;
+}
+
+TileConfig instance_tile(const Fa3FwdInstance& e) {
+  TileConfig c;
+  c.block_q = e.block_q;
+  c.block_k = e.block_k;
+  c.warps = kFa3Threads / 32;
+  c.stages = e.stages;
+  return c;
+}
+
+std::string problem_unsupported(const AttentionProblem& p) {
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16)
+    return "dtype " + std::string(dtype_name(p.dtype)) + " (fa3-v1 runs fp16 and bf16)";
+  if (!fa3_fwd_instance(static_cast<int>(p.head_dim)))
+    return "head_dim " + std::to_string(p.head_dim) + " (fa3-v1 runs " + head_dims_text() + ")";
+  if (p.head_dim_v != p.head_dim)
+    return "head_dim_v " + std::to_string(p.head_dim_v) + " != head_dim (fa3-v1 needs them equal)";
+  if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) return "heads_q is not a multiple of heads_kv";
+  if (p.bias != BroadcastShape::None) return "bias (fa3-v1's score pipeline has scale, softcap and windows only)";
+  if (p.mask != BroadcastShape::None)
+    return "boolean mask (fa3-v1's score pipeline has scale, softcap and windows only)";
+  if (p.alibi) return "ALiBi (fa3-v1's score pipeline has scale, softcap and windows only)";
+  if (p.softmax_scale() <= 0)
+    return "scale <= 0 (fa3-v1 keeps the row max of the unscaled scores, which needs scale > 0)";
+  if (p.batch > kMaxGridYZ || p.heads_q > kMaxGridYZ) return "batch or heads_q over 65535 (gridDim.y, gridDim.z)";
+  if (p.total_q() > kMaxRows || p.total_k() > kMaxRows) return "more than 2^31 - 1 rows (TMA coordinates are 32-bit)";
+  if (const std::string why = missing_gpu_feature(p); !why.empty()) return why;
+  if (const int cc = device_compute_capability(); cc != 0 && cc != 90)
+    return "compute capability " + std::to_string(cc / 10) + "." + std::to_string(cc % 10) +
+           " (fa3-v1 is built for sm_90a: wgmma and TMA, Hopper only)";
+  return "";
+}
+
+std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
+  if (std::string why = problem_unsupported(p); !why.empty()) return why;
+  const TileConfig want = instance_tile(*fa3_fwd_instance(static_cast<int>(p.head_dim)));
+  if (c.block_q != want.block_q || c.block_k != want.block_k || c.warps != want.warps || c.stages != want.stages ||
+      c.q_in_registers || c.kv_shared_buffer)
+    return "tile " + c.describe() + " is not instantiated for head_dim " + std::to_string(p.head_dim) +
+           " (fa3-v1 runs " + want.describe() + ")";
+  return "";
+}
+
+TileConfig launch_tile(const AttentionProblem& p, Pass) {
+  const Fa3FwdInstance* e = fa3_fwd_instance(static_cast<int>(p.head_dim));
+  return e ? instance_tile(*e) : TileConfig{};
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) throw InputError("fa3-v1", std::string("missing device buffer: ") + what);
+}
+
+// TMA reads from 16-byte aligned addresses; the output's 4-byte stores need 4.
+void require_aligned(const void* ptr, const char* what, uintptr_t bytes) {
+  if (reinterpret_cast<uintptr_t>(ptr) % bytes != 0)
+    throw InputError("fa3-v1", std::string(what) + " is not " + std::to_string(bytes) + "-byte aligned");
+}
+
+void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
+  if (const std::string why = unsupported(p, c); !why.empty()) throw InputError("fa3-v1", why);
+  require(args.q && args.o && args.lse, "q, o, lse");
+  require(p.total_k() == 0 || (args.k && args.v), "k, v");
+  require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
+  require_aligned(args.q, "q", 16);
+  require_aligned(args.k, "k", 16);
+  require_aligned(args.v, "v", 16);
+  require_aligned(args.o, "o", 4);
+  const AttentionParams ap = make_params(p);
+  Fa3FwdParams a;
+  a.q = args.q, a.o = args.o, a.lse = args.lse;
+  // Without keys no K/V tile is loaded, but a TMA descriptor needs a real address: q's stands in.
+  a.k = p.total_k() > 0 ? args.k : args.q;
+  a.v = p.total_k() > 0 ? args.v : args.q;
+  a.cu_seqlens_q = args.cu_seqlens_q, a.cu_seqlens_k = args.cu_seqlens_k;
+  a.batch = ap.batch, a.heads_q = ap.heads_q, a.heads_kv = ap.heads_kv, a.group = ap.group;
+  a.seqlen_q = ap.seqlen_q, a.seqlen_k = ap.seqlen_k, a.total_q = ap.total_q, a.total_k = ap.total_k;
+  a.head_dim = ap.head_dim, a.varlen = ap.varlen, a.scale = ap.scale, a.softcap = ap.softcap;
+  // A window edge past every key is no edge (the key-block range and the masks then skip it).
+  const int64_t span = p.seqlen_q + p.seqlen_k;
+  a.window_left = ap.window_left >= span ? -1 : ap.window_left;
+  a.window_right = ap.window_right >= span ? -1 : ap.window_right;
+  const Fa3Schedule schedule = fa3_fwd_schedule(a.window_left >= 0 || a.window_right >= 0);
+  a.persistent = schedule.persistent;
+  a.pingpong = schedule.pingpong;
+  if (a.total_q == 0) return;  // no query row: nothing to write
+  const cudaError_t e = launch_fwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
+  if (e != cudaSuccess) throw std::runtime_error(std::string("fa3-v1 forward launch: ") + cudaGetErrorString(e));
+}
+
+}  // namespace
+}  // namespace fa3
+
+KernelVersion fa3_v1() {
+  KernelVersion kv;
+  kv.name = "fa3-v1";
+  kv.algorithm = Algorithm::Fa2;
+  kv.backend = Backend::Cuda;
+  kv.summary =
+      "FlashAttention forward on Hopper (sm_90a): TMA loads into swizzled shared memory, a producer warpgroup "
+      "and two consumer warpgroups (setmaxnreg), wgmma for QK^T and PV, softmax overlapped with PV";
+  kv.sim_kernels = {};
+  kv.unsupported = fa3::unsupported;
+  kv.launch_tile = fa3::launch_tile;
+  kv.forward = fa3::forward;
+  return kv;
+}
+
+}  // namespace flashsim::gpu
