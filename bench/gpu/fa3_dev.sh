@@ -24,3 +24,12 @@ grep -h -E "error|registers|spill" "$out"/ptxas_*.txt | grep -v "0 bytes spill" 
 nvidia-smi -L
 "$obj/fa3_dev" | tee "$out/fa3_dev.txt"
 [ "${SDPA:-1}" = 1 ] && PYTHONUNBUFFERED=1 python3 bench/gpu/fa3_dev_sdpa.py | tee "$out/sdpa.txt"
+# One ncu report of the shape (b2 h16 n4096 d128, non-causal, persistent, ping-pong).
+if [ "${NCU:-0}" = 1 ]; then
+  for bn in 0; do
+    ncu --kernel-name regex:fa3 --launch-skip 3 --launch-count 1 --section SpeedOfLight --section WarpStateStats \
+      --section SchedulerStats --section ComputeWorkloadAnalysis --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active \
+      "$obj/fa3_dev" 2 16 4096 128 0 1 1 > "$out/ncu_bn$bn.txt" 2>&1
+    grep -E "Duration|Throughput|gmma|pipe_xu|Stall|Issued Warp|No Eligible|Active Warps" "$out/ncu_bn$bn.txt" | head -30
+  done
+fi

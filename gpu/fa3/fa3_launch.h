@@ -5,34 +5,43 @@
 // back as the return value.
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <iterator>
+#include <utility>
+
 #include "fa3_fwd_params.h"
 #include "flashsim/families/fa3/instances.h"
 
 namespace flashsim::gpu::fa3 {
 
-// The head dims with a translation unit: an instance of another head dim fails to link.
-inline constexpr int kFa3HeadDims[] = {64, 96, 128, 256};
+// The head dims compiled in this build (the build defines FLASHSIM_FA3_HEAD_DIMS; FLASHSIM_GPU_INSTANCES=ci builds
+// d128 alone): each has a translation unit, fa3_fwd_d<d>.cu.
+#ifndef FLASHSIM_FA3_HEAD_DIMS
+#define FLASHSIM_FA3_HEAD_DIMS 64, 96, 128, 256
+#endif
+inline constexpr int kFa3CompiledHeadDims[] = {FLASHSIM_FA3_HEAD_DIMS};
+
+constexpr bool fa3_head_dim_compiled(int d) {
+  for (const int c : kFa3CompiledHeadDims)
+    if (c == d) return true;
+  return false;
+}
 
 template <int kHeadDim>
 cudaError_t launch_fwd_head_dim(const Fa3FwdParams& a, bool bf16, cudaStream_t stream);
-template <>
-cudaError_t launch_fwd_head_dim<64>(const Fa3FwdParams& a, bool bf16, cudaStream_t stream);
-template <>
-cudaError_t launch_fwd_head_dim<96>(const Fa3FwdParams& a, bool bf16, cudaStream_t stream);
-template <>
-cudaError_t launch_fwd_head_dim<128>(const Fa3FwdParams& a, bool bf16, cudaStream_t stream);
-template <>
-cudaError_t launch_fwd_head_dim<256>(const Fa3FwdParams& a, bool bf16, cudaStream_t stream);
 
-// Dispatches on a.head_dim (cudaErrorInvalidValue for a head dim without an instance).
+template <size_t... I>
+cudaError_t launch_fwd_compiled(const Fa3FwdParams& a, bool bf16, cudaStream_t stream, std::index_sequence<I...>) {
+  cudaError_t e = cudaErrorInvalidValue;
+  ((a.head_dim == kFa3CompiledHeadDims[I] &&
+    (e = launch_fwd_head_dim<kFa3CompiledHeadDims[I]>(a, bf16, stream), true)) ||
+   ...);
+  return e;
+}
+
+// Dispatches on a.head_dim (cudaErrorInvalidValue for a head dim this build did not compile).
 inline cudaError_t launch_fwd(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
-  switch (a.head_dim) {
-    case 64: return launch_fwd_head_dim<64>(a, bf16, stream);
-    case 96: return launch_fwd_head_dim<96>(a, bf16, stream);
-    case 128: return launch_fwd_head_dim<128>(a, bf16, stream);
-    case 256: return launch_fwd_head_dim<256>(a, bf16, stream);
-    default: return cudaErrorInvalidValue;
-  }
+  return launch_fwd_compiled(a, bf16, stream, std::make_index_sequence<std::size(kFa3CompiledHeadDims)>{});
 }
 
 }  // namespace flashsim::gpu::fa3
