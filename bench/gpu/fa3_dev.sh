@@ -22,7 +22,7 @@ echo "compiled in $(($(date +%s) - start)) s"
 if [ ! -x "$obj/fa3_dev" ]; then grep -h -A3 "error" "$out"/ptxas_*.txt | head -40; exit 1; fi
 grep -h -E "error|registers|spill" "$out"/ptxas_*.txt | grep -v "0 bytes spill" | sort | uniq -c | head -20
 nvidia-smi -L
-"$obj/fa3_dev" | tee "$out/fa3_dev.txt"
+if [ "${TIMING:-1}" = 0 ]; then "$obj/fa3_dev" checks; else "$obj/fa3_dev"; fi | tee "$out/fa3_dev.txt"
 [ "${SDPA:-1}" = 1 ] && PYTHONUNBUFFERED=1 python3 bench/gpu/fa3_dev_sdpa.py | tee "$out/sdpa.txt"
 # One ncu report of the issue's shape (b2 h16 n4096 d128, non-causal, persistent, ping-pong).
 if [ "${NCU:-0}" = 1 ]; then
@@ -31,5 +31,12 @@ if [ "${NCU:-0}" = 1 ]; then
       --section SchedulerStats --section ComputeWorkloadAnalysis --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active \
       "$obj/fa3_dev" 2 16 4096 128 0 1 1 > "$out/ncu_bn$bn.txt" 2>&1
     grep -E "Duration|Throughput|gmma|pipe_xu|Stall|Issued Warp|No Eligible|Active Warps" "$out/ncu_bn$bn.txt" | head -30
+  done
+fi
+# compute-sanitizer's memcheck, racecheck and synccheck over the checks (small shapes, every schedule variant).
+if [ "${SANITIZE:-0}" = 1 ]; then
+  for tool in memcheck racecheck synccheck; do
+    compute-sanitizer --tool $tool --error-exitcode 3 "$obj/fa3_dev" checks > "$out/sanitizer_$tool.txt" 2>&1
+    echo "compute-sanitizer $tool: exit $? ($(grep -c 'check .* ok$' "$out/sanitizer_$tool.txt") checks ok; $(tail -1 "$out/sanitizer_$tool.txt"))"
   done
 fi
