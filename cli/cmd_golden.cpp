@@ -5,15 +5,19 @@
 #include <filesystem>
 
 #include "commands.h"
+#include "flashsim/app/problem_flags.h"
+#include "flashsim/app/progress_bar.h"
 #include "flashsim/error.h"
 #include "flashsim/golden/candidate.h"
 #include "flashsim/golden/generate.h"
 #include "flashsim/golden/report.h"
 #include "flashsim/golden/verify.h"
-#include "problem_flags.h"
-#include "progress_bar.h"
 
 namespace flashsim::cli {
+
+using app::MemoryFlag;
+using app::ProgressBar;
+using app::TileFlags;
 
 namespace fs = std::filesystem;
 

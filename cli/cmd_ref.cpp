@@ -5,11 +5,15 @@
 #include <cmath>
 
 #include "commands.h"
+#include "flashsim/app/problem_flags.h"
 #include "flashsim/ref/attention.h"
-#include "problem_flags.h"
 #include "ref_table.h"
 
 namespace flashsim::cli {
+
+using app::MemoryFlag;
+using app::ProblemFlags;
+using app::TileFlags;
 
 namespace {
 

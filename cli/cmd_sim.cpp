@@ -10,15 +10,25 @@
 #include <tuple>
 
 #include "commands.h"
+#include "flashsim/app/problem_flags.h"
+#include "flashsim/app/sim_report.h"
 #include "flashsim/error.h"
 #include "flashsim/sim/dram_interval.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/ncu.h"
 #include "flashsim/sim/sweep.h"
-#include "problem_flags.h"
-#include "sim_report.h"
 
 namespace flashsim::cli {
+
+using app::MemoryFlag;
+using app::PredictRequest;
+using app::ProblemFlags;
+using app::run_predict;
+using app::run_sweep;
+using app::sweep_passes;
+using app::SweepReport;
+using app::TileFlags;
+using app::to_json;
 
 namespace {
 

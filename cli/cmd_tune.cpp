@@ -22,7 +22,8 @@ struct TuneState {
 };
 
 constexpr const char* kHeaderCommand =
-    "flashsim sim tune --kernel fa2-fwd,fa2-bwd --hw H100-SXM5-80GB --header gpu/fa2/fa2_launch_table.h";
+    "flashsim sim tune --kernel fa2-fwd,fa2-bwd --hw H100-SXM5-80GB --header "
+    "families/fa2/include/flashsim/families/fa2/launch_table.h";
 
 std::string header_text(const std::vector<sim::TuneResult>& results) {
   std::string s = fmt::format(

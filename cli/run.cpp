@@ -8,11 +8,14 @@
 #include <memory>
 
 #include "commands.h"
+#include "flashsim/app/help_format.h"
+#include "flashsim/app/suggest.h"
 #include "flashsim/error.h"
-#include "help_format.h"
-#include "suggest.h"
 
 namespace flashsim::cli {
+
+using app::HelpFormatter;
+using app::unknown_argument_message;
 namespace {
 int g_exit_code = 0;
 }

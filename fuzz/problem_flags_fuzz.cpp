@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "flashsim/app/problem_flags.h"
 #include "flashsim/error.h"
-#include "problem_flags.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> args = {"flashsim"};
@@ -24,8 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
   CLI::App app;
-  flashsim::cli::ProblemFlags problem;
-  flashsim::cli::TileFlags tile;
+  flashsim::app::ProblemFlags problem;
+  flashsim::app::TileFlags tile;
   problem.add_to(&app);
   tile.add_to(&app);
   try {

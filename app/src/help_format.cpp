@@ -1,9 +1,9 @@
 // flashsim's help layout: see help_format.h.
-#include "help_format.h"
+#include "flashsim/app/help_format.h"
 
 #include <sstream>
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 std::string plain_type_name(const std::string& cli11_type_name) {
   // CLI11 appends each validator's description to the type name after a ':'. A choice list (IsMember,
@@ -60,4 +60,4 @@ std::string HelpFormatter::make_option_desc(const CLI::Option* opt) const {
   return desc + (desc.empty() ? "" : " ") + "(default: " + def + ")";
 }
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

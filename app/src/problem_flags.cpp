@@ -1,4 +1,4 @@
-#include "problem_flags.h"
+#include "flashsim/app/problem_flags.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "flashsim/error.h"
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 namespace {
 
@@ -212,4 +212,4 @@ void MemoryFlag::add_to(CLI::App* cmd) {
       ->check(CLI::Range(0.0, 1.0e6));  // up to a PiB: a clear message for negatives
 }
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

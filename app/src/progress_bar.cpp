@@ -1,4 +1,4 @@
-#include "progress_bar.h"
+#include "flashsim/app/progress_bar.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 namespace {
 std::string clock_time(double s) {
@@ -44,4 +44,4 @@ void ProgressBar::operator()(const golden::Progress& p) {
   std::fflush(stderr);
 }
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

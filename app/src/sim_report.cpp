@@ -1,4 +1,4 @@
-#include "sim_report.h"
+#include "flashsim/app/sim_report.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "flashsim/error.h"
 #include "flashsim/sim/problem_data.h"
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 PredictReport run_predict(const PredictRequest& r) {
   PredictReport out;
@@ -169,4 +169,4 @@ nlohmann::json to_json(const std::vector<SweepReport>& reports, int top) {
   return j;
 }
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

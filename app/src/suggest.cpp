@@ -1,12 +1,12 @@
 // Misspelled flags and subcommands: see suggest.h.
-#include "suggest.h"
+#include "flashsim/app/suggest.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   const std::size_t n = a.size(), m = b.size();
@@ -138,4 +138,4 @@ std::optional<std::string> unknown_argument_message(CLI::App& root) {
   return std::nullopt;
 }
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

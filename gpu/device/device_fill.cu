@@ -8,8 +8,8 @@
 #include <string>
 #include <type_traits>
 
+#include "cuda_launch.h"  // FLASHSIM_CUDA_CHECK
 #include "device_fill.h"
-#include "device_memory.h"  // FLASHSIM_CUDA_CHECK
 
 namespace flashsim::gpu {
 

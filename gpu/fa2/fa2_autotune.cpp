@@ -1,16 +1,15 @@
-// The measured autotune of fa2-v1's tile configs (autotune.h).
-#include "flashsim/gpu/autotune.h"
-
+// The measured autotune of fa2-v1's tile configs (flashsim/gpu/autotune.h): fa2-v1's, in its family.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <string>
 
-#include "../fa2/fa2_v1.h"  // hand_launch_tile
 #include "device_fill.h"
 #include "device_memory.h"
+#include "fa2_v1.h"  // hand_launch_tile
 #include "flashsim/error.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/instances.h"
+#include "flashsim/gpu/autotune.h"
 #include "flashsim/gpu/harness.h"  // cuda_available, why_no_backward
 #include "flashsim/gpu/params.h"   // missing_gpu_feature
 #include "flashsim/inputs.h"       // InputStream

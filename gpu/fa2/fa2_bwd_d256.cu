@@ -1,4 +1,4 @@
-// fa2-v1's backward kernels of head dim 256: every fa2_instances.h entry of d256 (fa2_bwd_launch.cuh), in a
+// fa2-v1's backward kernels of head dim 256: every fa2 instance of d256 (fa2_bwd_launch.cuh), in a
 // translation unit of its own so that nvcc compiles the head dims in parallel.
 #include "fa2_bwd_launch.cuh"
 

@@ -13,11 +13,11 @@
 #include <stdexcept>
 #include <utility>
 
-#include "device_memory.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem
+#include "cuda_launch.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem
 #include "fa2_bwd_kernel.cuh"
 #include "fa2_bwd_rowwise.cuh"
 #include "fa2_launch.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/instances.h"
 
 namespace flashsim::gpu::fa2 {
 
@@ -27,7 +27,7 @@ template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, class Element, bo
 void run(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaStream_t stream) {
   using Tr = Fa2BwdTraits<kHeadDim, kBlockM, kBlockN, kNWarps, Element>;
   static_assert(Tr::kSmemBytes == fa2_bwd_smem_bytes(kHeadDim, kBlockM, kBlockN),
-                "fa2_instances.h's shared-memory formula is the traits'");
+                "flashsim/families/fa2/instances.h's shared-memory formula is the traits'");
   const unsigned q_blocks = static_cast<unsigned>((prm.a.seqlen_q + kBlockM - 1) / kBlockM);
   const unsigned k_blocks = static_cast<unsigned>((prm.a.seqlen_k + kBlockN - 1) / kBlockN);
   const dim3 rows_grid(q_blocks, static_cast<unsigned>(prm.a.batch), static_cast<unsigned>(prm.a.heads_q));

@@ -1,9 +1,9 @@
 // fa2-v1's backward: FlashAttention-2's three backward kernels (fa2_bwd_rowwise.cuh, fa2_bwd_kernel.cuh), plus
 // a dbias reduction where the bias broadcasts. This file: what it can run, the workspace and the launch; the
 // kernels of each head dim are compiled in fa2_bwd_d<d>.cu (fa2_bwd_launch.cuh), one set per entry of
-// flashsim/fa2_instances.h.
+// fa2's instances.h.
 //
-// Instantiated: kFa2BwdInstances (flashsim/fa2_instances.h): backward tiles Br x Bc with TileConfig warps w, the
+// Instantiated: kFa2BwdInstances (fa2's instances.h): backward tiles Br x Bc with TileConfig warps w, the
 // kernel launching 2 w warps (as FlashAttention-2's and the simulator's models do); bf16 and fp16, plain and
 // score-pipeline kernels; dq_strategy atomic or partials (run-time). Why the launch table's tiles
 // (fa2_bwd_traits.h has the arithmetic):
@@ -26,12 +26,12 @@
 #include <string>
 #include <utility>
 
-#include "device_memory.h"  // FLASHSIM_CUDA_CHECK, device_smem_optin
+#include "cuda_launch.h"  // FLASHSIM_CUDA_CHECK, device_smem_optin
 #include "fa2_bwd_params.cuh"
 #include "fa2_launch.h"
 #include "fa2_v1.h"
 #include "flashsim/error.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/instances.h"
 
 namespace flashsim::gpu::fa2 {
 

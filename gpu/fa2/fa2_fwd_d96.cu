@@ -1,4 +1,4 @@
-// fa2-v1's forward kernels of head dim 96: every fa2_instances.h entry of d96 (fa2_fwd_launch.cuh), in a
+// fa2-v1's forward kernels of head dim 96: every fa2 instance of d96 (fa2_fwd_launch.cuh), in a
 // translation unit of its own so that nvcc compiles the head dims in parallel.
 #include "fa2_fwd_launch.cuh"
 

@@ -1,7 +1,7 @@
 #pragma once
 // fa2-v1's forward launches of one head dim (fa2_launch.h): every kFa2FwdInstances entry of that head dim, for
-// every stages value whose shared memory fits (fa2_fwd_instantiated), bf16 and fp16, plain and score-pipeline
-// kernels. Included only by the per-head-dim translation units, each ending in FLASHSIM_FA2_FWD_HEAD_DIM(d).
+// every stages value (fa2_fwd_instantiated), bf16 and fp16, plain and score-pipeline kernels. Included only by
+// the per-head-dim translation units, each ending in FLASHSIM_FA2_FWD_HEAD_DIM(d).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -11,10 +11,10 @@
 #include <stdexcept>
 #include <utility>
 
-#include "device_memory.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem
+#include "cuda_launch.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem
 #include "fa2_fwd_kernel.cuh"
 #include "fa2_launch.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/instances.h"
 
 namespace flashsim::gpu::fa2 {
 
@@ -24,7 +24,7 @@ template <int kHeadDim, int kBlockM, int kBlockN, int kNWarps, int kStages, clas
 void run(const Fa2FwdParams& prm, cudaStream_t stream) {
   using Tr = Fa2FwdTraits<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element>;
   static_assert(Tr::kSmemBytes == fa2_fwd_smem_bytes(kHeadDim, kBlockM, kBlockN, kStages),
-                "fa2_instances.h's shared-memory formula is the traits'");
+                "flashsim/families/fa2/instances.h's shared-memory formula is the traits'");
   const auto kernel =
       flashsim_fa2_fwd_kernel<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element, kPipeline>;
   constexpr size_t smem = Tr::kSmemBytes;
@@ -35,19 +35,16 @@ void run(const Fa2FwdParams& prm, cudaStream_t stream) {
   FLASHSIM_CUDA_CHECK(cudaGetLastError());
 }
 
-// Entry e at kStages, if that variant is compiled and c asks for it.
+// Entry e at kStages, if c asks for it (forward_unsupported checked the device's shared-memory limit).
 template <Fa2FwdInstance e, int kStages, class Element>
 bool run_stages(int stages, const Fa2FwdParams& prm, cudaStream_t stream) {
-  if constexpr (!fa2_fwd_instantiated(e.head_dim, e.block_q, e.block_k, e.warps, kStages)) {
-    return false;  // its shared memory is over kFa2MaxSmemBytes
-  } else {
-    if (stages != kStages) return false;
-    if (prm.pipeline)
-      run<e.head_dim, e.block_q, e.block_k, e.warps, kStages, Element, true>(prm, stream);
-    else
-      run<e.head_dim, e.block_q, e.block_k, e.warps, kStages, Element, false>(prm, stream);
-    return true;
-  }
+  static_assert(fa2_fwd_instantiated(e.head_dim, e.block_q, e.block_k, e.warps, kStages));
+  if (stages != kStages) return false;
+  if (prm.pipeline)
+    run<e.head_dim, e.block_q, e.block_k, e.warps, kStages, Element, true>(prm, stream);
+  else
+    run<e.head_dim, e.block_q, e.block_k, e.warps, kStages, Element, false>(prm, stream);
+  return true;
 }
 
 // Table entry I, if it has head dim kHeadDim and c's tile.

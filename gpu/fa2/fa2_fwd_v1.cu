@@ -1,9 +1,9 @@
 // fa2-v1's forward: FlashAttention-2's forward as one fused kernel (fa2_fwd_kernel.cuh): a query block per CTA,
 // K/V blocks streamed through shared memory by cp.async, S and P in registers, mma.sync tensor cores, O and
 // lse written once. This file: what it can run and the launch (fa2_v1.h); the kernels of each head dim are
-// compiled in fa2_fwd_d<d>.cu (fa2_fwd_launch.cuh), one per entry of flashsim/fa2_instances.h.
+// compiled in fa2_fwd_d<d>.cu (fa2_fwd_launch.cuh), one per entry of fa2's instances.h.
 //
-// Instantiated configs: kFa2FwdInstances (flashsim/fa2_instances.h, with the register and shared-memory
+// Instantiated configs: kFa2FwdInstances (fa2's instances.h, with the register and shared-memory
 // arithmetic of each group), each for stages 1 and 2, bf16 and fp16. The launch table (fa2::launch_tile in
 // fa2_v1.cpp, used when no tile is given): d64 Br128 Bc64 st2; d96 Br128 Bc64 st1 (plain) or Bc32 st2 (score
 // pipeline); d128 Br128 Bc32 st2; d256 Br64 Bc64 st1: for d <= 128 the fastest tile whose kernel keeps every
@@ -30,12 +30,12 @@
 #include <string>
 #include <utility>
 
-#include "device_memory.h"  // device_smem_optin
+#include "cuda_launch.h"  // device_smem_optin
 #include "fa2_fwd_kernel.cuh"
 #include "fa2_launch.h"
 #include "fa2_v1.h"
 #include "flashsim/error.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/instances.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
 

@@ -1,12 +1,12 @@
 #pragma once
-// fa2-v1's launches by head dim: each head dim's kernels (every entry of flashsim/fa2_instances.h with that head
+// fa2-v1's launches by head dim: each head dim's kernels (every entry of fa2's instances.h with that head
 // dim) are compiled in a translation unit of their own, forward and backward apart (fa2_fwd_d64.cu, ...,
 // fa2_bwd_d256.cu), so that nvcc builds them in parallel. fa2_fwd_v1.cu and fa2_bwd_v1.cu check the request and
 // call these.
 #include <cuda_runtime.h>
 
 #include "flashsim/dtype.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/instances.h"
 #include "flashsim/problem.h"
 #include "flashsim/tile_config.h"
 

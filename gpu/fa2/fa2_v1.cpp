@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-#include "fa2_launch_table.h"
 #include "flashsim/error.h"
-#include "flashsim/fa2_hand_table.h"
+#include "flashsim/families/fa2/hand_table.h"
+#include "flashsim/families/fa2/launch_table.h"
 #include "versions.h"
 
 namespace flashsim::gpu {
@@ -59,7 +59,7 @@ TileConfig hand_launch_tile(const AttentionProblem& p) {
 }
 
 namespace {
-// The entry of a generated table (fa2_launch_table.h) for the problem's head dim, dtype, causal and score
+// The entry of a generated table (fa2's launch_table.h) for the problem's head dim, dtype, causal and score
 // pipeline flags whose seqlen is nearest the problem's in log scale; nullptr when the table has none.
 template <size_t N>
 const LaunchEntry* nearest_entry(const LaunchEntry (&table)[N], const AttentionProblem& p, bool pipeline) {

@@ -28,7 +28,7 @@ inline bool uses_score_pipeline(const AttentionParams& a) {
 }
 
 // fa2-v1's launch table (KernelVersion::launch_tile): the tile `flashsim sim tune` ranks first for the
-// problem's head dim, dtype, causal and score-pipeline flags at the nearest seqlen (fa2_launch_table.h,
+// problem's head dim, dtype, causal and score-pipeline flags at the nearest seqlen (fa2's launch_table.h,
 // generated), per pass; the hand-kept table for what it does not cover.
 TileConfig launch_tile(const AttentionProblem& p, Pass pass);
 // The launch table before the generated one (per head dim and score path, the fastest measured tile without
@@ -57,7 +57,7 @@ void set_problem(Params& prm, const AttentionProblem& p, const DeviceArgs& args)
 // heads, grid limits.
 std::string problem_unsupported(const AttentionProblem& p);
 // Why the forward / backward cannot run this case ("" when it can): problem_unsupported, then the tile (an
-// instance of flashsim/fa2_instances.h whose shared memory this device allows). The backward's tile is
+// instance of fa2's instances.h whose shared memory this device allows). The backward's tile is
 // (bwd_block_q, bwd_block_k, warps), whatever the forward's fields.
 std::string forward_unsupported(const AttentionProblem& p, const TileConfig& c);
 std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c);

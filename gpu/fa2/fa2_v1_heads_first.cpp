@@ -4,7 +4,7 @@
 // its head needs it, and K/V are read from DRAM once per query block. Its outputs are correct (it passes the
 // goldens); its DRAM reads are what `traffic compare` must flag (calibration h100.dram_interval).
 #include "fa2_v1.h"
-#include "versions.h"
+#include "planted_versions.h"
 
 namespace flashsim::gpu {
 

@@ -22,7 +22,8 @@
 #include <string>
 #include <type_traits>
 
-#include "device_memory.h"  // FLASHSIM_CUDA_CHECK
+#include "cublas_gemm.h"
+#include "cuda_launch.h"  // FLASHSIM_CUDA_CHECK
 #include "flashsim/error.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
@@ -31,18 +32,6 @@
 namespace flashsim::gpu {
 
 namespace {
-
-// ---------------------------------------------------------------------------------------------------------
-// Error checks: every CUDA (FLASHSIM_CUDA_CHECK, device_memory.h) and cuBLAS return code, thrown as
-// std::runtime_error naming the call.
-
-void cublas_check(cublasStatus_t s, const char* call, const char* file, int line) {
-  if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("naive-v1: ") + call + " failed at " + file + ":" +
-                             std::to_string(line) + ": " + cublasGetStatusName(s) + ": " +
-                             cublasGetStatusString(s));
-}
-#define CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
 
 // ---------------------------------------------------------------------------------------------------------
 // Constants.
@@ -62,24 +51,6 @@ constexpr size_t kAlign = 256;
 // gridDim.y (the group's query heads of a row launch) is at most 65535.
 constexpr int64_t kMaxGridY = 65535;
 constexpr int kMaxHeadDim = 256;  // the head dims this version claims (any value 1..256 works)
-
-// ---------------------------------------------------------------------------------------------------------
-// Element types: cuBLAS's name of each (the conversions, to_float / from_float, are score_pipeline.cuh's).
-
-template <class T>
-struct Elem;
-template <>
-struct Elem<float> {
-  static constexpr cudaDataType_t kCuda = CUDA_R_32F;
-};
-template <>
-struct Elem<__half> {
-  static constexpr cudaDataType_t kCuda = CUDA_R_16F;
-};
-template <>
-struct Elem<__nv_bfloat16> {
-  static constexpr cudaDataType_t kCuda = CUDA_R_16BF;
-};
 
 // ---------------------------------------------------------------------------------------------------------
 // What a row kernel of one (sequence b, kv head hk) launch needs, by value. Row (r, i) of a launch is query
@@ -210,55 +181,15 @@ __global__ void __launch_bounds__(kConvertThreads)
     dv[(e / d_v) * ld_v + e % d_v] = from_float<T>(dv_acc[e]);
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// cuBLAS: one handle per process, strict GEMMs.
-
-// Created on first use; never destroyed (destroying it from a static destructor may run after the CUDA
-// runtime has shut down). Set to the launch's stream on every call.
-cublasHandle_t cublas_handle(cudaStream_t stream) {
-  static cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    CUBLAS_CHECK(cublasCreate(&h));
-    // Default math with CUBLAS_COMPUTE_32F: fp32 products stay fp32 (TF32 and the BF16x9 emulation need an
-    // explicit opt-in); reductions (split-K) stay in fp32 even when C is fp16 / bf16.
-    CUBLAS_CHECK(cublasSetMathMode(
-        h,
-        static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-    CUBLAS_CHECK(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST));  // alpha, beta: host floats
-    return h;
-  }();
-  CUBLAS_CHECK(cublasSetStream(handle, stream));
-  return handle;
-}
-
-// A column-major operand of cublasGemmStridedBatchedEx: pointer, type, leading dimension, batch stride.
-// A row-major [rows, cols] matrix with row stride ld is the column-major [cols, rows] matrix of the same ld.
-struct Operand {
-  const void* ptr;
-  cudaDataType_t type;
-  int64_t ld;
-  int64_t stride;
-};
-
-// C = alpha op(A) op(B) + beta C (column-major, m x n, inner k), batch times; fp32 accumulation and scalars.
-void gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
-          float alpha, Operand A, Operand B, float beta, void* C, cudaDataType_t ctype, int64_t ldc,
-          int64_t stride_c, int64_t batch) {
-  CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      handle, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &alpha, A.ptr, A.type,
-      static_cast<int>(A.ld), A.stride, B.ptr, B.type, static_cast<int>(B.ld), B.stride, &beta, C, ctype,
-      static_cast<int>(ldc), stride_c, static_cast<int>(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
-
 // naive_scores (and naive_bwd_scores, the same GEMM): S^T (lk x lq, col-major) = scale K Q^T into gS [g, lq,
 // lk] fp32, batched over the g query heads of one kv head (K shared: stride 0); gQ, gK at row 0 of the sequence.
 template <class T>
 void scores_gemm(cublasHandle_t blas, const AttentionParams& a, const T* gQ, const T* gK, float* gS,
                  int64_t lq, int64_t lk) {
-  constexpr cudaDataType_t kT = Elem<T>::kCuda;
+  constexpr cudaDataType_t kT = cublas::Elem<T>::kCuda;
   const int64_t d = a.head_dim;
-  gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, d, a.scale, {gK, kT, a.heads_kv * d, 0},
-       {gQ, kT, a.heads_q * d, d}, 0.f, gS, CUDA_R_32F, lk, lq * lk, a.group);
+  cublas::gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, d, a.scale, {gK, kT, a.heads_kv * d, 0},
+               {gQ, kT, a.heads_q * d, d}, 0.f, gS, CUDA_R_32F, lk, lq * lk, a.group);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -392,8 +323,8 @@ template <class T>
 void forward_t(const AttentionProblem& p, const DeviceArgs& args) {
   const AttentionParams a = checked_params(p);
   const auto stream = static_cast<cudaStream_t>(args.stream);
-  cublasHandle_t blas = cublas_handle(stream);
-  constexpr cudaDataType_t kT = Elem<T>::kCuda;
+  cublasHandle_t blas = cublas::handle(stream);
+  constexpr cudaDataType_t kT = cublas::Elem<T>::kCuda;
   const int64_t g = a.group, d = a.head_dim, dv = a.head_dim_v, hq = a.heads_q, hkv = a.heads_kv;
   const T* q = static_cast<const T*>(args.q);  // [total_q, hq, d]
   const T* k = static_cast<const T*>(args.k);  // [total_k, hkv, d]
@@ -422,8 +353,8 @@ void forward_t(const AttentionProblem& p, const DeviceArgs& args) {
       FLASHSIM_CUDA_CHECK(cudaGetLastError());
       // naive_pv: O^T (dv x lq, col-major, rows of o) = V^T P^T, batched over the group's heads (V shared).
       if (lk > 0)
-        gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, dv, lq, lk, 1.f, {gV, kT, hkv * dv, 0}, {gP, kT, lk, lq * lk},
-             0.f, gO, kT, hq * dv, dv, g);
+        cublas::gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, dv, lq, lk, 1.f, {gV, kT, hkv * dv, 0},
+                     {gP, kT, lk, lq * lk}, 0.f, gO, kT, hq * dv, dv, g);
     }
   }
 }
@@ -432,8 +363,8 @@ template <class T>
 void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
   const AttentionParams a = checked_params(p);
   const auto stream = static_cast<cudaStream_t>(args.stream);
-  cublasHandle_t blas = cublas_handle(stream);
-  constexpr cudaDataType_t kT = Elem<T>::kCuda;
+  cublasHandle_t blas = cublas::handle(stream);
+  constexpr cudaDataType_t kT = cublas::Elem<T>::kCuda;
   const int64_t g = a.group, d = a.head_dim, dv = a.head_dim_v, hq = a.heads_q, hkv = a.heads_kv;
   const T* q = static_cast<const T*>(args.q);        // [total_q, hq, d]
   const T* k = static_cast<const T*>(args.k);        // [total_k, hkv, d]
@@ -482,8 +413,8 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
       naive_bwd_softmax_kernel<T><<<rows, kRowThreads, 0, stream>>>(ra, gS, gP);
       FLASHSIM_CUDA_CHECK(cudaGetLastError());
       // naive_bwd_dp: dP^T (lk x lq, col-major) = V dO^T, batched over the group's heads (V shared).
-      gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, dv, 1.f, {gV, kT, hkv * dv, 0}, {gdO, kT, hq * dv, dv},
-           0.f, gdP, CUDA_R_32F, lk, n_head, g);
+      cublas::gemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, lk, lq, dv, 1.f, {gV, kT, hkv * dv, 0},
+                   {gdO, kT, hq * dv, dv}, 0.f, gdP, CUDA_R_32F, lk, n_head, g);
       // naive_bwd_ds: D, dS = P o (dP - D) (o dcap), dbias; P and dS rounded to T.
       naive_bwd_ds_kernel<T><<<rows, kRowThreads, 0, stream>>>(ra, gP, gdP, a.softcap > 0.f ? gS : nullptr,
                                                                gdO, gO, hq * dv, static_cast<int>(dv), gPt,
@@ -492,15 +423,15 @@ void backward_t(const AttentionProblem& p, const DeviceArgs& args) {
       // naive_bwd_dv: dV^T (dv x lk, col-major) += dO_r^T P_r, one GEMM per head of the group (beta = 1 after
       // the first: the group's sum in fp32).
       for (int64_t r = 0; r < g; ++r)
-        gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, dv, lk, lq, 1.f, {gdO + r * dv, kT, hq * dv, 0},
-             {gPt + r * n_head, kT, lk, 0}, r == 0 ? 0.f : 1.f, gdV, CUDA_R_32F, dv, 0, 1);
+        cublas::gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, dv, lk, lq, 1.f, {gdO + r * dv, kT, hq * dv, 0},
+                     {gPt + r * n_head, kT, lk, 0}, r == 0 ? 0.f : 1.f, gdV, CUDA_R_32F, dv, 0, 1);
       // naive_bwd_dq: dQ^T (d x lq, col-major, rows of dq) = scale K^T dS^T, batched over the group's heads.
-      gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, d, lq, lk, a.scale, {gK, kT, hkv * d, 0}, {gdS, kT, lk, n_head},
-           0.f, gdQ, kT, hq * d, d, g);
+      cublas::gemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, d, lq, lk, a.scale, {gK, kT, hkv * d, 0},
+                   {gdS, kT, lk, n_head}, 0.f, gdQ, kT, hq * d, d, g);
       // naive_bwd_dk: dK^T (d x lk, col-major) += scale Q_r^T dS_r, one GEMM per head of the group.
       for (int64_t r = 0; r < g; ++r)
-        gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, d, lk, lq, a.scale, {gQ + r * d, kT, hq * d, 0},
-             {gdS + r * n_head, kT, lk, 0}, r == 0 ? 0.f : 1.f, gdK, CUDA_R_32F, d, 0, 1);
+        cublas::gemm(blas, CUBLAS_OP_N, CUBLAS_OP_T, d, lk, lq, a.scale, {gQ + r * d, kT, hq * d, 0},
+                     {gdS + r * n_head, kT, lk, 0}, r == 0 ? 0.f : 1.f, gdK, CUDA_R_32F, d, 0, 1);
       // naive_bwd_dk (epilogue, no model of its own): the fp32 dK, dV accumulators to T at their BSHD rows.
       const int64_t elems = lk * std::max(d, dv);
       const auto blocks =

@@ -1,17 +1,32 @@
-// The registry of GPU kernel versions (kernel.h): one line per version.
+// The registry of GPU kernel versions (kernel.h): one line per production version; test-only variants are
+// appended by register_test_version.
 #include <fmt/format.h>
+
+#include <utility>
 
 #include "flashsim/error.h"
 #include "versions.h"
 
 namespace flashsim::gpu {
 
-const std::vector<KernelVersion>& kernel_versions() {
-  static const std::vector<KernelVersion> all = {
+namespace {
+std::vector<KernelVersion>& registry() {
+  static std::vector<KernelVersion> all = {
       host_emulated_v1(),  // the CPU stand-in: checks the harness where no GPU is
-      naive_v1(),         fa2_v1(), three_pass_v1(), two_pass_v1(), fa2_v1_heads_first(),
+      naive_v1(),         fa2_v1(), three_pass_v1(), two_pass_v1(),
   };
   return all;
+}
+}  // namespace
+
+const std::vector<KernelVersion>& kernel_versions() {
+  return registry();
+}
+
+void register_test_version(KernelVersion v) {
+  for (const auto& known : registry())
+    if (known.name == v.name) throw InputError("kernel", fmt::format("a version named '{}' exists", v.name));
+  registry().push_back(std::move(v));
 }
 
 TileConfig tile_for(const KernelVersion& v, const AttentionProblem& p, const TileOverride& user, Pass pass) {

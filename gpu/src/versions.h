@@ -1,14 +1,13 @@
 #pragma once
-// The kernel versions' descriptions, one function per version file (registry.cpp lists them).
+// The production kernel versions' descriptions, one function per version file (registry.cpp lists them).
 #include "flashsim/gpu/kernel.h"
 
 namespace flashsim::gpu {
 
-KernelVersion host_emulated_v1();    // src/host_emulated.cpp
-KernelVersion naive_v1();            // naive/naive_v1.cu
-KernelVersion fa2_v1();              // fa2/fa2_v1.cpp (fa2_fwd_v1.cu, fa2_bwd_v1.cu)
-KernelVersion fa2_v1_heads_first();  // fa2/fa2_v1_heads_first.cpp: a planted traffic bug
-KernelVersion three_pass_v1();       // streaming/three_pass_v1.cu
-KernelVersion two_pass_v1();         // streaming/two_pass_v1.cu
+KernelVersion host_emulated_v1();  // src/host_emulated.cpp
+KernelVersion naive_v1();          // naive/naive_v1.cu
+KernelVersion fa2_v1();            // fa2/fa2_v1.cpp (fa2_fwd_v1.cu, fa2_bwd_v1.cu)
+KernelVersion three_pass_v1();     // streaming/three_pass_v1.cu
+KernelVersion two_pass_v1();       // streaming/two_pass_v1.cu
 
 }  // namespace flashsim::gpu

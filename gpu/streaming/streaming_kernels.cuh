@@ -26,7 +26,7 @@
 #include <string>
 #include <type_traits>
 
-#include "device_memory.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem
+#include "cuda_launch.h"  // FLASHSIM_CUDA_CHECK, allow_dynamic_smem, device_smem_optin
 #include "flashsim/error.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
@@ -228,9 +228,6 @@ __global__ void streaming_fwd_kernel(const StreamingParams prm) {
 // ---------------------------------------------------------------------------------------------------------
 // Host side, shared by three-pass-v1 and two-pass-v1 (`name` in their messages).
 
-// The largest dynamic shared memory a CTA may opt in to on sm90 (cudaDevAttrMaxSharedMemoryPerBlockOptin of
-// an H100: 227 KB); the launch also checks the actual device's limit.
-constexpr size_t kMaxSmemOptin = 232448;
 constexpr int kMaxHeadDim = 256;       // the head dims these versions claim (any value 1..256 works)
 constexpr int64_t kMaxGridYZ = 65535;  // gridDim.y (batch) and gridDim.z (heads_q) are at most 65535
 constexpr int kMaxThreads = 1024;      // threads per CTA
@@ -259,10 +256,11 @@ inline std::string unsupported(const char* name, const AttentionProblem& p, cons
       smem_layout(static_cast<int>(c.block_q), static_cast<int>(c.block_k), static_cast<int>(p.head_dim),
                   static_cast<int>(p.head_dim_v), dtype_bytes(p.dtype))
           .total;
-  if (smem > kMaxSmemOptin)
+  // The device's opt-in limit a CTA (227 KB on an H100), read at run time; none without a device.
+  if (const int64_t optin = device_smem_optin(); optin > 0 && smem > static_cast<size_t>(optin))
     return "tile " + c.describe() + " needs " + std::to_string(smem) +
            " bytes of shared memory for head_dim " + std::to_string(p.head_dim) + " (" +
-           std::string(dtype_name(p.dtype)) + "; at most " + std::to_string(kMaxSmemOptin) +
+           std::string(dtype_name(p.dtype)) + "; at most " + std::to_string(optin) +
            "; fp32 Q, O, S tiles of Br rows plus K, V tiles of Bc rows)";
   return "";
 }

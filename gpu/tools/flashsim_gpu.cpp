@@ -10,14 +10,15 @@
 #include <string_view>
 #include <vector>
 
+#include "flashsim/app/help_format.h"
+#include "flashsim/app/problem_flags.h"
+#include "flashsim/app/suggest.h"
 #include "flashsim/error.h"
 #include "flashsim/golden/report.h"
 #include "flashsim/gpu/autotune.h"
 #include "flashsim/gpu/bench.h"
 #include "flashsim/gpu/harness.h"
-#include "help_format.h"
-#include "problem_flags.h"
-#include "suggest.h"
+#include "flashsim/gpu/test_versions.h"
 
 namespace {
 
@@ -25,7 +26,7 @@ using namespace flashsim;
 
 // The tile flags given on the command line over each version's launch tile (gpu::tile_for). `tile` must outlive
 // the result (it lives in the subcommand's state).
-gpu::TileOverride user_tiles(const cli::TileFlags& tile) {
+gpu::TileOverride user_tiles(const flashsim::app::TileFlags& tile) {
   return [&tile](const TileConfig& launch) { return tile.over(launch); };
 }
 
@@ -56,8 +57,8 @@ void add_check(CLI::App& app, int& exit_code) {
     std::vector<std::string> kernels, cases;
     bool quiet = false;
     std::string tiles_for = "both";
-    cli::TileFlags tile;
-    cli::MemoryFlag memory;
+    flashsim::app::TileFlags tile;
+    flashsim::app::MemoryFlag memory;
   };
   auto st = std::make_shared<State>();
   cmd->add_option("--golden", st->golden, "Golden suite folder (flashsim golden generate)")->required();
@@ -108,7 +109,7 @@ void add_bench(CLI::App& app, int& exit_code) {
     std::string causal = "both", dtype = "bf16";
     int repeats = 20;
     bool csv = false;
-    cli::TileFlags tile;
+    flashsim::app::TileFlags tile;
   };
   auto st = std::make_shared<State>();
   cmd->add_option("--kernel", st->kernels, "Kernel versions (default: every CUDA version)")->delimiter(',');
@@ -176,8 +177,8 @@ void add_bench(CLI::App& app, int& exit_code) {
   });
 }
 
-// The measured autotune (gpu/src/autotune.cpp): every fa2-v1 tile config of flashsim/fa2_instances.h on a grid of
-// problems, the forward's and the backward's configs each timed alone.
+// The measured autotune (gpu/fa2/fa2_autotune.cpp): every fa2-v1 tile config of its instances.h
+// (families/fa2) on a grid of problems, the forward's and the backward's configs each timed alone.
 void add_autotune(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "autotune",
@@ -270,8 +271,11 @@ void add_autotune(CLI::App& app, int& exit_code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The planted-bug versions too: flashsim-gpu drives the GPU machine's runs (bench/gpu/), whose traffic
+  // checks must flag them.
+  flashsim::gpu::register_test_versions();
   CLI::App app{"flashsim-gpu: flashsim's CUDA kernel versions checked against golden suites", "flashsim-gpu"};
-  app.formatter(std::make_shared<flashsim::cli::HelpFormatter>());
+  app.formatter(std::make_shared<flashsim::app::HelpFormatter>());
   app.option_defaults()->always_capture_default();
   app.require_subcommand(1);
   int exit_code = 0;
@@ -284,7 +288,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    if (const auto unknown = flashsim::cli::unknown_argument_message(app)) {  // a typo: the nearest name
+    if (const auto unknown = flashsim::app::unknown_argument_message(app)) {  // a typo: the nearest name
       std::fprintf(stderr, "flashsim-gpu: error: %s\n", unknown->c_str());
     } else {
       std::fprintf(stderr, "flashsim-gpu: error: %s (see --help)\n", e.what());

@@ -13,13 +13,13 @@
 
 #include "arrays.h"
 #include "bindings.h"
+#include "flashsim/app/progress_bar.h"
 #include "flashsim/error.h"
 #include "flashsim/golden/case_file.h"
 #include "flashsim/golden/files.h"
 #include "flashsim/golden/generate.h"
 #include "flashsim/golden/report.h"
 #include "flashsim/golden/verify.h"
-#include "progress_bar.h"
 
 namespace flashsim::py {
 
@@ -132,7 +132,7 @@ std::string generate(const std::string& suite, const std::string& out, int threa
   opt.run.threads = threads;
   opt.force = force;
   const auto spec = golden::load_suite_spec(suite);
-  if (progress) opt.progress = cli::ProgressBar("generate " + spec.name);
+  if (progress) opt.progress = app::ProgressBar("generate " + spec.name);
   nb::gil_scoped_release unlocked;
   return golden::generate_suite(spec, out, opt).to_json_text();
 }

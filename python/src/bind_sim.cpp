@@ -1,5 +1,6 @@
-// flashsim.sim's native half: `sim predict` and `sim sweep` (cli/sim_report.h, the command line's own code) on a
-// problem given as case JSON and a tile given as a dict of TileConfig fields; results as the commands' JSON.
+// flashsim.sim's native half: `sim predict` and `sim sweep` (flashsim/app/sim_report.h, the command line's own
+// code) on a problem given as case JSON and a tile given as a dict of TileConfig fields; results as the
+// commands' JSON.
 #include <fmt/format.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -8,9 +9,9 @@
 #include <map>
 
 #include "bindings.h"
+#include "flashsim/app/sim_report.h"
 #include "flashsim/error.h"
 #include "flashsim/golden/suite.h"
-#include "sim_report.h"
 
 namespace flashsim::py {
 
@@ -68,7 +69,7 @@ std::string predict(const std::string& case_json, const nb::dict& tile, const st
                     const std::string& algorithm, const std::string& pass,
                     const std::vector<std::string>& kernels, bool executed, int64_t max_memory_bytes) {
   const auto c = parse_case(case_json);
-  cli::PredictRequest r;
+  app::PredictRequest r;
   r.problem = c.problem;
   r.seed = c.seed;
   r.given = over(TileConfig{}, tile);
@@ -79,7 +80,7 @@ std::string predict(const std::string& case_json, const nb::dict& tile, const st
   r.kernels = kernels;
   r.executed = executed;
   r.max_memory_bytes = max_memory_bytes;
-  return cli::to_json(cli::run_predict(r)).dump();
+  return app::to_json(app::run_predict(r)).dump();
 }
 
 std::string sweep(const std::string& case_json, const std::string& hw, const std::string& algorithm,
@@ -87,10 +88,10 @@ std::string sweep(const std::string& case_json, const std::string& hw, const std
   const auto c = parse_case(case_json);
   nb::gil_scoped_release unlocked;
   std::string note;  // a paged-cache problem's "both" is its forward
-  std::vector<cli::SweepReport> reports;
-  for (const auto& one : cli::sweep_passes(c.problem, pass, note))
-    reports.push_back(cli::run_sweep(c.problem, c.seed, hw, algorithm, one));
-  return cli::to_json(reports, top).dump();
+  std::vector<app::SweepReport> reports;
+  for (const auto& one : app::sweep_passes(c.problem, pass, note))
+    reports.push_back(app::run_sweep(c.problem, c.seed, hw, algorithm, one));
+  return app::to_json(reports, top).dump();
 }
 
 }  // namespace

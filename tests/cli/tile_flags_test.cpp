@@ -1,5 +1,5 @@
-// The tile flags (cli/problem_flags.h): config() from every flag, over() replacing only the flags given, so that
-// `flashsim-gpu --block-k 64` keeps the rest of a kernel version's launch tile.
+// The tile flags (flashsim/app/problem_flags.h): config() from every flag, over() replacing only the flags
+// given, so that `flashsim-gpu --block-k 64` keeps the rest of a kernel version's launch tile.
 #include <gtest/gtest.h>
 
 #include <CLI/CLI.hpp>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "flashsim/app/problem_flags.h"
 #include "flashsim/error.h"
-#include "problem_flags.h"
 
 using namespace flashsim;
 
@@ -17,7 +17,7 @@ namespace {
 // Parses args (without the program name) into a fresh TileFlags; the App must outlive over().
 struct Parsed {
   CLI::App app;
-  cli::TileFlags tile;
+  app::TileFlags tile;
   explicit Parsed(std::vector<std::string> args) {
     tile.add_to(&app, true);
     std::reverse(args.begin(), args.end());  // CLI11 parses a vector in reverse order

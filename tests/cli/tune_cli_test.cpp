@@ -20,18 +20,20 @@ std::string read(const std::string& path) {
 
 }  // namespace
 
-// gpu/fa2/fa2_launch_table.h must equal `flashsim sim tune --header`'s output (cmake --build --target
-// fa2_launch_table regenerates it after a model or profile change).
+// fa2-v1's launch table (families/fa2/include/flashsim/families/fa2/launch_table.h) must equal `flashsim sim
+// tune --header`'s output (cmake --build --target fa2_launch_table regenerates it after a model or profile
+// change).
 TEST(TuneCommand, LaunchTableIsGenerated) {
   const std::string out = ::testing::TempDir() + "fa2_launch_table.h";
   const auto r =
       flashsim::test::run_cli("sim tune --kernel fa2-fwd,fa2-bwd --hw H100-SXM5-80GB --header " + out);
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string generated = read(out),
-                    checked_in = read(std::string(FLASHSIM_SOURCE_DIR) + "/gpu/fa2/fa2_launch_table.h");
+                    checked_in = read(std::string(FLASHSIM_SOURCE_DIR) +
+                                      "/families/fa2/include/flashsim/families/fa2/launch_table.h");
   EXPECT_FALSE(generated.empty());
-  EXPECT_EQ(generated, checked_in)
-      << "gpu/fa2/fa2_launch_table.h is stale: cmake --build <build> --target fa2_launch_table";
+  EXPECT_EQ(generated, checked_in) << "families/fa2/include/flashsim/families/fa2/launch_table.h is stale: "
+                                      "cmake --build <build> --target fa2_launch_table";
   std::remove(out.c_str());
 }
 

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "flashsim/error.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/instances.h"
 #include "flashsim/gpu/harness.h"
 
 using namespace flashsim;

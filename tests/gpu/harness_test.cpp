@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "fa2_bwd_params.cuh"  // gpu/fa2: the backward's host-and-device index arithmetic
-#include "fa2_launch_table.h"  // gpu/fa2: the generated launch table
 #include "flashsim/error.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/instances.h"
+#include "flashsim/families/fa2/launch_table.h"  // the generated launch table
 #include "flashsim/golden/case_file.h"
 #include "flashsim/golden/files.h"
 #include "flashsim/golden/manifest.h"
 #include "flashsim/golden/safetensors.h"
+#include "flashsim/gpu/test_versions.h"
 #include "flashsim/sim/kernel_model.h"
 #include "problem_builder.h"
 
@@ -63,6 +64,25 @@ TEST(GpuParams, BroadcastStridesWindowAndVarlen) {
   q.bias = BroadcastShape::OneHQK;
   q.mask = BroadcastShape::BOneQK;
   const auto a = gpu::make_params(q);
+// The planted-bug versions are not in the production registry; a test or bench binary adds them
+// (flashsim::gpu_test_versions), once, after the production versions, their simulator kernels known.
+TEST(GpuRegistry, TestVersionsOnlyWhenRegistered) {
+  const auto named = [](const std::string& name) {
+    const auto& all = gpu::kernel_versions();
+    return std::any_of(all.begin(), all.end(), [&](const gpu::KernelVersion& v) { return v.name == name; });
+  };
+  EXPECT_FALSE(named("fa2-v1-heads-first"));
+  const size_t production = gpu::kernel_versions().size();
+  gpu::register_test_versions();
+  gpu::register_test_versions();  // a second call adds nothing
+  ASSERT_EQ(gpu::kernel_versions().size(), production + 1);
+  const auto& planted = gpu::kernel_version("fa2-v1-heads-first");
+  EXPECT_EQ(&planted, &gpu::kernel_versions().back());
+  for (const auto& k : planted.sim_kernels) EXPECT_NO_THROW(sim::kernel_model(k)) << k;
+  gpu::KernelVersion taken = stand_in();  // a name already registered
+  EXPECT_THROW(gpu::register_test_version(taken), InputError);
+}
+
   EXPECT_EQ(a.group, 2);
   EXPECT_EQ(a.window_left, 3);
   EXPECT_EQ(a.window_right, 0);
@@ -225,7 +245,7 @@ TEST(GpuRegistry, Fa2LaunchTableRunsEveryHeadDimAndPath) {
       }
 }
 
-// fa2::launch_tile takes its tiles from the generated table (fa2_launch_table.h): the entry of the problem's head
+// fa2::launch_tile takes its tiles from the generated table (fa2's launch_table.h): the entry of the problem's head
 // dim, dtype, causal and pipeline flags at the nearest seqlen, per pass.
 TEST(GpuRegistry, Fa2LaunchTileIsTheGeneratedTablesEntry) {
   const auto& v = gpu::kernel_version("fa2-v1");
@@ -338,7 +358,7 @@ TEST(GpuFa2Backward, AccumulatorRowsOfSequencesDoNotOverlap) {
   }
 }
 
-// Every entry of the instance table (flashsim/fa2_instances.h) is a tile fa2-v1 accepts on a problem of its head
+// Every entry of the instance table (fa2's instances.h) is a tile fa2-v1 accepts on a problem of its head
 // dim, forward at each of its stages and backward; a tile off the table is refused with the head dim's instances
 // in the message.
 TEST(GpuRegistry, Fa2RunsEveryInstanceAndRefusesTheRest) {

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The built-in tables of fa2-v1's compiled resources (tiling_sim/resources/fa2_v1_<arch>.csv) must be what this
+# The built-in tables of fa2-v1's compiled resources (families/fa2/resources/fa2_v1_<arch>.csv) must be what this
 # build's flashsim-gpu holds, so that sim tune ranks the kernels gpu/ launches:
 #   kernel_resources_match.sh FLASHSIM_GPU RESOURCES_DIR SASS_PY   (gpu/tools/sass.py)
 # Skipped (exit 77) without cuobjdump or where nvcc is not the version the tables were made with (another ptxas
-# allocates other registers: regenerate the tables there, see tiling_sim/resources/README.md).
+# allocates other registers: regenerate the tables there, see families/fa2/resources/README.md).
 set -u
 bin=$1 dir=$2 script=$3
 command -v cuobjdump > /dev/null || { echo "skipped: no cuobjdump"; exit 77; }

@@ -1,16 +1,20 @@
 // Adding a kernel is one model in one file: this file defines a toy kernel (a copy of Q into O, a CTA per
-// 256-row block), registers it, and finds it in the CLI's list, in `sim predict` and in `traffic compare`.
+// 256-row block), registers it, and finds it in the model list `sim kernels` prints, in `sim predict`'s JSON
+// (flashsim::app's run_predict, the command's own code) and in `traffic compare`'s (sim::compare_ncu).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "commands.h"
+#include "flashsim/app/problem_flags.h"
+#include "flashsim/app/sim_report.h"
 #include "flashsim/error.h"
+#include "flashsim/sim/hardware.h"
 #include "flashsim/sim/kernel_model.h"
+#include "flashsim/sim/ncu.h"
 
 using namespace flashsim;
 using namespace flashsim::sim;
@@ -49,40 +53,41 @@ const KernelModel& toy() {
   return m;
 }
 
-// flashsim's command line run in-process: (exit code, stdout).
-std::pair<int, std::string> run_flashsim(std::vector<std::string> args) {
-  args.insert(args.begin(), "flashsim");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  testing::internal::CaptureStdout();
-  const int code = flashsim::cli::run(static_cast<int>(argv.size()), argv.data());
-  return {code, testing::internal::GetCapturedStdout()};
+// The sim commands' problem of --batch 2 --heads 4 --seqlen 1000 --head-dim 64 (bf16, their default).
+AttentionProblem toy_problem() {
+  app::ProblemFlags pf;
+  pf.batch = 2;
+  pf.heads = 4;
+  pf.seqlen = 1000;
+  pf.head_dim = 64;
+  pf.dtype = "bf16";
+  return pf.problem();
 }
-
-const std::vector<std::string> kProblem = {"--batch",  "2",    "--heads",    "4",
-                                           "--seqlen", "1000", "--head-dim", "64"};
 constexpr int64_t kQBytes = 2 * 4 * 1000 * 64 * 2;  // batch x heads x seqlen x d x bf16
 
 }  // namespace
 
 TEST(ToyKernel, ListedBySimKernels) {
   toy();
-  const auto [code, out] = run_flashsim({"sim", "kernels"});
-  EXPECT_EQ(code, 0);
-  EXPECT_NE(out.find("toy_copy"), std::string::npos) << out;
-  EXPECT_NE(out.find("toy: O = Q"), std::string::npos) << out;
+  const auto& models = kernel_models();
+  const auto it =
+      std::find_if(models.begin(), models.end(), [](const KernelModel* m) { return m->name == "toy_copy"; });
+  ASSERT_NE(it, models.end());
+  EXPECT_EQ((*it)->summary, "toy: O = Q, a 256-row block per CTA");
   EXPECT_THROW(register_kernel_model(toy_copy_model()), InputError);  // one name, one model
 }
 
 TEST(ToyKernel, PredictedBySimPredict) {
   toy();
-  for (const char* mode : {"analytic", "executed"}) {
-    std::vector<std::string> args = {"sim", "predict", "--kernel", "toy_copy", "--json"};
-    args.insert(args.end(), kProblem.begin(), kProblem.end());
-    if (std::string(mode) == "executed") args.push_back("--executed");
-    const auto [code, out] = run_flashsim(args);
-    ASSERT_EQ(code, 0) << out;
-    const auto j = nlohmann::json::parse(out);
+  for (const bool executed : {false, true}) {
+    const char* mode = executed ? "executed" : "analytic";
+    app::PredictRequest req;  // sim predict --kernel toy_copy --json [--executed]
+    req.problem = toy_problem();
+    req.apply_given = [](const TileConfig& base) { return base; };
+    req.hw = "H100-SXM5-80GB";
+    req.kernels = {"toy_copy"};
+    req.executed = executed;
+    const auto j = app::to_json(app::run_predict(req));
     ASSERT_EQ(j["kernels"].size(), 1u);
     const auto& k = j["kernels"][0];
     EXPECT_EQ(k["kernel"], "toy_copy") << mode;
@@ -95,12 +100,10 @@ TEST(ToyKernel, PredictedBySimPredict) {
 
 TEST(ToyKernel, ComparedByTrafficCompare) {
   toy();
-  const auto dir = std::filesystem::path(testing::TempDir()) / "toy_kernel";
-  std::filesystem::create_directories(dir);
-  const auto csv = (dir / "ncu.csv").string();
-  // An ncu details page for one launch: 128 threads (4 warps) per CTA, the toy's grid.
-  const auto write = [&](double read_bytes) {
-    std::ofstream f(csv);
+  // An ncu details page for one launch: 128 threads (4 warps) per CTA, the toy's grid, compared as `traffic
+  // compare --json` does.
+  const auto compare = [&](double read_bytes) {
+    std::stringstream f;
     f << "\"ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"Metric Name\",\"Metric Unit\",\"Metric "
          "Value\"\n";
     for (const auto& [metric, value] : std::vector<std::pair<std::string, double>>{
@@ -108,18 +111,14 @@ TEST(ToyKernel, ComparedByTrafficCompare) {
              {"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", kQBytes}})
       f << "\"0\",\"void toy_copy_kernel<128>(Params)\",\"(128, 1, 1)\",\"(4, 2, 4)\",\"" << metric
         << "\",\"byte\",\"" << static_cast<int64_t>(value) << "\"\n";
+    const auto kernels = parse_ncu_csv(f);
+    return to_json(
+        compare_ncu(kernels, toy_problem(), load_profile("H100-SXM5-80GB"), dram_counters_replayed(kernels)));
   };
-  std::vector<std::string> args = {"traffic", "compare", "--ncu", csv, "--json"};
-  args.insert(args.end(), kProblem.begin(), kProblem.end());
-  write(kQBytes);
-  auto [code, out] = run_flashsim(args);
-  ASSERT_EQ(code, 0) << out;
-  auto j = nlohmann::json::parse(out);
-  EXPECT_TRUE(j["ok"].get<bool>());
+  const auto j = compare(kQBytes);
+  EXPECT_TRUE(j["ok"].get<bool>()) << j.dump(2);
   EXPECT_EQ(j["kernels"][0]["name"], "toy_copy (void toy_copy_kernel)");
   EXPECT_TRUE(j["kernels"][0]["recognized"].get<bool>());
-  write(1.5 * kQBytes);  // a kernel reading Q one and a half times: flagged
-  std::tie(code, out) = run_flashsim(args);
-  EXPECT_EQ(code, 1) << out;
-  EXPECT_FALSE(nlohmann::json::parse(out)["ok"].get<bool>());
+  // a kernel reading Q one and a half times: flagged (the command exits 1)
+  EXPECT_FALSE(compare(1.5 * kQBytes)["ok"].get<bool>());
 }

@@ -10,8 +10,9 @@
 #include <set>
 
 #include "flashsim/error.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/instances.h"
 #include "flashsim/sim/cta_model.h"
+#include "flashsim/sim/hardware.h"
 #include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/kernel_resources.h"
 #include "flashsim/sim/sweep.h"
@@ -67,13 +68,23 @@ TEST(TuneSpace, InstancesAreWhatFa2V1Compiles) {
       EXPECT_TRUE(fa2_fwd_instantiated(d, c.block_q, c.block_k, c.warps, c.stages)) << c.describe();
     size_t expected = 0;
     for (const auto& e : kFa2FwdInstances)
-      for (int st = kFa2FwdMinStages; st <= kFa2FwdMaxStages; ++st)
-        expected += e.head_dim == d && fa2_fwd_smem_bytes(d, e.block_q, e.block_k, st) <= kFa2MaxSmemBytes;
+      for (int st = kFa2FwdMinStages; st <= kFa2FwdMaxStages; ++st) expected += e.head_dim == d;
     EXPECT_EQ(fwd.size(), expected);
     for (const auto& c : tune_space(TuneKernel::Fa2Bwd, TuneSpace::Instances, d))
       EXPECT_TRUE(fa2_bwd_instantiated(d, c.bwd_block_q, c.bwd_block_k, c.warps)) << c.describe();
   }
   EXPECT_EQ(tune_space(TuneKernel::Fa2Fwd, TuneSpace::All, 128).size(), sweep_space(Pass::Forward).size());
+}
+
+// Every instance runs on the H100 (at its fewest stages): its shared memory fits the profile's limit a block
+// (227 KB, cudaDevAttrMaxSharedMemoryPerBlockOptin), the one limit gpu/'s largest target offers.
+TEST(TuneSpace, EveryInstanceFitsTheH100) {
+  const int64_t limit = load_profile("H100-SXM5-80GB").shared_memory_per_block;
+  EXPECT_EQ(limit, 227 * 1024);
+  for (const auto& e : kFa2FwdInstances)
+    EXPECT_TRUE(fa2_fwd_fits(e.head_dim, e.block_q, e.block_k, kFa2FwdMinStages, limit)) << e.head_dim;
+  for (const auto& e : kFa2BwdInstances)
+    EXPECT_TRUE(fa2_bwd_fits(e.head_dim, e.block_q, e.block_k, limit)) << e.head_dim;
 }
 
 // The complaint: configs that differ only in stages, Q in registers or a shared K/V buffer tied.

@@ -71,7 +71,7 @@ KernelResources KernelResources::builtin(std::string_view arch) {
   if (arch.empty()) return {};
   const std::string name = fmt::format("fa2_v1_{}", arch);
   for (const auto& [file, text] : detail::embedded_kernel_resources())
-    if (file == name) return parse(text, "tiling_sim/resources/" + name + ".csv");
+    if (file == name) return parse(text, "families/fa2/resources/" + name + ".csv");
   return {};
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The text of the built-in kernel resource tables (generated from tiling_sim/resources/*.csv by CMake).
+// The text of the built-in kernel resource tables (generated from families/fa2/resources/*.csv by CMake).
 #include <string_view>
 #include <utility>
 #include <vector>

@@ -12,8 +12,8 @@
 #include <tuple>
 
 #include "flashsim/error.h"
-#include "flashsim/fa2_hand_table.h"
-#include "flashsim/fa2_instances.h"
+#include "flashsim/families/fa2/hand_table.h"
+#include "flashsim/families/fa2/instances.h"
 #include "flashsim/sim/ncu.h"  // split_csv
 #include "flashsim/sim/sweep.h"
 

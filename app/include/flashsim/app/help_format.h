@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 class HelpFormatter : public CLI::Formatter {
  public:
@@ -16,4 +16,4 @@ class HelpFormatter : public CLI::Formatter {
 // "TEXT:{fwd,bwd,both}" -> "fwd|bwd|both"; "FLOAT:FLOAT in [0 - 1e+06]" -> "FLOAT"; "INT" -> "INT".
 std::string plain_type_name(const std::string& cli11_type_name);
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

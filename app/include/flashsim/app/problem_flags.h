@@ -9,7 +9,7 @@
 #include "flashsim/problem.h"
 #include "flashsim/tile_config.h"
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 struct ProblemFlags {
   int64_t batch = 1, heads = 8, heads_kv = 0, seqlen = 512, seqlen_q = 0, seqlen_k = 0, head_dim = 64,
@@ -62,4 +62,4 @@ struct MemoryFlag {
   int64_t bytes() const { return static_cast<int64_t>(gib * (1 << 30)); }
 };
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

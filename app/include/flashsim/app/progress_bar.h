@@ -6,7 +6,7 @@
 
 #include "flashsim/golden/generate.h"
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 class ProgressBar {
  public:
@@ -20,4 +20,4 @@ class ProgressBar {
   int last_decile_ = -1;
 };
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

@@ -10,7 +10,7 @@
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/sweep.h"
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 struct PredictRequest {
   AttentionProblem problem;
@@ -65,4 +65,4 @@ std::vector<std::string> sweep_passes(const AttentionProblem& p, const std::stri
 // Several passes' reports: one pass as to_json(r, top), several as {"fwd": ..., "bwd": ...}.
 nlohmann::json to_json(const std::vector<SweepReport>& reports, int top);
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

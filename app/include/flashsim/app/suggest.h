@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace flashsim::cli {
+namespace flashsim::app {
 
 // Damerau-Levenshtein distance (optimal string alignment: insert, delete, substitute, swap neighbours).
 std::size_t edit_distance(const std::string& a, const std::string& b);
@@ -21,4 +21,4 @@ std::optional<std::string> nearest(const std::string& typed, const std::vector<s
 // (without the "flashsim: error: " prefix), or nothing when every argument was known to some command.
 std::optional<std::string> unknown_argument_message(CLI::App& root);
 
-}  // namespace flashsim::cli
+}  // namespace flashsim::app

@@ -1,5 +1,5 @@
 #pragma once
-// `flashsim-gpu autotune`: every instantiated tile config of fa2-v1 (flashsim/fa2_instances.h) timed on a grid of
+// `flashsim-gpu autotune`: every instantiated tile config of fa2-v1 (fa2's instances.h) timed on a grid of
 // problems, the forward's configs and the backward's apart: the measured ranking that the simulator's ranking of
 // the same configs (`flashsim sim tune`) is checked against.
 #include <cstddef>

@@ -1,7 +1,8 @@
 #pragma once
 // A GPU kernel version: one named implementation of an algorithm (gpu/<algorithm>/<version>.cu), what it
-// supports, and its launches; every version is registered in one table (src/registry.cpp) that the harness
-// (`flashsim-gpu check`, `bench`) reads.
+// supports, and its launches; every production version is registered in one table (src/registry.cpp) that the
+// harness (`flashsim-gpu check`, `bench`) reads. Test-only variants (planted bugs) are added by the test and
+// bench binaries that want them (register_test_version, flashsim/gpu/test_versions.h).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -65,8 +66,12 @@ using TileOverride = std::function<TileConfig(const TileConfig& launch_tile)>;
 TileConfig tile_for(const KernelVersion& v, const AttentionProblem& p, const TileOverride& user = {},
                     Pass pass = Pass::Forward);
 
-// Every registered version, in registration order; those of a backend.
+// Every registered version, in registration order: the production table, then the test-only variants
+// registered so far.
 const std::vector<KernelVersion>& kernel_versions();
+// Adds a test-only variant (a planted bug) after the production versions; InputError("kernel") if its name is
+// taken. For test and bench binaries, before they look versions up (it may move the table's elements).
+void register_test_version(KernelVersion v);
 // Throws InputError("kernel") listing the known names.
 const KernelVersion& kernel_version(const std::string& name);
 

@@ -2,7 +2,7 @@
 // What ptxas gave each compiled fa2-v1 kernel (its registers a thread, from a table that also lists spills): the
 // per-CTA model's occupancy takes these over its register estimate for a config fa2-v1 is compiled for. The
 // tables are `bench/gpu/run.py resources`' CSV of the gpu/ build, one an architecture
-// (tiling_sim/resources/fa2_v1_<arch>.csv, embedded), regenerated with the kernels (ctest
+// (families/fa2/resources/fa2_v1_<arch>.csv, embedded), regenerated with the kernels (ctest
 // sim.kernel_resources_match_build compares them with the build's binary).
 #include <cstdint>
 #include <map>

@@ -1,7 +1,7 @@
 #pragma once
 // `sim tune`: for every (head dim, dtype, features, sequence length) entry of a grid, every tile config of a
 // kernel that fits the GPU ranked by the model's predicted time, and the best one with the reason: the launch
-// table gpu/ reads (fa2_launch_table.h) is generated from it. And the check of such a ranking against a
+// table gpu/ reads (fa2's launch_table.h) is generated from it. And the check of such a ranking against a
 // measured autotune (flashsim-gpu autotune's CSV).
 #include <cstdint>
 #include <functional>
@@ -18,7 +18,7 @@ enum class TuneKernel { Fa2Fwd, Fa2Bwd };
 std::string_view tune_kernel_name(TuneKernel k);   // "fa2-fwd", "fa2-bwd"
 TuneKernel parse_tune_kernel(std::string_view s);  // InputError("kernel") naming the choices
 
-// Which configs a kernel can run: the instances fa2-v1 is compiled for (flashsim/fa2_instances.h), or every
+// Which configs a kernel can run: the instances fa2-v1 is compiled for (fa2's instances.h), or every
 // config of sweep_space (what a kernel could be built for).
 enum class TuneSpace { Instances, All };
 
@@ -64,7 +64,7 @@ std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim);
 // The model's resolution: below it, which of two configs is faster is no longer reliably predicted (every pair of
 // configs of an entry, predicted against the H100 timings: calibration fa2.tune_resolution). The generated
 // launch table keeps the hand-kept
-// config (fa2_hand_table.h) unless the model's best beats it by this much.
+// config (fa2's hand_table.h) unless the model's best beats it by this much.
 inline constexpr double kTuneResolution = 0.05;
 
 using TuneRow = SweepRow;  // a config's prediction, as sim sweep ranks it
@@ -98,7 +98,7 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
 std::string tune_config_name(TuneKernel k, const TileConfig& c);
 
 nlohmann::json to_json(const TuneResult& r, int top);
-// The C++ launch table (gpu/fa2/fa2_launch_table.h's part for this kernel): one entry per (head dim, dtype,
+// The C++ launch table (fa2's launch_table.h's part for this kernel): one entry per (head dim, dtype,
 // causal, score pipeline, seqlen) with its reason as a comment. `command` is printed in the header's comment.
 std::string launch_table_entries(const TuneResult& r);
 

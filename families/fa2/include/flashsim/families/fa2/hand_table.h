@@ -1,5 +1,5 @@
 #pragma once
-// fa2-v1's launch table before the generated one (gpu/fa2/fa2_launch_table.h): per head dim and score path, the
+// fa2-v1's launch table before the generated one (launch_table.h): per head dim and score path, the
 // fastest measured tile without register spills at d <= 128. gpu/ launches it where the generated table has no
 // entry and `flashsim-gpu autotune` marks it `hand`; `flashsim sim tune` keeps it in the generated table unless
 // the model predicts another config clearly faster (tune.h, kTuneResolution).

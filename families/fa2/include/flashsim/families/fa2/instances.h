@@ -3,7 +3,8 @@
 // dispatch instantiates entry by entry (gpu/fa2/fa2_fwd_launch.cuh, fa2_bwd_launch.cuh), that the gpu host code
 // checks a requested TileConfig against (forward_unsupported, backward_unsupported), and that the simulator
 // enumerates to rank every config the GPU can run. Adding an instance is one line here (its head dim must be
-// one of those with a translation unit: gpu/fa2/fa2_fwd_d*.cu, fa2_bwd_d*.cu). Header-only, no CUDA.
+// one of those with a translation unit: gpu/fa2/fa2_fwd_d*.cu, fa2_bwd_d*.cu). Header-only, no CUDA. Part of
+// flashsim::fa2_spec (families/fa2/).
 //
 // Register and shared-memory arithmetic (the traits, gpu/fa2/fa2_fwd_traits.h and fa2_bwd_traits.h, assert it):
 //   forward   fp32 accumulators a thread keeps across the key loop: O (Br / w) d / 32 + S (Br / w) Bc / 32, at
@@ -12,8 +13,10 @@
 //   backward  dK + dV of the warp's 16 key rows (d Bc / (32 w): the 2 w warps of a CTA split the Bc / 16 key
 //             tiles and, when there are more warps than tiles, the head dim) + S^T and dP^T of a step (Br),
 //             at most 192; shared memory (2 Bc d + 4 Br d + Bc Br) x 2 bytes + 16 Br (lse shift and D).
-// Every entry has to fit the H100's 227 KB of opt-in shared memory (kFa2MaxSmemBytes); a device with less
-// (an A100: 163 KB) refuses the larger ones at run time (forward_unsupported names the limit).
+// The hardware's shared-memory limit a block is a parameter (max_smem_bytes: the hardware profile's
+// shared_memory_per_block, or the device's cudaDevAttrMaxSharedMemoryPerBlockOptin): every stages value is
+// compiled, and a device with less than a config needs refuses it at run time (forward_unsupported names the
+// limit). tests/sim/tune_test.cpp holds every entry within the H100 profile's limit.
 // Registers and spills of each kernel: gpu/tools/sass.py resources (recorded for sm_90: calibration
 // fa2.register_overhead); the "spills" below are its LDL / STL in
 // the kernel's loops on sm_90.
@@ -25,8 +28,7 @@
 namespace flashsim {
 
 // A forward instance: head dim, Br (TileConfig block_q), Bc (block_k), warps a CTA. Compiled for every stages
-// value in [kFa2FwdMinStages, kFa2FwdMaxStages] whose shared memory fits kFa2MaxSmemBytes, bf16 and fp16, plain
-// and score-pipeline kernels.
+// value in [kFa2FwdMinStages, kFa2FwdMaxStages], bf16 and fp16, plain and score-pipeline kernels.
 struct Fa2FwdInstance {
   int head_dim, block_q, block_k, warps;
 };
@@ -36,10 +38,8 @@ struct Fa2BwdInstance {
   int head_dim, block_q, block_k, warps;
 };
 
-inline constexpr int kFa2FwdMinStages = 1;  // FA2's schedule: one K and one V buffer
-inline constexpr int kFa2FwdMaxStages = 2;  // the next block's K and V prefetched under the current one
-// cudaDevAttrMaxSharedMemoryPerBlockOptin of an H100 (sm_90): 227 KB, the most any target of gpu/ offers.
-inline constexpr int64_t kFa2MaxSmemBytes = 227 * 1024;
+inline constexpr int kFa2FwdMinStages = 1;      // FA2's schedule: one K and one V buffer
+inline constexpr int kFa2FwdMaxStages = 2;      // the next block's K and V prefetched under the current one
 inline constexpr int64_t kFa2ElementBytes = 2;  // bf16 / fp16 tiles (mma.m16n8k16 operands)
 
 // clang-format off
@@ -100,11 +100,10 @@ constexpr int64_t fa2_bwd_smem_bytes(int64_t head_dim, int64_t block_q, int64_t 
 }
 
 // Whether the forward is compiled for this tile (q_in_registers and kv_shared_buffer are not implemented: the
-// caller checks them).
+// caller checks them; so is whether the hardware's shared memory holds it: fa2_fwd_fits).
 constexpr bool fa2_fwd_instantiated(int64_t head_dim, int64_t block_q, int64_t block_k, int64_t warps,
                                     int64_t stages) {
   if (stages < kFa2FwdMinStages || stages > kFa2FwdMaxStages) return false;
-  if (fa2_fwd_smem_bytes(head_dim, block_q, block_k, stages) > kFa2MaxSmemBytes) return false;
   for (const Fa2FwdInstance& e : kFa2FwdInstances)
     if (e.head_dim == head_dim && e.block_q == block_q && e.block_k == block_k && e.warps == warps)
       return true;
@@ -119,6 +118,17 @@ constexpr bool fa2_bwd_instantiated(int64_t head_dim, int64_t bwd_block_q, int64
   return false;
 }
 
+// Whether a forward tile's shared memory fits max_smem_bytes a block (the hardware profile's
+// shared_memory_per_block, or the device's opt-in limit).
+constexpr bool fa2_fwd_fits(int64_t head_dim, int64_t block_q, int64_t block_k, int64_t stages,
+                            int64_t max_smem_bytes) {
+  return fa2_fwd_smem_bytes(head_dim, block_q, block_k, stages) <= max_smem_bytes;
+}
+constexpr bool fa2_bwd_fits(int64_t head_dim, int64_t bwd_block_q, int64_t bwd_block_k,
+                            int64_t max_smem_bytes) {
+  return fa2_bwd_smem_bytes(head_dim, bwd_block_q, bwd_block_k) <= max_smem_bytes;
+}
+
 // Whether any instance has this head dim.
 constexpr bool fa2_fwd_head_dim(int64_t head_dim) {
   for (const Fa2FwdInstance& e : kFa2FwdInstances)
@@ -131,21 +141,10 @@ constexpr bool fa2_bwd_head_dim(int64_t head_dim) {
   return false;
 }
 
-static_assert(
-    [] {
-      for (const Fa2FwdInstance& e : kFa2FwdInstances)
-        if (fa2_fwd_smem_bytes(e.head_dim, e.block_q, e.block_k, kFa2FwdMinStages) > kFa2MaxSmemBytes)
-          return false;
-      for (const Fa2BwdInstance& e : kFa2BwdInstances)
-        if (fa2_bwd_smem_bytes(e.head_dim, e.block_q, e.block_k) > kFa2MaxSmemBytes) return false;
-      return true;
-    }(),
-    "every instance fits the H100's shared memory");
-
 namespace detail {
 // The head dims of a table, in the order they first appear.
 template <class Table>
-std::string fa2_instances_text(const Table& table, int64_t head_dim, bool forward) {
+std::string fa2_instances_text(const Table& table, int64_t head_dim, bool forward, int64_t max_smem_bytes) {
   std::string out;
   std::vector<int64_t> seen;
   for (const auto& first : table) {
@@ -159,10 +158,10 @@ std::string fa2_instances_text(const Table& table, int64_t head_dim, bool forwar
       if (e.head_dim != first.head_dim) continue;
       out += std::string(first_tile ? " " : ", ") + (forward ? "" : "bwd ") + "Br" +
              std::to_string(e.block_q) + " Bc" + std::to_string(e.block_k) + " w" + std::to_string(e.warps);
-      if (forward)
+      if (forward && max_smem_bytes > 0)
         for (int s = kFa2FwdMinStages; s <= kFa2FwdMaxStages; ++s)
-          if (fa2_fwd_smem_bytes(e.head_dim, e.block_q, e.block_k, s) > kFa2MaxSmemBytes)
-            out += " (st" + std::to_string(s) + " over " + std::to_string(kFa2MaxSmemBytes / 1024) + " KB)";
+          if (!fa2_fwd_fits(e.head_dim, e.block_q, e.block_k, s, max_smem_bytes))
+            out += " (st" + std::to_string(s) + " over " + std::to_string(max_smem_bytes / 1024) + " KB)";
       first_tile = false;
     }
   }
@@ -171,13 +170,14 @@ std::string fa2_instances_text(const Table& table, int64_t head_dim, bool forwar
 }  // namespace detail
 
 // The instances as text, grouped by head dim ("d64: Br128 Bc64 w4, ...; d96: ..."), only head_dim's when it is
-// not 0: what an error message lists.
-inline std::string fa2_fwd_instances_text(int64_t head_dim = 0) {
-  return detail::fa2_instances_text(kFa2FwdInstances, head_dim, true) + "; each with stages " +
-         std::to_string(kFa2FwdMinStages) + " and " + std::to_string(kFa2FwdMaxStages);
+// not 0: what an error message lists. A forward stages value over max_smem_bytes (when not 0) is marked.
+inline std::string fa2_fwd_instances_text(int64_t head_dim = 0, int64_t max_smem_bytes = 0) {
+  return detail::fa2_instances_text(kFa2FwdInstances, head_dim, true, max_smem_bytes) +
+         "; each with stages " + std::to_string(kFa2FwdMinStages) + " and " +
+         std::to_string(kFa2FwdMaxStages);
 }
 inline std::string fa2_bwd_instances_text(int64_t head_dim = 0) {
-  return detail::fa2_instances_text(kFa2BwdInstances, head_dim, false) +
+  return detail::fa2_instances_text(kFa2BwdInstances, head_dim, false, 0) +
          " (w: TileConfig warps; the backward kernel runs twice as many)";
 }
 
