@@ -74,6 +74,92 @@ __global__ void reference_attention(Fa3FwdParams a, float* o, float* lse) {
   lse[(int64_t(b) * a.heads_q + h) * a.seqlen_q + row] = l > 0 ? m + logf(l) : -INFINITY;
 }
 
+// Backward reference, fp32, from the kernel's own o (bf16) and the reference lse. Pass 1: one thread a query
+// row: D = dO . o, dq = scale sum_j dS_ij k_j. Pass 2: one thread a (key row, kv head): dk, dv over the group.
+struct BwdRef {
+  const __nv_bfloat16* dout;
+  const float* lse;
+  float *dpsum, *dq, *dk, *dv;
+};
+
+__device__ bool visible_ij(const Fa3FwdParams& a, int i, int j) {
+  const int diag = i + a.seqlen_k - a.seqlen_q;
+  return (a.window_left < 0 || j >= diag - a.window_left) && (a.window_right < 0 || j <= diag + a.window_right);
+}
+__device__ float dot_bf16(const __nv_bfloat16* x, const __nv_bfloat16* y, int d) {
+  float s = 0;
+  for (int c = 0; c < d; ++c) s += __bfloat162float(x[c]) * __bfloat162float(y[c]);
+  return s;
+}
+
+__global__ void reference_bwd_rows(Fa3FwdParams a, BwdRef r) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x, h = blockIdx.y, b = blockIdx.z;
+  if (i >= a.seqlen_q) return;
+  const int d = a.head_dim, hk = h / a.group;
+  const int64_t qrow = (int64_t(b) * a.seqlen_q + i) * a.heads_q + h;
+  auto q = static_cast<const __nv_bfloat16*>(a.q) + qrow * d;
+  auto o = static_cast<const __nv_bfloat16*>(a.o) + qrow * d;
+  auto dout = r.dout + qrow * d;
+  const float dsum = dot_bf16(dout, o, d), lse = r.lse[(int64_t(b) * a.heads_q + h) * a.seqlen_q + i];
+  r.dpsum[(int64_t(b) * a.heads_q + h) * a.seqlen_q + i] = dsum;
+  float acc[256] = {};
+  for (int j = 0; j < a.seqlen_k; ++j) {
+    if (!visible_ij(a, i, j) || lse == -INFINITY) continue;
+    const int64_t krow = (int64_t(b) * a.seqlen_k + j) * a.heads_kv + hk;
+    auto k = static_cast<const __nv_bfloat16*>(a.k) + krow * d;
+    auto v = static_cast<const __nv_bfloat16*>(a.v) + krow * d;
+    const float p = expf(dot_bf16(q, k, d) * a.scale - lse), ds = p * (dot_bf16(dout, v, d) - dsum);
+    for (int c = 0; c < d; ++c) acc[c] += ds * __bfloat162float(k[c]);
+  }
+  for (int c = 0; c < d; ++c) r.dq[qrow * d + c] = acc[c] * a.scale;
+}
+
+__global__ void reference_bwd_keys(Fa3FwdParams a, BwdRef r) {
+  const int j = blockIdx.x * blockDim.x + threadIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  if (j >= a.seqlen_k) return;
+  const int d = a.head_dim;
+  const int64_t krow = (int64_t(b) * a.seqlen_k + j) * a.heads_kv + hk;
+  auto k = static_cast<const __nv_bfloat16*>(a.k) + krow * d;
+  auto v = static_cast<const __nv_bfloat16*>(a.v) + krow * d;
+  float dk[256] = {}, dv[256] = {};
+  for (int h = hk * a.group; h < (hk + 1) * a.group; ++h)
+    for (int i = 0; i < a.seqlen_q; ++i) {
+      const float lse = r.lse[(int64_t(b) * a.heads_q + h) * a.seqlen_q + i];
+      if (!visible_ij(a, i, j) || lse == -INFINITY) continue;
+      const int64_t qrow = (int64_t(b) * a.seqlen_q + i) * a.heads_q + h;
+      auto q = static_cast<const __nv_bfloat16*>(a.q) + qrow * d;
+      auto dout = r.dout + qrow * d;
+      const float p = expf(dot_bf16(q, k, d) * a.scale - lse);
+      const float ds = p * (dot_bf16(dout, v, d) - r.dpsum[(int64_t(b) * a.heads_q + h) * a.seqlen_q + i]);
+      for (int c = 0; c < d; ++c) {
+        dv[c] += p * __bfloat162float(dout[c]);
+        dk[c] += ds * __bfloat162float(q[c]) * a.scale;
+      }
+    }
+  for (int c = 0; c < d; ++c) r.dk[krow * d + c] = dk[c], r.dv[krow * d + c] = dv[c];
+}
+
+template <class T>
+T* device_alloc(int64_t n) {
+  T* p = nullptr;
+  CHECK(cudaMalloc(&p, n * sizeof(T)));
+  return p;
+}
+
+double rel_l2(const __nv_bfloat16* dev_x, const float* dev_ref, int64_t n, int64_t& nonfinite) {
+  std::vector<__nv_bfloat16> x(n);
+  std::vector<float> r(n);
+  CHECK(cudaMemcpy(x.data(), dev_x, n * 2, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(r.data(), dev_ref, n * 4, cudaMemcpyDeviceToHost));
+  double e2 = 0, r2 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double xv = __bfloat162float(x[i]);
+    if (!std::isfinite(xv)) ++nonfinite;
+    e2 += (xv - r[i]) * (xv - r[i]), r2 += double(r[i]) * r[i];
+  }
+  return std::sqrt(e2 / std::max(r2, 1e-30));
+}
+
 cudaError_t launch(const Fa3FwdParams& a) { return flashsim::gpu::fa3::launch_fwd(a, true, nullptr); }
 
 struct Shape {
@@ -158,6 +244,48 @@ bool check(const Shape& s, bool persistent, bool pingpong) {
   return ok;
 }
 
+// The backward on the forward's o, lse: dq, dk, dv against the fp32 reference.
+bool check_bwd(const Shape& s) {
+  Buffers buf = alloc(s, true);
+  const Fa3FwdParams a = params_of(s, buf);
+  CHECK(launch(a));
+  reference_attention<<<dim3((s.sq + 127) / 128, s.h, s.b), 128>>>(a, buf.ro, buf.rlse);
+  const int64_t nq = int64_t(s.b) * s.sq * s.h * s.d, nk = int64_t(s.b) * s.sk * s.hkv * s.d,
+                nl = int64_t(s.b) * s.h * s.sq;
+  auto* dout = device_alloc<__nv_bfloat16>(nq);
+  fill_uniform<<<1024, 256>>>(dout, nq, 4);
+  auto *dq = device_alloc<__nv_bfloat16>(nq), *dk = device_alloc<__nv_bfloat16>(nk), *dv = device_alloc<__nv_bfloat16>(nk);
+  CHECK(cudaMemset(dq, 0xFF, nq * 2));
+  CHECK(cudaMemset(dk, 0xFF, nk * 2));
+  CHECK(cudaMemset(dv, 0xFF, nk * 2));
+  const int64_t ws = flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d);
+  auto* workspace = device_alloc<char>(ws);
+  flashsim::gpu::fa3::Fa3BwdParams g;
+  g.q = a.q, g.k = a.k, g.v = a.v, g.o = a.o, g.dout = dout, g.lse = buf.lse;
+  g.dq = dq, g.dk = dk, g.dv = dv;
+  g.dq_accum = reinterpret_cast<float*>(workspace);
+  g.dpsum = reinterpret_cast<float*>(workspace + a.total_q * s.h * s.d * 4);
+  g.batch = a.batch, g.heads_q = a.heads_q, g.heads_kv = a.heads_kv, g.group = a.group;
+  g.seqlen_q = a.seqlen_q, g.seqlen_k = a.seqlen_k, g.total_q = a.total_q, g.total_k = a.total_k;
+  g.head_dim = a.head_dim, g.scale = a.scale, g.window_left = a.window_left, g.window_right = a.window_right;
+  CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr));
+  BwdRef r{dout, buf.rlse, device_alloc<float>(nl), device_alloc<float>(nq), device_alloc<float>(nk),
+           device_alloc<float>(nk)};
+  reference_bwd_rows<<<dim3((s.sq + 127) / 128, s.h, s.b), 128>>>(a, r);
+  reference_bwd_keys<<<dim3((s.sk + 127) / 128, s.hkv, s.b), 128>>>(a, r);
+  CHECK(cudaDeviceSynchronize());
+  int64_t bad = 0;
+  const double eq = rel_l2(dq, r.dq, nq, bad), ek = rel_l2(dk, r.dk, nk, bad), ev = rel_l2(dv, r.dv, nk, bad);
+  const bool ok = bad == 0 && eq < 2e-2 && ek < 2e-2 && ev < 2e-2;
+  std::printf("check bwd b%d h%d/%d sq%d sk%d d%d win(%d,%d): rel_l2 dq %.2e dk %.2e dv %.2e nonfinite %lld %s\n", s.b,
+              s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, eq, ek, ev, (long long)bad, ok ? "ok" : "FAIL");
+  for (void* p : {(void*)dout, (void*)dq, (void*)dk, (void*)dv, (void*)workspace, (void*)r.dpsum, (void*)r.dq,
+                  (void*)r.dk, (void*)r.dv})
+    CHECK(cudaFree(p));
+  release(buf);
+  return ok;
+}
+
 void time_shape(const Shape& s, bool persistent, bool pingpong) {
   Buffers buf = alloc(s, false);
   Fa3FwdParams a = params_of(s, buf);
@@ -186,6 +314,50 @@ void time_shape(const Shape& s, bool persistent, bool pingpong) {
   release(buf);
 }
 
+// The backward's three kernels timed (inputs from the forward), FLOPs 2.5x the forward's (FlashAttention's
+// count: five GEMMs of the forward's two).
+void time_bwd(const Shape& s) {
+  Buffers buf = alloc(s, false);
+  const Fa3FwdParams a = params_of(s, buf);
+  CHECK(launch(a));
+  const int64_t nq = int64_t(s.b) * s.sq * s.h * s.d, nk = int64_t(s.b) * s.sk * s.hkv * s.d;
+  auto* dout = device_alloc<__nv_bfloat16>(nq);
+  fill_uniform<<<1024, 256>>>(dout, nq, 4);
+  auto *dq = device_alloc<__nv_bfloat16>(nq), *dk = device_alloc<__nv_bfloat16>(nk), *dv = device_alloc<__nv_bfloat16>(nk);
+  const int64_t ws = flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d);
+  auto* workspace = device_alloc<char>(ws);
+  flashsim::gpu::fa3::Fa3BwdParams g;
+  g.q = a.q, g.k = a.k, g.v = a.v, g.o = a.o, g.dout = dout, g.lse = buf.lse;
+  g.dq = dq, g.dk = dk, g.dv = dv;
+  g.dq_accum = reinterpret_cast<float*>(workspace);
+  g.dpsum = reinterpret_cast<float*>(workspace + a.total_q * s.h * s.d * 4);
+  g.batch = a.batch, g.heads_q = a.heads_q, g.heads_kv = a.heads_kv, g.group = a.group;
+  g.seqlen_q = a.seqlen_q, g.seqlen_k = a.seqlen_k, g.total_q = a.total_q, g.total_k = a.total_k;
+  g.head_dim = a.head_dim, g.scale = a.scale, g.window_left = a.window_left, g.window_right = a.window_right;
+  for (int i = 0; i < 3; ++i) CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr));
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int rep = 0; rep < 5; ++rep) {
+    CHECK(cudaEventRecord(e0));
+    for (int i = 0; i < 5; ++i) CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr));
+    CHECK(cudaEventRecord(e1));
+    CHECK(cudaEventSynchronize(e1));
+    float t;
+    CHECK(cudaEventElapsedTime(&t, e0, e1));
+    ms.push_back(t / 5);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double t = ms[ms.size() / 2];
+  const bool causal = s.wr == 0 && s.wl < 0;
+  const double flops = 2.5 * 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
+  std::printf("time bwd b%d h%d n%d d%d %s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d, causal ? "causal" : "full", t,
+              flops / t / 1e9);
+  for (void* p : {(void*)dout, (void*)dq, (void*)dk, (void*)dv, (void*)workspace}) CHECK(cudaFree(p));
+  release(buf);
+}
+
 int main(int argc, char** argv) {
   bool ok = true;
   if (argc == 8) {  // one shape for ncu: b h n d causal persistent pingpong
@@ -204,6 +376,11 @@ int main(int argc, char** argv) {
   };
   for (const Shape& s : checks) ok = check(s, variant & 1, variant & 2) && ok;
   }
+  const Shape bwd_checks[] = {
+      {1, 2, 2, 128, 128, 128, -1, -1, 0}, {2, 4, 2, 300, 517, 128, -1, -1, 0}, {2, 4, 4, 517, 300, 128, -1, 0, 0},
+      {1, 4, 1, 400, 400, 64, -1, 0, 0},   {1, 2, 2, 333, 333, 96, 100, 20, 0}, {1, 2, 2, 64, 200, 64, 10, 0, 0},
+  };
+  for (const Shape& s : bwd_checks) ok = check_bwd(s) && ok;
   std::printf("checks: %s\n", ok ? "all ok" : "FAILED");
   if (argc == 2) return ok ? 0 : 1;  // "checks": no timing (the sanitizers' run)
   for (int d : {64, 128, 256})
@@ -211,6 +388,10 @@ int main(int argc, char** argv) {
       for (int causal = 0; causal < 2; ++causal)
         for (int variant = 0; variant < 4; ++variant)
           time_shape({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0}, variant & 1, variant & 2);
+  for (int d : {64, 128})
+    for (int n : {1024, 4096, 16384})
+      for (int causal = 0; causal < 2; ++causal) time_bwd({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0});
+  for (int causal = 0; causal < 2; ++causal) time_bwd({2, 16, 16, 4096, 4096, 128, -1, causal ? 0 : -1, 0});
   for (int causal = 0; causal < 2; ++causal)  // the issue's shape
     for (int variant = 0; variant < 4; ++variant)
       time_shape({2, 16, 16, 4096, 4096, 128, -1, causal ? 0 : -1, 0}, variant & 1, variant & 2);

@@ -13,7 +13,7 @@ flags=(-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-const
   -I gpu/fa3 -I families/fa3/include -I "$inc/include")
 obj=$(mktemp -d)
 start=$(date +%s)
-for src in gpu/fa3/fa3_fwd_d*.cu bench/gpu/fa3_dev.cu; do
+for src in gpu/fa3/fa3_fwd_d*.cu gpu/fa3/fa3_bwd_d*.cu bench/gpu/fa3_dev.cu; do
   nvcc "${flags[@]}" -c "$src" -o "$obj/$(basename "$src" .cu).o" > "$out/ptxas_$(basename "$src" .cu).txt" 2>&1 &
 done
 wait

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <utility>
 
+#include "fa3_bwd_params.h"
 #include "fa3_fwd_params.h"
 #include "flashsim/families/fa3/instances.h"
 
@@ -20,9 +21,19 @@ namespace flashsim::gpu::fa3 {
 #define FLASHSIM_FA3_HEAD_DIMS 64, 96, 128, 256
 #endif
 inline constexpr int kFa3CompiledHeadDims[] = {FLASHSIM_FA3_HEAD_DIMS};
+// The backward's: those of the forward that have a backward instance (d256 has none).
+#ifndef FLASHSIM_FA3_BWD_HEAD_DIMS
+#define FLASHSIM_FA3_BWD_HEAD_DIMS 64, 96, 128
+#endif
+inline constexpr int kFa3CompiledBwdHeadDims[] = {FLASHSIM_FA3_BWD_HEAD_DIMS};
 
 constexpr bool fa3_head_dim_compiled(int d) {
   for (const int c : kFa3CompiledHeadDims)
+    if (c == d) return true;
+  return false;
+}
+constexpr bool fa3_bwd_head_dim_compiled(int d) {
+  for (const int c : kFa3CompiledBwdHeadDims)
     if (c == d) return true;
   return false;
 }
@@ -42,6 +53,23 @@ cudaError_t launch_fwd_compiled(const Fa3FwdParams& a, bool bf16, cudaStream_t s
 // Dispatches on a.head_dim (cudaErrorInvalidValue for a head dim this build did not compile).
 inline cudaError_t launch_fwd(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
   return launch_fwd_compiled(a, bf16, stream, std::make_index_sequence<std::size(kFa3CompiledHeadDims)>{});
+}
+
+template <int kHeadDim>
+cudaError_t launch_bwd_head_dim(const Fa3BwdParams& a, bool bf16, cudaStream_t stream);
+
+template <size_t... I>
+cudaError_t launch_bwd_compiled(const Fa3BwdParams& a, bool bf16, cudaStream_t stream, std::index_sequence<I...>) {
+  cudaError_t e = cudaErrorInvalidValue;
+  ((a.head_dim == kFa3CompiledBwdHeadDims[I] &&
+    (e = launch_bwd_head_dim<kFa3CompiledBwdHeadDims[I]>(a, bf16, stream), true)) ||
+   ...);
+  return e;
+}
+
+// The backward's three kernels (dot_do_o, main, convert_dq) for a.head_dim.
+inline cudaError_t launch_bwd(const Fa3BwdParams& a, bool bf16, cudaStream_t stream) {
+  return launch_bwd_compiled(a, bf16, stream, std::make_index_sequence<std::size(kFa3CompiledBwdHeadDims)>{});
 }
 
 }  // namespace flashsim::gpu::fa3

@@ -51,6 +51,26 @@ inline constexpr Fa3FwdInstance kFa3FwdInstances[] = {
 };
 // clang-format on
 
+// A backward instance: Br query rows a step, Bc key rows a CTA (two consumer warpgroups of 64 keys), stages of
+// the Q and dO pipelines. A consumer thread keeps dK and dV (64 d / 128 = d / 2 fp32 each), S^T and dP^T
+// (64 Br / 128 = 32 each), P^T and dS^T rounded (16 each) and its half of dQ (64 (d / 2) / 128 = d / 4): d128:
+// 64 + 64 + 32 + 32 + 16 + 16 + 32 = 256 at most, 192 live at once (S^T and dP^T die as P and dS are formed),
+// under 240. Shared memory: K, V (Bc x d) once, Q and dO (Br x d) two stages each, dS (Br x Bc):
+//   d64: 16 + 16 + 16 + 16 + 16 = 80 KB;  d96: 120 KB;  d128: 32 + 32 + 32 + 32 + 16 = 144 KB.
+// d256 has none: dK and dV alone would be 256 registers a thread.
+struct Fa3BwdInstance {
+  int head_dim, block_q, block_k, stages;
+};
+inline constexpr Fa3BwdInstance kFa3BwdInstances[] = {
+    {64, 64, 128, 2}, {96, 64, 128, 2}, {128, 64, 128, 2},
+};
+
+constexpr const Fa3BwdInstance* fa3_bwd_instance(int head_dim) {
+  for (const Fa3BwdInstance& e : kFa3BwdInstances)
+    if (e.head_dim == head_dim) return &e;
+  return nullptr;
+}
+
 // Shared memory of a forward tile, bytes (the kernel's SharedStorage adds its barriers, under 1 KB).
 constexpr int64_t fa3_fwd_smem_bytes(int head_dim, int block_q, int block_k, int stages) {
   return (static_cast<int64_t>(block_q) + 2LL * stages * block_k) * head_dim * kFa3ElementBytes;

@@ -1,0 +1,75 @@
+#pragma once
+// fa3-v1's backward launches for one instance (flashsim/families/fa3/instances.h): dot_do_o (D, dq_accum = 0),
+// the main kernel (TMA descriptors of k, v, q, dout; one CTA per key block, kv head and batch; a one-CTA
+// cluster), convert_dq. Returns CUDA's first error, as fa3_fwd_launch.cuh.
+#include <cuda_runtime.h>
+
+#include <cute/tensor.hpp>
+#include <cutlass/numeric_types.h>
+
+#include "fa3_bwd_kernel.cuh"
+#include "fa3_bwd_rowwise.cuh"
+#include "fa3_fwd_launch.cuh"  // gmem_tensor
+#include "flashsim/families/fa3/instances.h"
+
+namespace flashsim::gpu::fa3 {
+
+template <int kHeadDim, int kBlockM, int kBlockN, int kStages, class Element>
+cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
+  using Tr = Fa3BwdTraits<kHeadDim, kBlockM, kBlockN, kStages, Element>;
+  using Params = Fa3BwdKernelParams<Tr>;
+  if (a.total_q <= 0 && a.total_k <= 0) return cudaSuccess;
+  constexpr int kRowThreads = 256;  // 8 warps, a (row, head) each
+  const int64_t rows = a.total_q * a.heads_q;
+  if (rows > 0) {
+    flashsim_fa3_bwd_dot_do_o_kernel<Element>
+        <<<static_cast<unsigned>((rows * 32 + kRowThreads - 1) / kRowThreads), kRowThreads, 0, stream>>>(a);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (a.total_k > 0) {
+    // Traits' shapes index the tile: a descriptor takes one stage of Q / dO.
+    Params prm{a,
+               make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.k, a.total_k, a.heads_kv), typename Tr::SmemLayoutK{},
+                             Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
+               make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.v, a.total_k, a.heads_kv), typename Tr::SmemLayoutV{},
+                             Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
+               make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.total_q > 0 ? a.q : a.k, a.total_q, a.heads_q),
+                             take<0, 2>(typename Tr::SmemLayoutQ{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}),
+               make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.total_q > 0 ? a.dout : a.k, a.total_q, a.heads_q),
+                             take<0, 2>(typename Tr::SmemLayoutDO{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{})};
+    const auto kernel = flashsim_fa3_bwd_kernel<Tr>;
+    constexpr int smem = Tr::kSmemBytes;
+    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        e != cudaSuccess)
+      return e;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>((a.seqlen_k + kBlockN - 1) / kBlockN),
+                          static_cast<unsigned>(a.heads_kv), static_cast<unsigned>(a.batch));
+    config.blockDim = dim3(Tr::kThreads);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    cudaLaunchAttribute cluster = {};
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    if (cudaError_t e = cudaLaunchKernelEx(&config, kernel, prm); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (rows > 0) {
+    const int64_t n = rows * a.head_dim;
+    const int64_t blocks = (n + kRowThreads - 1) / kRowThreads;
+    flashsim_fa3_bwd_convert_dq_kernel<Element>
+        <<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), kRowThreads, 0, stream>>>(a);
+    return cudaGetLastError();
+  }
+  return cudaSuccess;
+}
+
+template <Fa3BwdInstance e>
+cudaError_t launch_fa3_bwd_dtype(const Fa3BwdParams& a, bool bf16, cudaStream_t stream) {
+  if (bf16) return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::bfloat16_t>(a, stream);
+  return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::half_t>(a, stream);
+}
+
+}  // namespace flashsim::gpu::fa3

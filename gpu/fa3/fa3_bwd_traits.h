@@ -1,0 +1,98 @@
+#pragma once
+// Traits of fa3-v1's backward kernel (fa3_bwd_kernel.cuh), from <kHeadDim, kBlockM (Br, query rows a step),
+// kBlockN (Bc, key rows a CTA), kStages, Element>. The tile per head dim and why: flashsim/families/fa3.
+//
+// Work split: one CTA per (key block of kBlockN rows, kv head, batch); consumer warpgroup w owns key rows
+// [64 w, 64 w + 64) for the whole kernel: its dK and dV accumulate in registers over every query block of every
+// query head of the kv head's group. A step (one query block of one head):
+//   S^T  = K Q^T      [64 keys, Br]   wgmma SS (K and Q K-major in shared memory)
+//   dP^T = V dO^T     [64 keys, Br]   wgmma SS
+//   P^T  = exp(S^T scale - lse), dS^T = P^T o (dP^T - D)             registers
+//   dV  += P^T dO     [64 keys, d]    wgmma RS (P^T from registers, dO^T read MN-major)
+//   dK  += dS^T Q     [64 keys, d]    wgmma RS
+//   dQ   = dS K       [Br, d / 2]     wgmma SS, a warpgroup each half of d: dS goes through shared memory
+//                                     (both warpgroups' key rows), read MN-major; then fp32 atomics to dq_accum
+//
+// Shared memory: sK, sV [Bc, d] (once); sQ, sdO [Br, d, kStages] (two TMA pipelines); sdS [Br, Bc] (16-bit,
+// written by the consumers, MN-major for the dQ wgmma).
+#include <cute/tensor.hpp>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/pipeline/pipeline.hpp>
+
+#include "fa3_fwd_traits.h"  // SmemAtomKMajor
+
+namespace flashsim::gpu::fa3 {
+
+using namespace cute;
+
+template <int kHeadDim_, int kBlockM_, int kBlockN_, int kStages_, class Element_>
+struct Fa3BwdTraits {
+  using Element = Element_;
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr int kBlockM = kBlockM_;  // query rows a step
+  static constexpr int kBlockN = kBlockN_;  // key rows a CTA
+  static constexpr int kStages = kStages_;
+  static constexpr int kConsumerWarpgroups = kBlockN / 64;  // a warpgroup's 64 key rows: wgmma's M
+  static constexpr int kMmaThreads = kConsumerWarpgroups * 128;
+  static constexpr int kThreads = kMmaThreads + 128;
+  static_assert(kConsumerWarpgroups == 2, "dQ splits the head dim over two warpgroups");
+  static_assert(kBlockM == 64, "dQ = dS K is one wgmma M of 64 query rows");
+
+  using KeysLayout = Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>;  // warpgroups stacked along the keys (M)
+  // S^T and dP^T: M = keys, N = Br, K = d.
+  using TiledMmaSdP = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBlockM>, Int<kHeadDim>>>(), KeysLayout{}));
+  // dV and dK: M = keys, N = d, K = Br; A = P^T / dS^T from registers, B = dO^T / Q^T MN-major.
+  using TiledMmaDKV = decltype(make_tiled_mma(
+      GMMA::rs_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim>, Int<kBlockM>>, GMMA::Major::K,
+                           GMMA::Major::MN>(),
+      KeysLayout{}));
+  // dQ: M = Br, N = d (a warpgroup each half), K = Bc; A = dS MN-major (query index contiguous), B = K^T MN-major.
+  using TiledMmaDQ = decltype(make_tiled_mma(
+      GMMA::ss_op_selector<Element, Element, float, Shape<Int<kBlockM>, Int<kHeadDim / 2>, Int<kBlockN>>,
+                           GMMA::Major::MN, GMMA::Major::MN>(),
+      Layout<Shape<_1, Int<kConsumerWarpgroups>, _1>>{}));
+
+  using SmemLayoutK =
+      decltype(tile_to_shape(SmemAtomKMajor<Element, kHeadDim>{}, Shape<Int<kBlockN>, Int<kHeadDim>>{}));
+  using SmemLayoutV = SmemLayoutK;
+  using SmemLayoutQ = decltype(tile_to_shape(SmemAtomKMajor<Element, kHeadDim>{},
+                                             Shape<Int<kBlockM>, Int<kHeadDim>, Int<kStages>>{}));
+  using SmemLayoutDO = SmemLayoutQ;
+  // Q^T, dO^T (d, Br, stages): the same bytes, the query index fastest in the index order.
+  using SmemLayoutQt = decltype(composition(
+      SmemLayoutQ{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockM>, Int<kStages>>{}, Step<_2, _1, _3>{})));
+  using SmemLayoutDOt = SmemLayoutQt;
+  // K^T (d, Bc) for dQ's B.
+  using SmemLayoutKt = decltype(composition(
+      SmemLayoutK{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockN>>{}, Step<_2, _1>{})));
+  // dS (Br, Bc), query index contiguous (MN-major, 128-byte swizzle: Br = 64 16-bit elements), and dS^T (Bc, Br)
+  // over the same bytes, as the S^T accumulator writes it.
+  using SmemLayoutDS =
+      decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<Element>{}, Shape<Int<kBlockM>, Int<kBlockN>>{}));
+  using SmemLayoutDSt =
+      decltype(composition(SmemLayoutDS{}, make_layout(Shape<Int<kBlockN>, Int<kBlockM>>{},
+                                                       Stride<Int<kBlockM>, _1>{})));
+
+  using PipelineQ = cutlass::PipelineTmaAsync<kStages>;
+  using PipelineState = cutlass::PipelineState<kStages>;
+
+  struct SharedStorage {
+    alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutK>> k;
+    alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutV>> v;
+    alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>> q;
+    alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutDO>> dout;
+    alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutDS>> ds;
+    typename PipelineQ::SharedStorage pipeline_q;
+    typename PipelineQ::SharedStorage pipeline_do;
+    alignas(8) uint64_t barrier_kv;  // K and V landed
+  };
+  static constexpr int kSmemBytes = sizeof(SharedStorage);
+  static constexpr uint32_t kTmaBytesKV = 2 * kBlockN * kHeadDim * sizeof(Element);
+  static constexpr uint32_t kTmaBytesQ = kBlockM * kHeadDim * sizeof(Element);
+
+  static constexpr int kProducerRegs = 24;
+  static constexpr int kConsumerRegs = 240;
+};
+
+}  // namespace flashsim::gpu::fa3
