@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "fa3_launch.h"
@@ -208,9 +209,10 @@ void release(Buffers& buf) {
     if (p) CHECK(cudaFree(p));
 }
 
-bool check(const Shape& s, bool persistent, bool pingpong) {
+bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
   Buffers buf = alloc(s, true);
   Fa3FwdParams a = params_of(s, buf);
+  a.head_group = head_group;
   a.persistent = persistent;
   a.pingpong = pingpong;
   CHECK(launch(a));
@@ -286,9 +288,10 @@ bool check_bwd(const Shape& s) {
   return ok;
 }
 
-void time_shape(const Shape& s, bool persistent, bool pingpong) {
+void time_shape(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
   Buffers buf = alloc(s, false);
   Fa3FwdParams a = params_of(s, buf);
+  a.head_group = head_group;
   a.persistent = persistent;
   a.pingpong = pingpong;
   for (int i = 0; i < 3; ++i) CHECK(launch(a));
@@ -309,8 +312,9 @@ void time_shape(const Shape& s, bool persistent, bool pingpong) {
   const double t = ms[ms.size() / 2];
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
-  std::printf("time b%d h%d n%d d%d %s persistent%d pingpong%d: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d,
-              causal ? "causal" : "full", int(persistent), int(pingpong), t, flops / t / 1e9);
+  std::printf("time b%d h%d n%d d%d %s persistent%d pingpong%d%s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d,
+              causal ? "causal" : "full", int(persistent), int(pingpong),
+              head_group ? (" group" + std::to_string(head_group)).c_str() : "", t, flops / t / 1e9);
   release(buf);
 }
 
@@ -376,6 +380,8 @@ int main(int argc, char** argv) {
   };
   for (const Shape& s : checks) ok = check(s, variant & 1, variant & 2) && ok;
   }
+  for (const Shape& s : {Shape{2, 4, 2, 517, 300, 128, -1, 0, 0}, Shape{3, 3, 3, 640, 640, 64, -1, 0, 0}})
+    for (int persistent = 0; persistent < 2; ++persistent) ok = check(s, persistent, true, 2) && ok;
   const Shape bwd_checks[] = {
       {1, 2, 2, 128, 128, 128, -1, -1, 0}, {2, 4, 2, 300, 517, 128, -1, -1, 0}, {2, 4, 4, 517, 300, 128, -1, 0, 0},
       {1, 4, 1, 400, 400, 64, -1, 0, 0},   {1, 2, 2, 333, 333, 96, 100, 20, 0}, {1, 2, 2, 64, 200, 64, 10, 0, 0},
@@ -388,6 +394,15 @@ int main(int argc, char** argv) {
       for (int causal = 0; causal < 2; ++causal)
         for (int variant = 0; variant < 4; ++variant)
           time_shape({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0}, variant & 1, variant & 2);
+  std::printf("head groups (causal, one CTA a tile and persistent):\n");
+  for (int d : {64, 128})
+    for (int n : {1024, 4096, 16384})
+      for (int g : {4, 8, 16})
+        for (int persistent = 0; persistent < 2; ++persistent)
+          time_shape({2 * 16384 / n, 16, 16, n, n, d, -1, 0, 0}, persistent, true, g);
+  for (int g : {4, 8, 16})
+    for (int persistent = 0; persistent < 2; ++persistent)
+      time_shape({2, 16, 16, 4096, 4096, 128, -1, 0, 0}, persistent, true, g);
   for (int d : {64, 128})
     for (int n : {1024, 4096, 16384})
       for (int causal = 0; causal < 2; ++causal) time_bwd({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0});

@@ -132,8 +132,17 @@ struct Fa3Tile {
 
 __device__ __forceinline__ Fa3Tile tile_of(const Fa3FwdParams& a, int t, int num_m) {
   Fa3Tile tile;
-  const int bh = t / num_m;
-  tile.m_block = num_m - 1 - t % num_m;
+  int bh;
+  if (a.head_group > 0) {
+    const int num_bh = a.heads_q * a.batch, per_group = a.head_group * num_m;
+    const int g = t / per_group, in_group = t % per_group;
+    const int heads_here = min(a.head_group, num_bh - g * a.head_group);  // the last group may be smaller
+    bh = g * a.head_group + in_group % heads_here;
+    tile.m_block = num_m - 1 - in_group / heads_here;
+  } else {
+    bh = t / num_m;
+    tile.m_block = num_m - 1 - t % num_m;
+  }
   tile.head = bh % a.heads_q;
   tile.batch = bh / a.heads_q;
   tile.off_q = a.varlen ? a.cu_seqlens_q[tile.batch] : tile.batch * a.seqlen_q;

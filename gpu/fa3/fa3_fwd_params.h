@@ -24,6 +24,10 @@ struct Fa3FwdParams {
   // warpgroups or not. The launch table (flashsim/families/fa3) sets both; the dev driver times the others.
   bool persistent = false;
   bool pingpong = true;
+  // Tile order: 0 walks each (batch, head)'s query blocks from the last; G > 0 takes (batch, head)s G at a time
+  // and, within the G, the query blocks from the last with the heads fastest (heavy causal tiles of G heads
+  // first, whose K and V stay in L2 together).
+  int head_group = 0;
 };
 
 }  // namespace flashsim::gpu::fa3

@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "fa3_launch.h"
 #include "flashsim/error.h"
@@ -40,12 +42,26 @@ int device_compute_capability() {
   return 10 * major + minor;
 }
 
+// The current device's L2 bytes (50 MiB on an H100); 0 where no device is usable.
+int64_t device_l2_bytes() {
+  int dev = 0, bytes = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return bytes;
+}
+
 TileConfig instance_tile(const Fa3FwdInstance& e) {
   TileConfig c;
   c.block_q = e.block_q;
   c.block_k = e.block_k;
   c.warps = kFa3Threads / 32;
   c.stages = e.stages;
+  if (const Fa3BwdInstance* b = fa3_bwd_instance(e.head_dim)) {
+    c.bwd_block_q = b->block_q;
+    c.bwd_block_k = b->block_k;
+  }
   return c;
 }
 
@@ -83,6 +99,28 @@ std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
     return "tile " + c.describe() + " is not instantiated for head_dim " + std::to_string(p.head_dim) +
            " (fa3-v1 runs " + want.describe() + ")";
   return "";
+}
+
+std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c) {
+  const int d = static_cast<int>(p.head_dim);
+  const Fa3BwdInstance* e = fa3_bwd_instance(d);
+  if (!e)
+    return "head_dim " + std::to_string(d) +
+           " has no backward instance (dK and dV of a warpgroup's 64 keys would take 2 d = 512 fp32 registers "
+           "a thread)";
+  if (!fa3_bwd_head_dim_compiled(d))
+    return "head_dim " + std::to_string(d) +
+           "'s backward is not compiled in this build (FLASHSIM_GPU_INSTANCES=ci compiles d128 alone)";
+  if (p.softcap > 0) return "softcap (fa3-v1's backward has no softcap derivative yet)";
+  if (c.bwd_block_q != e->block_q || c.bwd_block_k != e->block_k)
+    return "backward tile Br" + std::to_string(c.bwd_block_q) + " Bc" + std::to_string(c.bwd_block_k) +
+           " is not instantiated (fa3-v1 runs Br" + std::to_string(e->block_q) + " Bc" +
+           std::to_string(e->block_k) + ")";
+  return "";
+}
+
+size_t backward_workspace_bytes(const AttentionProblem& p, const TileConfig&) {
+  return static_cast<size_t>(fa3_bwd_workspace_bytes(p.total_q(), p.heads_q, p.head_dim));
 }
 
 TileConfig launch_tile(const AttentionProblem& p, Pass) {
@@ -123,12 +161,44 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   const int64_t span = p.seqlen_q + p.seqlen_k;
   a.window_left = ap.window_left >= span ? -1 : ap.window_left;
   a.window_right = ap.window_right >= span ? -1 : ap.window_right;
-  const Fa3Schedule schedule = fa3_fwd_schedule(a.window_left >= 0 || a.window_right >= 0);
+  const Fa3Schedule schedule =
+      fa3_fwd_schedule(a.window_left >= 0 || a.window_right >= 0, 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
+                       device_l2_bytes(), p.batch * p.heads_q);
   a.persistent = schedule.persistent;
   a.pingpong = schedule.pingpong;
+  a.head_group = schedule.head_group;
   if (a.total_q == 0) return;  // no query row: nothing to write
   const cudaError_t e = launch_fwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
   if (e != cudaSuccess) throw std::runtime_error(std::string("fa3-v1 forward launch: ") + cudaGetErrorString(e));
+}
+
+void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
+  if (const std::string why = problem_unsupported(p); !why.empty()) throw InputError("fa3-v1", why);
+  if (const std::string why = backward_unsupported(p, c); !why.empty()) throw InputError("fa3-v1", why);
+  require(args.q && args.o && args.lse && args.dout && args.dq && args.workspace, "q, o, lse, dout, dq, workspace");
+  require(p.total_k() == 0 || (args.k && args.v && args.dk && args.dv), "k, v, dk, dv");
+  require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
+  for (const auto& [ptr, what] : {std::pair{args.q, "q"}, {args.k, "k"}, {args.v, "v"}, {args.dout, "dout"}})
+    if (ptr) require_aligned(ptr, what, 16);
+  for (const auto& [ptr, what] : {std::pair{static_cast<const void*>(args.dk), "dk"}, {args.dv, "dv"}})
+    if (ptr) require_aligned(ptr, what, 4);
+  const AttentionParams ap = make_params(p);
+  Fa3BwdParams a;
+  a.q = args.q, a.o = args.o, a.dout = args.dout, a.lse = args.lse;
+  a.k = p.total_k() > 0 ? args.k : args.q;  // a TMA descriptor needs a real address (nothing is loaded)
+  a.v = p.total_k() > 0 ? args.v : args.q;
+  a.dq = args.dq, a.dk = args.dk, a.dv = args.dv;
+  a.dq_accum = static_cast<float*>(args.workspace);
+  a.dpsum = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + p.total_q() * p.heads_q * p.head_dim * 4);
+  a.cu_seqlens_q = args.cu_seqlens_q, a.cu_seqlens_k = args.cu_seqlens_k;
+  a.batch = ap.batch, a.heads_q = ap.heads_q, a.heads_kv = ap.heads_kv, a.group = ap.group;
+  a.seqlen_q = ap.seqlen_q, a.seqlen_k = ap.seqlen_k, a.total_q = ap.total_q, a.total_k = ap.total_k;
+  a.head_dim = ap.head_dim, a.varlen = ap.varlen, a.scale = ap.scale;
+  const int64_t span = p.seqlen_q + p.seqlen_k;
+  a.window_left = ap.window_left >= span ? -1 : ap.window_left;
+  a.window_right = ap.window_right >= span ? -1 : ap.window_right;
+  const cudaError_t e = launch_bwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
+  if (e != cudaSuccess) throw std::runtime_error(std::string("fa3-v1 backward launch: ") + cudaGetErrorString(e));
 }
 
 }  // namespace
@@ -141,11 +211,15 @@ KernelVersion fa3_v1() {
   kv.backend = Backend::Cuda;
   kv.summary =
       "FlashAttention forward on Hopper (sm_90a): TMA loads into swizzled shared memory, a producer warpgroup "
-      "and two consumer warpgroups (setmaxnreg), wgmma for QK^T and PV, softmax overlapped with PV";
+      "and two consumer warpgroups (setmaxnreg), wgmma for QK^T and PV, softmax overlapped with PV; backward "
+      "with a key block per CTA (dK, dV in registers, dQ through fp32 atomics)";
   kv.sim_kernels = {};
   kv.unsupported = fa3::unsupported;
   kv.launch_tile = fa3::launch_tile;
   kv.forward = fa3::forward;
+  kv.backward = fa3::backward;
+  kv.backward_unsupported = fa3::backward_unsupported;
+  kv.workspace_bytes = fa3::backward_workspace_bytes;
   return kv;
 }
 
