@@ -37,12 +37,14 @@ def parse_ldd(text):
     return libs
 
 
-def _tar_xz(folder, name, out):
-    subprocess.run(["tar", "-C", folder, "-cJf", out, name], check=True)
+def _tar_xz(folder, name, out, level=None):
+    env = dict(os.environ, XZ_OPT=f"-{level}") if level is not None else None
+    subprocess.run(["tar", "-C", folder, "-cJf", out, name], check=True, env=env)
 
 
-def pack(build, out, binaries=BINARIES, strip=True, compress=True):
-    """The bundle of `binaries` of `build` in `out`: the binaries (flashsim-gpu xz-compressed) and lib.tar.xz."""
+def pack(build, out, binaries=BINARIES, strip=True, compress=True, xz_level=None):
+    """The bundle of `binaries` of `build` in `out`: the binaries (flashsim-gpu xz-compressed) and lib.tar.xz
+    (xz_level: xz's preset, default its own)."""
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(os.path.join(out, "lib"))
     for b in binaries:
@@ -53,7 +55,7 @@ def pack(build, out, binaries=BINARIES, strip=True, compress=True):
     if strip and shutil.which("strip"):
         subprocess.run(["strip"] + [os.path.join(out, b) for b in binaries], check=True)
     if compress:
-        _tar_xz(out, "lib", os.path.join(out, "lib.tar.xz"))
+        _tar_xz(out, "lib", os.path.join(out, "lib.tar.xz"), xz_level)
         shutil.rmtree(os.path.join(out, "lib"))
         if "flashsim-gpu" in binaries:
             subprocess.run(["xz", "-T0", os.path.join(out, "flashsim-gpu")], check=True)
