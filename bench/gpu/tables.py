@@ -20,23 +20,24 @@ def read_bench_csv(path):
 
 def bench_table(ours, sdpa):
     """Per problem, each of our versions beside SDPA's flash and cuDNN backends, TFLOP/s forward and backward,
-    and our ratio to SDPA flash."""
+    and our ratio to each."""
     ref = {(r["kernel"], r["problem"]): r for r in sdpa}
-    lines = [f"{'problem':<34} {'kernel':<14} {'fwd TF/s':>9} {'flash':>7} {'cudnn':>7} {'x flash':>8} "
-             f"{'bwd TF/s':>9} {'flash':>7} {'cudnn':>7} {'x flash':>8}"]
+    lines = [f"{'problem':<34} {'kernel':<14} {'fwd TF/s':>9} {'flash':>7} {'cudnn':>7} {'x flash':>8} {'x cudnn':>8} "
+             f"{'bwd TF/s':>9} {'flash':>7} {'cudnn':>7} {'x flash':>8} {'x cudnn':>8}"]
     for r in ours:
         fl, cu = ref.get(("sdpa-flash", r["problem"])), ref.get(("sdpa-cudnn", r["problem"]))
 
         def cell(x, key):
             return f"{float(x[key]):7.1f}" if x else "      -"
 
-        def ratio(key):
-            ok = fl and float(fl[key]) > 0 and float(r[key]) > 0
-            return f"{float(r[key]) / float(fl[key]):8.2f}" if ok else "       -"
+        def ratio(peer, key):
+            ok = peer and float(peer[key]) > 0 and float(r[key]) > 0
+            return f"{float(r[key]) / float(peer[key]):8.2f}" if ok else "       -"
 
         lines.append(f"{r['problem']:<34} {r['kernel']:<14} {float(r['fwd_tflops']):9.1f} {cell(fl, 'fwd_tflops')} "
-                     f"{cell(cu, 'fwd_tflops')} {ratio('fwd_tflops')} {float(r['bwd_tflops']):9.1f} "
-                     f"{cell(fl, 'bwd_tflops')} {cell(cu, 'bwd_tflops')} {ratio('bwd_tflops')}")
+                     f"{cell(cu, 'fwd_tflops')} {ratio(fl, 'fwd_tflops')} {ratio(cu, 'fwd_tflops')} "
+                     f"{float(r['bwd_tflops']):9.1f} {cell(fl, 'bwd_tflops')} {cell(cu, 'bwd_tflops')} "
+                     f"{ratio(fl, 'bwd_tflops')} {ratio(cu, 'bwd_tflops')}")
     return lines
 
 
