@@ -209,18 +209,23 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     PipelineState read_q, read_do;
     for (int step = 0; step < steps; ++step) {
       const int h = step_head(step), m = step_block(step);
-      // lse (as a log2 offset) and D of this thread's query columns; rows past the sequence read nothing.
-      float lse_log2[kCols], dpsum[kCols];
+      // lse (as a log2 offset) and D of the block's 64 query rows, two a lane (rows lane and lane + 32; past the
+      // sequence: none); a thread's 16 query columns get theirs by shuffles (4 registers instead of 32 held).
+      float lse_lane[2], dpsum_lane[2];
       CUTE_UNROLL
-      for (int c = 0; c < kCols; ++c) {
-        const int row = m * kBlockM + get<1>(tScS_rc(0, c));
+      for (int half = 0; half < 2; ++half) {
+        const int row = m * kBlockM + half * 32 + static_cast<int>(threadIdx.x % 32);
         const int64_t at = a.varlen ? static_cast<int64_t>(h) * a.total_q + off_q + row
                                     : (static_cast<int64_t>(batch) * a.heads_q + h) * a.seqlen_q + row;
         const float l = row < lq ? a.lse[at] : 0.f;
         // A row that saw no key (lse = -inf) has P = 0 everywhere: +inf makes every exponent -inf.
-        lse_log2[c] = l == -CUDART_INF_F ? CUDART_INF_F : l * kLog2e;
-        dpsum[c] = row < lq ? a.dpsum[at] : 0.f;
+        lse_lane[half] = l == -CUDART_INF_F ? CUDART_INF_F : l * kLog2e;
+        dpsum_lane[half] = row < lq ? a.dpsum[at] : 0.f;
       }
+      const auto of_column = [&](const float(&v)[2], int c) {  // the value of this thread's query column c
+        const int col = get<1>(tScS_rc(0, c));
+        return __shfl_sync(0xffffffff, col < 32 ? v[0] : v[1], col % 32);
+      };
       pipeline_q.consumer_wait(read_q);
       wgmma_gemm<true, -1>(mma_sdp, tSrK, tSrQ(_, _, _, read_q.index()), tSrS);  // S^T = K Q^T
       pipeline_do.consumer_wait(read_do);
@@ -229,28 +234,29 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       warpgroup_fence_operand(tSrS);
       const bool mask = bwd_block_needs_mask<Tr>(a, m, n_block, lq, lk);
       CUTE_UNROLL
-      for (int r = 0; r < size<0>(tSrS_rc); ++r) {
-        const int col_k = n_block * kBlockN + get<0>(tScS_rc(r, 0));  // the key
+      for (int c = 0; c < kCols; ++c) {
+        const float lse_log2 = of_column(lse_lane, c);
+        const int row = m * kBlockM + get<1>(tScS_rc(0, c));  // the query
+        const int diag = row + lk - lq;
         CUTE_UNROLL
-        for (int c = 0; c < kCols; ++c) {
-          bool visible = true;
-          if (mask) {
-            const int row = m * kBlockM + get<1>(tScS_rc(0, c));  // the query
-            const int diag = row + lk - lq;
-            visible = row < lq && col_k < lk && (a.window_left < 0 || col_k >= diag - a.window_left) &&
-                      (a.window_right < 0 || col_k <= diag + a.window_right);
-          }
+        for (int r = 0; r < size<0>(tSrS_rc); ++r) {
+          const int col_k = n_block * kBlockN + get<0>(tScS_rc(r, 0));  // the key
+          const bool visible = !mask || (row < lq && col_k < lk &&
+                                         (a.window_left < 0 || col_k >= diag - a.window_left) &&
+                                         (a.window_right < 0 || col_k <= diag + a.window_right));
           // P = exp(s scale - lse)
-          tSrS_rc(r, c) = visible ? exp2_approx(fmaf(tSrS_rc(r, c), scale_log2, -lse_log2[c])) : 0.f;
+          tSrS_rc(r, c) = visible ? exp2_approx(fmaf(tSrS_rc(r, c), scale_log2, -lse_log2)) : 0.f;
         }
       }
       round_to<Element>(tSrS, rP);
       warpgroup_wait<0>();
       warpgroup_fence_operand(tdPrdP);
       CUTE_UNROLL
-      for (int r = 0; r < size<0>(tdPrdP_rc); ++r) {
+      for (int c = 0; c < kCols; ++c) {
+        const float dpsum = of_column(dpsum_lane, c);
         CUTE_UNROLL
-        for (int c = 0; c < kCols; ++c) tdPrdP_rc(r, c) = tSrS_rc(r, c) * (tdPrdP_rc(r, c) - dpsum[c]);  // dS
+        for (int r = 0; r < size<0>(tdPrdP_rc); ++r)
+          tdPrdP_rc(r, c) = tSrS_rc(r, c) * (tdPrdP_rc(r, c) - dpsum);  // dS = P (dP - D)
       }
       round_to<Element>(tdPrdP, rdS);
       wgmma_gemm<false, -1>(mma_dkv, tdVrP, tdVrdOt(_, _, _, read_do.index()), tdVrdV);  // dV += P^T dO
