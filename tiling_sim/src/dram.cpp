@@ -194,7 +194,10 @@ KernelPrediction predict_kernel(const KernelCounts& k, const HardwareProfile& hw
   r.t_exp = k.exp_ops / hw.exp_per_s * imbalance;
   r.t_vec = k.vector_ops / (hw.fp32_flops / 2) * imbalance;  // one op per FMA slot
   r.t_latency = hw.kernel_latency_s;
-  if (r.occ.fits) r.cta = cta_time(k, r.occ.ctas_per_sm, imbalance, hw);
+  if (r.occ.fits)
+    r.cta = k.launch.model && k.launch.model->time_model
+                ? k.launch.model->time_model(k, r.occ.ctas_per_sm, imbalance, hw)
+                : cta_time(k, r.occ.ctas_per_sm, imbalance, hw);
   finish_time(r);
   return r;
 }

@@ -64,6 +64,13 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.direct_load_inflight_bytes = j.value("direct_load_inflight_bytes", 0.0);
     p.schedulers_per_sm = j.value("schedulers_per_sm", 4);
     p.cta_model_source = j.value("cta_model_source", std::string());
+    p.wgmma_ss_flops_per_clock = j.value("wgmma_ss_flops_per_clock", std::vector<double>{});
+    p.wgmma_rs_flops_per_clock = j.value("wgmma_rs_flops_per_clock", std::vector<double>{});
+    p.tma_latency_s = j.value("tma_latency_s", 0.0);
+    p.tma_bytes_per_s = j.value("tma_bytes_per_s", 0.0);
+    p.mbarrier_cycles = j.value("mbarrier_cycles", 0.0);
+    p.named_barrier_cycles = j.value("named_barrier_cycles", 0.0);
+    p.hopper_source = j.value("hopper_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }
@@ -113,8 +120,19 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
                           {"overlap_norm", p.overlap_norm},
                           {"warp_cpi", p.warp_cpi},
                           {"lockstep_cpi_factor", p.lockstep_cpi_factor},
-                          {"direct_load_inflight_bytes", p.direct_load_inflight_bytes}})
+                          {"direct_load_inflight_bytes", p.direct_load_inflight_bytes},
+                          {"tma_latency_s", p.tma_latency_s},
+                          {"tma_bytes_per_s", p.tma_bytes_per_s},
+                          {"mbarrier_cycles", p.mbarrier_cycles},
+                          {"named_barrier_cycles", p.named_barrier_cycles}})
     non_negative(field, v);
+  for (const auto& [field, table] : {std::pair{"wgmma_ss_flops_per_clock", &p.wgmma_ss_flops_per_clock},
+                                     {"wgmma_rs_flops_per_clock", &p.wgmma_rs_flops_per_clock}}) {
+    if (!table->empty() && table->size() != 3)
+      throw InputError("hw", fmt::format("profile {}: {} holds the rates at N = 64, 128, 256 (3 values), got {}",
+                                         p.name, field, table->size()));
+    for (const double v : *table) positive(field, v);
+  }
   positive("schedulers_per_sm", p.schedulers_per_sm);
   if (p.ncu_dram_repeatability >= 1)
     throw InputError("hw", fmt::format("profile {}: ncu_dram_repeatability is a fraction below 1, got {}",
@@ -174,6 +192,13 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"lockstep_cpi_factor", p.lockstep_cpi_factor},
           {"direct_load_inflight_bytes", p.direct_load_inflight_bytes},
           {"cta_model_source", p.cta_model_source},
+          {"wgmma_ss_flops_per_clock", p.wgmma_ss_flops_per_clock},
+          {"wgmma_rs_flops_per_clock", p.wgmma_rs_flops_per_clock},
+          {"tma_latency_s", p.tma_latency_s},
+          {"tma_bytes_per_s", p.tma_bytes_per_s},
+          {"mbarrier_cycles", p.mbarrier_cycles},
+          {"named_barrier_cycles", p.named_barrier_cycles},
+          {"hopper_source", p.hopper_source},
           {"kernel_arch", p.kernel_arch}};
 }
 

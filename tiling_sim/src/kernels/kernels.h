@@ -25,6 +25,7 @@ KernelModel fa2_backward_dq_dk_dv_group();
 KernelModel fa2_backward_convert_dq();
 KernelModel fa2_splitkv_forward();
 KernelModel fa2_splitkv_combine();
+KernelModel fa3_forward();
 
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;

@@ -40,7 +40,9 @@ Registry& registry() {
           // by name only (no algorithm step of the reference): flashsim's own gpu/ kernels, and FA2's
           // split-KV / paged-cache forward (kernels_for picks them for a KV cache or num_splits > 1)
           kernels::fa2_backward_dot_do_o_lse, kernels::fa2_backward_dq_dk_dv_group,
-          kernels::fa2_splitkv_forward, kernels::fa2_splitkv_combine})
+          kernels::fa2_splitkv_forward, kernels::fa2_splitkv_combine,
+          // fa3-v1's forward (gpu/fa3/, Hopper), by name: sim predict --kernel fwd_fa3, traffic compare
+          kernels::fa3_forward})
       b.add(make());
     return b;
   }();

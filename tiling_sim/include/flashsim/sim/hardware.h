@@ -79,6 +79,18 @@ struct HardwareProfile {
   double overlap_norm = 0;  // how the tensor, shared-memory and ALU times combine (cta_model.h); 0: their max
   int schedulers_per_sm = 4;
   std::string cta_model_source;
+  // The Hopper per-CTA model of warp-specialized kernels (fa3-v1's forward: tiling_sim/src/kernels/fa3_forward.cpp),
+  // from bench/gpu/probes/wgmma_probe.cu (calibration ids h100.wgmma_rates, h100.tma_rates, h100.barrier_cycles):
+  //   wgmma_ss_flops_per_clock, wgmma_rs_flops_per_clock: dense 16-bit wgmma m64nNk16 (fp32 accumulate) FLOPs a
+  //   clock an SM at N = 64, 128, 256, two warpgroups issuing in turn; A from shared memory (SS: S = Q K^T) or
+  //   registers (RS: O += P V); empty: the model is off (the roofline times the kernel);
+  //   tma_latency_s: a TMA tile load's fixed time, issue to its mbarrier's completion, less its bytes at
+  //   tma_bytes_per_s (one SM's TMA bandwidth from L2, tiles in flight);
+  //   mbarrier_cycles: an mbarrier's arrive seen by a warp waiting on it (one way); named_barrier_cycles: a
+  //   bar.arrive seen by the warpgroup in bar.sync on it (one way: the ping-pong's hand-off).
+  std::vector<double> wgmma_ss_flops_per_clock, wgmma_rs_flops_per_clock;
+  double tma_latency_s = 0, tma_bytes_per_s = 0, mbarrier_cycles = 0, named_barrier_cycles = 0;
+  std::string hopper_source;  // where they come from (placeholders say so)
   // The SASS architecture gpu/'s build runs on this GPU ("sm_80" for sm_80 .. sm_89, "sm_90"): whose compiled
   // kernels' registers (kernel_resources.h) set fa2-v1's occupancy. Empty: the model's register estimate.
   std::string kernel_arch;

@@ -75,6 +75,9 @@ struct SequenceCounter {
 // tiles (the time model then deals those CTAs to the SMs one by one); None: every CTA does the same work.
 enum class WorkBlocks { None, Forward, Backward };
 
+struct CtaTime;  // cta_model.h
+struct HardwareProfile;
+
 // An ncu kernel name a model answers to: an ECMAScript regex searched in the demangled name, and the tile
 // config its submatches (the kernel's template arguments) give.
 struct NcuName {
@@ -117,6 +120,11 @@ struct KernelModel {
   // set.
   void (*counts)(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
                  const ProblemData& d) = nullptr;
+  // The kernel's own per-CTA time model (a warp-specialized kernel: producer and consumer warpgroups, wgmma
+  // and TMA rates), in place of cta_model.h's; called as cta_time is (the launch's occupancy and load
+  // imbalance). nullptr: cta_time.
+  CtaTime (*time_model)(const KernelCounts& k, int ctas_per_sm, double imbalance,
+                        const HardwareProfile& hw) = nullptr;
 };
 
 // The registry: the built-in kernels, each algorithm's passes in launch order, then any registered later.

@@ -57,6 +57,17 @@ struct CtaStep {
   int regs = 0;                  // registers per thread (cta_model.h's estimate)
 };
 
+// A warp-specialized kernel's work as its own time model sees it (KernelModel::time_model; fa3_forward.cpp): the
+// tile its consumer warpgroups multiply, and over the whole launch its work tiles (a persistent CTA walks
+// several), their main-loop steps (key blocks) and the steps that mask scores element by element. tiles 0: none.
+struct WarpSpecializedWork {
+  int64_t block_q = 0, block_k = 0, head_dim = 0, head_dim_v = 0, stages = 0;
+  int consumers = 0;      // consumer warpgroups (64 query rows each)
+  bool persistent = false;  // CTAs walk tiles gridDim apart (grid < tiles)
+  bool softcap = false;     // the score pipeline's tanh (one more MUFU a score)
+  double tiles = 0, steps = 0, masked_steps = 0;
+};
+
 // Launch shape of a kernel (no moves).
 struct KernelLaunch {
   const KernelModel* model = nullptr;  // the kernel launched (its name; which MMA rate the time model uses)
@@ -66,6 +77,7 @@ struct KernelLaunch {
   int64_t accumulator_elems = 0;  // fp32 elements a CTA accumulates in registers (0: not modeled)
   int64_t inflight_bytes = 0;     // bytes of loads a CTA keeps in flight (dram_cta_share models)
   CtaStep step;                   // the per-CTA time model's view of the main loop (warps 0: none)
+  WarpSpecializedWork ws;         // warp-specialized kernels' tiles and steps (tiles 0: none)
   std::vector<SmemBuffer> smem;
   int64_t ctas() const { return grid_x * grid_y * grid_z; }
   int64_t smem_bytes() const;

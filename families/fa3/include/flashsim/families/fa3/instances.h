@@ -47,6 +47,10 @@ constexpr Fa3Schedule fa3_fwd_schedule(bool causal_or_window) {
   return {!causal_or_window, true, 0};
 }
 
+inline constexpr int kFa3ConsumerWarpgroups = 2;  // wgmma's M is 64 rows a warpgroup: 128 query rows a CTA
+inline constexpr int kFa3Threads = (1 + kFa3ConsumerWarpgroups) * 128;
+inline constexpr int64_t kFa3ElementBytes = 2;  // bf16 / fp16 tiles (wgmma's 16-bit operands)
+
 // clang-format off
 inline constexpr Fa3FwdInstance kFa3FwdInstances[] = {
     // Bc128 at d <= 128: S of 64 x 128 a warpgroup (64 fp32 a thread) beside O; two stages let the producer
