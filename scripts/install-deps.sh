@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
+  build-essential cmake ninja-build pkg-config ccache clang clang-format libclang-rt-14-dev
   libopenblas-openmp-dev libomp-dev libeigen3-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
@@ -32,4 +32,13 @@ if ! python3 -c "import numpy, safetensors, matplotlib" >/dev/null 2>&1; then
   echo "install-deps: installing numpy safetensors matplotlib for $(command -v python3)"
   python3 -m pip install -q --disable-pip-version-check numpy safetensors matplotlib 2>/dev/null ||
     python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy safetensors matplotlib
+fi
+
+# The CUTLASS / CuTe headers gpu/fa3 compiles against (gpu/fa3/CMakeLists.txt finds them through
+# cutlass_library), from the nvidia-cutlass wheel for the same python3: only its headers are used, so without
+# the wheel's Python dependencies (cuda-python, scipy, ...).
+if ! python3 -c "import cutlass_library" >/dev/null 2>&1; then
+  echo "install-deps: installing nvidia-cutlass (CUTLASS / CuTe headers) for $(command -v python3)"
+  python3 -m pip install -q --disable-pip-version-check --no-deps nvidia-cutlass==4.2.0.0 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages --no-deps nvidia-cutlass==4.2.0.0
 fi

@@ -58,12 +58,13 @@ void run(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaS
   }
 }
 
-// Table entry I, if it has head dim kHeadDim and c's backward tile (its kernel: 2 x c.warps warps).
+// Table entry I, if it has head dim kHeadDim and c's backward tile (its kernel: 2 x c.warps warps) and this
+// build compiles it (fa2_bwd_compiled).
 template <size_t I, int kHeadDim, class Element>
 bool run_entry(const TileConfig& c, const AttentionProblem& p, const Fa2BwdParams& prm, float* dbias,
                cudaStream_t stream) {
   constexpr Fa2BwdInstance e = kFa2BwdInstances[I];
-  if constexpr (e.head_dim != kHeadDim) {
+  if constexpr (e.head_dim != kHeadDim || !fa2_bwd_compiled(e.head_dim, e.block_q, e.block_k, e.warps)) {
     return false;
   } else {
     if (c.bwd_block_q != e.block_q || c.bwd_block_k != e.block_k || c.warps != e.warps) return false;

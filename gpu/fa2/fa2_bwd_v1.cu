@@ -93,6 +93,8 @@ std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c)
   if (!fa2_bwd_instantiated(p.head_dim, c.bwd_block_q, c.bwd_block_k, c.warps))
     return tile + " is not instantiated for head_dim " + std::to_string(p.head_dim) +
            " (instantiated: " + fa2_bwd_instances_text(p.head_dim) + ")";
+  if (!fa2_bwd_compiled(p.head_dim, c.bwd_block_q, c.bwd_block_k, c.warps))
+    return tile + " is " + fa2_not_compiled_text(p.head_dim, false);
   const int64_t smem = fa2_bwd_smem_bytes(p.head_dim, c.bwd_block_q, c.bwd_block_k);
   if (const int64_t optin = device_smem_optin(); optin > 0 && smem > optin)
     return tile + " needs " + std::to_string(smem) + " bytes of shared memory a CTA; this device allows " +

@@ -47,11 +47,11 @@ bool run_stages(int stages, const Fa2FwdParams& prm, cudaStream_t stream) {
   return true;
 }
 
-// Table entry I, if it has head dim kHeadDim and c's tile.
+// Table entry I, if it has head dim kHeadDim and c's tile (and this build compiles it: fa2_fwd_compiled).
 template <size_t I, int kHeadDim, class Element>
 bool run_entry(const TileConfig& c, const Fa2FwdParams& prm, cudaStream_t stream) {
   constexpr Fa2FwdInstance e = kFa2FwdInstances[I];
-  if constexpr (e.head_dim != kHeadDim) {
+  if constexpr (e.head_dim != kHeadDim || !fa2_fwd_compiled(e.head_dim, e.block_q, e.block_k, e.warps)) {
     return false;
   } else {
     if (c.block_q != e.block_q || c.block_k != e.block_k || c.warps != e.warps) return false;

@@ -75,6 +75,8 @@ std::string unsupported_impl(const AttentionProblem& p, const TileConfig& c) {
   if (!fa2_fwd_instantiated(p.head_dim, c.block_q, c.block_k, c.warps, c.stages))
     return "tile " + c.describe() + " is not instantiated for head_dim " + std::to_string(p.head_dim) +
            " (instantiated: " + fa2_fwd_instances_text(p.head_dim) + ")";
+  if (!fa2::fa2_fwd_compiled(p.head_dim, c.block_q, c.block_k, c.warps))
+    return "tile " + c.describe() + " is " + fa2::fa2_not_compiled_text(p.head_dim, true);
   const int64_t smem = fa2_fwd_smem_bytes(p.head_dim, c.block_q, c.block_k, c.stages);
   if (const int64_t optin = device_smem_optin(); optin > 0 && smem > optin)
     return "tile " + c.describe() + " needs " + std::to_string(smem) +

@@ -30,6 +30,12 @@ int bwd_configs(int64_t d) {
                                         [&](const Fa2BwdInstance& e) { return e.head_dim == d; }));
 }
 
+// A FLASHSIM_GPU_INSTANCES=ci build (CI, no GPU) compiles a few of fa2-v1's tiles and refuses the others as "not
+// compiled in this build": the tests of which tiles fa2-v1 runs count that refusal as running.
+std::string runs(const std::string& why) {
+  return why.find("not compiled in this build") == std::string::npos ? why : "";
+}
+
 }  // namespace
 
 TEST(GpuAutotune, DefaultPlanTimesEveryInstanceOnEveryProblem) {
@@ -43,9 +49,9 @@ TEST(GpuAutotune, DefaultPlanTimesEveryInstanceOnEveryProblem) {
     last_problem = it.problem;
     const AttentionProblem& p = plan.problems[it.problem].problem;
     if (it.pass == gpu::TunePass::Fwd)
-      EXPECT_EQ(v.unsupported(p, it.tile), "") << gpu::autotune_label(plan, it);
+      EXPECT_EQ(runs(v.unsupported(p, it.tile)), "") << gpu::autotune_label(plan, it);
     else
-      EXPECT_EQ(gpu::why_no_backward(v, p, it.tile), "") << gpu::autotune_label(plan, it);
+      EXPECT_EQ(runs(gpu::why_no_backward(v, p, it.tile)), "") << gpu::autotune_label(plan, it);
     auto& [n, hand] = per[{it.problem, it.pass}];
     ++n;
     hand += it.hand ? 1 : 0;
