@@ -285,7 +285,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (m_block * kBlockM >= lq) continue;
     int n_min, n_max;
     key_block_range<Tr>(a, m_block, lq, lk, n_min, n_max);
-    OnlineSoftmax<kRows> softmax(scale_log2);
+    OnlineSoftmax<kRows> softmax(scale_log2, kSoftcap ? 1.f : a.scale);
     float rescale[kRows];
     clear(tOrO);
 

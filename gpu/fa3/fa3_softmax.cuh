@@ -31,8 +31,9 @@ struct OnlineSoftmax {
   float row_max[kRows];  // m: the running max of the raw scores (-inf: no visible key yet)
   float row_sum[kRows];  // l: this thread's share of sum_j exp2((s_j - m) scale_log2), quad-reduced at the end
   float scale_log2;
+  float scale;  // the same in natural units, for the lse
 
-  __device__ explicit OnlineSoftmax(float scale_log2_) : scale_log2(scale_log2_) {
+  __device__ OnlineSoftmax(float scale_log2_, float scale_) : scale_log2(scale_log2_), scale(scale_) {
     for (int r = 0; r < kRows; ++r) {
       row_max[r] = -CUDART_INF_F;
       row_sum[r] = 0.f;
@@ -66,13 +67,14 @@ struct OnlineSoftmax {
 
   // inv_sum[r] = 1 / l (0 for a row that saw no key: o = 0); lse[r] = ln(sum_j exp(s_j scale)) (-inf then).
   __device__ __forceinline__ void finalize(float (&inv_sum)[kRows], float (&lse)[kRows]) {
-    constexpr float kLn2 = 0.693147180559945309f;
     CUTE_UNROLL
     for (int r = 0; r < kRows; ++r) {
       const float l = quad_sum(row_sum[r]);
       const bool empty = l == 0.f || row_max[r] == -CUDART_INF_F;
       inv_sum[r] = empty ? 0.f : 1.f / l;
-      lse[r] = empty ? -CUDART_INF_F : (row_max[r] * scale_log2 + __log2f(l)) * kLn2;
+      // lse = m scale + ln l in natural units with one rounding of m scale (the backward's exponent subtracts it
+      // from scores of the same size: at |s| ~ 1e3 the log2 round trip lost ~1e-3 of it)
+      lse[r] = empty ? -CUDART_INF_F : fmaf(row_max[r], scale, logf(l));
     }
   }
 };
