@@ -91,7 +91,7 @@ TEST(Fa3Model, NonCausalD128BytesByHand) {
   EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, int64_t{32} << 20);
   EXPECT_EQ(traffic(k, TensorId::K).load.bytes, int64_t{1} << 30);
   EXPECT_EQ(traffic(k, TensorId::V).load.bytes, int64_t{1} << 30);
-  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, int64_t{32} << 20);
+  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, int64_t{64} << 20);  // each O sector stored twice (half each)
   EXPECT_EQ(traffic(k, TensorId::Lse).store.bytes, 2 * 16 * 4096 * 4);
   EXPECT_EQ(traffic(k, TensorId::K).load.sectors, (int64_t{1} << 30) / 32);
   // 1024 equal tiles over 132 persistent CTAs: 100 take 8, 32 take 7.
@@ -112,7 +112,7 @@ TEST(Fa3Model, CausalD64OneSequenceByHand) {
   EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(1000, 64, 2));
   EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(4584, 64, 2));
   EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(4584, 64, 2));
-  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, rows_bytes(1000, 64, 2));
+  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, 2 * rows_bytes(1000, 64, 2));
   EXPECT_EQ(traffic(k, TensorId::Lse).store.bytes, 1000 * 2 * 4);
 }
 
@@ -127,7 +127,7 @@ TEST(Fa3Model, CausalGqaReadsPastTheSequence) {
   EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(1024 + 1000, 64, 8));
   EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(128 * 36 + 4584, 64, 8));
   EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(128 * 36 + 4584, 64, 8));
-  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, rows_bytes(2000, 64, 8));
+  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, 2 * rows_bytes(2000, 64, 8));
   EXPECT_EQ(traffic(k, TensorId::Lse).store.bytes, 2000 * 8 * 4);
   // FA2's forward stops at the sequence: 24 rows a query block fewer for batch 0's last block of Q and K/V.
   const KernelCounts f = analytic_counts(kernel_model("fwd_fa2"), p, TileConfig{128, 128});
@@ -150,7 +150,7 @@ TEST(Fa3Model, VarlenOddLengthsD256ByHand) {
   EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(128 + 128 + 128 + 81 + 37, 256, 2));
   EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(128 + 3 * 320 + 37, 256, 2));
   EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(128 + 3 * 320 + 37, 256, 2));
-  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, rows_bytes(437, 256, 2));
+  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, 2 * rows_bytes(437, 256, 2));
   EXPECT_EQ(traffic(k, TensorId::Lse).store.bytes, 437 * 2 * 4);
   EXPECT_FALSE(k.cta_work.empty());  // tiles past a short sequence do nothing
 }
@@ -164,7 +164,7 @@ TEST(Fa3Model, SequenceShorterThanATileD96ByHand) {
   EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(278, 96, 1));
   EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(278, 96, 1));
   EXPECT_EQ(traffic(k, TensorId::Q).load.sectors, 278 * 6);
-  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, rows_bytes(150, 96, 1));
+  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, 2 * rows_bytes(150, 96, 1));
 }
 
 TEST(Fa3Model, WindowsAndOtherShapesMatchTheExecutedSchedule) {
@@ -225,7 +225,7 @@ TEST(Fa3Model, FoundBySimPredict) {
 TEST(Fa3Model, ComparedByTrafficCompare) {
   const auto p = ProblemBuilder().batch(2).heads(16).seqlen(4096).head_dim(128).dtype(DType::BF16).build();
   const int64_t loads = (int64_t{32} << 20) + (int64_t{2} << 30),
-                stores = (int64_t{32} << 20) + 2 * 16 * 4096 * 4;
+                stores = (int64_t{64} << 20) + 2 * 16 * 4096 * 4;
   const auto compare = [&](double read_bytes, const std::string& grid) {
     std::stringstream f;
     f << "\"ID\",\"Kernel Name\",\"Block Size\",\"Grid Size\",\"Metric Name\",\"Metric Unit\",\"Metric "
