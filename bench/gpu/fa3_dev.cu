@@ -29,7 +29,8 @@ using flashsim::gpu::fa3::Fa3FwdParams;
 
 // Deterministic uniform [-1, 1) inputs from a hash of the index.
 __global__ void fill_uniform(__nv_bfloat16* x, int64_t n, uint32_t seed) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
     uint32_t h = uint32_t(i) * 2654435761u ^ seed * 0x9E3779B9u ^ uint32_t(i >> 32);
     h ^= h >> 16;
     h *= 0x85EBCA6Bu;
@@ -44,11 +45,16 @@ __global__ void reference_attention(Fa3FwdParams a, float* o, float* lse) {
   if (row >= a.seqlen_q) return;
   const int d = a.head_dim, hk = h / a.group;
   auto q = static_cast<const __nv_bfloat16*>(a.q) + ((int64_t(b) * a.seqlen_q + row) * a.heads_q + h) * d;
-  auto K = [&](int j) { return static_cast<const __nv_bfloat16*>(a.k) + ((int64_t(b) * a.seqlen_k + j) * a.heads_kv + hk) * d; };
-  auto V = [&](int j) { return static_cast<const __nv_bfloat16*>(a.v) + ((int64_t(b) * a.seqlen_k + j) * a.heads_kv + hk) * d; };
+  auto K = [&](int j) {
+    return static_cast<const __nv_bfloat16*>(a.k) + ((int64_t(b) * a.seqlen_k + j) * a.heads_kv + hk) * d;
+  };
+  auto V = [&](int j) {
+    return static_cast<const __nv_bfloat16*>(a.v) + ((int64_t(b) * a.seqlen_k + j) * a.heads_kv + hk) * d;
+  };
   auto score = [&](int j, bool& vis) {
     const int diag = row + a.seqlen_k - a.seqlen_q;
-    vis = (a.window_left < 0 || j >= diag - a.window_left) && (a.window_right < 0 || j <= diag + a.window_right);
+    vis = (a.window_left < 0 || j >= diag - a.window_left) &&
+          (a.window_right < 0 || j <= diag + a.window_right);
     float s = 0;
     for (int c = 0; c < d; ++c) s += __bfloat162float(q[c]) * __bfloat162float(K(j)[c]);
     s *= a.scale;
@@ -85,7 +91,8 @@ struct BwdRef {
 
 __device__ bool visible_ij(const Fa3FwdParams& a, int i, int j) {
   const int diag = i + a.seqlen_k - a.seqlen_q;
-  return (a.window_left < 0 || j >= diag - a.window_left) && (a.window_right < 0 || j <= diag + a.window_right);
+  return (a.window_left < 0 || j >= diag - a.window_left) &&
+         (a.window_right < 0 || j <= diag + a.window_right);
 }
 __device__ float dot_bf16(const __nv_bfloat16* x, const __nv_bfloat16* y, int d) {
   float s = 0;
@@ -161,7 +168,9 @@ double rel_l2(const __nv_bfloat16* dev_x, const float* dev_ref, int64_t n, int64
   return std::sqrt(e2 / std::max(r2, 1e-30));
 }
 
-cudaError_t launch(const Fa3FwdParams& a) { return flashsim::gpu::fa3::launch_fwd(a, true, nullptr); }
+cudaError_t launch(const Fa3FwdParams& a) {
+  return flashsim::gpu::fa3::launch_fwd(a, true, nullptr);
+}
 
 struct Shape {
   int b, h, hkv, sq, sk, d;
@@ -205,7 +214,8 @@ Buffers alloc(const Shape& s, bool with_ref) {
 }
 
 void release(Buffers& buf) {
-  for (void* p : {(void*)buf.q, (void*)buf.k, (void*)buf.v, (void*)buf.o, (void*)buf.lse, (void*)buf.ro, (void*)buf.rlse})
+  for (void* p : {(void*)buf.q, (void*)buf.k, (void*)buf.v, (void*)buf.o, (void*)buf.lse, (void*)buf.ro,
+                  (void*)buf.rlse})
     if (p) CHECK(cudaFree(p));
 }
 
@@ -239,9 +249,11 @@ bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
   }
   const double rel = std::sqrt(err2 / std::max(ref2, 1e-30));
   const bool ok = bad == 0 && rel < 1e-2 && lse_err < 1e-3;
-  std::printf("check p%d pp%d b%d h%d/%d sq%d sk%d d%d win(%d,%d) cap%g: rel_l2 %.2e max_abs %.2e lse_err %.2e nonfinite %lld %s\n",
-              int(persistent), int(pingpong), s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, s.softcap, rel, max_err, lse_err, (long long)bad,
-              ok ? "ok" : "FAIL");
+  std::printf(
+      "check p%d pp%d b%d h%d/%d sq%d sk%d d%d win(%d,%d) cap%g: rel_l2 %.2e max_abs %.2e lse_err %.2e "
+      "nonfinite %lld %s\n",
+      int(persistent), int(pingpong), s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, s.softcap, rel, max_err,
+      lse_err, (long long)bad, ok ? "ok" : "FAIL");
   release(buf);
   return ok;
 }
@@ -256,7 +268,8 @@ bool check_bwd(const Shape& s) {
                 nl = int64_t(s.b) * s.h * s.sq;
   auto* dout = device_alloc<__nv_bfloat16>(nq);
   fill_uniform<<<1024, 256>>>(dout, nq, 4);
-  auto *dq = device_alloc<__nv_bfloat16>(nq), *dk = device_alloc<__nv_bfloat16>(nk), *dv = device_alloc<__nv_bfloat16>(nk);
+  auto *dq = device_alloc<__nv_bfloat16>(nq), *dk = device_alloc<__nv_bfloat16>(nk),
+       *dv = device_alloc<__nv_bfloat16>(nk);
   CHECK(cudaMemset(dq, 0xFF, nq * 2));
   CHECK(cudaMemset(dk, 0xFF, nk * 2));
   CHECK(cudaMemset(dv, 0xFF, nk * 2));
@@ -271,7 +284,11 @@ bool check_bwd(const Shape& s) {
   g.seqlen_q = a.seqlen_q, g.seqlen_k = a.seqlen_k, g.total_q = a.total_q, g.total_k = a.total_k;
   g.head_dim = a.head_dim, g.scale = a.scale, g.window_left = a.window_left, g.window_right = a.window_right;
   CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr));
-  BwdRef r{dout, buf.rlse, device_alloc<float>(nl), device_alloc<float>(nq), device_alloc<float>(nk),
+  BwdRef r{dout,
+           buf.rlse,
+           device_alloc<float>(nl),
+           device_alloc<float>(nq),
+           device_alloc<float>(nk),
            device_alloc<float>(nk)};
   reference_bwd_rows<<<dim3((s.sq + 127) / 128, s.h, s.b), 128>>>(a, r);
   reference_bwd_keys<<<dim3((s.sk + 127) / 128, s.hkv, s.b), 128>>>(a, r);
@@ -279,8 +296,9 @@ bool check_bwd(const Shape& s) {
   int64_t bad = 0;
   const double eq = rel_l2(dq, r.dq, nq, bad), ek = rel_l2(dk, r.dk, nk, bad), ev = rel_l2(dv, r.dv, nk, bad);
   const bool ok = bad == 0 && eq < 2e-2 && ek < 2e-2 && ev < 2e-2;
-  std::printf("check bwd b%d h%d/%d sq%d sk%d d%d win(%d,%d): rel_l2 dq %.2e dk %.2e dv %.2e nonfinite %lld %s\n", s.b,
-              s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, eq, ek, ev, (long long)bad, ok ? "ok" : "FAIL");
+  std::printf(
+      "check bwd b%d h%d/%d sq%d sk%d d%d win(%d,%d): rel_l2 dq %.2e dk %.2e dv %.2e nonfinite %lld %s\n",
+      s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, eq, ek, ev, (long long)bad, ok ? "ok" : "FAIL");
   for (void* p : {(void*)dout, (void*)dq, (void*)dk, (void*)dv, (void*)workspace, (void*)r.dpsum, (void*)r.dq,
                   (void*)r.dk, (void*)r.dv})
     CHECK(cudaFree(p));
@@ -312,8 +330,8 @@ void time_shape(const Shape& s, bool persistent, bool pingpong, int head_group =
   const double t = ms[ms.size() / 2];
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
-  std::printf("time b%d h%d n%d d%d %s persistent%d pingpong%d%s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d,
-              causal ? "causal" : "full", int(persistent), int(pingpong),
+  std::printf("time b%d h%d n%d d%d %s persistent%d pingpong%d%s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq,
+              s.d, causal ? "causal" : "full", int(persistent), int(pingpong),
               head_group ? (" group" + std::to_string(head_group)).c_str() : "", t, flops / t / 1e9);
   release(buf);
 }
@@ -327,7 +345,8 @@ void time_bwd(const Shape& s) {
   const int64_t nq = int64_t(s.b) * s.sq * s.h * s.d, nk = int64_t(s.b) * s.sk * s.hkv * s.d;
   auto* dout = device_alloc<__nv_bfloat16>(nq);
   fill_uniform<<<1024, 256>>>(dout, nq, 4);
-  auto *dq = device_alloc<__nv_bfloat16>(nq), *dk = device_alloc<__nv_bfloat16>(nk), *dv = device_alloc<__nv_bfloat16>(nk);
+  auto *dq = device_alloc<__nv_bfloat16>(nq), *dk = device_alloc<__nv_bfloat16>(nk),
+       *dv = device_alloc<__nv_bfloat16>(nk);
   const int64_t ws = flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d);
   auto* workspace = device_alloc<char>(ws);
   flashsim::gpu::fa3::Fa3BwdParams g;
@@ -356,8 +375,8 @@ void time_bwd(const Shape& s) {
   const double t = ms[ms.size() / 2];
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 2.5 * 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
-  std::printf("time bwd b%d h%d n%d d%d %s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d, causal ? "causal" : "full", t,
-              flops / t / 1e9);
+  std::printf("time bwd b%d h%d n%d d%d %s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d,
+              causal ? "causal" : "full", t, flops / t / 1e9);
   for (void* p : {(void*)dout, (void*)dq, (void*)dk, (void*)dv, (void*)workspace}) CHECK(cudaFree(p));
   release(buf);
 }
@@ -372,19 +391,21 @@ int main(int argc, char** argv) {
     return 0;
   }
   for (int variant = 0; variant < 4; ++variant) {
-  const Shape checks[] = {
-      {1, 2, 2, 128, 128, 128, -1, -1, 0},    {2, 4, 2, 300, 517, 128, -1, -1, 0}, {2, 4, 4, 517, 300, 128, -1, 0, 0},
-      {1, 4, 1, 1000, 1000, 64, -1, 0, 0},    {1, 2, 2, 777, 777, 96, 100, 20, 0}, {1, 2, 2, 640, 640, 256, -1, 0, 0},
-      {1, 2, 2, 333, 1024, 256, -1, -1, 0},   {1, 2, 1, 500, 700, 128, -1, -1, 30.f}, {1, 2, 2, 64, 200, 64, 10, 0, 0},
-      {1, 2, 2, 256, 256, 128, 0, 0, 0},
-  };
-  for (const Shape& s : checks) ok = check(s, variant & 1, variant & 2) && ok;
+    const Shape checks[] = {
+        {1, 2, 2, 128, 128, 128, -1, -1, 0},  {2, 4, 2, 300, 517, 128, -1, -1, 0},
+        {2, 4, 4, 517, 300, 128, -1, 0, 0},   {1, 4, 1, 1000, 1000, 64, -1, 0, 0},
+        {1, 2, 2, 777, 777, 96, 100, 20, 0},  {1, 2, 2, 640, 640, 256, -1, 0, 0},
+        {1, 2, 2, 333, 1024, 256, -1, -1, 0}, {1, 2, 1, 500, 700, 128, -1, -1, 30.f},
+        {1, 2, 2, 64, 200, 64, 10, 0, 0},     {1, 2, 2, 256, 256, 128, 0, 0, 0},
+    };
+    for (const Shape& s : checks) ok = check(s, variant & 1, variant & 2) && ok;
   }
   for (const Shape& s : {Shape{2, 4, 2, 517, 300, 128, -1, 0, 0}, Shape{3, 3, 3, 640, 640, 64, -1, 0, 0}})
     for (int persistent = 0; persistent < 2; ++persistent) ok = check(s, persistent, true, 2) && ok;
   const Shape bwd_checks[] = {
-      {1, 2, 2, 128, 128, 128, -1, -1, 0}, {2, 4, 2, 300, 517, 128, -1, -1, 0}, {2, 4, 4, 517, 300, 128, -1, 0, 0},
-      {1, 4, 1, 400, 400, 64, -1, 0, 0},   {1, 2, 2, 333, 333, 96, 100, 20, 0}, {1, 2, 2, 64, 200, 64, 10, 0, 0},
+      {1, 2, 2, 128, 128, 128, -1, -1, 0}, {2, 4, 2, 300, 517, 128, -1, -1, 0},
+      {2, 4, 4, 517, 300, 128, -1, 0, 0},  {1, 4, 1, 400, 400, 64, -1, 0, 0},
+      {1, 2, 2, 333, 333, 96, 100, 20, 0}, {1, 2, 2, 64, 200, 64, 10, 0, 0},
   };
   for (const Shape& s : bwd_checks) ok = check_bwd(s) && ok;
   std::printf("checks: %s\n", ok ? "all ok" : "FAILED");
@@ -405,7 +426,8 @@ int main(int argc, char** argv) {
       time_shape({2, 16, 16, 4096, 4096, 128, -1, 0, 0}, persistent, true, g);
   for (int d : {64, 128})
     for (int n : {1024, 4096, 16384})
-      for (int causal = 0; causal < 2; ++causal) time_bwd({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0});
+      for (int causal = 0; causal < 2; ++causal)
+        time_bwd({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0});
   for (int causal = 0; causal < 2; ++causal) time_bwd({2, 16, 16, 4096, 4096, 128, -1, causal ? 0 : -1, 0});
   for (int causal = 0; causal < 2; ++causal)  // the issue's shape
     for (int variant = 0; variant < 4; ++variant)

@@ -16,11 +16,11 @@
 // dQ's partial sums go to an fp32 accumulator in the workspace with red.global.add (not deterministic: the order
 // of the additions changes run to run); fa3_bwd_rowwise.cuh's kernels compute D before and round dQ after.
 #include <cuda_runtime.h>
-
-#include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/cutlass.h>
+
+#include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "fa3_bwd_params.h"
@@ -35,8 +35,9 @@ struct Fa3BwdKernelParams {
   using Element = typename Tr::Element;
   using GmemLayout = Layout<Shape<int, Int<Tr::kHeadDim>, int>, Stride<int64_t, _1, int64_t>>;
   using GmemTensor = decltype(make_tensor(make_gmem_ptr(static_cast<Element const*>(nullptr)), GmemLayout{}));
-  using TmaKV = decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor>(), typename Tr::SmemLayoutK{},
-                                       Shape<Int<Tr::kBlockN>, Int<Tr::kHeadDim>>{}, _1{}));
+  using TmaKV =
+      decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor>(), typename Tr::SmemLayoutK{},
+                             Shape<Int<Tr::kBlockN>, Int<Tr::kHeadDim>>{}, _1{}));
   using TmaQ = decltype(make_tma_copy(SM90_TMA_LOAD{}, std::declval<GmemTensor>(),
                                       take<0, 2>(typename Tr::SmemLayoutQ{}),
                                       Shape<Int<Tr::kBlockM>, Int<Tr::kHeadDim>>{}, _1{}));
@@ -103,7 +104,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int warp_group = cutlass::canonical_warp_group_idx();
   typename PipelineQ::Params pipe_params;
   pipe_params.transaction_bytes = Tr::kTmaBytesQ;
-  pipe_params.role = warp_group == 0 ? PipelineQ::ThreadCategory::Producer : PipelineQ::ThreadCategory::Consumer;
+  pipe_params.role =
+      warp_group == 0 ? PipelineQ::ThreadCategory::Producer : PipelineQ::ThreadCategory::Consumer;
   pipe_params.is_leader = threadIdx.x == 0;
   pipe_params.num_consumers = Tr::kMmaThreads;
   if (threadIdx.x == 0) Barrier::init(&smem.barrier_kv, 1);
@@ -112,24 +114,29 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   cutlass::arch::fence_barrier_init();
   __syncthreads();
 
-  Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), typename Tr::SmemLayoutK{});     // (Bc, d)
-  Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Tr::SmemLayoutV{});     // (Bc, d)
-  Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Tr::SmemLayoutQ{});     // (Br, d, stages)
+  Tensor sK = make_tensor(make_smem_ptr(smem.k.data()), typename Tr::SmemLayoutK{});       // (Bc, d)
+  Tensor sV = make_tensor(make_smem_ptr(smem.v.data()), typename Tr::SmemLayoutV{});       // (Bc, d)
+  Tensor sQ = make_tensor(make_smem_ptr(smem.q.data()), typename Tr::SmemLayoutQ{});       // (Br, d, stages)
   Tensor sdO = make_tensor(make_smem_ptr(smem.dout.data()), typename Tr::SmemLayoutDO{});  // (Br, d, stages)
 
   if (warp_group == 0) {  // ---------------------------------------------------------------- producer
     cutlass::arch::warpgroup_reg_dealloc<Tr::kProducerRegs>();
     if (threadIdx.x != 0 || steps == 0) return;
-    Tensor mK = prm.tma_k.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
-    Tensor mV = prm.tma_v.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
+    Tensor mK =
+        prm.tma_k.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
+    Tensor mV =
+        prm.tma_v.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
     Tensor mQ = prm.tma_q.get_tma_tensor(make_shape(static_cast<int>(a.total_q), Int<kHeadDim>{}, a.heads_q));
-    Tensor mdO = prm.tma_do.get_tma_tensor(make_shape(static_cast<int>(a.total_q), Int<kHeadDim>{}, a.heads_q));
+    Tensor mdO =
+        prm.tma_do.get_tma_tensor(make_shape(static_cast<int>(a.total_q), Int<kHeadDim>{}, a.heads_q));
     Tensor gK = local_tile(domain_offset(make_coord(off_k, _0{}), mK(_, _, head_kv)),
                            Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(n_block, _0{}));
     Tensor gV = local_tile(domain_offset(make_coord(off_k, _0{}), mV(_, _, head_kv)),
                            Shape<Int<kBlockN>, Int<kHeadDim>>{}, make_coord(n_block, _0{}));
-    auto [tKgK, tKsK] = tma_partition(prm.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
-    auto [tVgV, tVsV] = tma_partition(prm.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
+    auto [tKgK, tKsK] =
+        tma_partition(prm.tma_k, _0{}, Layout<_1>{}, group_modes<0, 2>(sK), group_modes<0, 2>(gK));
+    auto [tVgV, tVsV] =
+        tma_partition(prm.tma_v, _0{}, Layout<_1>{}, group_modes<0, 2>(sV), group_modes<0, 2>(gV));
     Barrier::arrive_and_expect_tx(&smem.barrier_kv, Tr::kTmaBytesKV);
     copy(prm.tma_k.with(smem.barrier_kv, 0), tKgK, tKsK);
     copy(prm.tma_v.with(smem.barrier_kv, 0), tVgV, tVsV);
@@ -138,8 +145,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     for (int step = 0; step < steps; ++step) {
       const int h = step_head(step), m = step_block(step);
       // gQ, gdO (Br, d, query blocks) of this sequence and head.
-      Tensor gQ = local_tile(domain_offset(make_coord(off_q, _0{}), mQ(_, _, h)), Shape<Int<kBlockM>, Int<kHeadDim>>{},
-                             make_coord(_, _0{}));
+      Tensor gQ = local_tile(domain_offset(make_coord(off_q, _0{}), mQ(_, _, h)),
+                             Shape<Int<kBlockM>, Int<kHeadDim>>{}, make_coord(_, _0{}));
       Tensor gdO = local_tile(domain_offset(make_coord(off_q, _0{}), mdO(_, _, h)),
                               Shape<Int<kBlockM>, Int<kHeadDim>>{}, make_coord(_, _0{}));
       auto [tQgQ, tQsQ] =
@@ -147,7 +154,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       auto [tdOgdO, tdOsdO] =
           tma_partition(prm.tma_do, _0{}, Layout<_1>{}, group_modes<0, 2>(sdO), group_modes<0, 2>(gdO));
       pipeline_q.producer_acquire(write_q);
-      copy(prm.tma_q.with(*pipeline_q.producer_get_barrier(write_q), 0), tQgQ(_, m), tQsQ(_, write_q.index()));
+      copy(prm.tma_q.with(*pipeline_q.producer_get_barrier(write_q), 0), tQgQ(_, m),
+           tQsQ(_, write_q.index()));
       ++write_q;
       pipeline_do.producer_acquire(write_do);
       copy(prm.tma_do.with(*pipeline_do.producer_get_barrier(write_do), 0), tdOgdO(_, m),
@@ -166,14 +174,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   auto thr_sdp = mma_sdp.get_thread_slice(tidx);
   auto thr_dkv = mma_dkv.get_thread_slice(tidx);
   auto thr_dq = mma_dq.get_thread_slice(tidx);
-  Tensor sQt = make_tensor(make_smem_ptr(smem.q.data()), typename Tr::SmemLayoutQt{});       // (d, Br, stages)
-  Tensor sdOt = make_tensor(make_smem_ptr(smem.dout.data()), typename Tr::SmemLayoutDOt{});  // (d, Br, stages)
-  Tensor sKt = make_tensor(make_smem_ptr(smem.k.data()), typename Tr::SmemLayoutKt{});       // (d, Bc)
-  Tensor sdS = make_tensor(make_smem_ptr(smem.ds.data()), typename Tr::SmemLayoutDS{});      // (Br, Bc)
-  Tensor sdSt = make_tensor(make_smem_ptr(smem.ds.data()), typename Tr::SmemLayoutDSt{});    // (Bc, Br)
+  Tensor sQt = make_tensor(make_smem_ptr(smem.q.data()), typename Tr::SmemLayoutQt{});  // (d, Br, stages)
+  Tensor sdOt =
+      make_tensor(make_smem_ptr(smem.dout.data()), typename Tr::SmemLayoutDOt{});          // (d, Br, stages)
+  Tensor sKt = make_tensor(make_smem_ptr(smem.k.data()), typename Tr::SmemLayoutKt{});     // (d, Bc)
+  Tensor sdS = make_tensor(make_smem_ptr(smem.ds.data()), typename Tr::SmemLayoutDS{});    // (Br, Bc)
+  Tensor sdSt = make_tensor(make_smem_ptr(smem.ds.data()), typename Tr::SmemLayoutDSt{});  // (Bc, Br)
 
-  Tensor tSrK = thr_sdp.partition_fragment_A(sK);    // K's (64 keys, d) slice
-  Tensor tSrQ = thr_sdp.partition_fragment_B(sQ);    // (MMA, MMA_N, MMA_K, stages)
+  Tensor tSrK = thr_sdp.partition_fragment_A(sK);  // K's (64 keys, d) slice
+  Tensor tSrQ = thr_sdp.partition_fragment_B(sQ);  // (MMA, MMA_N, MMA_K, stages)
   Tensor tPrV = thr_sdp.partition_fragment_A(sV);
   Tensor tPrdO = thr_sdp.partition_fragment_B(sdO);
   Tensor tdVrdOt = thr_dkv.partition_fragment_B(sdOt);  // (MMA, MMA_N, MMA_K, stages)
@@ -241,9 +250,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
         CUTE_UNROLL
         for (int r = 0; r < size<0>(tSrS_rc); ++r) {
           const int col_k = n_block * kBlockN + get<0>(tScS_rc(r, 0));  // the key
-          const bool visible = !mask || (row < lq && col_k < lk &&
-                                         (a.window_left < 0 || col_k >= diag - a.window_left) &&
-                                         (a.window_right < 0 || col_k <= diag + a.window_right));
+          const bool visible =
+              !mask || (row < lq && col_k < lk && (a.window_left < 0 || col_k >= diag - a.window_left) &&
+                        (a.window_right < 0 || col_k <= diag + a.window_right));
           // P = exp(s scale - lse)
           tSrS_rc(r, c) = visible ? exp2_approx(fmaf(tSrS_rc(r, c), scale_log2, -lse_log2)) : 0.f;
         }
@@ -265,7 +274,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       named_barrier_sync(3, Tr::kMmaThreads);
       CUTE_UNROLL
       for (int i = 0; i < size(rdS); i += 2) {  // registers i, i + 1: adjacent queries, adjacent in sdS
-        const uint32_t pair = static_cast<uint32_t>(rdS(i).raw()) | (static_cast<uint32_t>(rdS(i + 1).raw()) << 16);
+        const uint32_t pair =
+            static_cast<uint32_t>(rdS(i).raw()) | (static_cast<uint32_t>(rdS(i + 1).raw()) << 16);
         *reinterpret_cast<uint32_t*>(&tdSsdSt(i)) = pair;
       }
       cutlass::arch::fence_view_async_shared();  // ordinary stores, read next by wgmma (the async proxy)
@@ -283,7 +293,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       float* dq_accum = a.dq_accum + (static_cast<int64_t>(off_q) * a.heads_q + h) * kHeadDim;
       const int64_t row_stride = static_cast<int64_t>(a.heads_q) * kHeadDim;
       CUTE_UNROLL
-      for (int i = 0; i < size(tdQrdQ); i += 2) {  // registers i, i + 1: columns c, c + 1 (sm_90's 8-byte red)
+      for (int i = 0; i < size(tdQrdQ);
+           i += 2) {  // registers i, i + 1: columns c, c + 1 (sm_90's 8-byte red)
         const int row = m * kBlockM + get<0>(tdQcdQ(i));
         if (row < lq)
           atomicAdd(reinterpret_cast<float2*>(dq_accum + row * row_stride + get<1>(tdQcdQ(i))),
@@ -304,8 +315,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     if (row < lk) {
       const int64_t at = row * kv_row_stride + get<1>(tdKVcdKV(i));
       const Element k0(tdKrdK(i)), k1(tdKrdK(i + 1)), v0(tdVrdV(i)), v1(tdVrdV(i + 1));
-      *reinterpret_cast<uint32_t*>(dk + at) = static_cast<uint32_t>(k0.raw()) | (static_cast<uint32_t>(k1.raw()) << 16);
-      *reinterpret_cast<uint32_t*>(dv + at) = static_cast<uint32_t>(v0.raw()) | (static_cast<uint32_t>(v1.raw()) << 16);
+      *reinterpret_cast<uint32_t*>(dk + at) =
+          static_cast<uint32_t>(k0.raw()) | (static_cast<uint32_t>(k1.raw()) << 16);
+      *reinterpret_cast<uint32_t*>(dv + at) =
+          static_cast<uint32_t>(v0.raw()) | (static_cast<uint32_t>(v1.raw()) << 16);
     }
   }
 }

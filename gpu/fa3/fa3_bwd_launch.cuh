@@ -3,9 +3,9 @@
 // the main kernel (TMA descriptors of k, v, q, dout; one CTA per key block, kv head and batch; a one-CTA
 // cluster), convert_dq. Returns CUDA's first error, as fa3_fwd_launch.cuh.
 #include <cuda_runtime.h>
+#include <cutlass/numeric_types.h>
 
 #include <cute/tensor.hpp>
-#include <cutlass/numeric_types.h>
 
 #include "fa3_bwd_kernel.cuh"
 #include "fa3_bwd_rowwise.cuh"
@@ -28,15 +28,16 @@ cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
   }
   if (a.total_k > 0) {
     // Traits' shapes index the tile: a descriptor takes one stage of Q / dO.
-    Params prm{a,
-               make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.k, a.total_k, a.heads_kv), typename Tr::SmemLayoutK{},
-                             Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
-               make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.v, a.total_k, a.heads_kv), typename Tr::SmemLayoutV{},
-                             Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
-               make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.total_q > 0 ? a.q : a.k, a.total_q, a.heads_q),
-                             take<0, 2>(typename Tr::SmemLayoutQ{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}),
-               make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.total_q > 0 ? a.dout : a.k, a.total_q, a.heads_q),
-                             take<0, 2>(typename Tr::SmemLayoutDO{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{})};
+    Params prm{
+        a,
+        make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.k, a.total_k, a.heads_kv),
+                      typename Tr::SmemLayoutK{}, Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
+        make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.v, a.total_k, a.heads_kv),
+                      typename Tr::SmemLayoutV{}, Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
+        make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.total_q > 0 ? a.q : a.k, a.total_q, a.heads_q),
+                      take<0, 2>(typename Tr::SmemLayoutQ{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}),
+        make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.total_q > 0 ? a.dout : a.k, a.total_q, a.heads_q),
+                      take<0, 2>(typename Tr::SmemLayoutDO{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{})};
     const auto kernel = flashsim_fa3_bwd_kernel<Tr>;
     constexpr int smem = Tr::kSmemBytes;
     if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);

@@ -15,8 +15,9 @@
 //
 // Shared memory: sK, sV [Bc, d] (once); sQ, sdO [Br, d, kStages] (two TMA pipelines); sdS [Br, Bc] (16-bit,
 // written by the consumers, MN-major for the dQ wgmma).
-#include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
+
+#include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "fa3_fwd_traits.h"  // SmemAtomKMajor
@@ -38,10 +39,12 @@ struct Fa3BwdTraits {
   static_assert(kConsumerWarpgroups == 2, "dQ splits the head dim over two warpgroups");
   static_assert(kBlockM == 64, "dQ = dS K is one wgmma M of 64 query rows");
 
-  using KeysLayout = Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>;  // warpgroups stacked along the keys (M)
+  using KeysLayout =
+      Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>;  // warpgroups stacked along the keys (M)
   // S^T and dP^T: M = keys, N = Br, K = d.
   using TiledMmaSdP = decltype(make_tiled_mma(
-      GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBlockM>, Int<kHeadDim>>>(), KeysLayout{}));
+      GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBlockM>, Int<kHeadDim>>>(),
+      KeysLayout{}));
   // dV and dK: M = keys, N = d, K = Br; A = P^T / dS^T from registers, B = dO^T / Q^T MN-major.
   using TiledMmaDKV = decltype(make_tiled_mma(
       GMMA::rs_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim>, Int<kBlockM>>, GMMA::Major::K,
@@ -61,7 +64,8 @@ struct Fa3BwdTraits {
   using SmemLayoutDO = SmemLayoutQ;
   // Q^T, dO^T (d, Br, stages): the same bytes, the query index fastest in the index order.
   using SmemLayoutQt = decltype(composition(
-      SmemLayoutQ{}, make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockM>, Int<kStages>>{}, Step<_2, _1, _3>{})));
+      SmemLayoutQ{},
+      make_ordered_layout(Shape<Int<kHeadDim>, Int<kBlockM>, Int<kStages>>{}, Step<_2, _1, _3>{})));
   using SmemLayoutDOt = SmemLayoutQt;
   // K^T (d, Bc) for dQ's B.
   using SmemLayoutKt = decltype(composition(
@@ -70,9 +74,8 @@ struct Fa3BwdTraits {
   // over the same bytes, as the S^T accumulator writes it.
   using SmemLayoutDS =
       decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<Element>{}, Shape<Int<kBlockM>, Int<kBlockN>>{}));
-  using SmemLayoutDSt =
-      decltype(composition(SmemLayoutDS{}, make_layout(Shape<Int<kBlockN>, Int<kBlockM>>{},
-                                                       Stride<Int<kBlockM>, _1>{})));
+  using SmemLayoutDSt = decltype(composition(
+      SmemLayoutDS{}, make_layout(Shape<Int<kBlockN>, Int<kBlockM>>{}, Stride<Int<kBlockM>, _1>{})));
 
   using PipelineQ = cutlass::PipelineTmaAsync<kStages>;
   using PipelineState = cutlass::PipelineState<kStages>;

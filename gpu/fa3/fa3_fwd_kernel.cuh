@@ -22,11 +22,11 @@
 // TMA (one instruction a tile, rows past the tensor's end read as zeros, every key past the sequence masked);
 // O and lse are written from registers.
 #include <cuda_runtime.h>
-
-#include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/cutlass.h>
+
+#include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
 
 #include "fa3_fwd_params.h"
@@ -57,8 +57,8 @@ struct Fa3FwdKernelParams {
 // The key blocks [n_min, n_max) that query block m_block sees (bottom-right aligned window of
 // flashsim/gpu/params.h), in a sequence of lq queries and lk keys.
 template <class Tr>
-__device__ __forceinline__ void key_block_range(const Fa3FwdParams& a, int m_block, int lq, int lk, int& n_min,
-                                                int& n_max) {
+__device__ __forceinline__ void key_block_range(const Fa3FwdParams& a, int m_block, int lq, int lk,
+                                                int& n_min, int& n_max) {
   n_max = (lk + Tr::kBlockN - 1) / Tr::kBlockN;
   const int last_row = min(lq, (m_block + 1) * Tr::kBlockM) - 1;
   if (a.window_right >= 0) {
@@ -172,11 +172,12 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   const int warp_group = cutlass::canonical_warp_group_idx();
   typename PipelineKV::Params pipe_params;
   pipe_params.transaction_bytes = Tr::kTmaBytesKV;
-  pipe_params.role = warp_group == 0 ? PipelineKV::ThreadCategory::Producer : PipelineKV::ThreadCategory::Consumer;
+  pipe_params.role =
+      warp_group == 0 ? PipelineKV::ThreadCategory::Producer : PipelineKV::ThreadCategory::Consumer;
   pipe_params.is_leader = threadIdx.x == 0;
   pipe_params.num_consumers = Tr::kMmaThreads;
   if (threadIdx.x == 0) {
-    Barrier::init(&smem.barrier_q, 1);                        // Q landed (TMA transaction)
+    Barrier::init(&smem.barrier_q, 1);                      // Q landed (TMA transaction)
     Barrier::init(&smem.barrier_q_empty, Tr::kMmaThreads);  // every consumer thread is done with Q
   }
   PipelineKV pipeline_k(smem.pipeline_k, pipe_params, Shape<_1, _1, _1>{});
@@ -192,8 +193,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     cutlass::arch::warpgroup_reg_dealloc<Tr::kProducerRegs>();
     if (threadIdx.x != 0) return;
     Tensor mQ = prm.tma_q.get_tma_tensor(make_shape(static_cast<int>(a.total_q), Int<kHeadDim>{}, a.heads_q));
-    Tensor mK = prm.tma_k.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
-    Tensor mV = prm.tma_v.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
+    Tensor mK =
+        prm.tma_k.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
+    Tensor mV =
+        prm.tma_v.get_tma_tensor(make_shape(static_cast<int>(a.total_k), Int<kHeadDim>{}, a.heads_kv));
     PipelineState write_k = cutlass::make_producer_start_state<PipelineKV>();
     PipelineState write_v = cutlass::make_producer_start_state<PipelineKV>();
     int loaded = 0;  // tiles whose Q this CTA loaded: Q's barriers' phases
@@ -234,7 +237,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           ++write_k;
         }
         pipeline_v.producer_acquire(write_v);
-        copy(prm.tma_v.with(*pipeline_v.producer_get_barrier(write_v), 0), tVgV(_, n), tVsV(_, write_v.index()));
+        copy(prm.tma_v.with(*pipeline_v.producer_get_barrier(write_v), 0), tVgV(_, n),
+             tVsV(_, write_v.index()));
         ++write_v;
       }
       ++loaded;
@@ -244,7 +248,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   // ------------------------------------------------------------------------------------------------ consumers
   cutlass::arch::warpgroup_reg_alloc<Tr::kConsumerRegs>();
-  const int tidx = threadIdx.x - 128;  // 0 .. kMmaThreads - 1: warpgroup 1 owns rows 0..63, warpgroup 2 64..127
+  const int tidx =
+      threadIdx.x - 128;  // 0 .. kMmaThreads - 1: warpgroup 1 owns rows 0..63, warpgroup 2 64..127
   const int mma_wg = warp_group - 1;  // 0 or 1
   typename Tr::TiledMmaQK mma_qk;
   typename Tr::TiledMmaPV mma_pv;
@@ -252,15 +257,15 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   auto thr_pv = mma_pv.get_thread_slice(tidx);
   Tensor sVt = make_tensor(make_smem_ptr(smem.v.data()), typename Tr::SmemLayoutVt{});  // (d, Bc, stages)
 
-  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);   // descriptors of Q's (64, d) slice
-  Tensor tSrK = thr_qk.partition_fragment_B(sK);   // (MMA, MMA_N, MMA_K, stages)
+  Tensor tSrQ = thr_qk.partition_fragment_A(sQ);    // descriptors of Q's (64, d) slice
+  Tensor tSrK = thr_qk.partition_fragment_B(sK);    // (MMA, MMA_N, MMA_K, stages)
   Tensor tOrVt = thr_pv.partition_fragment_B(sVt);  // (MMA, MMA_N, MMA_K, stages)
-  Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});  // S, fp32
+  Tensor tSrS = partition_fragment_C(mma_qk, Shape<Int<kBlockM>, Int<kBlockN>>{});   // S, fp32
   Tensor tOrO = partition_fragment_C(mma_pv, Shape<Int<kBlockM>, Int<kHeadDim>>{});  // O, fp32
-  Tensor rP = make_tensor<Element>(tSrS.layout());                                    // P, 16-bit
-  Tensor tOrP = make_tensor(rP.data(), acc_as_a_operand(tSrS.layout()));              // P as P V's A
-  Tensor tSrS_rc = make_tensor(tSrS.data(), acc_rows_cols(tSrS.layout()));            // (2 rows, Bc / 4)
-  Tensor tOrO_rc = make_tensor(tOrO.data(), acc_rows_cols(tOrO.layout()));            // (2 rows, d / 4)
+  Tensor rP = make_tensor<Element>(tSrS.layout());                                   // P, 16-bit
+  Tensor tOrP = make_tensor(rP.data(), acc_as_a_operand(tSrS.layout()));             // P as P V's A
+  Tensor tSrS_rc = make_tensor(tSrS.data(), acc_rows_cols(tSrS.layout()));           // (2 rows, Bc / 4)
+  Tensor tOrO_rc = make_tensor(tOrO.data(), acc_rows_cols(tOrO.layout()));           // (2 rows, d / 4)
   Tensor tScS = thr_qk.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kBlockN>>{}));
   Tensor tScS_rc = make_tensor(tScS.data(), acc_rows_cols(tScS.layout()));  // (row, col) of each S register
   Tensor tOcO = thr_pv.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kHeadDim>>{}));
@@ -352,7 +357,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       for (int c = 0; c < size<1>(tOrO_rc); ++c) tOrO_rc(r, c) *= inv_sum[r];
     }
     const int64_t o_row_stride = static_cast<int64_t>(a.heads_q) * kHeadDim;
-    auto* o = static_cast<Element*>(a.o) + static_cast<int64_t>(tile.off_q) * o_row_stride + tile.head * kHeadDim;
+    auto* o =
+        static_cast<Element*>(a.o) + static_cast<int64_t>(tile.off_q) * o_row_stride + tile.head * kHeadDim;
     CUTE_UNROLL
     for (int i = 0; i < size(tOrO); i += 2) {  // registers i, i + 1 are columns c, c + 1 of one row
       const int row = m_block * kBlockM + get<0>(tOcO(i));
@@ -367,8 +373,9 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       for (int r = 0; r < kRows; ++r) {
         const int row = m_block * kBlockM + get<0>(tScS_rc(r, 0));
         if (row < lq) {
-          const int64_t at = a.varlen ? static_cast<int64_t>(tile.head) * a.total_q + tile.off_q + row
-                                      : (static_cast<int64_t>(tile.batch) * a.heads_q + tile.head) * a.seqlen_q + row;
+          const int64_t at =
+              a.varlen ? static_cast<int64_t>(tile.head) * a.total_q + tile.off_q + row
+                       : (static_cast<int64_t>(tile.batch) * a.heads_q + tile.head) * a.seqlen_q + row;
           a.lse[at] = lse[r];
         }
       }

@@ -4,9 +4,9 @@
 // Included by the per-head-dim translation units (fa3_fwd_d*.cu) and by bench/gpu's standalone driver; returns
 // CUDA's error instead of throwing, so that both can report it their way.
 #include <cuda_runtime.h>
+#include <cutlass/numeric_types.h>
 
 #include <cute/tensor.hpp>
-#include <cutlass/numeric_types.h>
 
 #include "fa3_fwd_kernel.cuh"
 #include "flashsim/families/fa3/instances.h"
@@ -18,10 +18,11 @@ namespace flashsim::gpu::fa3 {
 template <class Tr>
 auto gmem_tensor(const void* ptr, int64_t rows, int heads) {
   using Element = typename Tr::Element;
-  return make_tensor(make_gmem_ptr(static_cast<Element const*>(ptr)),
-                     make_layout(make_shape(static_cast<int>(rows < 1 ? 1 : rows), Int<Tr::kHeadDim>{}, heads),
-                                 make_stride(static_cast<int64_t>(heads) * Tr::kHeadDim, _1{},
-                                             static_cast<int64_t>(Tr::kHeadDim))));
+  return make_tensor(
+      make_gmem_ptr(static_cast<Element const*>(ptr)),
+      make_layout(
+          make_shape(static_cast<int>(rows < 1 ? 1 : rows), Int<Tr::kHeadDim>{}, heads),
+          make_stride(static_cast<int64_t>(heads) * Tr::kHeadDim, _1{}, static_cast<int64_t>(Tr::kHeadDim))));
 }
 
 template <int kHeadDim, int kBlockM, int kBlockN, int kStages, class Element, bool kSoftcap>
@@ -29,13 +30,14 @@ cudaError_t launch_fa3_fwd(const Fa3FwdParams& a, cudaStream_t stream) {
   using Tr = Fa3FwdTraits<kHeadDim, kBlockM, kBlockN, kStages, Element>;
   using Params = Fa3FwdKernelParams<Tr>;
   if (a.seqlen_q <= 0 || a.batch <= 0) return cudaSuccess;
-  Params prm{a,
-             make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.q, a.total_q, a.heads_q), typename Tr::SmemLayoutQ{},
-                           Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}),
-             make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.k, a.total_k, a.heads_kv),
-                           take<0, 2>(typename Tr::SmemLayoutK{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
-             make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.v, a.total_k, a.heads_kv),
-                           take<0, 2>(typename Tr::SmemLayoutV{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{})};
+  Params prm{
+      a,
+      make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.q, a.total_q, a.heads_q), typename Tr::SmemLayoutQ{},
+                    Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}),
+      make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.k, a.total_k, a.heads_kv),
+                    take<0, 2>(typename Tr::SmemLayoutK{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
+      make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.v, a.total_k, a.heads_kv),
+                    take<0, 2>(typename Tr::SmemLayoutV{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{})};
   const auto kernel = flashsim_fa3_fwd_kernel<Tr, kSoftcap>;
   constexpr int smem = Tr::kSmemBytes;
   if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);

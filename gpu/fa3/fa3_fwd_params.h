@@ -17,8 +17,8 @@ struct Fa3FwdParams {
   int64_t total_q = 0, total_k = 0;
   int head_dim = 0;
   bool varlen = false;
-  float scale = 1.f;    // s = scale * q.k (> 0)
-  float softcap = 0.f;  // > 0: s = softcap * tanh(scale * q.k / softcap)
+  float scale = 1.f;                        // s = scale * q.k (> 0)
+  float softcap = 0.f;                      // > 0: s = softcap * tanh(scale * q.k / softcap)
   int window_left = -1, window_right = -1;  // bottom-right aligned, -1 unbounded; causal = (-1, 0)
   // Schedule: persistent (one CTA a SM walking the tiles) or one CTA a tile; ping-pong between the consumer
   // warpgroups or not. The launch table (flashsim/families/fa3) sets both; the dev driver times the others.

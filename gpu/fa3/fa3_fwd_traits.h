@@ -14,8 +14,9 @@
 // Rows are d contiguous elements, swizzled in 128-byte groups (64-byte groups at d96, whose 192-byte rows are
 // not a multiple of 128): the layouts wgmma reads without bank conflicts and TMA writes in one instruction.
 // sVt is sV seen as [d, kBlockN]: the B operand of P V, "MN-major" (d contiguous), which wgmma transposes.
-#include <cute/tensor.hpp>
 #include <cutlass/arch/barrier.h>
+
+#include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
 
 namespace flashsim::gpu::fa3 {

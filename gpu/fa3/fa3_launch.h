@@ -42,7 +42,8 @@ template <int kHeadDim>
 cudaError_t launch_fwd_head_dim(const Fa3FwdParams& a, bool bf16, cudaStream_t stream);
 
 template <size_t... I>
-cudaError_t launch_fwd_compiled(const Fa3FwdParams& a, bool bf16, cudaStream_t stream, std::index_sequence<I...>) {
+cudaError_t launch_fwd_compiled(const Fa3FwdParams& a, bool bf16, cudaStream_t stream,
+                                std::index_sequence<I...>) {
   cudaError_t e = cudaErrorInvalidValue;
   ((a.head_dim == kFa3CompiledHeadDims[I] &&
     (e = launch_fwd_head_dim<kFa3CompiledHeadDims[I]>(a, bf16, stream), true)) ||
@@ -59,7 +60,8 @@ template <int kHeadDim>
 cudaError_t launch_bwd_head_dim(const Fa3BwdParams& a, bool bf16, cudaStream_t stream);
 
 template <size_t... I>
-cudaError_t launch_bwd_compiled(const Fa3BwdParams& a, bool bf16, cudaStream_t stream, std::index_sequence<I...>) {
+cudaError_t launch_bwd_compiled(const Fa3BwdParams& a, bool bf16, cudaStream_t stream,
+                                std::index_sequence<I...>) {
   cudaError_t e = cudaErrorInvalidValue;
   ((a.head_dim == kFa3CompiledBwdHeadDims[I] &&
     (e = launch_bwd_head_dim<kFa3CompiledBwdHeadDims[I]>(a, bf16, stream), true)) ||

@@ -2,8 +2,9 @@
 // The online softmax of fa3-v1's consumers, on a wgmma accumulator seen as (rows, cols) (acc_rows_cols): each
 // thread holds 2 rows, and a row's columns are spread over the 4 threads of a quad (lanes 4q .. 4q + 3), so a
 // row reduction is the thread's own values then two xor-shuffles.
-#include <cute/tensor.hpp>
 #include <math_constants.h>
+
+#include <cute/tensor.hpp>
 
 namespace flashsim::gpu::fa3 {
 
@@ -29,7 +30,8 @@ __device__ __forceinline__ float quad_sum(float x) {
 template <int kRows>
 struct OnlineSoftmax {
   float row_max[kRows];  // m: the running max of the raw scores (-inf: no visible key yet)
-  float row_sum[kRows];  // l: this thread's share of sum_j exp2((s_j - m) scale_log2), quad-reduced at the end
+  float
+      row_sum[kRows];  // l: this thread's share of sum_j exp2((s_j - m) scale_log2), quad-reduced at the end
   float scale_log2;
   float scale;  // the same in natural units, for the lse
 

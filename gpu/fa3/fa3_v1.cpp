@@ -45,7 +45,8 @@ int device_compute_capability() {
 // The current device's L2 bytes (50 MiB on an H100); 0 where no device is usable.
 int64_t device_l2_bytes() {
   int dev = 0, bytes = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, dev) != cudaSuccess) {
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, dev) != cudaSuccess) {
     cudaGetLastError();
     return 0;
   }
@@ -76,14 +77,17 @@ std::string problem_unsupported(const AttentionProblem& p) {
   if (p.head_dim_v != p.head_dim)
     return "head_dim_v " + std::to_string(p.head_dim_v) + " != head_dim (fa3-v1 needs them equal)";
   if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) return "heads_q is not a multiple of heads_kv";
-  if (p.bias != BroadcastShape::None) return "bias (fa3-v1's score pipeline has scale, softcap and windows only)";
+  if (p.bias != BroadcastShape::None)
+    return "bias (fa3-v1's score pipeline has scale, softcap and windows only)";
   if (p.mask != BroadcastShape::None)
     return "boolean mask (fa3-v1's score pipeline has scale, softcap and windows only)";
   if (p.alibi) return "ALiBi (fa3-v1's score pipeline has scale, softcap and windows only)";
   if (p.softmax_scale() <= 0)
     return "scale <= 0 (fa3-v1 keeps the row max of the unscaled scores, which needs scale > 0)";
-  if (p.batch > kMaxGridYZ || p.heads_q > kMaxGridYZ) return "batch or heads_q over 65535 (gridDim.y, gridDim.z)";
-  if (p.total_q() > kMaxRows || p.total_k() > kMaxRows) return "more than 2^31 - 1 rows (TMA coordinates are 32-bit)";
+  if (p.batch > kMaxGridYZ || p.heads_q > kMaxGridYZ)
+    return "batch or heads_q over 65535 (gridDim.y, gridDim.z)";
+  if (p.total_q() > kMaxRows || p.total_k() > kMaxRows)
+    return "more than 2^31 - 1 rows (TMA coordinates are 32-bit)";
   if (const std::string why = missing_gpu_feature(p); !why.empty()) return why;
   if (const int cc = device_compute_capability(); cc != 0 && cc != 90)
     return "compute capability " + std::to_string(cc / 10) + "." + std::to_string(cc % 10) +
@@ -94,8 +98,8 @@ std::string problem_unsupported(const AttentionProblem& p) {
 std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
   if (std::string why = problem_unsupported(p); !why.empty()) return why;
   const TileConfig want = instance_tile(*fa3_fwd_instance(static_cast<int>(p.head_dim)));
-  if (c.block_q != want.block_q || c.block_k != want.block_k || c.warps != want.warps || c.stages != want.stages ||
-      c.q_in_registers || c.kv_shared_buffer)
+  if (c.block_q != want.block_q || c.block_k != want.block_k || c.warps != want.warps ||
+      c.stages != want.stages || c.q_in_registers || c.kv_shared_buffer)
     return "tile " + c.describe() + " is not instantiated for head_dim " + std::to_string(p.head_dim) +
            " (fa3-v1 runs " + want.describe() + ")";
   return "";
@@ -106,7 +110,8 @@ std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c)
   const Fa3BwdInstance* e = fa3_bwd_instance(d);
   if (!e)
     return "head_dim " + std::to_string(d) +
-           " has no backward instance (dK and dV of a warpgroup's 64 keys would take 2 d = 512 fp32 registers "
+           " has no backward instance (dK and dV of a warpgroup's 64 keys would take 2 d = 512 fp32 "
+           "registers "
            "a thread)";
   if (!fa3_bwd_head_dim_compiled(d))
     return "head_dim " + std::to_string(d) +
@@ -161,21 +166,23 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   const int64_t span = p.seqlen_q + p.seqlen_k;
   a.window_left = ap.window_left >= span ? -1 : ap.window_left;
   a.window_right = ap.window_right >= span ? -1 : ap.window_right;
-  const Fa3Schedule schedule =
-      fa3_fwd_schedule(a.window_left >= 0 || a.window_right >= 0, 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
-                       device_l2_bytes(), p.batch * p.heads_q);
+  const Fa3Schedule schedule = fa3_fwd_schedule(a.window_left >= 0 || a.window_right >= 0,
+                                                2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
+                                                device_l2_bytes(), p.batch * p.heads_q);
   a.persistent = schedule.persistent;
   a.pingpong = schedule.pingpong;
   a.head_group = schedule.head_group;
   if (a.total_q == 0) return;  // no query row: nothing to write
   const cudaError_t e = launch_fwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
-  if (e != cudaSuccess) throw std::runtime_error(std::string("fa3-v1 forward launch: ") + cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("fa3-v1 forward launch: ") + cudaGetErrorString(e));
 }
 
 void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
   if (const std::string why = problem_unsupported(p); !why.empty()) throw InputError("fa3-v1", why);
   if (const std::string why = backward_unsupported(p, c); !why.empty()) throw InputError("fa3-v1", why);
-  require(args.q && args.o && args.lse && args.dout && args.dq && args.workspace, "q, o, lse, dout, dq, workspace");
+  require(args.q && args.o && args.lse && args.dout && args.dq && args.workspace,
+          "q, o, lse, dout, dq, workspace");
   require(p.total_k() == 0 || (args.k && args.v && args.dk && args.dv), "k, v, dk, dv");
   require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
   for (const auto& [ptr, what] : {std::pair{args.q, "q"}, {args.k, "k"}, {args.v, "v"}, {args.dout, "dout"}})
@@ -189,7 +196,8 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
   a.v = p.total_k() > 0 ? args.v : args.q;
   a.dq = args.dq, a.dk = args.dk, a.dv = args.dv;
   a.dq_accum = static_cast<float*>(args.workspace);
-  a.dpsum = reinterpret_cast<float*>(static_cast<char*>(args.workspace) + p.total_q() * p.heads_q * p.head_dim * 4);
+  a.dpsum =
+      reinterpret_cast<float*>(static_cast<char*>(args.workspace) + p.total_q() * p.heads_q * p.head_dim * 4);
   a.cu_seqlens_q = args.cu_seqlens_q, a.cu_seqlens_k = args.cu_seqlens_k;
   a.batch = ap.batch, a.heads_q = ap.heads_q, a.heads_kv = ap.heads_kv, a.group = ap.group;
   a.seqlen_q = ap.seqlen_q, a.seqlen_k = ap.seqlen_k, a.total_q = ap.total_q, a.total_k = ap.total_k;
@@ -198,7 +206,8 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
   a.window_left = ap.window_left >= span ? -1 : ap.window_left;
   a.window_right = ap.window_right >= span ? -1 : ap.window_right;
   const cudaError_t e = launch_bwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
-  if (e != cudaSuccess) throw std::runtime_error(std::string("fa3-v1 backward launch: ") + cudaGetErrorString(e));
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("fa3-v1 backward launch: ") + cudaGetErrorString(e));
 }
 
 }  // namespace
@@ -210,7 +219,8 @@ KernelVersion fa3_v1() {
   kv.algorithm = Algorithm::Fa2;
   kv.backend = Backend::Cuda;
   kv.summary =
-      "FlashAttention forward on Hopper (sm_90a): TMA loads into swizzled shared memory, a producer warpgroup "
+      "FlashAttention forward on Hopper (sm_90a): TMA loads into swizzled shared memory, a producer "
+      "warpgroup "
       "and two consumer warpgroups (setmaxnreg), wgmma for QK^T and PV, softmax overlapped with PV; backward "
       "with a key block per CTA (dK, dV in registers, dQ through fp32 atomics)";
   kv.sim_kernels = {};

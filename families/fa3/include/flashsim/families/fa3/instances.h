@@ -73,7 +73,9 @@ struct Fa3BwdInstance {
   int head_dim, block_q, block_k, stages;
 };
 inline constexpr Fa3BwdInstance kFa3BwdInstances[] = {
-    {64, 64, 128, 2}, {96, 64, 128, 2}, {128, 64, 128, 2},
+    {64, 64, 128, 2},
+    {96, 64, 128, 2},
+    {128, 64, 128, 2},
 };
 
 constexpr const Fa3BwdInstance* fa3_bwd_instance(int head_dim) {
