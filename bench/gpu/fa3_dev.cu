@@ -258,6 +258,20 @@ bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
   return ok;
 }
 
+// The backward's arguments for the forward's problem a: dout, its lse, the gradients and the workspace.
+flashsim::gpu::fa3::Fa3BwdParams bwd_params_of(const Fa3FwdParams& a, const void* dout, const float* lse,
+                                               void* dq, void* dk, void* dv, char* workspace) {
+  flashsim::gpu::fa3::Fa3BwdParams g;
+  g.q = a.q, g.k = a.k, g.v = a.v, g.o = a.o, g.dout = dout, g.lse = lse;
+  g.dq = dq, g.dk = dk, g.dv = dv;
+  g.dq_accum = reinterpret_cast<float*>(workspace);
+  g.dpsum = reinterpret_cast<float*>(workspace + a.total_q * a.heads_q * a.head_dim * 4);
+  g.batch = a.batch, g.heads_q = a.heads_q, g.heads_kv = a.heads_kv, g.group = a.group;
+  g.seqlen_q = a.seqlen_q, g.seqlen_k = a.seqlen_k, g.total_q = a.total_q, g.total_k = a.total_k;
+  g.head_dim = a.head_dim, g.scale = a.scale, g.window_left = a.window_left, g.window_right = a.window_right;
+  return g;
+}
+
 // The backward on the forward's o, lse: dq, dk, dv against the fp32 reference.
 bool check_bwd(const Shape& s) {
   Buffers buf = alloc(s, true);
@@ -273,16 +287,8 @@ bool check_bwd(const Shape& s) {
   CHECK(cudaMemset(dq, 0xFF, nq * 2));
   CHECK(cudaMemset(dk, 0xFF, nk * 2));
   CHECK(cudaMemset(dv, 0xFF, nk * 2));
-  const int64_t ws = flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d);
-  auto* workspace = device_alloc<char>(ws);
-  flashsim::gpu::fa3::Fa3BwdParams g;
-  g.q = a.q, g.k = a.k, g.v = a.v, g.o = a.o, g.dout = dout, g.lse = buf.lse;
-  g.dq = dq, g.dk = dk, g.dv = dv;
-  g.dq_accum = reinterpret_cast<float*>(workspace);
-  g.dpsum = reinterpret_cast<float*>(workspace + a.total_q * s.h * s.d * 4);
-  g.batch = a.batch, g.heads_q = a.heads_q, g.heads_kv = a.heads_kv, g.group = a.group;
-  g.seqlen_q = a.seqlen_q, g.seqlen_k = a.seqlen_k, g.total_q = a.total_q, g.total_k = a.total_k;
-  g.head_dim = a.head_dim, g.scale = a.scale, g.window_left = a.window_left, g.window_right = a.window_right;
+  auto* workspace = device_alloc<char>(flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d));
+  const flashsim::gpu::fa3::Fa3BwdParams g = bwd_params_of(a, dout, buf.lse, dq, dk, dv, workspace);
   CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr));
   BwdRef r{dout,
            buf.rlse,
@@ -347,16 +353,8 @@ void time_bwd(const Shape& s) {
   fill_uniform<<<1024, 256>>>(dout, nq, 4);
   auto *dq = device_alloc<__nv_bfloat16>(nq), *dk = device_alloc<__nv_bfloat16>(nk),
        *dv = device_alloc<__nv_bfloat16>(nk);
-  const int64_t ws = flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d);
-  auto* workspace = device_alloc<char>(ws);
-  flashsim::gpu::fa3::Fa3BwdParams g;
-  g.q = a.q, g.k = a.k, g.v = a.v, g.o = a.o, g.dout = dout, g.lse = buf.lse;
-  g.dq = dq, g.dk = dk, g.dv = dv;
-  g.dq_accum = reinterpret_cast<float*>(workspace);
-  g.dpsum = reinterpret_cast<float*>(workspace + a.total_q * s.h * s.d * 4);
-  g.batch = a.batch, g.heads_q = a.heads_q, g.heads_kv = a.heads_kv, g.group = a.group;
-  g.seqlen_q = a.seqlen_q, g.seqlen_k = a.seqlen_k, g.total_q = a.total_q, g.total_k = a.total_k;
-  g.head_dim = a.head_dim, g.scale = a.scale, g.window_left = a.window_left, g.window_right = a.window_right;
+  auto* workspace = device_alloc<char>(flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d));
+  const flashsim::gpu::fa3::Fa3BwdParams g = bwd_params_of(a, dout, buf.lse, dq, dk, dv, workspace);
   for (int i = 0; i < 3; ++i) CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr));
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));

@@ -9,7 +9,7 @@
 
 #include "fa3_bwd_kernel.cuh"
 #include "fa3_bwd_rowwise.cuh"
-#include "fa3_fwd_launch.cuh"  // gmem_tensor
+#include "fa3_fwd_launch.cuh"  // gmem_tensor, launch_cluster_of_one
 #include "flashsim/families/fa3/instances.h"
 
 namespace flashsim::gpu::fa3 {
@@ -38,24 +38,12 @@ cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
                       take<0, 2>(typename Tr::SmemLayoutQ{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{}),
         make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.total_q > 0 ? a.dout : a.k, a.total_q, a.heads_q),
                       take<0, 2>(typename Tr::SmemLayoutDO{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{})};
-    const auto kernel = flashsim_fa3_bwd_kernel<Tr>;
-    constexpr int smem = Tr::kSmemBytes;
-    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    const dim3 grid(static_cast<unsigned>((a.seqlen_k + kBlockN - 1) / kBlockN),
+                    static_cast<unsigned>(a.heads_kv), static_cast<unsigned>(a.batch));
+    if (cudaError_t e = launch_cluster_of_one(flashsim_fa3_bwd_kernel<Tr>, grid, Tr::kThreads, Tr::kSmemBytes,
+                                              stream, prm);
         e != cudaSuccess)
       return e;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>((a.seqlen_k + kBlockN - 1) / kBlockN),
-                          static_cast<unsigned>(a.heads_kv), static_cast<unsigned>(a.batch));
-    config.blockDim = dim3(Tr::kThreads);
-    config.dynamicSmemBytes = smem;
-    config.stream = stream;
-    cudaLaunchAttribute cluster = {};
-    cluster.id = cudaLaunchAttributeClusterDimension;
-    cluster.val.clusterDim.x = cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
-    config.attrs = &cluster;
-    config.numAttrs = 1;
-    if (cudaError_t e = cudaLaunchKernelEx(&config, kernel, prm); e != cudaSuccess) return e;
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   if (rows > 0) {
     const int64_t n = rows * a.head_dim;

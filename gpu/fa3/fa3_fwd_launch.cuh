@@ -25,6 +25,28 @@ auto gmem_tensor(const void* ptr, int64_t rows, int heads) {
           make_stride(static_cast<int64_t>(heads) * Tr::kHeadDim, _1{}, static_cast<int64_t>(Tr::kHeadDim))));
 }
 
+// Launches `kernel` with `smem` bytes of dynamic shared memory in clusters of one CTA (the pipelines' barriers
+// are cluster-scoped) and returns the launch's error.
+template <class Kernel, class Params>
+cudaError_t launch_cluster_of_one(Kernel kernel, dim3 grid, int threads, int smem, cudaStream_t stream,
+                                  const Params& prm) {
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      e != cudaSuccess)
+    return e;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute cluster = {};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  if (cudaError_t e = cudaLaunchKernelEx(&config, kernel, prm); e != cudaSuccess) return e;
+  return cudaGetLastError();
+}
+
 template <int kHeadDim, int kBlockM, int kBlockN, int kStages, class Element, bool kSoftcap>
 cudaError_t launch_fa3_fwd(const Fa3FwdParams& a, cudaStream_t stream) {
   using Tr = Fa3FwdTraits<kHeadDim, kBlockM, kBlockN, kStages, Element>;
@@ -38,12 +60,6 @@ cudaError_t launch_fa3_fwd(const Fa3FwdParams& a, cudaStream_t stream) {
                     take<0, 2>(typename Tr::SmemLayoutK{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{}),
       make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.v, a.total_k, a.heads_kv),
                     take<0, 2>(typename Tr::SmemLayoutV{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{})};
-  const auto kernel = flashsim_fa3_fwd_kernel<Tr, kSoftcap>;
-  constexpr int smem = Tr::kSmemBytes;
-  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-      e != cudaSuccess)
-    return e;
-  cudaLaunchConfig_t config = {};
   // Persistent: one CTA a SM (its shared memory and 384 threads of 168 registers allow no second), each
   // walking the tiles gridDim.x apart; else one CTA a tile, which the hardware hands out as SMs free up.
   int device = 0, sms = 0;
@@ -51,17 +67,9 @@ cudaError_t launch_fa3_fwd(const Fa3FwdParams& a, cudaStream_t stream) {
   if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess)
     return e;
   const int64_t tiles = static_cast<int64_t>((a.seqlen_q + kBlockM - 1) / kBlockM) * a.heads_q * a.batch;
-  config.gridDim = dim3(static_cast<unsigned>(a.persistent && sms < tiles ? sms : tiles));
-  config.blockDim = dim3(Tr::kThreads);
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute cluster = {};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  if (cudaError_t e = cudaLaunchKernelEx(&config, kernel, prm); e != cudaSuccess) return e;
-  return cudaGetLastError();
+  return launch_cluster_of_one(flashsim_fa3_fwd_kernel<Tr, kSoftcap>,
+                               dim3(static_cast<unsigned>(a.persistent && sms < tiles ? sms : tiles)),
+                               Tr::kThreads, Tr::kSmemBytes, stream, prm);
 }
 
 // An instance (instances.h), bf16 or fp16, plain or softcapped.
