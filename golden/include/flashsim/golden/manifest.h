@@ -18,7 +18,9 @@ struct ManifestEntry {
   int64_t index = 0;  // position in the suite
   std::string name, file, sha256, description;
   std::string op;  // "rmsnorm", "layernorm"; empty: attention
-  std::string_view op_name() const { return op.empty() ? "attention" : op; }
+  std::string_view op_name() const {
+    return op.empty() ? std::string_view("attention") : std::string_view(op);
+  }
 };
 
 struct Shard {
