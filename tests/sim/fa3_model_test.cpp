@@ -91,7 +91,8 @@ TEST(Fa3Model, NonCausalD128BytesByHand) {
   EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, int64_t{32} << 20);
   EXPECT_EQ(traffic(k, TensorId::K).load.bytes, int64_t{1} << 30);
   EXPECT_EQ(traffic(k, TensorId::V).load.bytes, int64_t{1} << 30);
-  EXPECT_EQ(traffic(k, TensorId::O).store.bytes, int64_t{64} << 20);  // each O sector stored twice (half each)
+  EXPECT_EQ(traffic(k, TensorId::O).store.bytes,
+            int64_t{64} << 20);  // each O sector stored twice (half each)
   EXPECT_EQ(traffic(k, TensorId::Lse).store.bytes, 2 * 16 * 4096 * 4);
   EXPECT_EQ(traffic(k, TensorId::K).load.sectors, (int64_t{1} << 30) / 32);
   // 1024 equal tiles over 132 persistent CTAs: 100 take 8, 32 take 7.

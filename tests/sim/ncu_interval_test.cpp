@@ -157,7 +157,7 @@ TEST(NcuInterval, JsonCarriesTheInterval) {
 TEST(NcuInterval, BoundsFollowTheProfile) {
   auto hw = load_profile("H100-SXM5-80GB");
   ASSERT_EQ(hw.l2_reuse_bytes, 24 << 20);
-  ASSERT_EQ(hw.l2_adverse_reuse_bytes, 35 << 19);             // 17.5 MiB, calibration h100.l2_adverse_reuse_bytes
+  ASSERT_EQ(hw.l2_adverse_reuse_bytes, 35 << 19);  // 17.5 MiB, calibration h100.l2_adverse_reuse_bytes
   const AttentionProblem p = recorded_problem(kRecorded[0]);  // causal d128 n4096
   const auto rec = recognize_kernel(one_pass_reports().front().kernels[0].name);
   ASSERT_TRUE(rec);

@@ -129,8 +129,9 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   for (const auto& [field, table] : {std::pair{"wgmma_ss_flops_per_clock", &p.wgmma_ss_flops_per_clock},
                                      {"wgmma_rs_flops_per_clock", &p.wgmma_rs_flops_per_clock}}) {
     if (!table->empty() && table->size() != 3)
-      throw InputError("hw", fmt::format("profile {}: {} holds the rates at N = 64, 128, 256 (3 values), got {}",
-                                         p.name, field, table->size()));
+      throw InputError(
+          "hw", fmt::format("profile {}: {} holds the rates at N = 64, 128, 256 (3 values), got {}", p.name,
+                            field, table->size()));
     for (const double v : *table) positive(field, v);
   }
   positive("schedulers_per_sm", p.schedulers_per_sm);

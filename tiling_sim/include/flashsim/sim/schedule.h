@@ -62,7 +62,7 @@ struct CtaStep {
 // several), their main-loop steps (key blocks) and the steps that mask scores element by element. tiles 0: none.
 struct WarpSpecializedWork {
   int64_t block_q = 0, block_k = 0, head_dim = 0, head_dim_v = 0, stages = 0;
-  int consumers = 0;      // consumer warpgroups (64 query rows each)
+  int consumers = 0;        // consumer warpgroups (64 query rows each)
   bool persistent = false;  // CTAs walk tiles gridDim apart (grid < tiles)
   bool softcap = false;     // the score pipeline's tanh (one more MUFU a score)
   double tiles = 0, steps = 0, masked_steps = 0;

@@ -17,7 +17,8 @@ inline TileConfig fa2_hand_launch_tile(int64_t head_dim, bool pipeline) {
       c.stages = 2;  // K/V of the next block prefetched: faster than one buffer (calibration fa2.hand_table)
       break;
     case 96:
-      if (!pipeline) break;  // Bc64 st1: plain kernel spill-free, faster than Bc32 (calibration fa2.hand_table)
+      if (!pipeline)
+        break;  // Bc64 st1: plain kernel spill-free, faster than Bc32 (calibration fa2.hand_table)
       [[fallthrough]];
     case 128:
       // Bc32 with K/V prefetch: 2 x (d / 8 + 4) x 4 accumulators (128 at d96, 160 at d128) leave ptxas room
