@@ -29,14 +29,29 @@ void allow_dynamic_smem(const void* kernel, size_t bytes, const char* who) {
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
-int64_t device_smem_optin() {
-  int device = 0, optin = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+namespace {
+// An attribute of the current device; 0 where no CUDA device is usable.
+int64_t device_attribute(cudaDeviceAttr attr) {
+  int device = 0, value = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&value, attr, device) != cudaSuccess) {
     cudaGetLastError();  // no device: leave no error behind for a later cudaGetLastError
     return 0;
   }
-  return optin;
+  return value;
+}
+}  // namespace
+
+int64_t device_smem_optin() {
+  return device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin);
+}
+
+int device_compute_capability() {
+  return static_cast<int>(10 * device_attribute(cudaDevAttrComputeCapabilityMajor) +
+                          device_attribute(cudaDevAttrComputeCapabilityMinor));
+}
+
+int64_t device_l2_bytes() {
+  return device_attribute(cudaDevAttrL2CacheSize);
 }
 
 }  // namespace flashsim::gpu

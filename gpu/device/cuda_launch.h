@@ -1,6 +1,6 @@
 #pragma once
 // What a kernel's launch needs from the CUDA runtime, for every kernel folder: error checks of runtime calls,
-// the dynamic shared-memory opt-in, and the device's shared-memory limit (read at run time, never assumed).
+// the dynamic shared-memory opt-in, and the device's limits (read at run time, never assumed).
 #include <cstddef>
 #include <cstdint>
 
@@ -20,5 +20,9 @@ void allow_dynamic_smem(const void* kernel, size_t bytes, const char* who);
 // The current device's opt-in shared memory a block (cudaDevAttrMaxSharedMemoryPerBlockOptin, 227 KB on an
 // H100, 163 KB on an A100); 0 where no CUDA device is usable (the caller then checks nothing).
 int64_t device_smem_optin();
+// The current device's compute capability as 10 major + minor (90 on an H100); 0 where no device is usable.
+int device_compute_capability();
+// The current device's L2 bytes (50 MiB on an H100); 0 where no device is usable.
+int64_t device_l2_bytes();
 
 }  // namespace flashsim::gpu

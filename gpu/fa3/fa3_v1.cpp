@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "cuda_launch.h"  // device_compute_capability, device_l2_bytes
 #include "fa3_launch.h"
 #include "flashsim/error.h"
 #include "flashsim/families/fa3/instances.h"
@@ -28,29 +29,6 @@ std::string head_dims_text() {
   std::string s;
   for (const Fa3FwdInstance& e : kFa3FwdInstances) s += (s.empty() ? "" : ", ") + std::to_string(e.head_dim);
   return s;
-}
-
-// The compute capability of the current device as 10 major + minor; 0 where no device is usable.
-int device_compute_capability() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-    cudaGetLastError();  // leave no sticky error for the next call
-    return 0;
-  }
-  return 10 * major + minor;
-}
-
-// The current device's L2 bytes (50 MiB on an H100); 0 where no device is usable.
-int64_t device_l2_bytes() {
-  int dev = 0, bytes = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return bytes;
 }
 
 TileConfig instance_tile(const Fa3FwdInstance& e) {
@@ -143,6 +121,24 @@ void require_aligned(const void* ptr, const char* what, uintptr_t bytes) {
     throw InputError("fa3-v1", std::string(what) + " is not " + std::to_string(bytes) + "-byte aligned");
 }
 
+// The fields the forward's and backward's arguments share: sizes, offsets, scale and the windows (an edge past
+// every key is no edge: the key-block ranges and the masks then skip it). Without keys no K/V tile is loaded, but
+// a TMA descriptor needs a real address: q's stands in.
+template <class Params>
+void set_problem(Params& a, const AttentionProblem& p, const DeviceArgs& args) {
+  const AttentionParams ap = make_params(p);
+  a.q = args.q;
+  a.k = p.total_k() > 0 ? args.k : args.q;
+  a.v = p.total_k() > 0 ? args.v : args.q;
+  a.cu_seqlens_q = args.cu_seqlens_q, a.cu_seqlens_k = args.cu_seqlens_k;
+  a.batch = ap.batch, a.heads_q = ap.heads_q, a.heads_kv = ap.heads_kv, a.group = ap.group;
+  a.seqlen_q = ap.seqlen_q, a.seqlen_k = ap.seqlen_k, a.total_q = ap.total_q, a.total_k = ap.total_k;
+  a.head_dim = ap.head_dim, a.varlen = ap.varlen, a.scale = ap.scale;
+  const int64_t span = p.seqlen_q + p.seqlen_k;
+  a.window_left = ap.window_left >= span ? -1 : ap.window_left;
+  a.window_right = ap.window_right >= span ? -1 : ap.window_right;
+}
+
 void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
   if (const std::string why = unsupported(p, c); !why.empty()) throw InputError("fa3-v1", why);
   require(args.q && args.o && args.lse, "q, o, lse");
@@ -152,20 +148,9 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   require_aligned(args.k, "k", 16);
   require_aligned(args.v, "v", 16);
   require_aligned(args.o, "o", 4);
-  const AttentionParams ap = make_params(p);
   Fa3FwdParams a;
-  a.q = args.q, a.o = args.o, a.lse = args.lse;
-  // Without keys no K/V tile is loaded, but a TMA descriptor needs a real address: q's stands in.
-  a.k = p.total_k() > 0 ? args.k : args.q;
-  a.v = p.total_k() > 0 ? args.v : args.q;
-  a.cu_seqlens_q = args.cu_seqlens_q, a.cu_seqlens_k = args.cu_seqlens_k;
-  a.batch = ap.batch, a.heads_q = ap.heads_q, a.heads_kv = ap.heads_kv, a.group = ap.group;
-  a.seqlen_q = ap.seqlen_q, a.seqlen_k = ap.seqlen_k, a.total_q = ap.total_q, a.total_k = ap.total_k;
-  a.head_dim = ap.head_dim, a.varlen = ap.varlen, a.scale = ap.scale, a.softcap = ap.softcap;
-  // A window edge past every key is no edge (the key-block range and the masks then skip it).
-  const int64_t span = p.seqlen_q + p.seqlen_k;
-  a.window_left = ap.window_left >= span ? -1 : ap.window_left;
-  a.window_right = ap.window_right >= span ? -1 : ap.window_right;
+  set_problem(a, p, args);
+  a.o = args.o, a.lse = args.lse, a.softcap = static_cast<float>(p.softcap);
   const Fa3Schedule schedule = fa3_fwd_schedule(a.window_left >= 0 || a.window_right >= 0,
                                                 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
                                                 device_l2_bytes(), p.batch * p.heads_q);
@@ -189,22 +174,13 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
     if (ptr) require_aligned(ptr, what, 16);
   for (const auto& [ptr, what] : {std::pair{static_cast<const void*>(args.dk), "dk"}, {args.dv, "dv"}})
     if (ptr) require_aligned(ptr, what, 4);
-  const AttentionParams ap = make_params(p);
   Fa3BwdParams a;
-  a.q = args.q, a.o = args.o, a.dout = args.dout, a.lse = args.lse;
-  a.k = p.total_k() > 0 ? args.k : args.q;  // a TMA descriptor needs a real address (nothing is loaded)
-  a.v = p.total_k() > 0 ? args.v : args.q;
+  set_problem(a, p, args);
+  a.o = args.o, a.dout = args.dout, a.lse = args.lse;
   a.dq = args.dq, a.dk = args.dk, a.dv = args.dv;
   a.dq_accum = static_cast<float*>(args.workspace);
   a.dpsum =
       reinterpret_cast<float*>(static_cast<char*>(args.workspace) + p.total_q() * p.heads_q * p.head_dim * 4);
-  a.cu_seqlens_q = args.cu_seqlens_q, a.cu_seqlens_k = args.cu_seqlens_k;
-  a.batch = ap.batch, a.heads_q = ap.heads_q, a.heads_kv = ap.heads_kv, a.group = ap.group;
-  a.seqlen_q = ap.seqlen_q, a.seqlen_k = ap.seqlen_k, a.total_q = ap.total_q, a.total_k = ap.total_k;
-  a.head_dim = ap.head_dim, a.varlen = ap.varlen, a.scale = ap.scale;
-  const int64_t span = p.seqlen_q + p.seqlen_k;
-  a.window_left = ap.window_left >= span ? -1 : ap.window_left;
-  a.window_right = ap.window_right >= span ? -1 : ap.window_right;
   const cudaError_t e = launch_bwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
   if (e != cudaSuccess)
     throw std::runtime_error(std::string("fa3-v1 backward launch: ") + cudaGetErrorString(e));
@@ -223,7 +199,7 @@ KernelVersion fa3_v1() {
       "warpgroup "
       "and two consumer warpgroups (setmaxnreg), wgmma for QK^T and PV, softmax overlapped with PV; backward "
       "with a key block per CTA (dK, dV in registers, dQ through fp32 atomics)";
-  kv.sim_kernels = {};
+  kv.sim_kernels = {"fwd_fa3"};  // the backward's three kernels have no model yet
   kv.unsupported = fa3::unsupported;
   kv.launch_tile = fa3::launch_tile;
   kv.forward = fa3::forward;
