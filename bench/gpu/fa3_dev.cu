@@ -312,28 +312,37 @@ bool check_bwd(const Shape& s) {
   return ok;
 }
 
-void time_shape(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
-  Buffers buf = alloc(s, false);
-  Fa3FwdParams a = params_of(s, buf);
-  a.head_group = head_group;
-  a.persistent = persistent;
-  a.pingpong = pingpong;
-  for (int i = 0; i < 3; ++i) CHECK(launch(a));
+// Milliseconds a call of `launch` takes on the GPU: 3 warm-up calls, then the median over 5 CUDA-event timings of
+// `inner` calls each.
+template <class Launch>
+double median_ms(int inner, Launch launch) {
+  for (int i = 0; i < 3; ++i) launch();
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));
   CHECK(cudaEventCreate(&e1));
   std::vector<float> ms;
   for (int rep = 0; rep < 5; ++rep) {
     CHECK(cudaEventRecord(e0));
-    for (int i = 0; i < 10; ++i) CHECK(launch(a));
+    for (int i = 0; i < inner; ++i) launch();
     CHECK(cudaEventRecord(e1));
     CHECK(cudaEventSynchronize(e1));
     float t;
     CHECK(cudaEventElapsedTime(&t, e0, e1));
-    ms.push_back(t / 10);
+    ms.push_back(t / inner);
   }
+  CHECK(cudaEventDestroy(e0));
+  CHECK(cudaEventDestroy(e1));
   std::sort(ms.begin(), ms.end());
-  const double t = ms[ms.size() / 2];
+  return ms[ms.size() / 2];
+}
+
+void time_shape(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
+  Buffers buf = alloc(s, false);
+  Fa3FwdParams a = params_of(s, buf);
+  a.head_group = head_group;
+  a.persistent = persistent;
+  a.pingpong = pingpong;
+  const double t = median_ms(10, [&] { CHECK(launch(a)); });
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
   std::printf("time b%d h%d n%d d%d %s persistent%d pingpong%d%s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq,
@@ -355,22 +364,7 @@ void time_bwd(const Shape& s) {
        *dv = device_alloc<__nv_bfloat16>(nk);
   auto* workspace = device_alloc<char>(flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d));
   const flashsim::gpu::fa3::Fa3BwdParams g = bwd_params_of(a, dout, buf.lse, dq, dk, dv, workspace);
-  for (int i = 0; i < 3; ++i) CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int rep = 0; rep < 5; ++rep) {
-    CHECK(cudaEventRecord(e0));
-    for (int i = 0; i < 5; ++i) CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr));
-    CHECK(cudaEventRecord(e1));
-    CHECK(cudaEventSynchronize(e1));
-    float t;
-    CHECK(cudaEventElapsedTime(&t, e0, e1));
-    ms.push_back(t / 5);
-  }
-  std::sort(ms.begin(), ms.end());
-  const double t = ms[ms.size() / 2];
+  const double t = median_ms(5, [&] { CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr)); });
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 2.5 * 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
   std::printf("time bwd b%d h%d n%d d%d %s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d,
