@@ -259,16 +259,21 @@ bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
 }
 
 // The backward's arguments for the forward's problem a: dout, its lse, the gradients and the workspace.
+// The deterministic backward's dq_accum slabs for s (the workspace is sized for them either way).
+int partial_slabs(const Shape& s) {
+  return flashsim::gpu::fa3::fa3_dq_partial_slabs(s.sk, flashsim::fa3_bwd_instance(s.d)->block_k);
+}
+
 flashsim::gpu::fa3::Fa3BwdParams bwd_params_of(const Fa3FwdParams& a, const void* dout, const float* lse,
-                                               void* dq, void* dk, void* dv, char* workspace) {
+                                               void* dq, void* dk, void* dv, char* workspace, int slabs = 1) {
   flashsim::gpu::fa3::Fa3BwdParams g;
+  g.dq_slabs = slabs;
   g.q = a.q, g.k = a.k, g.v = a.v, g.o = a.o, g.dout = dout, g.lse = lse;
   g.dq = dq, g.dk = dk, g.dv = dv;
-  g.dq_accum = reinterpret_cast<float*>(workspace);
-  g.dpsum = reinterpret_cast<float*>(workspace + a.total_q * a.heads_q * a.head_dim * 4);
   g.batch = a.batch, g.heads_q = a.heads_q, g.heads_kv = a.heads_kv, g.group = a.group;
   g.seqlen_q = a.seqlen_q, g.seqlen_k = a.seqlen_k, g.total_q = a.total_q, g.total_k = a.total_k;
   g.head_dim = a.head_dim, g.scale = a.scale, g.window_left = a.window_left, g.window_right = a.window_right;
+  flashsim::gpu::fa3::fa3_bwd_set_workspace(g, workspace, flashsim::fa3_bwd_instance(a.head_dim)->block_q);
   return g;
 }
 
@@ -287,7 +292,8 @@ bool check_bwd(const Shape& s) {
   CHECK(cudaMemset(dq, 0xFF, nq * 2));
   CHECK(cudaMemset(dk, 0xFF, nk * 2));
   CHECK(cudaMemset(dv, 0xFF, nk * 2));
-  auto* workspace = device_alloc<char>(flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d));
+  auto* workspace = device_alloc<char>(flashsim::gpu::fa3::fa3_bwd_workspace_bytes(
+      a.total_q, s.b, s.h, s.d, flashsim::fa3_bwd_instance(s.d)->block_q, partial_slabs(s)));
   const flashsim::gpu::fa3::Fa3BwdParams g = bwd_params_of(a, dout, buf.lse, dq, dk, dv, workspace);
   CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr));
   BwdRef r{dout,
@@ -301,10 +307,24 @@ bool check_bwd(const Shape& s) {
   CHECK(cudaDeviceSynchronize());
   int64_t bad = 0;
   const double eq = rel_l2(dq, r.dq, nq, bad), ek = rel_l2(dk, r.dk, nk, bad), ev = rel_l2(dv, r.dv, nk, bad);
-  const bool ok = bad == 0 && eq < 2e-2 && ek < 2e-2 && ev < 2e-2;
+  bool ok = bad == 0 && eq < 2e-2 && ek < 2e-2 && ev < 2e-2;
   std::printf(
       "check bwd b%d h%d/%d sq%d sk%d d%d win(%d,%d): rel_l2 dq %.2e dk %.2e dv %.2e nonfinite %lld %s\n",
       s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, eq, ek, ev, (long long)bad, ok ? "ok" : "FAIL");
+  // The deterministic backward (a dq_accum slab a key block): against the reference, and twice bit for bit.
+  std::vector<uint16_t> first(nq), second(nq);
+  for (int run = 0; run < 2; ++run) {
+    CHECK(cudaMemset(dq, 0xFF, nq * 2));
+    CHECK(flashsim::gpu::fa3::launch_bwd(
+        bwd_params_of(a, dout, buf.lse, dq, dk, dv, workspace, partial_slabs(s)), true, nullptr));
+    CHECK(cudaMemcpy(run == 0 ? first.data() : second.data(), dq, nq * 2, cudaMemcpyDeviceToHost));
+  }
+  int64_t bad_det = 0;
+  const double eq_det = rel_l2(dq, r.dq, nq, bad_det);
+  const bool same = first == second, ok_det = bad_det == 0 && eq_det < 2e-2 && same;
+  std::printf("check bwd deterministic: rel_l2 dq %.2e, two runs %s %s\n", eq_det,
+              same ? "bitwise equal" : "DIFFER", ok_det ? "ok" : "FAIL");
+  ok = ok && ok_det;
   for (void* p : {(void*)dout, (void*)dq, (void*)dk, (void*)dv, (void*)workspace, (void*)r.dpsum, (void*)r.dq,
                   (void*)r.dk, (void*)r.dv})
     CHECK(cudaFree(p));
@@ -353,7 +373,7 @@ void time_shape(const Shape& s, bool persistent, bool pingpong, int head_group =
 
 // The backward's three kernels timed (inputs from the forward), FLOPs 2.5x the forward's (FlashAttention's
 // count: five GEMMs of the forward's two).
-void time_bwd(const Shape& s) {
+void time_bwd(const Shape& s, bool deterministic = false) {
   Buffers buf = alloc(s, false);
   const Fa3FwdParams a = params_of(s, buf);
   CHECK(launch(a));
@@ -362,13 +382,15 @@ void time_bwd(const Shape& s) {
   fill_uniform<<<1024, 256>>>(dout, nq, 4);
   auto *dq = device_alloc<__nv_bfloat16>(nq), *dk = device_alloc<__nv_bfloat16>(nk),
        *dv = device_alloc<__nv_bfloat16>(nk);
-  auto* workspace = device_alloc<char>(flashsim::gpu::fa3::fa3_bwd_workspace_bytes(a.total_q, s.h, s.d));
-  const flashsim::gpu::fa3::Fa3BwdParams g = bwd_params_of(a, dout, buf.lse, dq, dk, dv, workspace);
+  auto* workspace = device_alloc<char>(flashsim::gpu::fa3::fa3_bwd_workspace_bytes(
+      a.total_q, s.b, s.h, s.d, flashsim::fa3_bwd_instance(s.d)->block_q, partial_slabs(s)));
+  const flashsim::gpu::fa3::Fa3BwdParams g =
+      bwd_params_of(a, dout, buf.lse, dq, dk, dv, workspace, deterministic ? partial_slabs(s) : 1);
   const double t = median_ms(5, [&] { CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr)); });
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 2.5 * 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
-  std::printf("time bwd b%d h%d n%d d%d %s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq, s.d,
-              causal ? "causal" : "full", t, flops / t / 1e9);
+  std::printf("time bwd%s b%d h%d n%d d%d %s: %.3f ms %.1f TFLOP/s\n", deterministic ? " deterministic" : "",
+              s.b, s.h, s.sq, s.d, causal ? "causal" : "full", t, flops / t / 1e9);
   for (void* p : {(void*)dout, (void*)dq, (void*)dk, (void*)dv, (void*)workspace}) CHECK(cudaFree(p));
   release(buf);
 }
@@ -382,7 +404,15 @@ int main(int argc, char** argv) {
                std::atoi(argv[6]), std::atoi(argv[7]));
     return 0;
   }
-  for (int variant = 0; variant < 4; ++variant) {
+  if (argc == 7 && std::string(argv[1]) == "bwd") {  // one backward shape for ncu: bwd b h n d causal
+    const int n = std::atoi(argv[4]);
+    time_bwd({std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[3]), n, n, std::atoi(argv[5]), -1,
+              std::atoi(argv[6]) ? 0 : -1, 0});
+    return 0;
+  }
+  // "bwd": the backward's checks and timings alone (the backward's quick loop).
+  const bool bwd_only = argc == 2 && std::string(argv[1]) == "bwd";
+  for (int variant = 0; variant < (bwd_only ? 0 : 4); ++variant) {
     const Shape checks[] = {
         {1, 2, 2, 128, 128, 128, -1, -1, 0},  {2, 4, 2, 300, 517, 128, -1, -1, 0},
         {2, 4, 4, 517, 300, 128, -1, 0, 0},   {1, 4, 1, 1000, 1000, 64, -1, 0, 0},
@@ -393,7 +423,8 @@ int main(int argc, char** argv) {
     for (const Shape& s : checks) ok = check(s, variant & 1, variant & 2) && ok;
   }
   for (const Shape& s : {Shape{2, 4, 2, 517, 300, 128, -1, 0, 0}, Shape{3, 3, 3, 640, 640, 64, -1, 0, 0}})
-    for (int persistent = 0; persistent < 2; ++persistent) ok = check(s, persistent, true, 2) && ok;
+    for (int persistent = 0; persistent < (bwd_only ? 0 : 2); ++persistent)
+      ok = check(s, persistent, true, 2) && ok;
   const Shape bwd_checks[] = {
       {1, 2, 2, 128, 128, 128, -1, -1, 0}, {2, 4, 2, 300, 517, 128, -1, -1, 0},
       {2, 4, 4, 517, 300, 128, -1, 0, 0},  {1, 4, 1, 400, 400, 64, -1, 0, 0},
@@ -401,7 +432,17 @@ int main(int argc, char** argv) {
   };
   for (const Shape& s : bwd_checks) ok = check_bwd(s) && ok;
   std::printf("checks: %s\n", ok ? "all ok" : "FAILED");
-  if (argc == 2) return ok ? 0 : 1;  // "checks": no timing (the sanitizers' run)
+  if (argc == 2 && !bwd_only) return ok ? 0 : 1;  // "checks": no timing (the sanitizers' run)
+  if (bwd_only) {
+    for (int d : {64, 128})
+      for (int n : {1024, 4096, 16384})
+        for (int causal = 0; causal < 2; ++causal)
+          time_bwd({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0});
+    for (int causal = 0; causal < 2; ++causal)
+      for (const bool deterministic : {false, true})
+        time_bwd({2, 16, 16, 4096, 4096, 128, -1, causal ? 0 : -1, 0}, deterministic);
+    return ok ? 0 : 1;
+  }
   for (int d : {64, 128, 256})
     for (int n : {1024, 4096, 16384})
       for (int causal = 0; causal < 2; ++causal)

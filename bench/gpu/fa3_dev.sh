@@ -9,7 +9,7 @@ tarball=$1
 out=$2
 inc=$(mktemp -d)
 tar -C "$inc" -xJf "$tarball"
-flags=(-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -DNDEBUG -Xptxas -v
+flags=(-std=c++20 -O3 -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -DNDEBUG -Xptxas -v -lineinfo
   -I gpu/fa3 -I families/fa3/include -I "$inc/include")
 obj=$(mktemp -d)
 start=$(date +%s)
@@ -22,7 +22,8 @@ echo "compiled in $(($(date +%s) - start)) s"
 if [ ! -x "$obj/fa3_dev" ]; then grep -h -A3 "error" "$out"/ptxas_*.txt | head -40; exit 1; fi
 grep -h -E "error|registers|spill" "$out"/ptxas_*.txt | grep -v " 0 bytes spill stores, 0 bytes spill loads" | sort | uniq -c | head -20
 nvidia-smi -L
-if [ "${TIMING:-1}" = 0 ]; then "$obj/fa3_dev" checks; else "$obj/fa3_dev"; fi | tee "$out/fa3_dev.txt"
+# TIMING=0: the checks alone; MODE=bwd: the backward's checks and timings alone.
+if [ "${TIMING:-1}" = 0 ]; then "$obj/fa3_dev" checks; else "$obj/fa3_dev" ${MODE:-}; fi | tee "$out/fa3_dev.txt"
 [ "${SDPA:-1}" = 1 ] && PYTHONUNBUFFERED=1 python3 bench/gpu/fa3_dev_sdpa.py | tee "$out/sdpa.txt"
 # One ncu report of the issue's shape (b2 h16 n4096 d128, non-causal, persistent, ping-pong).
 if [ "${NCU:-0}" = 1 ]; then
@@ -32,6 +33,17 @@ if [ "${NCU:-0}" = 1 ]; then
       "$obj/fa3_dev" 2 16 4096 128 0 1 1 > "$out/ncu_bn$bn.txt" 2>&1
     grep -E "Duration|Throughput|gmma|pipe_xu|Stall|Issued Warp|No Eligible|Active Warps" "$out/ncu_bn$bn.txt" | head -30
   done
+fi
+# NCU_BWD=1: the backward's main kernel at the issue's shape, where its warps stall and how busy its pipes are.
+if [ "${NCU_BWD:-0}" = 1 ]; then
+  ncu --kernel-name regex:flashsim_fa3_bwd_kernel --launch-skip 2 --launch-count 1 --section SpeedOfLight \
+    --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+    --metrics sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__average_warp_latency_issue_stalled_barrier.ratio,smsp__average_warp_latency_issue_stalled_wait.ratio \
+    --section SourceCounters --import-source no -o "$obj/bwd" "$obj/fa3_dev" bwd 2 16 4096 128 0 > /dev/null 2>&1
+  ncu -i "$obj/bwd.ncu-rep" --print-details all > "$out/ncu_bwd.txt" 2>&1
+  # Per SASS instruction: its warp-stall samples (where the warps wait).
+  ncu -i "$obj/bwd.ncu-rep" --page source --csv --print-source sass > "$out/ncu_bwd_sass.csv" 2>&1
+  grep -E "Duration|Throughput|Stall|Issued Warp|No Eligible|Active Warps|wavefronts" "$out/ncu_bwd.txt" | head -40
 fi
 # compute-sanitizer's memcheck, racecheck and synccheck over the checks (small shapes, every schedule variant).
 if [ "${SANITIZE:-0}" = 1 ]; then

@@ -44,7 +44,8 @@ def median_ms(fn, count, warmup, repeats):
 def bench(argv):
     """flash, cuDNN and efficient backends on flashsim-gpu bench's grid: bf16, batch = 16384 / seqlen and heads =
     2048 / head dim unless given, causal and not. CUDA events around each call, warm-up first, the median of
-    --repeats timed calls, inputs rotated through more memory than L2 holds. FLOPs as flashsim-gpu counts them
+    --repeats timed calls, inputs rotated through more memory than L2 holds, laid out as flashsim's kernels take
+    them (--layout bshd) unless --layout bhsd. FLOPs as flashsim-gpu counts them
     (4 B H S^2 d forward, halved when causal; backward 2.5x). CSV on stdout with `flashsim-gpu bench --csv`'s
     columns."""
     ap = argparse.ArgumentParser(prog="sdpa.py bench")
@@ -55,7 +56,17 @@ def bench(argv):
     ap.add_argument("--causal", default="both", choices=["no", "yes", "both"])
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--rotate-mb", type=int, default=256)
+    # flashsim's kernels and goldens take [batch, seqlen, heads, d] (BSHD); SDPA gets those tensors transposed, so
+    # that both sides read the same memory layout. bhsd: contiguous [batch, heads, seqlen, d] instead.
+    ap.add_argument("--layout", default="bshd", choices=["bshd", "bhsd"])
     args = ap.parse_args(argv)
+
+    def tensor(b, h, n, d, grad):
+        shape = (b, n, h, d) if args.layout == "bshd" else (b, h, n, d)
+        t = torch.randn(*shape, device="cuda", dtype=torch.bfloat16)
+        t = t.transpose(1, 2) if args.layout == "bshd" else t
+        return t.requires_grad_() if grad else t
+
     print("kernel,problem,fwd_ms,fwd_tflops,bwd_ms,bwd_tflops,skipped")
     for d in map(int, args.head_dims.split(",")):
         for n in map(int, args.seqlens.split(",")):
@@ -70,9 +81,8 @@ def bench(argv):
                 per_set = 5 * b * n * h * d * 2  # q k v o do, bf16
                 sets = []
                 for _ in range(max(1, min(16, args.rotate_mb * 2**20 // per_set + 1))):
-                    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-                               for _ in range(3))
-                    sets.append((q, k, v, torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16)))
+                    q, k, v = (tensor(b, h, n, d, True) for _ in range(3))
+                    sets.append((q, k, v, tensor(b, h, n, d, False)))
                 for name, backend in BACKENDS.items():
                     try:
                         with sdpa_kernel(backend):

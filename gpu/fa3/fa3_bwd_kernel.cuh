@@ -10,16 +10,20 @@
 //       acquire Q stage, TMA Q (full_q)               P^T = exp(S^T - lse), masked; dS^T = P^T (dP^T - D)
 //       acquire dO stage, TMA dO (full_do)            dV += P^T dO, dK += dS^T Q (async, P and dS from registers)
 //                                                     [both warpgroups] dS^T -> sdS; dQ = dS K (half of d each)
-//                                                     release Q and dO stages; dq_accum += dQ (fp32 atomics)
+//                                                     release Q and dO stages; each warp: dQ -> its part of sdQ,
+//                                                     dq_accum += it (a bulk reduce, asynchronous)
 //                                                   dK *= scale; store dK, dV
 //
-// dQ's partial sums go to an fp32 accumulator in the workspace with red.global.add (not deterministic: the order
-// of the additions changes run to run); fa3_bwd_rowwise.cuh's kernels compute D before and round dQ after.
+// dQ's partial sums go to an fp32 accumulator in the workspace, added by the L2 (cp.reduce.async.bulk: not
+// deterministic, the order of the additions changes run to run) while the consumers go on with the next step;
+// or, deterministic (dq_slabs > 1), each key block's to a slab of its own (cp.async.bulk), which convert_dq sums
+// in key-block order. fa3_bwd_rowwise.cuh's kernels compute D before and round dQ after.
 #include <cuda_runtime.h>
 #include <cutlass/arch/barrier.h>
 #include <cutlass/arch/reg_reconfig.h>
 #include <cutlass/cutlass.h>
 
+#include <cuda/ptx>  // cp_reduce_async_bulk, cp_async_bulk (CuTe 4.2 has the tensor forms only)
 #include <cute/tensor.hpp>
 #include <cutlass/pipeline/pipeline.hpp>
 
@@ -168,6 +172,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   // ------------------------------------------------------------------------------------------------ consumers
   cutlass::arch::warpgroup_reg_alloc<Tr::kConsumerRegs>();
   const int tidx = threadIdx.x - 128;
+  const int warp_idx = tidx / 32, lane = tidx % 32;  // consumer warp 0 .. 7
   typename Tr::TiledMmaSdP mma_sdp;
   typename Tr::TiledMmaDKV mma_dkv;
   typename Tr::TiledMmaDQ mma_dq;
@@ -189,7 +194,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   Tensor tdKrQt = thr_dkv.partition_fragment_B(sQt);
   Tensor tdQrdS = thr_dq.partition_fragment_A(sdS);
   Tensor tdQrKt = thr_dq.partition_fragment_B(sKt);
-  Tensor tdSsdSt = thr_sdp.partition_C(sdSt);  // where this thread's dS^T values go in shared memory
+  // dS^T registers -> sdS with stmatrix (four 8x8 matrices an instruction, rows of 8 queries: 16 contiguous
+  // bytes in the MN-major sdS): a fifth of the instructions of 4-byte stores and their swizzled addresses.
+  auto smem_copy_ds = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_sdp);
+  auto thr_copy_ds = smem_copy_ds.get_thread_slice(tidx);
+  Tensor tdSsdSt = thr_copy_ds.partition_D(sdSt);  // where this thread's dS^T values go in shared memory
 
   Tensor tSrS = partition_fragment_C(mma_sdp, Shape<Int<kBlockN>, Int<kBlockM>>{});    // S^T, then P^T, fp32
   Tensor tdPrdP = partition_fragment_C(mma_sdp, Shape<Int<kBlockN>, Int<kBlockM>>{});  // dP^T, then dS^T
@@ -200,11 +209,11 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   Tensor rdS = make_tensor<Element>(tdPrdP.layout());
   Tensor tdVrP = make_tensor(rP.data(), acc_as_a_operand(tSrS.layout()));
   Tensor tdKrdS = make_tensor(rdS.data(), acc_as_a_operand(tdPrdP.layout()));
+  Tensor tdSrdS = thr_copy_ds.retile_S(rdS);  // rdS as the stmatrix copy's source
   Tensor tSrS_rc = make_tensor(tSrS.data(), acc_rows_cols(tSrS.layout()));        // (keys, queries)
   Tensor tdPrdP_rc = make_tensor(tdPrdP.data(), acc_rows_cols(tdPrdP.layout()));  // (keys, queries)
   Tensor tScS = thr_sdp.partition_C(make_identity_tensor(Shape<Int<kBlockN>, Int<kBlockM>>{}));
   Tensor tScS_rc = make_tensor(tScS.data(), acc_rows_cols(tScS.layout()));  // (key, query) of each register
-  Tensor tdQcdQ = thr_dq.partition_C(make_identity_tensor(Shape<Int<kBlockM>, Int<kHeadDim>>{}));
   Tensor tdKVcdKV = thr_dkv.partition_C(make_identity_tensor(Shape<Int<kBlockN>, Int<kHeadDim>>{}));
   constexpr int kCols = decltype(size<1>(tSrS_rc))::value;  // query columns a thread holds
 
@@ -216,21 +225,24 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   if (steps > 0) {
     Barrier::wait(&smem.barrier_kv, 0);
     PipelineState read_q, read_do;
-    for (int step = 0; step < steps; ++step) {
+    // lse and D of a step's 64 query rows, two a lane (rows lane and lane + 32; past the sequence: 0), loaded at
+    // the end of the step before (their latency under the S^T and dP^T wgmmas); a thread's 16 query columns get
+    // theirs by shuffles (4 registers instead of 32 held).
+    float lse_lane[2], dpsum_lane[2];
+    const auto load_rows = [&](int step) {
       const int h = step_head(step), m = step_block(step);
-      // lse (as a log2 offset) and D of the block's 64 query rows, two a lane (rows lane and lane + 32; past the
-      // sequence: none); a thread's 16 query columns get theirs by shuffles (4 registers instead of 32 held).
-      float lse_lane[2], dpsum_lane[2];
       CUTE_UNROLL
       for (int half = 0; half < 2; ++half) {
         const int row = m * kBlockM + half * 32 + static_cast<int>(threadIdx.x % 32);
         const int64_t at = a.varlen ? static_cast<int64_t>(h) * a.total_q + off_q + row
                                     : (static_cast<int64_t>(batch) * a.heads_q + h) * a.seqlen_q + row;
-        const float l = row < lq ? a.lse[at] : 0.f;
-        // A row that saw no key (lse = -inf) has P = 0 everywhere: +inf makes every exponent -inf.
-        lse_lane[half] = l == -CUDART_INF_F ? CUDART_INF_F : l * kLog2e;
+        lse_lane[half] = row < lq ? a.lse[at] : 0.f;
         dpsum_lane[half] = row < lq ? a.dpsum[at] : 0.f;
       }
+    };
+    load_rows(0);
+    for (int step = 0; step < steps; ++step) {
+      const int h = step_head(step), m = step_block(step);
       const auto of_column = [&](const float(&v)[2], int c) {  // the value of this thread's query column c
         const int col = get<1>(tScS_rc(0, c));
         return __shfl_sync(0xffffffff, col < 32 ? v[0] : v[1], col % 32);
@@ -241,20 +253,36 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       wgmma_gemm<true, -1>(mma_sdp, tPrV, tPrdO(_, _, _, read_do.index()), tdPrdP);  // dP^T = V dO^T
       warpgroup_wait<1>();
       warpgroup_fence_operand(tSrS);
-      const bool mask = bwd_block_needs_mask<Tr>(a, m, n_block, lq, lk);
+      // A row that saw no key (lse = -inf) has P = 0 everywhere: +inf makes every exponent -inf. Once a lane,
+      // before the shuffles hand the values to the columns.
       CUTE_UNROLL
-      for (int c = 0; c < kCols; ++c) {
-        const float lse_log2 = of_column(lse_lane, c);
-        const int row = m * kBlockM + get<1>(tScS_rc(0, c));  // the query
-        const int diag = row + lk - lq;
+      for (int half = 0; half < 2; ++half)
+        lse_lane[half] = lse_lane[half] == -CUDART_INF_F ? CUDART_INF_F : lse_lane[half] * kLog2e;
+      // P = exp(s scale - lse): a block the mask touches selects -inf for the keys a query does not see (no branch:
+      // ex2(-inf) = 0); the others (most) skip the test.
+      if (bwd_block_needs_mask<Tr>(a, m, n_block, lq, lk)) {
         CUTE_UNROLL
-        for (int r = 0; r < size<0>(tSrS_rc); ++r) {
-          const int col_k = n_block * kBlockN + get<0>(tScS_rc(r, 0));  // the key
-          const bool visible =
-              !mask || (row < lq && col_k < lk && (a.window_left < 0 || col_k >= diag - a.window_left) &&
-                        (a.window_right < 0 || col_k <= diag + a.window_right));
-          // P = exp(s scale - lse)
-          tSrS_rc(r, c) = visible ? exp2_approx(fmaf(tSrS_rc(r, c), scale_log2, -lse_log2)) : 0.f;
+        for (int c = 0; c < kCols; ++c) {
+          const float lse_log2 = of_column(lse_lane, c);
+          const int row = m * kBlockM + get<1>(tScS_rc(0, c));  // the query
+          const int diag = row + lk - lq;
+          CUTE_UNROLL
+          for (int r = 0; r < size<0>(tSrS_rc); ++r) {
+            const int col_k = n_block * kBlockN + get<0>(tScS_rc(r, 0));  // the key
+            const bool visible = row < lq && col_k < lk &&
+                                 (a.window_left < 0 || col_k >= diag - a.window_left) &&
+                                 (a.window_right < 0 || col_k <= diag + a.window_right);
+            const float x = fmaf(tSrS_rc(r, c), scale_log2, -lse_log2);
+            tSrS_rc(r, c) = exp2_approx(visible ? x : -CUDART_INF_F);
+          }
+        }
+      } else {
+        CUTE_UNROLL
+        for (int c = 0; c < kCols; ++c) {
+          const float lse_log2 = of_column(lse_lane, c);
+          CUTE_UNROLL
+          for (int r = 0; r < size<0>(tSrS_rc); ++r)
+            tSrS_rc(r, c) = exp2_approx(fmaf(tSrS_rc(r, c), scale_log2, -lse_log2));
         }
       }
       round_to<Element>(tSrS, rP);
@@ -271,15 +299,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       wgmma_gemm<false, -1>(mma_dkv, tdVrP, tdVrdOt(_, _, _, read_do.index()), tdVrdV);  // dV += P^T dO
       wgmma_gemm<false, -1>(mma_dkv, tdKrdS, tdKrQt(_, _, _, read_q.index()), tdKrdK);   // dK += dS^T Q
       // dS^T -> sdS, once the other warpgroup's previous dQ wgmma is done reading it.
-      named_barrier_sync(3, Tr::kMmaThreads);
-      CUTE_UNROLL
-      for (int i = 0; i < size(rdS); i += 2) {  // registers i, i + 1: adjacent queries, adjacent in sdS
-        const uint32_t pair =
-            static_cast<uint32_t>(rdS(i).raw()) | (static_cast<uint32_t>(rdS(i + 1).raw()) << 16);
-        *reinterpret_cast<uint32_t*>(&tdSsdSt(i)) = pair;
-      }
+      named_barrier_sync(Tr::kBarrierDsFree, Tr::kMmaThreads);
+      copy(smem_copy_ds, tdSrdS, tdSsdSt);
       cutlass::arch::fence_view_async_shared();  // ordinary stores, read next by wgmma (the async proxy)
-      named_barrier_sync(4, Tr::kMmaThreads);
+      named_barrier_sync(Tr::kBarrierDsReady, Tr::kMmaThreads);
       wgmma_gemm<true, -1>(mma_dq, tdQrdS, tdQrKt, tdQrdQ);  // dQ = dS K, this warpgroup's half of d
       warpgroup_wait<0>();
       warpgroup_fence_operand(tdVrdV);
@@ -289,20 +312,37 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       ++read_q;
       pipeline_do.consumer_release(read_do);
       ++read_do;
-      // dq_accum += dQ (fp32, unscaled: the convert kernel applies the scale once)
-      float* dq_accum = a.dq_accum + (static_cast<int64_t>(off_q) * a.heads_q + h) * kHeadDim;
-      const int64_t row_stride = static_cast<int64_t>(a.heads_q) * kHeadDim;
+      // dq_accum block += dQ (fp32, unscaled: the convert kernel applies the scale once). Each warp stores its
+      // dQ registers to its 4 KB of sdQ (the previous step's reduce has read them: its lane 0 waited), and its
+      // lane 0 hands them to one bulk reduce, which the L2 adds while the warp goes on.
+      float* sdq = smem.dq.data() + warp_idx * Tr::kDqWarpFloats;
+      if (lane == 0) tma_store_wait<0>();
+      __syncwarp();
       CUTE_UNROLL
-      for (int i = 0; i < size(tdQrdQ);
-           i += 2) {  // registers i, i + 1: columns c, c + 1 (sm_90's 8-byte red)
-        const int row = m * kBlockM + get<0>(tdQcdQ(i));
-        if (row < lq)
-          atomicAdd(reinterpret_cast<float2*>(dq_accum + row * row_stride + get<1>(tdQcdQ(i))),
-                    make_float2(tdQrdQ(i), tdQrdQ(i + 1)));
+      for (int i = 0; i < size(tdQrdQ); i += 4)
+        reinterpret_cast<float4*>(sdq)[i / 4 * 32 + lane] =
+            make_float4(tdQrdQ(i), tdQrdQ(i + 1), tdQrdQ(i + 2), tdQrdQ(i + 3));
+      cutlass::arch::
+          fence_view_async_shared();  // ordinary stores, read next by the bulk reduce (async proxy)
+      __syncwarp();
+      if (lane == 0) {
+        float* block = a.dq_accum +
+                       fa3_dq_accum_block(a, a.dq_slabs > 1 ? n_block : 0, h, off_q, batch, m, kBlockM) +
+                       warp_idx * Tr::kDqWarpFloats;
+        const uint32_t bytes = Tr::kDqWarpBytes;  // cp_async_bulk takes the size by reference
+        if (a.dq_slabs > 1)  // deterministic: this key block's own slab, summed in order by convert_dq
+          cuda::ptx::cp_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, block, sdq, bytes);
+        else
+          cuda::ptx::cp_reduce_async_bulk(cuda::ptx::space_global, cuda::ptx::space_shared, cuda::ptx::op_add,
+                                          block, sdq, bytes);
+        tma_store_arrive();
       }
+      // The next step's lse and D, after this step's shared-memory fences (whose MEMBAR would wait for them).
+      if (step + 1 < steps) load_rows(step + 1);
     }
   }
 
+  if (lane == 0) tma_store_wait<0>();  // the last reduce has read sdQ before the CTA's shared memory goes
   // dK = scale dS^T Q (S = scale Q K^T), dV; rows past the sequence are not written.
   CUTE_UNROLL
   for (int i = 0; i < size(tdKrdK); ++i) tdKrdK(i) *= a.scale;

@@ -1,5 +1,5 @@
 #pragma once
-// fa3-v1's backward launches for one instance (flashsim/families/fa3/instances.h): dot_do_o (D, dq_accum = 0),
+// fa3-v1's backward launches for one instance (flashsim/families/fa3/instances.h): dq_accum = 0, dot_do_o (D),
 // the main kernel (TMA descriptors of k, v, q, dout; one CTA per key block, kv head and batch; a one-CTA
 // cluster), convert_dq. Returns CUDA's first error, as fa3_fwd_launch.cuh.
 #include <cuda_runtime.h>
@@ -22,6 +22,15 @@ cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
   constexpr int kRowThreads = 256;  // 8 warps, a (row, head) each
   const int64_t rows = a.total_q * a.heads_q;
   if (rows > 0) {
+    // The reduces add into zeros; the deterministic slabs are each written whole before convert_dq reads them.
+    if (cudaError_t e = a.dq_slabs > 1
+                            ? cudaSuccess
+                            : cudaMemsetAsync(a.dq_accum, 0,
+                                              static_cast<size_t>(a.heads_q * a.dq_accum_rows * kHeadDim *
+                                                                  static_cast<int64_t>(sizeof(float))),
+                                              stream);
+        e != cudaSuccess)
+      return e;
     flashsim_fa3_bwd_dot_do_o_kernel<Element>
         <<<static_cast<unsigned>((rows * 32 + kRowThreads - 1) / kRowThreads), kRowThreads, 0, stream>>>(a);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
@@ -46,10 +55,9 @@ cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
       return e;
   }
   if (rows > 0) {
-    const int64_t n = rows * a.head_dim;
-    const int64_t blocks = (n + kRowThreads - 1) / kRowThreads;
-    flashsim_fa3_bwd_convert_dq_kernel<Element>
-        <<<static_cast<unsigned>(blocks < 65536 ? blocks : 65536), kRowThreads, 0, stream>>>(a);
+    const dim3 blocks(static_cast<unsigned>((a.seqlen_q + kBlockM - 1) / kBlockM),
+                      static_cast<unsigned>(a.heads_q), static_cast<unsigned>(a.batch));
+    flashsim_fa3_bwd_convert_dq_kernel<Tr><<<blocks, Tr::kMmaThreads, 0, stream>>>(a);
     return cudaGetLastError();
   }
   return cudaSuccess;

@@ -11,10 +11,13 @@
 //   dV  += P^T dO     [64 keys, d]    wgmma RS (P^T from registers, dO^T read MN-major)
 //   dK  += dS^T Q     [64 keys, d]    wgmma RS
 //   dQ   = dS K       [Br, d / 2]     wgmma SS, a warpgroup each half of d: dS goes through shared memory
-//                                     (both warpgroups' key rows), read MN-major; then fp32 atomics to dq_accum
+//                                     (both warpgroups' key rows), read MN-major; then each warp stores its dQ
+//                                     registers to sdQ and adds them to dq_accum with a bulk reduce
 //
 // Shared memory: sK, sV [Bc, d] (once); sQ, sdO [Br, d, kStages] (two TMA pipelines); sdS [Br, Bc] (16-bit,
-// written by the consumers, MN-major for the dQ wgmma).
+// written by the consumers, MN-major for the dQ wgmma); sdQ [Br x d] fp32 in the dQ registers' order, dq_accum's
+// (fa3_bwd_params.h): consumer warp w's 4 KB (d128) from w * kDqWarpFloats, its register i of lane l at
+// (i / 4) * 128 + 4 l + i % 4 within (a warp's 16-byte stores side by side: no bank conflict).
 #include <cutlass/arch/barrier.h>
 
 #include <cute/tensor.hpp>
@@ -86,6 +89,7 @@ struct Fa3BwdTraits {
     alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>> q;
     alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutDO>> dout;
     alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutDS>> ds;
+    alignas(128) cute::array_aligned<float, kBlockM * kHeadDim> dq;  // 16-byte aligned for the bulk reduce
     typename PipelineQ::SharedStorage pipeline_q;
     typename PipelineQ::SharedStorage pipeline_do;
     alignas(8) uint64_t barrier_kv;  // K and V landed
@@ -93,7 +97,16 @@ struct Fa3BwdTraits {
   static constexpr int kSmemBytes = sizeof(SharedStorage);
   static constexpr uint32_t kTmaBytesKV = 2 * kBlockN * kHeadDim * sizeof(Element);
   static constexpr uint32_t kTmaBytesQ = kBlockM * kHeadDim * sizeof(Element);
+  static constexpr int kDqWarpFloats = kBlockM * kHeadDim / (kMmaThreads / 32);  // a consumer warp's dQ
+  static constexpr uint32_t kDqWarpBytes = kDqWarpFloats * sizeof(float);
+  static_assert(kDqWarpFloats % (4 * 32) == 0, "sdQ: whole 16-byte stores a lane");
+  // Named barriers (0 is __syncthreads'; fa3_fwd_kernel.cuh's 1, 2 are the forward's): they order the consumers'
+  // dS stores around the dQ wgmmas.
+  static constexpr int kBarrierDsFree = 3, kBarrierDsReady = 4;
 
+  // setmaxnreg: the launch gives each thread 168 (65536 / 384, rounded down to 8), 3 x 168 = 24 + 2 x 240; a
+  // consumer's increase waits until the producer's decrease has freed the registers, so the sum may not exceed
+  // it (32 + 2 x 240 hangs the consumers).
   static constexpr int kProducerRegs = 24;
   static constexpr int kConsumerRegs = 240;
 };

@@ -102,8 +102,24 @@ std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c)
   return "";
 }
 
-size_t backward_workspace_bytes(const AttentionProblem& p, const TileConfig&) {
-  return static_cast<size_t>(fa3_bwd_workspace_bytes(p.total_q(), p.heads_q, p.head_dim));
+// dq_accum's blocks are the instance's Br rows (a head dim without one needs no workspace: its backward is
+// refused).
+int bwd_block_q(const AttentionProblem& p) {
+  const Fa3BwdInstance* e = fa3_bwd_instance(static_cast<int>(p.head_dim));
+  return e ? e->block_q : 1;
+}
+
+// dq_accum's slabs: one (bulk reduces into it), or one a key block (partials: deterministic).
+int dq_slabs(const AttentionProblem& p, const TileConfig& c) {
+  const Fa3BwdInstance* e = fa3_bwd_instance(static_cast<int>(p.head_dim));
+  return c.dq_strategy == DqStrategy::Partials && e
+             ? fa3_dq_partial_slabs(static_cast<int>(p.seqlen_k), e->block_k)
+             : 1;
+}
+
+size_t backward_workspace_bytes(const AttentionProblem& p, const TileConfig& c) {
+  return static_cast<size_t>(fa3_bwd_workspace_bytes(p.total_q(), static_cast<int>(p.batch), p.heads_q,
+                                                     p.head_dim, bwd_block_q(p), dq_slabs(p, c)));
 }
 
 TileConfig launch_tile(const AttentionProblem& p, Pass) {
@@ -172,15 +188,15 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
   require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
   for (const auto& [ptr, what] : {std::pair{args.q, "q"}, {args.k, "k"}, {args.v, "v"}, {args.dout, "dout"}})
     if (ptr) require_aligned(ptr, what, 16);
-  for (const auto& [ptr, what] : {std::pair{static_cast<const void*>(args.dk), "dk"}, {args.dv, "dv"}})
+  for (const auto& [ptr, what] :
+       {std::pair{static_cast<const void*>(args.dk), "dk"}, {args.dv, "dv"}, {args.dq, "dq"}})
     if (ptr) require_aligned(ptr, what, 4);
   Fa3BwdParams a;
   set_problem(a, p, args);
   a.o = args.o, a.dout = args.dout, a.lse = args.lse;
   a.dq = args.dq, a.dk = args.dk, a.dv = args.dv;
-  a.dq_accum = static_cast<float*>(args.workspace);
-  a.dpsum =
-      reinterpret_cast<float*>(static_cast<char*>(args.workspace) + p.total_q() * p.heads_q * p.head_dim * 4);
+  a.dq_slabs = dq_slabs(p, c);
+  fa3_bwd_set_workspace(a, args.workspace, bwd_block_q(p));
   const cudaError_t e = launch_bwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
   if (e != cudaSuccess)
     throw std::runtime_error(std::string("fa3-v1 backward launch: ") + cudaGetErrorString(e));
@@ -195,10 +211,18 @@ KernelVersion fa3_v1() {
   kv.algorithm = Algorithm::Fa2;
   kv.backend = Backend::Cuda;
   kv.summary =
-      "FlashAttention forward on Hopper (sm_90a): TMA loads into swizzled shared memory, a producer "
-      "warpgroup "
-      "and two consumer warpgroups (setmaxnreg), wgmma for QK^T and PV, softmax overlapped with PV; backward "
-      "with a key block per CTA (dK, dV in registers, dQ through fp32 atomics)";
+      "FlashAttention forward and backward on Hopper (sm_90a): TMA loads into swizzled shared memory, a "
+      "producer warpgroup and two consumer warpgroups (setmaxnreg), wgmma for QK^T and PV, softmax "
+      "overlapped "
+      "with PV; backward with a key block per CTA (dK, dV in registers, dQ added to an fp32 accumulator by "
+      "bulk "
+      "reduces from shared memory; deterministic with --dq-strategy partials: a slab a key block, summed in "
+      "order)";
+  backward
+      "
+      "with a key block per CTA (dK, dV in registers, dQ added to an fp32 accumulator by bulk reduces from "
+      "shared "
+      "memory)";
   kv.sim_kernels = {"fwd_fa3"};  // the backward's three kernels have no model yet
   kv.unsupported = fa3::unsupported;
   kv.launch_tile = fa3::launch_tile;

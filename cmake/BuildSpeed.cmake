@@ -1,0 +1,46 @@
+# Compile-time options of the sanitizer presets (CI builds them on 2 cores, with clang and no compiler cache):
+#
+# FLASHSIM_PCH: each C++ target precompiles the third-party headers most of its files include (nlohmann/json, fmt,
+# the standard containers; GoogleTest for the tests), so that they are parsed once a target instead of once a
+# file (about a tenth of the ASan build's compile time). build/default leaves it off: its objects serve the Python
+# package's build through ccache, which a precompiled header would get in the way of.
+#
+# FLASHSIM_FRONT_END_O0: tests/, cli/, app/ and fuzz/ compile at -O0: under ASan a file there compiles in about
+# half the time at -O0 as at -O1 (GoogleTest's macros, CLI11, JSON), while the run time of the tests is spent in
+# the libraries they call (reference/, tiling_sim/, golden/, core/), which keep the build type's level.
+option(FLASHSIM_PCH "Precompile the heavy third-party headers per target" OFF)
+option(FLASHSIM_FRONT_END_O0 "Compile tests/, cli/, app/ and fuzz/ at -O0" OFF)
+
+# flashsim_build_speed(): after every folder is added, applies the options above to each C++ target of the tree.
+function(flashsim_build_speed)
+  if(NOT FLASHSIM_PCH AND NOT FLASHSIM_FRONT_END_O0)
+    return()
+  endif()
+  set(common <algorithm> <map> <memory> <string> <vector> <nlohmann/json.hpp> <fmt/format.h>)
+  set(dirs ${CMAKE_SOURCE_DIR})
+  while(dirs)
+    list(POP_FRONT dirs dir)
+    get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+    list(APPEND dirs ${subdirs})
+    get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+    file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${dir})
+    foreach(target IN LISTS targets)
+      get_target_property(type ${target} TYPE)
+      get_target_property(sources ${target} SOURCES)
+      if(NOT type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$" OR
+         NOT sources MATCHES "\\.cpp(;|$)")
+        continue()
+      endif()
+      if(FLASHSIM_PCH)
+        if(rel STREQUAL "tests")
+          target_precompile_headers(${target} PRIVATE ${common} <gtest/gtest.h>)
+        else()
+          target_precompile_headers(${target} PRIVATE ${common})
+        endif()
+      endif()
+      if(FLASHSIM_FRONT_END_O0 AND rel MATCHES "^(tests|cli|app|fuzz)$")
+        target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-O0>)
+      endif()
+    endforeach()
+  endwhile()
+endfunction()
