@@ -211,18 +211,11 @@ KernelVersion fa3_v1() {
   kv.algorithm = Algorithm::Fa2;
   kv.backend = Backend::Cuda;
   kv.summary =
-      "FlashAttention forward and backward on Hopper (sm_90a): TMA loads into swizzled shared memory, a "
-      "producer warpgroup and two consumer warpgroups (setmaxnreg), wgmma for QK^T and PV, softmax "
-      "overlapped "
-      "with PV; backward with a key block per CTA (dK, dV in registers, dQ added to an fp32 accumulator by "
-      "bulk "
-      "reduces from shared memory; deterministic with --dq-strategy partials: a slab a key block, summed in "
-      "order)";
-  backward
-      "
-      "with a key block per CTA (dK, dV in registers, dQ added to an fp32 accumulator by bulk reduces from "
-      "shared "
-      "memory)";
+      "FlashAttention forward and backward on Hopper (sm_90a): TMA loads into swizzled shared memory, "
+      "a producer warpgroup and two consumer warpgroups (setmaxnreg), wgmma for QK^T and PV, softmax "
+      "overlapped with PV; backward with a key block per CTA (dK, dV in registers, dQ added to an fp32 "
+      "accumulator by bulk reduces from shared memory; deterministic with --dq-strategy partials: a slab "
+      "a key block, summed in order)";
   kv.sim_kernels = {"fwd_fa3"};  // the backward's three kernels have no model yet
   kv.unsupported = fa3::unsupported;
   kv.launch_tile = fa3::launch_tile;
