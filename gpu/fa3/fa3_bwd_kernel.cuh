@@ -218,7 +218,6 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   constexpr int kCols = decltype(size<1>(tSrS_rc))::value;  // query columns a thread holds
 
   constexpr float kLog2e = 1.4426950408889634f;
-  const float scale_log2 = a.scale * kLog2e;
   clear(tdVrdV);
   clear(tdKrdK);
 
@@ -257,13 +256,14 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       // before the shuffles hand the values to the columns.
       CUTE_UNROLL
       for (int half = 0; half < 2; ++half)
-        lse_lane[half] = lse_lane[half] == -CUDART_INF_F ? CUDART_INF_F : lse_lane[half] * kLog2e;
-      // P = exp(s scale - lse): a block the mask touches selects -inf for the keys a query does not see (no branch:
-      // ex2(-inf) = 0); the others (most) skip the test.
+        lse_lane[half] = lse_lane[half] == -CUDART_INF_F ? CUDART_INF_F : lse_lane[half];
+      // P = exp(s scale - lse), formed as fma(s, scale, -lse) then times log2 e (as fa2-v1): scores and lse of
+      // several thousand keep fp32's error of the difference, not of each term. A block the mask touches selects
+      // -inf for the keys a query does not see (no branch: ex2(-inf) = 0); the others (most) skip the test.
       if (bwd_block_needs_mask<Tr>(a, m, n_block, lq, lk)) {
         CUTE_UNROLL
         for (int c = 0; c < kCols; ++c) {
-          const float lse_log2 = of_column(lse_lane, c);
+          const float lse = of_column(lse_lane, c);
           const int row = m * kBlockM + get<1>(tScS_rc(0, c));  // the query
           const int diag = row + lk - lq;
           CUTE_UNROLL
@@ -272,17 +272,17 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
             const bool visible = row < lq && col_k < lk &&
                                  (a.window_left < 0 || col_k >= diag - a.window_left) &&
                                  (a.window_right < 0 || col_k <= diag + a.window_right);
-            const float x = fmaf(tSrS_rc(r, c), scale_log2, -lse_log2);
+            const float x = fmaf(tSrS_rc(r, c), a.scale, -lse) * kLog2e;
             tSrS_rc(r, c) = exp2_approx(visible ? x : -CUDART_INF_F);
           }
         }
       } else {
         CUTE_UNROLL
         for (int c = 0; c < kCols; ++c) {
-          const float lse_log2 = of_column(lse_lane, c);
+          const float lse = of_column(lse_lane, c);
           CUTE_UNROLL
           for (int r = 0; r < size<0>(tSrS_rc); ++r)
-            tSrS_rc(r, c) = exp2_approx(fmaf(tSrS_rc(r, c), scale_log2, -lse_log2));
+            tSrS_rc(r, c) = exp2_approx(fmaf(tSrS_rc(r, c), a.scale, -lse) * kLog2e);
         }
       }
       round_to<Element>(tSrS, rP);

@@ -54,13 +54,17 @@ struct OnlineSoftmax {
       for (int c = 0; c < cute::size<1>(s); ++c) m = fmaxf(m, s(r, c));
       m = quad_max(m);
       // A row with no visible key so far keeps m = -inf: subtract 0 instead, so exp2(-inf) = 0, never NaN.
-      const float m_scaled = m == -CUDART_INF_F ? 0.f : m * scale_log2;
-      rescale[r] = exp2_approx(row_max[r] * scale_log2 - m_scaled);
+      // (s - m) scale_log2, not s scale_log2 - m scale_log2: at scores of several thousand (large inputs) each
+      // product carries fp32's absolute error at that size (and scale_log2's own rounding times it), ~3e-4 in
+      // every exponent; s - m is exact near the max, where P matters (the golden magnitude-x64.0-fp16 caught
+      // O at 10x fa2-v1's error and the backward's dS, through D = rowsum(dO o O), over its bound).
+      const float m_sub = m == -CUDART_INF_F ? 0.f : m;
+      rescale[r] = exp2_approx((row_max[r] - m_sub) * scale_log2);
       row_max[r] = m;
       float sum = 0.f;
       CUTE_UNROLL
       for (int c = 0; c < cute::size<1>(s); ++c) {
-        s(r, c) = exp2_approx(fmaf(s(r, c), scale_log2, -m_scaled));
+        s(r, c) = exp2_approx((s(r, c) - m_sub) * scale_log2);
         sum += s(r, c);
       }
       row_sum[r] = row_sum[r] * rescale[r] + sum;
