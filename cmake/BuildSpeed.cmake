@@ -2,23 +2,18 @@
 #
 # FLASHSIM_PCH: each C++ target precompiles the third-party headers most of its files include (nlohmann/json, fmt,
 # the standard containers; GoogleTest for the tests), so that they are parsed once a target instead of once a
-# file (about a tenth of the ASan build's compile time). ALL: every target (the sanitizer presets); FRONT_END: the
-# targets of tests/ and cli/ alone (CI's build/default, whose library objects serve the Python package's build
-# through ccache: the package builds no test and no cli/ file, so a precompiled header there costs it no hit).
+# file (about a tenth of the ASan build's compile time). build/default leaves it off: its objects serve the Python
+# package's build through ccache, which a precompiled header would get in the way of.
 #
 # FLASHSIM_FRONT_END_O0: tests/, cli/, app/ and fuzz/ compile at -O0: under ASan a file there compiles in about
 # half the time at -O0 as at -O1 (GoogleTest's macros, CLI11, JSON), while the run time of the tests is spent in
 # the libraries they call (reference/, tiling_sim/, golden/, core/), which keep the build type's level.
-set(FLASHSIM_PCH OFF CACHE STRING "Precompile the heavy third-party headers per target: OFF, ALL, FRONT_END")
-set_property(CACHE FLASHSIM_PCH PROPERTY STRINGS OFF ALL FRONT_END)
-if(NOT FLASHSIM_PCH MATCHES "^(OFF|ALL|FRONT_END)$")
-  message(FATAL_ERROR "FLASHSIM_PCH is '${FLASHSIM_PCH}': expected OFF, ALL or FRONT_END")
-endif()
+option(FLASHSIM_PCH "Precompile the heavy third-party headers per target" OFF)
 option(FLASHSIM_FRONT_END_O0 "Compile tests/, cli/, app/ and fuzz/ at -O0" OFF)
 
 # flashsim_build_speed(): after every folder is added, applies the options above to each C++ target of the tree.
 function(flashsim_build_speed)
-  if(FLASHSIM_PCH STREQUAL "OFF" AND NOT FLASHSIM_FRONT_END_O0)
+  if(NOT FLASHSIM_PCH AND NOT FLASHSIM_FRONT_END_O0)
     return()
   endif()
   set(common <algorithm> <map> <memory> <string> <vector> <nlohmann/json.hpp> <fmt/format.h>)
@@ -36,7 +31,7 @@ function(flashsim_build_speed)
          NOT sources MATCHES "\\.cpp(;|$)")
         continue()
       endif()
-      if(FLASHSIM_PCH STREQUAL "ALL" OR (FLASHSIM_PCH STREQUAL "FRONT_END" AND rel MATCHES "^(tests|cli)$"))
+      if(FLASHSIM_PCH)
         if(rel STREQUAL "tests")
           target_precompile_headers(${target} PRIVATE ${common} <gtest/gtest.h>)
         else()

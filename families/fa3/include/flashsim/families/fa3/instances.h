@@ -66,9 +66,8 @@ inline constexpr Fa3FwdInstance kFa3FwdInstances[] = {
 // the Q and dO pipelines. A consumer thread keeps dK and dV (64 d / 128 = d / 2 fp32 each), S^T and dP^T
 // (64 Br / 128 = 32 each), P^T and dS^T rounded (16 each) and its half of dQ (64 (d / 2) / 128 = d / 4): d128:
 // 64 + 64 + 32 + 32 + 16 + 16 + 32 = 256 at most, 192 live at once (S^T and dP^T die as P and dS are formed),
-// under 240. Shared memory: K, V (Bc x d) once, Q and dO (Br x d) two stages each, dS (Br x Bc), dQ (Br x d fp32,
-// for the bulk reduce into dq_accum):
-//   d64: 16 + 16 + 16 + 16 + 16 + 16 = 96 KB;  d96: 144 KB;  d128: 32 + 32 + 32 + 32 + 16 + 32 = 176 KB.
+// under 240. Shared memory: K, V (Bc x d) once, Q and dO (Br x d) two stages each, dS (Br x Bc):
+//   d64: 16 + 16 + 16 + 16 + 16 = 80 KB;  d96: 120 KB;  d128: 32 + 32 + 32 + 32 + 16 = 144 KB.
 // d256 has none: dK and dV alone would be 256 registers a thread.
 struct Fa3BwdInstance {
   int head_dim, block_q, block_k, stages;
