@@ -219,12 +219,19 @@ void release(Buffers& buf) {
     if (p) CHECK(cudaFree(p));
 }
 
-bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
-  Buffers buf = alloc(s, true);
+// params_of with a schedule: persistent or one CTA a tile, ping-pong or not, causal tiles in head groups.
+Fa3FwdParams scheduled_params(const Shape& s, const Buffers& buf, bool persistent, bool pingpong,
+                              int head_group) {
   Fa3FwdParams a = params_of(s, buf);
   a.head_group = head_group;
   a.persistent = persistent;
   a.pingpong = pingpong;
+  return a;
+}
+
+bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
+  Buffers buf = alloc(s, true);
+  const Fa3FwdParams a = scheduled_params(s, buf, persistent, pingpong, head_group);
   CHECK(launch(a));
   reference_attention<<<dim3((s.sq + 127) / 128, s.h, s.b), 128>>>(a, buf.ro, buf.rlse);
   CHECK(cudaDeviceSynchronize());
@@ -358,10 +365,7 @@ double median_ms(int inner, Launch launch) {
 
 void time_shape(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
   Buffers buf = alloc(s, false);
-  Fa3FwdParams a = params_of(s, buf);
-  a.head_group = head_group;
-  a.persistent = persistent;
-  a.pingpong = pingpong;
+  const Fa3FwdParams a = scheduled_params(s, buf, persistent, pingpong, head_group);
   const double t = median_ms(10, [&] { CHECK(launch(a)); });
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);

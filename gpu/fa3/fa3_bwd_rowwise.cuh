@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(Tr::kMmaThreads) flashsim_fa3_bwd_convert_dq_k
   if (m * kBlockM >= lq) return;
   // This thread's registers in a block of dq_accum (fa3_bwd_traits.h's sdQ order): float4 t / 32 * (warp's
   // floats / 4) + i / 4 * 32 + t % 32 holds its registers i .. i + 3.
-  constexpr int kQuads = Tr::kDqWarpFloats * (Tr::kMmaThreads / 32) / Tr::kMmaThreads / 4;
+  constexpr int kQuads = kBlockM * kHeadDim / Tr::kMmaThreads / 4;  // float4s a thread
   const int64_t lane_at = threadIdx.x / 32 * (Tr::kDqWarpFloats / 4) + threadIdx.x % 32;
   float4 sum[kQuads];
   const auto add_slab = [&](int slab, bool first) {

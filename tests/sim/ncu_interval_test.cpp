@@ -80,8 +80,7 @@ TEST(NcuInterval, PlantedExcessTrafficIsFlagged) {
         double& read = edited[kernel].metrics.at("dram__bytes_read.sum");
         // The K/V part of the measured reads: what exceeds the other tensors' compulsory bytes.
         const double kv_read =
-            kv +
-            std::max(0.0, read - metric(unedited, kernel, "dram__bytes_read.sum").lower);
+            kv + std::max(0.0, read - metric(unedited, kernel, "dram__bytes_read.sum").lower);
         read += (f - 1) * kv_read;
         const auto c = compare_ncu(edited, p, hw);
         const auto& m = metric(c, kernel, "dram__bytes_read.sum");
