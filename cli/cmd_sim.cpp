@@ -484,7 +484,8 @@ void add_traffic(CLI::App& app) {
       if (replayed)
         fmt::print(
             "note: the DRAM counters come from a replayed ncu run (collected with other metrics): the "
-            "predicted DRAM writes of every kernel after the first include {:.1f} MB that the replay "
+            "predicted DRAM writes of every kernel after the first (and of a kernel after a memset of its "
+            "pass) include {:.1f} MB that the replay "
             "leaves dirty in L2 (measured on the H100: calibration h100.ncu_replay_write_bytes){}; "
             "--replayed no drops it; for one-pass counters profile the run again with only "
             "dram__bytes_read.sum,dram__bytes_write.sum and pass it with --ncu-dram\n",

@@ -4,6 +4,8 @@ of bench/calibration.json that are computed rather than read off a table.
   l2_adverse(flashsim, results)   h100.l2_adverse_reuse_bytes, from the causal_mimic probes
   dram_coverage(flashsim)         h100.dram_interval: the DRAM interval's coverage of every recorded report
   l2_reuse_models()               h100.l2_reuse_bytes: replacement models against the read-reuse curve
+  fa3_steps(results)              fa3.step_costs_h100: the measured_steps entries of fa3-v1's kernels
+  fa3_heldout(flashsim, results)  the fa3 models against the held-out shapes (bench/gpu/data/fa3_heldout.txt)
 """
 import collections
 import json
@@ -337,3 +339,104 @@ def l2_reuse_models():
         row = [miss_per_reread(mib * MIB, cache, parts) for _, cache, parts in models]
         print(f"{mib:>10} {measured:>9.3f} " + " ".join(f"{v:>28.3f}" for v in row))
 
+
+
+# --- fa3.step_costs_h100
+FA3_SMS = 132          # the H100 SXM5's SMs: the calibration grids are 1056 = 8 x 132 tiles
+FA3_TILES_PER_SM = 8
+FA3_FWD_TILES = {64: (128, 128, 2), 96: (128, 128, 2), 128: (128, 128, 2), 256: (128, 64, 2)}  # Br, Bc, stages
+FA3_BWD_TILES = {64: (64, 128, 2), 96: (64, 128, 2), 128: (64, 128, 2)}
+FA3_CALIB = os.path.join(RESULTS, "fa3_model_h100_2026-11-26", "run2")
+
+
+def fa3_profile_latency():
+    with open(os.path.join(ROOT, "tiling_sim/profiles/H100-SXM5-80GB.json")) as f:
+        return json.load(f)["kernel_latency_s"]
+
+
+def fa3_steps(results=FA3_CALIB):
+    """The profile's measured_steps from fa3_calib.sh's records: the forward by CUDA events (calib_events.txt:
+    264 query heads over one K / V head, 512 queries, 128 .. 4096 keys), the backward's main kernel by ncu at the
+    card's clocks (bwd_ncu/ncu_bwd_calib_d*_sq*.csv: 264 heads, 512 keys, 64 .. 4096 queries); 8 tiles an SM in
+    every run, so a tile of n steps costs (time - kernel_latency_s) / 8."""
+    import re
+    latency = fa3_profile_latency()
+    fwd = {}
+    with open(os.path.join(results, "calib_events.txt")) as f:
+        for line in f:
+            m = re.match(r"time b1 h264 hkv1 sq512 sk(\d+) d(\d+) full persistent(\d) pingpong1: ([\d.]+) ms", line)
+            if m:
+                fwd.setdefault((int(m[2]), bool(int(m[3]))), []).append((int(m[1]), float(m[4]) * 1e-3))
+    entries = []
+
+    def entry(kernel, d, tile, persistent, steps_times):
+        br, bc, stages = tile
+        points = [[steps, float(f"{(t - latency) / FA3_TILES_PER_SM:.4g}")] for steps, t in sorted(steps_times)]
+        entries.append({"kernel": kernel, "head_dim": d, "block_q": br, "block_k": bc, "stages": stages,
+                        "persistent": persistent, "tile_s_by_steps": points})
+
+    for d, tile in FA3_FWD_TILES.items():
+        for persistent in (True, False):
+            entry("fwd_fa3", d, tile, persistent, [(sk // tile[1], t) for sk, t in fwd[(d, persistent)]])
+    for d, tile in FA3_BWD_TILES.items():
+        runs = []
+        for name in sorted(os.listdir(os.path.join(results, "bwd_ncu"))):
+            m = re.match(rf"ncu_bwd_calib_d{d}_sq(\d+)\.csv$", name)
+            if not m:
+                continue
+            metrics, names = read_metrics(os.path.join(results, "bwd_ncu", name))
+            main = [k for k, n in names.items() if "flashsim_fa3_bwd_kernel" in n]
+            runs.append((int(m[1]) // tile[0], metrics[main[0]]["gpu__time_duration.sum"] * 1e-9))
+        entry("bwd_fa3", d, tile, False, runs)
+    print(json.dumps(entries).replace("}, {", "},\n {"))
+    return entries
+
+
+def fa3_predict(flashsim, kernel, shape):
+    """flashsim sim predict's time_s of one fa3 kernel model on a held-out shape (b h hkv sq sk d wl wr)."""
+    b, h, hkv, sq, sk, d, wl, wr = shape
+    cmd = [flashsim, "sim", "predict", "--kernel", kernel, "--batch", str(b), "--heads", str(h), "--heads-kv",
+           str(hkv), "--seqlen-q", str(sq), "--seqlen-k", str(sk), "--head-dim", str(d), "--dtype", "bf16", "--json"]
+    if wl >= 0 or wr >= 0:
+        cmd += ["--window", f"{wl},{wr}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["kernels"][0]["time_s"]
+
+
+def fa3_heldout(flashsim, results=FA3_CALIB):
+    """The held-out shapes (bench/gpu/data/fa3_heldout.txt, drawn before the run) against the model: the forward's
+    time (CUDA events, heldout_fwd.txt), the backward main kernel's (ncu) and the backward kernels' L2 -> SM
+    bytes (traffic compare)."""
+    import re
+    rows, fwd_ratios, bwd_ratios, byte_fails = [], [], [], 0
+    with open(os.path.join(results, "heldout_fwd.txt")) as f:
+        fwd = {tuple(map(int, m[1].split())): float(m[2]) * 1e-3
+               for m in (re.match(r"fwdshape ([-\d ]+): ([\d.]+) ms", line) for line in f) if m}
+    for shape, measured in fwd.items():
+        pred = fa3_predict(flashsim, "fwd_fa3", shape)
+        fwd_ratios.append(measured / pred)
+        line = f"{' '.join(map(str, shape)):34s} fwd {measured * 1e6:9.1f} us / {pred * 1e6:9.1f} = {measured / pred:.3f}"
+        csv_path = os.path.join(results, "bwd_ncu", "ncu_bwd_heldout_" + "_".join(map(str, shape)) + ".csv")
+        if os.path.exists(csv_path):
+            metrics, names = read_metrics(csv_path)
+            main = [k for k, n in names.items() if "flashsim_fa3_bwd_kernel" in n][0]
+            bm = metrics[main]["gpu__time_duration.sum"] * 1e-9
+            bp = fa3_predict(flashsim, "bwd_fa3", shape)
+            bwd_ratios.append(bm / bp)
+            b, h, hkv, sq, sk, d, wl, wr = shape
+            cmd = [flashsim, "traffic", "compare", "--ncu", csv_path, "--batch", str(b), "--heads", str(h),
+                   "--heads-kv", str(hkv), "--seqlen-q", str(sq), "--seqlen-k", str(sk), "--head-dim", str(d),
+                   "--dtype", "bf16", "--json"] + (["--window", f"{wl},{wr}"] if wl >= 0 or wr >= 0 else [])
+            js = json.loads(subprocess.run(cmd, capture_output=True, text=True).stdout)
+            sm_side = [m for k in js["kernels"] for m in k["metrics"]
+                       if m["metric"].startswith(("l1tex__", "lts__t_sectors")) and "local" not in m["metric"]]
+            worst = max(abs(m["ratio"] - 1) for m in sm_side)
+            byte_fails += sum(not m["ok"] for m in sm_side)
+            line += f"   bwd main {bm * 1e6:9.1f} us / {bp * 1e6:9.1f} = {bm / bp:.3f}   SM-side bytes worst {worst:.2%}"
+        rows.append(line)
+    print("\n".join(rows))
+    for name, r in (("forward", fwd_ratios), ("backward main", bwd_ratios)):
+        dev = sorted(abs(x - 1) for x in r)
+        print(f"{name}: {len(r)} shapes, measured / predicted {min(r):.3f} .. {max(r):.3f}, median |error| "
+              f"{statistics.median(dev):.1%}, within 15%: {sum(d <= 0.15 for d in dev)} of {len(r)}")
+    print(f"SM-side byte metrics out of 2%: {byte_fails}")

@@ -363,16 +363,26 @@ double median_ms(int inner, Launch launch) {
   return ms[ms.size() / 2];
 }
 
-void time_shape(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
+template <class... Args>
+std::string fmt_sizes(const char* f, Args... args) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, f, args...);
+  return buf;
+}
+
+double time_shape(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
   Buffers buf = alloc(s, false);
   const Fa3FwdParams a = scheduled_params(s, buf, persistent, pingpong, head_group);
   const double t = median_ms(10, [&] { CHECK(launch(a)); });
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
-  std::printf("time b%d h%d n%d d%d %s persistent%d pingpong%d%s: %.3f ms %.1f TFLOP/s\n", s.b, s.h, s.sq,
-              s.d, causal ? "causal" : "full", int(persistent), int(pingpong),
+  const std::string sizes =
+      s.sq == s.sk && s.h == s.hkv ? fmt_sizes("n%d", s.sq) : fmt_sizes("hkv%d sq%d sk%d", s.hkv, s.sq, s.sk);
+  std::printf("time b%d h%d %s d%d %s persistent%d pingpong%d%s: %.4f ms %.1f TFLOP/s\n", s.b, s.h,
+              sizes.c_str(), s.d, causal ? "causal" : "full", int(persistent), int(pingpong),
               head_group ? (" group" + std::to_string(head_group)).c_str() : "", t, flops / t / 1e9);
   release(buf);
+  return t;
 }
 
 // The backward's three kernels timed (inputs from the forward), FLOPs 2.5x the forward's (FlashAttention's
@@ -393,8 +403,10 @@ void time_bwd(const Shape& s, bool deterministic = false) {
   const double t = median_ms(5, [&] { CHECK(flashsim::gpu::fa3::launch_bwd(g, true, nullptr)); });
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 2.5 * 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
-  std::printf("time bwd%s b%d h%d n%d d%d %s: %.3f ms %.1f TFLOP/s\n", deterministic ? " deterministic" : "",
-              s.b, s.h, s.sq, s.d, causal ? "causal" : "full", t, flops / t / 1e9);
+  const std::string sizes =
+      s.sq == s.sk && s.h == s.hkv ? fmt_sizes("n%d", s.sq) : fmt_sizes("hkv%d sq%d sk%d", s.hkv, s.sq, s.sk);
+  std::printf("time bwd%s b%d h%d %s d%d %s: %.4f ms %.1f TFLOP/s\n", deterministic ? " deterministic" : "",
+              s.b, s.h, sizes.c_str(), s.d, causal ? "causal" : "full", t, flops / t / 1e9);
   for (void* p : {(void*)dout, (void*)dq, (void*)dk, (void*)dv, (void*)workspace}) CHECK(cudaFree(p));
   release(buf);
 }
@@ -412,6 +424,41 @@ int main(int argc, char** argv) {
     const int n = std::atoi(argv[4]);
     time_bwd({std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[3]), n, n, std::atoi(argv[5]), -1,
               std::atoi(argv[6]) ? 0 : -1, 0});
+    return 0;
+  }
+  // One shape: fwdshape / bwdshape b h hkv sq sk d wl wr (the window, -1 unbounded; -1 0: causal). The forward
+  // with fa3-v1's own schedule (fa3_v1.cpp: persistent unless causal or windowed, then one CTA a tile in head
+  // groups sized by the L2), timed by events; the backward's three kernels (ncu picks its main kernel).
+  if (argc == 10 && (std::string(argv[1]) == "fwdshape" || std::string(argv[1]) == "bwdshape")) {
+    int v[8];
+    for (int i = 0; i < 8; ++i) v[i] = std::atoi(argv[2 + i]);
+    const Shape s{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], 0};
+    if (std::string(argv[1]) == "bwdshape") {
+      time_bwd(s);
+      return 0;
+    }
+    const int span = s.sq + s.sk;
+    const bool windowed = (s.wl >= 0 && s.wl < span) || (s.wr >= 0 && s.wr < span);
+    const flashsim::Fa3Schedule rule =
+        flashsim::fa3_fwd_schedule(windowed, 2LL * s.sk * s.d * 2, 52428800LL, int64_t(s.b) * s.h);
+    const double ms = time_shape(s, rule.persistent, rule.pingpong, rule.head_group);
+    std::printf("fwdshape %d %d %d %d %d %d %d %d: %.4f ms\n", v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
+                ms);
+    return 0;
+  }
+  if (argc == 2 && std::string(argv[1]) == "calib") {
+    // The time model's measured tile costs (calibration fa3.step_costs_h100): 264 query heads sharing one K / V
+    // head (so K and V stay in L2, as the query blocks of a head share them in attention's usual shapes) and 4
+    // query blocks each, 1056 tiles, 8 an SM of 132; 1 to 32 key blocks a tile (2 to 64 at d256); with the
+    // persistent grid (the non-causal schedule) and one CTA a tile (the causal one). None of these sizes is in
+    // the bench grid. The backward's are fa3_calib.sh's ncu runs of bwdshape.
+    for (int d : {64, 96, 128, 256})
+      for (int persistent = 1; persistent >= 0; --persistent)
+        for (int sk : {128, 256, 512, 1024, 4096})
+          time_shape({1, 264, 1, 512, sk, d, -1, -1, 0}, persistent, true);
+    // Masked steps: the same heads causal at 4096 keys (bottom-right: query block m sees 29 + m key blocks, the
+    // last masked element by element), one CTA a tile as causal problems run.
+    for (int d : {64, 96, 128, 256}) time_shape({1, 264, 1, 512, 4096, d, -1, 0, 0}, false, true);
     return 0;
   }
   // "bwd": the backward's checks and timings alone (the backward's quick loop).

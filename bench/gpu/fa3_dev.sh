@@ -20,9 +20,13 @@ wait
 nvcc -gencode=arch=compute_90a,code=sm_90a "$obj"/*.o -o "$obj/fa3_dev" >> "$out/ptxas_link.txt" 2>&1
 echo "compiled in $(($(date +%s) - start)) s"
 if [ ! -x "$obj/fa3_dev" ]; then grep -h -A3 "error" "$out"/ptxas_*.txt | head -40; exit 1; fi
+# KEEP_BIN=DIR: the binary copied there (fa3_calib.sh runs it under ncu).
+[ -n "${KEEP_BIN:-}" ] && cp "$obj/fa3_dev" "$KEEP_BIN/"
+[ "${MODE:-}" = build ] && exit 0  # compiled only (fa3_calib.sh runs it)
 grep -h -E "error|registers|spill" "$out"/ptxas_*.txt | grep -v " 0 bytes spill stores, 0 bytes spill loads" | sort | uniq -c | head -20
 nvidia-smi -L
-# TIMING=0: the checks alone; MODE=bwd: the backward's checks and timings alone.
+# TIMING=0: the checks alone; MODE=bwd: the backward's checks and timings alone; MODE=calib: the time model's
+# calibration shapes (fa3_dev.cu says which).
 if [ "${TIMING:-1}" = 0 ]; then "$obj/fa3_dev" checks; else "$obj/fa3_dev" ${MODE:-}; fi | tee "$out/fa3_dev.txt"
 [ "${SDPA:-1}" = 1 ] && PYTHONUNBUFFERED=1 python3 bench/gpu/fa3_dev_sdpa.py | tee "$out/sdpa.txt"
 # One ncu report of the shape (b2 h16 n4096 d128, non-causal, persistent, ping-pong).

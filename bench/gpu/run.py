@@ -492,6 +492,10 @@ def cmd_derive(args):
         derive.l2_adverse(args.flashsim, args.results or os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26"))
     elif args.what == "dram-coverage":
         derive.dram_coverage(args.flashsim)
+    elif args.what == "fa3-heldout":
+        derive.fa3_heldout(args.flashsim, args.results or derive.FA3_CALIB)
+    elif args.what == "fa3-steps":
+        derive.fa3_steps(args.results or derive.FA3_CALIB)
     else:
         derive.l2_reuse_models()
     return 0
@@ -588,9 +592,9 @@ def parser():
     p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
-    p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models"])
+    p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
-    p.add_argument("results", nargs="?", default="", help="l2-adverse: the probes' results folder")
+    p.add_argument("results", nargs="?", default="", help="l2-adverse, fa3-steps, fa3-heldout: the results folder")
 
     for name, what in (("resources", "fa2-v1's compiled resources as CSV (gpu/tools/sass.py)"),
                        ("spills", "LDL / STL of every kernel's SASS (gpu/tools/sass.py)")):

@@ -71,6 +71,18 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.mbarrier_cycles = j.value("mbarrier_cycles", 0.0);
     p.named_barrier_cycles = j.value("named_barrier_cycles", 0.0);
     p.hopper_source = j.value("hopper_source", std::string());
+    for (const auto& e : j.value("measured_steps", nlohmann::json::array())) {
+      MeasuredSteps m;
+      m.kernel = e.at("kernel").get<std::string>();
+      m.head_dim = e.at("head_dim").get<int>();
+      m.block_q = e.at("block_q").get<int>();
+      m.block_k = e.at("block_k").get<int>();
+      m.stages = e.at("stages").get<int>();
+      m.persistent = e.at("persistent").get<bool>();
+      m.tile_s_by_steps = e.at("tile_s_by_steps").get<std::vector<std::pair<double, double>>>();
+      p.measured_steps.push_back(m);
+    }
+    p.measured_steps_source = j.value("measured_steps_source", std::string());
   } catch (const nlohmann::json::exception& e) {
     throw InputError("hw", std::string("bad hardware profile: ") + e.what());
   }
@@ -134,6 +146,19 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
                             field, table->size()));
     for (const double v : *table) positive(field, v);
   }
+  for (const MeasuredSteps& m : p.measured_steps) {
+    const std::string what = fmt::format("measured_steps {} d{}", m.kernel, m.head_dim);
+    for (const int v : {m.head_dim, m.block_q, m.block_k, m.stages}) positive(what.c_str(), v);
+    if (m.tile_s_by_steps.size() < 2)
+      throw InputError("hw",
+                       fmt::format("profile {}: {}: tile_s_by_steps needs 2 points at least", p.name, what));
+    for (size_t i = 0; i < m.tile_s_by_steps.size(); ++i) {
+      positive((what + " tile_s_by_steps").c_str(), m.tile_s_by_steps[i].second);
+      if (i > 0 && !(m.tile_s_by_steps[i].first > m.tile_s_by_steps[i - 1].first))
+        throw InputError(
+            "hw", fmt::format("profile {}: {}: tile_s_by_steps' step counts must increase", p.name, what));
+    }
+  }
   positive("schedulers_per_sm", p.schedulers_per_sm);
   if (p.ncu_dram_repeatability >= 1)
     throw InputError("hw", fmt::format("profile {}: ncu_dram_repeatability is a fraction below 1, got {}",
@@ -142,6 +167,33 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     throw InputError("hw",
                      fmt::format("profile {}: shared_memory_per_block exceeds shared_memory_per_sm", p.name));
   return p;
+}
+
+double MeasuredSteps::tile_s(double steps) const {
+  const auto& v = tile_s_by_steps;
+  size_t i = 1;  // the segment [i - 1, i] that holds (or, at the ends, extends to) steps
+  while (i + 1 < v.size() && steps > v[i].first) ++i;
+  const auto [n0, t0] = v[i - 1];
+  const auto [n1, t1] = v[i];
+  return std::max(0.0, t0 + (t1 - t0) * (steps - n0) / (n1 - n0));
+}
+
+double MeasuredSteps::step_s() const {
+  const auto& v = tile_s_by_steps;
+  return (v.back().second - v[v.size() - 2].second) / (v.back().first - v[v.size() - 2].first);
+}
+
+static nlohmann::json measured_steps_json(const std::vector<MeasuredSteps>& steps) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const MeasuredSteps& m : steps)
+    out.push_back({{"kernel", m.kernel},
+                   {"head_dim", m.head_dim},
+                   {"block_q", m.block_q},
+                   {"block_k", m.block_k},
+                   {"stages", m.stages},
+                   {"persistent", m.persistent},
+                   {"tile_s_by_steps", m.tile_s_by_steps}});
+  return out;
 }
 
 nlohmann::json to_json(const HardwareProfile& p) {
@@ -200,6 +252,8 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"mbarrier_cycles", p.mbarrier_cycles},
           {"named_barrier_cycles", p.named_barrier_cycles},
           {"hopper_source", p.hopper_source},
+          {"measured_steps", measured_steps_json(p.measured_steps)},
+          {"measured_steps_source", p.measured_steps_source},
           {"kernel_arch", p.kernel_arch}};
 }
 

@@ -256,13 +256,14 @@ std::vector<int64_t> parse_dim3(const std::string& text) {
 // prediction.
 void check_launch(const NcuKernel& k, const KernelLaunch& l, const std::string& kind) {
   const auto grid = parse_dim3(k.grid);
-  const std::vector<int64_t> want = {l.grid_x, l.grid_y, l.grid_z};
+  const std::vector<int64_t> want = l.heads_then_batch ? std::vector<int64_t>{l.grid_x, l.grid_z, l.grid_y}
+                                                       : std::vector<int64_t>{l.grid_x, l.grid_y, l.grid_z};
   if (!grid.empty() && grid != want)
     throw InputError("ncu",
                      fmt::format("kernel {} ({}) ran a grid of {}, the problem given launches ({}, {}, {}): "
                                  "the problem flags (--batch, --heads, --seqlen, ...) are not the problem "
                                  "that was profiled",
-                                 k.id, kind, k.grid, l.grid_x, l.grid_y, l.grid_z));
+                                 k.id, kind, k.grid, want[0], want[1], want[2]));
   const auto block = parse_dim3(k.block);
   if (!block.empty() && block[0] * block[1] * block[2] != l.threads)
     throw InputError(
@@ -326,7 +327,9 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
         ctx.spill_store_bytes_per_cta =
             it->second / static_cast<double>(std::max<int64_t>(1, counts.launch.ctas()));
       KernelPrediction pr = predict_kernel(counts, hw, ctx);
-      if (replayed && i > 0) {  // ncu's replay leaves dirty data in L2 that this kernel evicts
+      if (replayed &&
+          (i > 0 ||
+           rec->model->follows_memset)) {  // ncu's replay leaves dirty data in L2 that this kernel evicts
         kc.replay_write_bytes = hw.ncu_replay_write_bytes;
         pr.dram_write += static_cast<int64_t>(hw.ncu_replay_write_bytes);
       }
@@ -335,11 +338,17 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
       // The replay's dirty data is ncu's, not the kernel's: it raises the upper bound only (its amount varies
       // between kernels: 1.9 .. 3.4 MB on SDPA's, less on fa2-v1's).
       range.write.upper += kc.replay_write_bytes;
+      // dQ by bulk copies: the TMA unit's, not the LSU's; its reduces are the L2's reduce sectors.
+      const TensorTraffic& dq = counts.tensors[static_cast<size_t>(ref::TensorId::DqAccum)];
+      const bool bulk = rec->model->dq_by_bulk_copy;
+      const double lsu_stores = static_cast<double>(counts.store_bytes() - (bulk ? dq.store.bytes : 0));
+      const double lsu_reduces = static_cast<double>(counts.reduce_bytes() - (bulk ? dq.reduce.bytes : 0));
       const std::pair<const char*, std::pair<double, double>> rows[] = {
           {"l1tex__m_xbar2l1tex_read_bytes.sum", {static_cast<double>(counts.load_bytes()), 0.02}},
-          {"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", {static_cast<double>(counts.store_bytes()), 0.02}},
-          {"l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum",
-           {static_cast<double>(counts.reduce_bytes()), 0.02}},
+          {"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", {lsu_stores, 0.02}},
+          {"l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum", {lsu_reduces, 0.02}},
+          {bulk ? "lts__t_sectors_srcunit_tex_op_red.sum" : "",
+           {static_cast<double>(dq.reduce.bytes) / 32, 0.02}},
           {"dram__bytes_read.sum", {static_cast<double>(pr.dram_read), 0}},
           {"dram__bytes_write.sum", {static_cast<double>(pr.dram_write), 0}},
           {"l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", {0.0, 0.0}},
@@ -352,6 +361,7 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
           r != k.metrics.end() && w != k.metrics.end())
         dram_floor = hw.ncu_dram_repeatability * (r->second + w->second);
       for (const auto& [metric, pt] : rows) {
+        if (*metric == '\0') continue;
         if (auto u = k.unknown_units.find(metric); u != k.unknown_units.end())
           throw InputError("ncu", "kernel " + k.id + ": " + metric + " is in '" + u->second +
                                       "', a unit flashsim cannot convert to base units");

@@ -16,10 +16,12 @@
 #include <cmath>
 #include <vector>
 
+#include "fa3_tiles.h"
 #include "flashsim/error.h"
 #include "flashsim/families/fa3/instances.h"
 #include "flashsim/sim/cta_model.h"
 #include "kernels.h"
+#include "measured_steps.h"
 
 namespace flashsim::sim::kernels {
 
@@ -27,12 +29,6 @@ namespace {
 
 using ref::AccessKind;
 using ref::TensorId;
-
-// The persistent grid's CTAs: one an SM of the GPUs fa3-v1 runs on (sm_90a: the H100 SXM5 and the H200, 132
-// SMs each), and their L2 (50 MiB), which sizes the causal schedule's head groups. The kernel asks the device; a
-// launch (KernelModel::launch) has no profile, so the model takes the H100's (a 114-SM H100 PCIe would run 114).
-constexpr int64_t kPersistentCtas = 132;
-constexpr int64_t kL2Bytes = 52428800;
 
 // The tile a launch runs: the config's own when it has fa3's shape (the ncu name's template arguments give
 // one; so does --warps 4 x (1 + Br / 64)), else the instance fa3-v1 compiles for the head dim
@@ -69,12 +65,12 @@ Fa3Shape fa3_shape(const AttentionProblem& p, const TileConfig& c) {
   const bool windowed =
       (p.window_left >= 0 && p.window_left < span) || (p.window_right >= 0 && p.window_right < span);
   const Fa3Schedule rule = fa3_fwd_schedule(windowed, 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
-                                            kL2Bytes, p.batch * p.heads_q);
+                                            kFa3L2Bytes, p.batch * p.heads_q);
   s.persistent = rule.persistent;
   s.head_group = rule.head_group;
   s.num_m = ceil_div(p.seqlen_q, s.br);
   s.tiles = s.num_m * p.heads_q * p.batch;
-  s.grid = s.persistent ? std::min(s.tiles, kPersistentCtas) : s.tiles;
+  s.grid = s.persistent ? std::min(s.tiles, kFa3PersistentCtas) : s.tiles;
   return s;
 }
 
@@ -110,25 +106,6 @@ bool masked_block(const AttentionProblem& p, const Fa3Shape& s, int64_t b, int64
   const int64_t first_row = m * s.br, last_row = first_row + s.br - 1;
   return last_col >= lk || (p.window_right >= 0 && last_col > first_row + shift + p.window_right) ||
          (p.window_left >= 0 && first_col < last_row + shift - p.window_left);
-}
-
-// Rows a TMA box of `rows` rows starting at packed row g0 reads: those inside the tensor of `total` rows.
-int64_t box_rows(int64_t g0, int64_t rows, int64_t total) {
-  return std::clamp<int64_t>(total - g0, 0, rows);
-}
-
-// A box's rows as moves of the sequences they belong to (a box may run into the next sequences' rows), so that
-// the executed schedule touches the very rows (their addresses, their footprint) a neighbouring tile reads.
-void add_box(CtaBuilder& x, AccessKind k, TensorId t, int64_t head, const std::vector<int64_t>& cu, int64_t b,
-             int64_t row0, int64_t rows, int64_t cols) {
-  int64_t g = cu[static_cast<size_t>(b)] + row0;
-  const int64_t g1 = g + box_rows(g, rows, cu.back());
-  while (g < g1) {
-    while (cu[static_cast<size_t>(b) + 1] <= g) ++b;
-    const int64_t end = std::min(g1, cu[static_cast<size_t>(b) + 1]);
-    x.add(k, t, b, head, g - cu[static_cast<size_t>(b)], end - g, cols, x.e);
-    g = end;
-  }
 }
 
 // The launch: 384 threads (a producer and two consumer warpgroups), Q and stages x (K, V) in shared memory, 168
@@ -216,8 +193,9 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
   const auto cu_q = p.cu_seqlens_q(), cu_k = p.cu_seqlens_k();
   KernelCounts one;  // one query head
   SequenceCounter x{one, nullptr, 0, nullptr};
-  // work[b][m]: the algorithm's FLOPs of tile (b, m), any head.
+  // work[b][m]: the algorithm's FLOPs of tile (b, m), any head; its key blocks and masked key blocks.
   std::vector<std::vector<double>> work(static_cast<size_t>(p.batch), std::vector<double>(s.num_m, 0.0));
+  auto steps = work, masked = work, live = work;
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t lq = p.len_q(b), lk = p.len_k(b);
     for (int64_t m = 0; m < s.num_m; ++m) {
@@ -225,6 +203,10 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
       if (q0 >= lq) continue;
       const int64_t rq = std::min(s.br, lq - q0);
       const auto [n0, n1] = key_blocks(p, s, b, m);
+      live[b][m] = 1;
+      steps[b][m] = static_cast<double>(std::max<int64_t>(0, n1 - n0));
+      for (int64_t n = n0; n < n1; ++n)
+        if (masked_block(p, s, b, m, n)) masked[b][m] += 1;
       if (n1 > n0) {
         x.load(TensorId::Q, box_rows(cu_q[b] + q0, s.br, cu_q.back()), d, e);
         int64_t read = 0;
@@ -253,9 +235,19 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
   // The CTAs' work in launch order: a tile each (the block scheduler deals them out), or a persistent CTA's
   // tiles summed. Kept only when the CTAs differ (as the executed count keeps it).
   std::vector<double> ctas(static_cast<size_t>(s.grid), 0.0);
+  WarpSpecializedWork& w = k.launch.ws;
+  const bool listed = s.grid <= WarpSpecializedWork::kMaxListedCtas;
+  if (listed)
+    for (auto* v : {&w.cta_tiles, &w.cta_steps, &w.cta_masked}) v->assign(static_cast<size_t>(s.grid), 0.0);
   for (int64_t t = 0; t < s.tiles; ++t) {
     const auto [b, h, m] = tile_id(s, p, t);
-    ctas[static_cast<size_t>(t % s.grid)] += work[b][m];
+    const auto cta = static_cast<size_t>(t % s.grid);
+    ctas[cta] += work[b][m];
+    if (listed) {
+      w.cta_tiles[cta] += live[b][m];
+      w.cta_steps[cta] += steps[b][m];
+      w.cta_masked[cta] += masked[b][m];
+    }
   }
   if (std::any_of(ctas.begin(), ctas.end(), [&](double v) { return v != ctas.front(); }))
     k.cta_work = std::move(ctas);
@@ -287,12 +279,14 @@ TileConfig from_fa3_traits(const std::smatch& m, const std::string& name) {
 // ---------------------------------------------------------------------------------------------------- time
 // Instructions a consumer thread issues a key block beyond its scores' (the model's counts of the kernel's
 // loop: the online softmax's quad shuffles and row statistics, the wgmma descriptors, fences, commits and waits,
-// the pipelines' waits and releases, the turn's barrier and the loop), and per score: max, scale-and-subtract
-// (FFMA), add to the row sum, and half a conversion (two scores a packed 16-bit pair), plus 4 where the block
-// masks its scores element by element (index, two compares, select) and 2 with a softcap (two multiplies; its
-// tanh is a second MUFU op).
+// the pipelines' waits and releases, the turn's barrier and the loop), and per score: max, subtract the row max
+// and scale ((s - m) scale log2 e: FADD, FMUL), add to the row sum, and half a conversion (two scores a packed
+// 16-bit pair): ncu's instruction counts of the d64 forward have 1.03 FMNMX, 1.97 FADD, 1.48 FMUL (O's rescale
+// too) and 0.49 F2FP a MUFU.EX2 (calibration fa3.step_costs_h100's run); plus 4 where
+// the block masks its scores element by element (index, two compares, select) and 2 with a softcap (two
+// multiplies; its tanh is a second MUFU op).
 constexpr double kStepInstructions = 40;
-constexpr double kScoreInstructions = 3.5, kMaskInstructions = 4, kSoftcapInstructions = 2;
+constexpr double kScoreInstructions = 4.5, kMaskInstructions = 4, kSoftcapInstructions = 2;
 // Bytes a SM's load/store unit takes a clock: a warp's 32 four-byte stores (the epilogue's O).
 constexpr double kStoreBytesPerClock = 128;
 
@@ -350,6 +344,11 @@ CtaTime fa3_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   const double p_load = kv_bytes / tma_clk;
   const double step = std::max({p_pipe, p_wg, p_load});
   const double masked_step = std::max({p_pipe, p_wg + t_mask, p_load});
+  // The same step without a softcap (the measured costs' own pipeline).
+  const double mufu_plain = scores + 2,
+               alu_plain = scores * kScoreInstructions + kStepInstructions + d / 16 + bc / 16;
+  const double t_s_plain = std::max(mufu_plain * 32 / std::max(1.0, sfu_lanes), mufu_plain + alu_plain);
+  const double step_plain = std::max({p_pipe, t_qk + std::max(t_s_plain, t_pv) + t_after + t_sync, p_load});
   // A step's K / V load, issued stages - 1 steps ahead of its use: what of its latency the steps do not hide.
   const double tma_latency = hw.tma_latency_s * clk;
   const double step_exposed =
@@ -377,6 +376,19 @@ CtaTime fa3_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   const double busy = std::max({t.t_tensor, t.t_alu, t.t_chain});
   t.bound = step == p_pipe ? "tensor" : step == p_load ? "tma" : t_s >= t_pv ? "alu" : "chain";
   t.time_s = busy * imbalance;
+  // The instance's measured step and tile costs where the profile has them (calibration fa3.step_costs_h100):
+  // the estimate above misses where the softmax's dependent instructions, not a unit's rate, set the step (d64:
+  // 1.5x: calibration fa3.step_costs_h100). A masked step adds its mask instructions, a softcap its
+  // share of the estimate (the calibration has neither).
+  WarpSpecializedWork plain = w;
+  plain.softcap = false;
+  if (const MeasuredSteps* m = find_measured_steps(hw, "fwd_fa3", plain)) {
+    const double softcap_extra = w.softcap ? std::max(0.0, step - step_plain) / clk : 0.0;
+    t.time_s = measured_makespan(w, *m, softcap_extra, (masked_step - step) / clk,
+                                 static_cast<int64_t>(slots), imbalance);
+    t.chain_step_s = m->step_s() + softcap_extra;
+    t.bound = "measured steps";
+  }
   return t;
 }
 

@@ -26,6 +26,9 @@ KernelModel fa2_backward_convert_dq();
 KernelModel fa2_splitkv_forward();
 KernelModel fa2_splitkv_combine();
 KernelModel fa3_forward();
+KernelModel fa3_backward_dot_do_o();
+KernelModel fa3_backward();
+KernelModel fa3_backward_convert_dq();
 
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;

@@ -9,6 +9,19 @@
 
 namespace flashsim::sim {
 
+// One compiled kernel instance's measured costs (HardwareProfile::measured_steps): an SM's seconds for a tile (a
+// CTA's work unit) of n steps at a few n, tile_s_by_steps = {{n, seconds}, ...} in increasing n (two at least).
+struct MeasuredSteps {
+  std::string kernel;  // the kernel model's name: "fwd_fa3", "bwd_fa3"
+  int head_dim = 0, block_q = 0, block_k = 0, stages = 0;
+  bool persistent = false;  // the grid it was measured with: persistent CTAs, or one CTA a tile
+  std::vector<std::pair<double, double>> tile_s_by_steps;
+  // A tile of n steps: linear between the measured n, the last two's slope past them, the first two's below
+  // (at least 0).
+  double tile_s(double steps) const;
+  double step_s() const;  // the slope of the last two: a step of a long tile
+};
+
 struct HardwareProfile {
   std::string name, description;
   int sms = 1;
@@ -91,6 +104,12 @@ struct HardwareProfile {
   std::vector<double> wgmma_ss_flops_per_clock, wgmma_rs_flops_per_clock;
   double tma_latency_s = 0, tma_bytes_per_s = 0, mbarrier_cycles = 0, named_barrier_cycles = 0;
   std::string hopper_source;  // where they come from (placeholders say so)
+  // Measured main-loop costs of compiled warp-specialized kernels (calibration fa3.step_costs_h100,
+  // bench/gpu/fa3_calib.sh): on shapes none of the bench grid's, the slope of a kernel's time over its steps
+  // (key blocks of the forward, query blocks of the backward) and the intercept, per SM. Where an entry matches
+  // a launch (kernel, tile, grid), the kernel's time model takes these instead of its component estimate.
+  std::vector<MeasuredSteps> measured_steps;
+  std::string measured_steps_source;
   // The SASS architecture gpu/'s build runs on this GPU ("sm_80" for sm_80 .. sm_89, "sm_90"): whose compiled
   // kernels' registers (kernel_resources.h) set fa2-v1's occupancy. Empty: the model's register estimate.
   std::string kernel_arch;

@@ -106,6 +106,14 @@ struct KernelModel {
   // The grid's z spans the kv heads (not the query heads): CTA (b, hk, block) moves the data of kv head hk's
   // whole group of query heads (counted once per kv head, and dK / dV footprints per kv head).
   bool per_kv_head = false;
+  // dQ's partial sums leave through the TMA unit (cp.reduce.async.bulk, or cp.async.bulk to slabs), not the
+  // load/store unit: traffic compare leaves the DqAccum bytes out of the LSU's store and reduce metrics and
+  // holds its reduces to the L2's reduce sectors (lts__t_sectors_srcunit_tex_op_red).
+  bool dq_by_bulk_copy = false;
+  // The pass clears a buffer with a memset right before this kernel (fa3-v1's dq_accum before dot_do_o): as
+  // after an earlier kernel of an ncu report, the memset's dirty lines that ncu's replay leaves in L2 come out
+  // as this kernel's DRAM writes (traffic compare allows them, calibration h100.ncu_replay_write_bytes).
+  bool follows_memset = false;
   // Grid, threads, registers and shared-memory buffers (launch() sets the model).
   KernelLaunch (*launch)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   // The moves and work of CTA (b, h, block) of the grid (b < grid_y, h < grid_z, block < grid_x; h a kv head

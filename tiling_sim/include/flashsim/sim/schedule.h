@@ -66,12 +66,19 @@ struct WarpSpecializedWork {
   bool persistent = false;  // CTAs walk tiles gridDim apart (grid < tiles)
   bool softcap = false;     // the score pipeline's tanh (one more MUFU a score)
   double tiles = 0, steps = 0, masked_steps = 0;
+  // Each CTA's tiles, steps and masked steps in launch order (the closed form fills them, up to
+  // kMaxListedCtas CTAs; empty: the totals above alone).
+  std::vector<double> cta_tiles, cta_steps, cta_masked;
+  static constexpr int64_t kMaxListedCtas = int64_t{1} << 22;  // 4M CTAs: 96 MiB of lists at most
 };
 
 // Launch shape of a kernel (no moves).
 struct KernelLaunch {
   const KernelModel* model = nullptr;  // the kernel launched (its name; which MMA rate the time model uses)
   int64_t grid_x = 1, grid_y = 1, grid_z = 1;
+  // The kernel itself launches (grid_x, grid_z, grid_y): heads along y and the batch along z, where the CTA
+  // builder's grid has the batch along y (fa3-v1's backward); ncu's grid is checked against that.
+  bool heads_then_batch = false;
   int threads = 128;
   int regs_per_thread = 0;        // 0: not modeled (occupancy from shared memory and threads only)
   int64_t accumulator_elems = 0;  // fp32 elements a CTA accumulates in registers (0: not modeled)

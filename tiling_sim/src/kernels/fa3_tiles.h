@@ -1,0 +1,30 @@
+#pragma once
+// What fa3-v1's forward and backward models share: TMA boxes over the packed [rows, heads, d] tensors, and the
+// GPUs the family runs on.
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "flashsim/sim/kernel_model.h"
+
+namespace flashsim::sim::kernels {
+
+// The persistent grid's CTAs: one an SM of the GPUs fa3-v1 runs on (sm_90a: the H100 SXM5 and the H200, 132
+// SMs each), and their L2 (50 MiB), which sizes the causal schedule's head groups. The kernel asks the device; a
+// launch (KernelModel::launch) has no profile, so the model takes the H100's (a 114-SM H100 PCIe would run 114).
+inline constexpr int64_t kFa3PersistentCtas = 132;
+inline constexpr int64_t kFa3L2Bytes = 52428800;
+
+// Rows a TMA box of `rows` rows starting at packed row g0 reads: those inside the tensor of `total` rows (TMA
+// fills rows past its end with zeros without reading memory; rows of the next sequence inside it are read).
+inline int64_t box_rows(int64_t g0, int64_t rows, int64_t total) {
+  return std::clamp<int64_t>(total - g0, 0, rows);
+}
+
+// A box's rows as moves of the sequences they belong to (a box may run into the next sequences' rows), so that
+// the executed schedule touches the very rows (their addresses, their footprint) a neighbouring tile reads.
+// cu: the packed tensor's sequence offsets (cu_seqlens), b: the box's sequence, row0: its first row there.
+void add_box(CtaBuilder& x, ref::AccessKind k, ref::TensorId t, int64_t head, const std::vector<int64_t>& cu,
+             int64_t b, int64_t row0, int64_t rows, int64_t cols);
+
+}  // namespace flashsim::sim::kernels

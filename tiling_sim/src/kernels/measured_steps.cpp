@@ -1,0 +1,46 @@
+#include "measured_steps.h"
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+namespace flashsim::sim::kernels {
+
+const MeasuredSteps* find_measured_steps(const HardwareProfile& hw, std::string_view kernel,
+                                         const WarpSpecializedWork& w) {
+  for (const MeasuredSteps& m : hw.measured_steps)
+    if (m.kernel == kernel && m.head_dim == w.head_dim && m.block_q == w.block_q && m.block_k == w.block_k &&
+        m.stages == w.stages && m.persistent == w.persistent)
+      return &m;
+  return nullptr;
+}
+
+double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, double step_extra_s,
+                         double masked_extra_s, int64_t slots, double imbalance) {
+  slots = std::max<int64_t>(1, slots);
+  // A CTA of `tiles` tiles and `steps` steps: its tiles taken as equal (a persistent CTA's tiles differ little
+  // where it runs persistent: the non-causal schedule).
+  const auto cost = [&](double tiles, double steps, double masked) {
+    return tiles > 0 ? tiles * m.tile_s(steps / tiles) + steps * step_extra_s + masked * masked_extra_s : 0.0;
+  };
+  const size_t n = w.cta_tiles.size();
+  if (n == 0 || w.cta_steps.size() != n || w.cta_masked.size() != n)
+    return cost(w.tiles, w.steps, w.masked_steps) / static_cast<double>(slots) * imbalance;
+  // end times of the slots, the earliest on top (a min-heap)
+  std::vector<double> heap;
+  heap.reserve(static_cast<size_t>(std::min<int64_t>(slots, static_cast<int64_t>(n))));
+  for (size_t i = 0; i < n; ++i) {
+    const double c = cost(w.cta_tiles[i], w.cta_steps[i], w.cta_masked[i]);
+    if (static_cast<int64_t>(heap.size()) < slots) {
+      heap.push_back(c);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    } else {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+      heap.back() += c;
+      std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    }
+  }
+  return *std::max_element(heap.begin(), heap.end());
+}
+
+}  // namespace flashsim::sim::kernels

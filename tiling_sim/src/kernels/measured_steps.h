@@ -1,0 +1,25 @@
+#pragma once
+// The time of a warp-specialized launch from its instance's measured costs (HardwareProfile::measured_steps,
+// calibration fa3.step_costs_h100): the fa3 family's forward and backward time models take it where the profile
+// has their tile, and their component estimate elsewhere.
+#include <cstdint>
+#include <string_view>
+
+#include "flashsim/sim/hardware.h"
+#include "flashsim/sim/schedule.h"
+
+namespace flashsim::sim::kernels {
+
+// The entry of `kernel` measured with w's tile (Br, Bc, stages, head dim) and grid (persistent or one CTA a
+// tile); nullptr when the profile has none.
+const MeasuredSteps* find_measured_steps(const HardwareProfile& hw, std::string_view kernel,
+                                         const WarpSpecializedWork& w);
+
+// Seconds from the first CTA's start to the last CTA's end: CTA i costs tiles_i tile_s(steps_i / tiles_i) +
+// steps_i step_extra_s + masked_i masked_extra_s; one CTA a tile deals the CTAs in launch order to `slots` resident slots (each slot
+// takes the next CTA when its last one ends: the block scheduler); a persistent grid (<= slots CTAs) starts
+// them all at once. Without w's per-CTA lists: the totals over the slots, times `imbalance`.
+double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, double step_extra_s,
+                         double masked_extra_s, int64_t slots, double imbalance);
+
+}  // namespace flashsim::sim::kernels
