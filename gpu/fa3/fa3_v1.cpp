@@ -167,9 +167,11 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   Fa3FwdParams a;
   set_problem(a, p, args);
   a.o = args.o, a.lse = args.lse, a.softcap = static_cast<float>(p.softcap);
-  const Fa3Schedule schedule = fa3_fwd_schedule(a.window_left >= 0 || a.window_right >= 0,
-                                                2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
-                                                device_l2_bytes(), p.batch * p.heads_q);
+  const bool causal = a.window_left < 0 && a.window_right == 0;
+  const bool windowed = !causal && (a.window_left >= 0 || a.window_right >= 0);
+  const Fa3Schedule schedule =
+      fa3_fwd_schedule(causal, windowed, p.seqlen_k, 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
+                       device_l2_bytes(), p.batch * p.heads_q);
   a.persistent = schedule.persistent;
   a.pingpong = schedule.pingpong;
   a.head_group = schedule.head_group;

@@ -79,6 +79,13 @@ TEST(Fa3Model, LaunchFollowsTheSpec) {
   EXPECT_FALSE(lc.ws.persistent);
   EXPECT_EQ(lc.smem_bytes(), (128 + 2 * 2 * 64) * 256 * 2);  // 192 KiB
   EXPECT_DOUBLE_EQ(lc.ws.masked_steps, 2 * 32 * 16 * 2);
+  // Causal below 4096 keys: persistent, the (batch, head)s 16 at a time (fewer when there are fewer).
+  const KernelLaunch ls = launch(fa3(), ProblemBuilder(p).seqlen(2048).causal().build(), TileConfig{});
+  EXPECT_TRUE(ls.ws.persistent);
+  EXPECT_EQ(ls.ctas(), 132);
+  // A window: one CTA a tile, whatever its length.
+  EXPECT_FALSE(
+      launch(fa3(), ProblemBuilder(p).seqlen(2048).window(100, 0).build(), TileConfig{}).ws.persistent);
   // Fewer tiles than SMs: one persistent CTA a tile.
   const auto small = ProblemBuilder(p).batch(1).heads(2).seqlen(1000).build();
   EXPECT_EQ(launch(fa3(), small, TileConfig{}).ctas(), 8 * 2);

@@ -62,10 +62,12 @@ Fa3Shape fa3_shape(const AttentionProblem& p, const TileConfig& c) {
   s.consumers = static_cast<int>(s.br / 64);
   // fa3-v1's launch (gpu/fa3/fa3_v1.cpp): a window edge past every key is no edge.
   const int64_t span = p.seqlen_q + p.seqlen_k;
-  const bool windowed =
-      (p.window_left >= 0 && p.window_left < span) || (p.window_right >= 0 && p.window_right < span);
-  const Fa3Schedule rule = fa3_fwd_schedule(windowed, 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
-                                            kFa3L2Bytes, p.batch * p.heads_q);
+  const int64_t wl = p.window_left < span ? p.window_left : -1,
+                wr = p.window_right < span ? p.window_right : -1;
+  const bool causal = wl < 0 && wr == 0, windowed = !causal && (wl >= 0 || wr >= 0);
+  const Fa3Schedule rule =
+      fa3_fwd_schedule(causal, windowed, p.seqlen_k, 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
+                       kFa3L2Bytes, p.batch * p.heads_q);
   s.persistent = rule.persistent;
   s.head_group = rule.head_group;
   s.num_m = ceil_div(p.seqlen_q, s.br);

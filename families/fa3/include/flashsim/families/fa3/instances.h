@@ -26,25 +26,32 @@ struct Fa3FwdInstance {
 
 // The schedule a problem runs with (gpu/fa3/fa3_fwd_params.h): ping-pong (the two consumer warpgroups take turns
 // at the tensor cores, so that one's softmax runs under the other's GEMMs) everywhere, and a persistent grid
-// (one CTA a SM walking the tiles) where every tile costs the same. Causal and window tiles differ, and the
-// hardware's dynamic hand-out of one CTA a tile balances them better than a static walk; their order takes the
-// (batch, head)s in groups whose K and V fit half the L2 (the share data read again keeps on an H100: 24 of
-// 50 MiB, calibration h100.l2_reuse_bytes) and, within a group, the heaviest query blocks of every head first
-// (calibration fa3.schedule_h100).
+// (one CTA a SM walking the tiles gridDim apart) where the tiles are equal or short:
+//  - no mask: persistent, each (batch, head)'s query blocks in turn;
+//  - causal with fewer than kFa3PersistentCausalKeys keys: persistent, the (batch, head)s taken
+//    kFa3PersistentCausalGroup at a time and, within a group, the heaviest query blocks of every head first. A
+//    one-CTA-a-tile grid pays each short tile's launch and fill; measured on causal lengths of 512 .. 6144 keys
+//    the bench grid lacks, persistent in groups of 16 ran 19-25% faster at 512, 8-12% at 1536, 9-11% at 2048,
+//    3-6% at 3072, even at 6144, and 10-20% slower at 16384 (calibration fa3.schedule_h100);
+//  - longer causal and every windowed launch: one CTA a tile (the hardware's dynamic hand-out balances unequal
+//    tiles better than a static walk), the (batch, head)s in groups whose K and V fit half the L2 (the share
+//    data read again keeps on an H100: 24 of 50 MiB, calibration h100.l2_reuse_bytes), heavy blocks first.
 struct Fa3Schedule {
   bool persistent, pingpong;
   int head_group;  // 0: each (batch, head)'s blocks in turn; G: G (batch, head)s at a time, heavy blocks first
 };
-constexpr Fa3Schedule fa3_fwd_schedule(bool causal_or_window, int64_t kv_bytes_per_head, int64_t l2_bytes,
-                                       int64_t batch_heads) {
-  if (!causal_or_window) return {true, true, 0};
+inline constexpr int64_t kFa3PersistentCausalKeys = 4096;  // between 3072 (persistent faster) and 6144 (even)
+inline constexpr int64_t kFa3PersistentCausalGroup = 16;   // within 5% of the best of 4 .. 64 at 512 .. 3072
+constexpr Fa3Schedule fa3_fwd_schedule(bool causal, bool windowed, int64_t seqlen_k,
+                                       int64_t kv_bytes_per_head, int64_t l2_bytes, int64_t batch_heads) {
+  if (!causal && !windowed) return {true, true, 0};
+  if (causal && !windowed && seqlen_k < kFa3PersistentCausalKeys)
+    return {
+        true, true,
+        static_cast<int>(batch_heads < kFa3PersistentCausalGroup ? batch_heads : kFa3PersistentCausalGroup)};
   int64_t group = kv_bytes_per_head > 0 ? l2_bytes / 2 / kv_bytes_per_head : batch_heads;
   group = group < 1 ? 1 : group > batch_heads ? batch_heads : group;
   return {false, true, static_cast<int>(group)};
-}
-// The grid and turns alone (the tile order needs the sizes above).
-constexpr Fa3Schedule fa3_fwd_schedule(bool causal_or_window) {
-  return {!causal_or_window, true, 0};
 }
 
 inline constexpr int kFa3ConsumerWarpgroups = 2;  // wgmma's M is 64 rows a warpgroup: 128 query rows a CTA
