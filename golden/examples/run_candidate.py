@@ -135,7 +135,13 @@ def main():
     if args.kernel == "sdpa":
         cmd += ["--outputs", "o,dq,dk,dv,dbias"]
     print("$ " + " ".join(cmd), flush=True)
-    return subprocess.call(cmd)
+    try:
+        return subprocess.call(cmd)
+    except OSError as e:  # no such binary (or not executable): one line, naming the flag that sets it
+        print(f"run_candidate.py: error: cannot run flashsim as '{exe}' ({e.strerror}); build it, or name it with "
+              f"--flashsim PATH (the candidate folder {args.out} is written; --no-verify skips this step)",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
