@@ -218,6 +218,16 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
   out.request = r;
   out.hw = hw;
   const size_t total = r.head_dims.size() * r.dtypes.size() * r.features.size() * r.seqlens.size();
+  // A head dim fa2-v1 has no instance of: nothing to rank (an error, not "0 of 0 configs fit").
+  for (int64_t d : r.head_dims)
+    if (r.space == TuneSpace::Instances && tune_space(r.kernel, r.space, d).empty()) {
+      std::string have;
+      for (int64_t h : {64, 96, 128, 256})
+        if (!tune_space(r.kernel, r.space, h).empty()) have += (have.empty() ? "" : ", ") + std::to_string(h);
+      throw InputError("head_dims", fmt::format("head dim {}: fa2-v1 has no {} instance of it (it compiles head "
+                                                "dims {}; --space all ranks any head dim's configs)",
+                                                d, r.kernel == TuneKernel::Fa2Fwd ? "forward" : "backward", have));
+    }
   for (int64_t d : r.head_dims)
     for (DType t : r.dtypes)
       for (const TuneFeatures& f : r.features)
