@@ -33,7 +33,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 }  // namespace
 
 void ProblemFlags::add_to(CLI::App* cmd) {
-  cmd->add_option("--batch", batch, "Batch size (sequences)")->capture_default_str();
+  batch_option = cmd->add_option("--batch", batch, "Batch size (sequences)")->capture_default_str();
   cmd->add_option("--heads", heads, "Query heads")->capture_default_str();
   cmd->add_option("--heads-kv", heads_kv, "Key/value heads (GQA/MQA when fewer; default: --heads)");
   cmd->add_option("--seqlen", seqlen, "Sequence length of queries and keys")->capture_default_str();
@@ -113,6 +113,11 @@ AttentionProblem ProblemFlags::problem() const {
       p.seqlens_q.push_back(parse_int(qk[0], "varlen"));
       p.seqlens_k.push_back(parse_int(qk.size() == 2 ? qk[1] : qk[0], "varlen"));
     }
+    if (batch_option && batch_option->count() > 0 && batch != static_cast<int64_t>(p.seqlens_q.size()))
+      throw InputError("batch",
+                       fmt::format("--batch {} disagrees with --varlen's {} sequences (--varlen sets the "
+                                   "batch size: leave --batch out)",
+                                   batch, p.seqlens_q.size()));
     p.batch = static_cast<int64_t>(p.seqlens_q.size());
     p.seqlen_q = *std::max_element(p.seqlens_q.begin(), p.seqlens_q.end());
     p.seqlen_k = *std::max_element(p.seqlens_k.begin(), p.seqlens_k.end());

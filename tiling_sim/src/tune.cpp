@@ -224,9 +224,10 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
       std::string have;
       for (int64_t h : {64, 96, 128, 256})
         if (!tune_space(r.kernel, r.space, h).empty()) have += (have.empty() ? "" : ", ") + std::to_string(h);
-      throw InputError("head_dims", fmt::format("head dim {}: fa2-v1 has no {} instance of it (it compiles head "
-                                                "dims {}; --space all ranks any head dim's configs)",
-                                                d, r.kernel == TuneKernel::Fa2Fwd ? "forward" : "backward", have));
+      throw InputError("head_dims",
+                       fmt::format("head dim {}: fa2-v1 has no {} instance of it (it compiles head "
+                                   "dims {}; --space all ranks any head dim's configs)",
+                                   d, r.kernel == TuneKernel::Fa2Fwd ? "forward" : "backward", have));
     }
   for (int64_t d : r.head_dims)
     for (DType t : r.dtypes)

@@ -21,6 +21,8 @@ struct ProblemFlags {
   uint64_t seed = 0;
   int64_t page_size = 0, num_blocks = 0, seqlen_new = 0;
   std::string cache_seqlens, block_mask, block_mask_shape = "1hqk", block_mask_tile = "128,128";
+  const CLI::Option* batch_option =
+      nullptr;  // --batch, to tell a given batch from the default (add_to sets it)
 
   // Adds --batch --heads --heads-kv --seqlen --seqlen-q --seqlen-k --head-dim --head-dim-v --dtype --scale
   // --causal --window --softcap --bias --mask --mask-keep --alibi --varlen --seed, the KV-cache flags
