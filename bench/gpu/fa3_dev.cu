@@ -440,8 +440,9 @@ int main(int argc, char** argv) {
     const int span = s.sq + s.sk;
     const int wl = s.wl < span ? s.wl : -1, wr = s.wr < span ? s.wr : -1;
     const bool causal = wl < 0 && wr == 0, windowed = !causal && (wl >= 0 || wr >= 0);
-    const flashsim::Fa3Schedule rule = flashsim::fa3_fwd_schedule(
-        causal, windowed, s.sk, 2LL * s.sk * s.d * 2, 52428800LL, int64_t(s.b) * s.h);
+    const flashsim::Fa3Schedule rule =
+        flashsim::fa3_fwd_schedule(causal, windowed, s.sk, int64_t((s.sq + 127) / 128) * s.h * s.b, 132,
+                                   2LL * s.sk * s.d * 2, 52428800LL, int64_t(s.b) * s.h);
     const double ms = time_shape(s, rule.persistent, rule.pingpong, rule.head_group);
     std::printf("fwdshape %d %d %d %d %d %d %d %d: %.4f ms\n", v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
                 ms);
@@ -455,8 +456,8 @@ int main(int argc, char** argv) {
       for (int n : {512, 1536, 2048, 3072, 6144}) {
         const Shape s{std::max(1, 32768 / n), 16, 16, n, n, d, -1, 0, 0};
         // the long-causal rule's groups (K and V in half the L2), one CTA a tile
-        const flashsim::Fa3Schedule rule =
-            flashsim::fa3_fwd_schedule(false, true, n, 2LL * n * d * 2, 52428800LL, int64_t(s.b) * s.h);
+        const flashsim::Fa3Schedule rule = flashsim::fa3_fwd_schedule(false, true, n, 0, 132, 2LL * n * d * 2,
+                                                                      52428800LL, int64_t(s.b) * s.h);
         time_shape(s, false, true, rule.head_group);
         time_shape(s, true, true, 0);
         for (int g : {4, 8, 16, 32, 64}) time_shape(s, true, true, g);

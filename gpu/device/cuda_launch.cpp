@@ -54,4 +54,8 @@ int64_t device_l2_bytes() {
   return device_attribute(cudaDevAttrL2CacheSize);
 }
 
+int64_t device_sm_count() {
+  return device_attribute(cudaDevAttrMultiProcessorCount);
+}
+
 }  // namespace flashsim::gpu

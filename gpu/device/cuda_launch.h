@@ -24,5 +24,7 @@ int64_t device_smem_optin();
 int device_compute_capability();
 // The current device's L2 bytes (50 MiB on an H100); 0 where no device is usable.
 int64_t device_l2_bytes();
+// The current device's SMs (132 on an H100 SXM5); 0 where no device is usable.
+int64_t device_sm_count();
 
 }  // namespace flashsim::gpu

@@ -169,9 +169,11 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   a.o = args.o, a.lse = args.lse, a.softcap = static_cast<float>(p.softcap);
   const bool causal = a.window_left < 0 && a.window_right == 0;
   const bool windowed = !causal && (a.window_left >= 0 || a.window_right >= 0);
-  const Fa3Schedule schedule =
-      fa3_fwd_schedule(causal, windowed, p.seqlen_k, 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
-                       device_l2_bytes(), p.batch * p.heads_q);
+  const Fa3FwdInstance* tile = fa3_fwd_instance(static_cast<int>(p.head_dim));
+  const int64_t tiles = (p.seqlen_q + tile->block_q - 1) / tile->block_q * p.heads_q * p.batch;
+  const Fa3Schedule schedule = fa3_fwd_schedule(causal, windowed, p.seqlen_k, tiles, device_sm_count(),
+                                                2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
+                                                device_l2_bytes(), p.batch * p.heads_q);
   a.persistent = schedule.persistent;
   a.pingpong = schedule.pingpong;
   a.head_group = schedule.head_group;

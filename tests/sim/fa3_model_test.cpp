@@ -79,10 +79,13 @@ TEST(Fa3Model, LaunchFollowsTheSpec) {
   EXPECT_FALSE(lc.ws.persistent);
   EXPECT_EQ(lc.smem_bytes(), (128 + 2 * 2 * 64) * 256 * 2);  // 192 KiB
   EXPECT_DOUBLE_EQ(lc.ws.masked_steps, 2 * 32 * 16 * 2);
-  // Causal below 4096 keys: persistent, the (batch, head)s 16 at a time (fewer when there are fewer).
-  const KernelLaunch ls = launch(fa3(), ProblemBuilder(p).seqlen(2048).causal().build(), TileConfig{});
+  // Causal below 4096 keys with 8 tiles an SM or more: persistent, the (batch, head)s 16 at a time; with
+  // fewer tiles (b2 h16 n2048: 512 of them, under 8 x 132), one CTA a tile.
+  const KernelLaunch ls =
+      launch(fa3(), ProblemBuilder(p).batch(8).seqlen(2048).causal().build(), TileConfig{});
   EXPECT_TRUE(ls.ws.persistent);
   EXPECT_EQ(ls.ctas(), 132);
+  EXPECT_FALSE(launch(fa3(), ProblemBuilder(p).seqlen(2048).causal().build(), TileConfig{}).ws.persistent);
   // A window: one CTA a tile, whatever its length.
   EXPECT_FALSE(
       launch(fa3(), ProblemBuilder(p).seqlen(2048).window(100, 0).build(), TileConfig{}).ws.persistent);

@@ -65,9 +65,9 @@ Fa3Shape fa3_shape(const AttentionProblem& p, const TileConfig& c) {
   const int64_t wl = p.window_left < span ? p.window_left : -1,
                 wr = p.window_right < span ? p.window_right : -1;
   const bool causal = wl < 0 && wr == 0, windowed = !causal && (wl >= 0 || wr >= 0);
-  const Fa3Schedule rule =
-      fa3_fwd_schedule(causal, windowed, p.seqlen_k, 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
-                       kFa3L2Bytes, p.batch * p.heads_q);
+  const Fa3Schedule rule = fa3_fwd_schedule(
+      causal, windowed, p.seqlen_k, ceil_div(p.seqlen_q, s.br) * p.heads_q * p.batch, kFa3PersistentCtas,
+      2 * p.seqlen_k * p.head_dim * kFa3ElementBytes, kFa3L2Bytes, p.batch * p.heads_q);
   s.persistent = rule.persistent;
   s.head_group = rule.head_group;
   s.num_m = ceil_div(p.seqlen_q, s.br);

@@ -28,11 +28,14 @@ struct Fa3FwdInstance {
 // at the tensor cores, so that one's softmax runs under the other's GEMMs) everywhere, and a persistent grid
 // (one CTA a SM walking the tiles gridDim apart) where the tiles are equal or short:
 //  - no mask: persistent, each (batch, head)'s query blocks in turn;
-//  - causal with fewer than kFa3PersistentCausalKeys keys: persistent, the (batch, head)s taken
-//    kFa3PersistentCausalGroup at a time and, within a group, the heaviest query blocks of every head first. A
-//    one-CTA-a-tile grid pays each short tile's launch and fill; measured on causal lengths of 512 .. 6144 keys
-//    the bench grid lacks, persistent in groups of 16 ran 19-25% faster at 512, 8-12% at 1536, 9-11% at 2048,
-//    3-6% at 3072, even at 6144, and 10-20% slower at 16384 (calibration fa3.schedule_h100);
+//  - causal with fewer than kFa3PersistentCausalKeys keys and at least kFa3PersistentCausalTilesPerSm tiles an
+//    SM: persistent, the (batch, head)s taken kFa3PersistentCausalGroup at a time and, within a group, the
+//    heaviest query blocks of every head first. A one-CTA-a-tile grid pays each short tile's launch and fill;
+//    measured on causal lengths of 512 .. 6144 keys the bench grid lacks (31 to 64 tiles an SM), persistent in
+//    groups of 16 ran 19-25% faster at 512, 8-12% at 1536, 9-11% at 2048, 3-6% at 3072, even at 6144, and
+//    10-20% slower at 16384 (calibration fa3.schedule_h100). With few tiles an SM the static walk leaves its
+//    last round unbalanced (b2 h16/4 n912 d64 causal, 2 tiles an SM: 30.2 us persistent, 25.7 one CTA a tile
+//    in another run);
 //  - longer causal and every windowed launch: one CTA a tile (the hardware's dynamic hand-out balances unequal
 //    tiles better than a static walk), the (batch, head)s in groups whose K and V fit half the L2 (the share
 //    data read again keeps on an H100: 24 of 50 MiB, calibration h100.l2_reuse_bytes), heavy blocks first.
@@ -42,10 +45,14 @@ struct Fa3Schedule {
 };
 inline constexpr int64_t kFa3PersistentCausalKeys = 4096;  // between 3072 (persistent faster) and 6144 (even)
 inline constexpr int64_t kFa3PersistentCausalGroup = 16;   // within 5% of the best of 4 .. 64 at 512 .. 3072
-constexpr Fa3Schedule fa3_fwd_schedule(bool causal, bool windowed, int64_t seqlen_k,
-                                       int64_t kv_bytes_per_head, int64_t l2_bytes, int64_t batch_heads) {
+inline constexpr int64_t kFa3PersistentCausalTilesPerSm = 8;  // a quarter of the fewest measured (31)
+// tiles: the launch's (query block, head, batch) tiles; sms: the device's SMs.
+constexpr Fa3Schedule fa3_fwd_schedule(bool causal, bool windowed, int64_t seqlen_k, int64_t tiles,
+                                       int64_t sms, int64_t kv_bytes_per_head, int64_t l2_bytes,
+                                       int64_t batch_heads) {
   if (!causal && !windowed) return {true, true, 0};
-  if (causal && !windowed && seqlen_k < kFa3PersistentCausalKeys)
+  if (causal && !windowed && seqlen_k < kFa3PersistentCausalKeys &&
+      tiles >= kFa3PersistentCausalTilesPerSm * sms)
     return {
         true, true,
         static_cast<int>(batch_heads < kFa3PersistentCausalGroup ? batch_heads : kFa3PersistentCausalGroup)};
