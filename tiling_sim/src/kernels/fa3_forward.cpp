@@ -333,10 +333,15 @@ CtaTime fa3_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   // The softmax of a consumer thread's scores (64 x Bc over 128 threads), on its warp's scheduler.
   const double scores = rows * bc / 128;
   const double sfu_lanes = hw.exp_per_s / (sms * clk * std::max(1, hw.schedulers_per_sm));  // ex2 a clock
-  const double mufu = scores * (w.softcap ? 2 : 1) + 2;  // ex2 of each score (and its tanh), 2 row rescales
-  const double alu = scores * (kScoreInstructions + (w.softcap ? kSoftcapInstructions : 0)) +
-                     kStepInstructions + d / 16 + bc / 16;  // + the wgmma instructions of the turn
-  const double t_s = std::max(mufu * 32 / std::max(1.0, sfu_lanes), mufu + alu);
+  // ex2 of each score (and its tanh with a softcap), 2 row rescales; the other instructions (+ the wgmma
+  // instructions of the turn); the slower of the SFU's rate and one instruction a cycle.
+  const auto softmax_cycles = [&](bool softcap) {
+    const double mufu = scores * (softcap ? 2 : 1) + 2;
+    const double alu = scores * (kScoreInstructions + (softcap ? kSoftcapInstructions : 0)) +
+                       kStepInstructions + d / 16 + bc / 16;
+    return std::max(mufu * 32 / std::max(1.0, sfu_lanes), mufu + alu);
+  };
+  const double t_s = softmax_cycles(w.softcap);
   const double t_after = dv / 2 + scores / 2;  // O rescaled (its fp32 registers), P converted
   const double t_sync = hw.named_barrier_cycles + 2 * hw.mbarrier_cycles;
   const double t_mask = scores * kMaskInstructions;
@@ -347,10 +352,8 @@ CtaTime fa3_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   const double step = std::max({p_pipe, p_wg, p_load});
   const double masked_step = std::max({p_pipe, p_wg + t_mask, p_load});
   // The same step without a softcap (the measured costs' own pipeline).
-  const double mufu_plain = scores + 2,
-               alu_plain = scores * kScoreInstructions + kStepInstructions + d / 16 + bc / 16;
-  const double t_s_plain = std::max(mufu_plain * 32 / std::max(1.0, sfu_lanes), mufu_plain + alu_plain);
-  const double step_plain = std::max({p_pipe, t_qk + std::max(t_s_plain, t_pv) + t_after + t_sync, p_load});
+  const double step_plain =
+      std::max({p_pipe, t_qk + std::max(softmax_cycles(false), t_pv) + t_after + t_sync, p_load});
   // A step's K / V load, issued stages - 1 steps ahead of its use: what of its latency the steps do not hide.
   const double tma_latency = hw.tma_latency_s * clk;
   const double step_exposed =
