@@ -2,6 +2,7 @@
 #include "flashsim/sim/tune.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <numeric>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 #include "flashsim/error.h"
 #include "flashsim/families/fa2/hand_table.h"
@@ -221,9 +223,14 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
   // A head dim fa2-v1 has no instance of: nothing to rank (an error, not "0 of 0 configs fit").
   for (int64_t d : r.head_dims)
     if (r.space == TuneSpace::Instances && tune_space(r.kernel, r.space, d).empty()) {
-      std::string have;
-      for (int64_t h : {64, 96, 128, 256})
-        if (!tune_space(r.kernel, r.space, h).empty()) have += (have.empty() ? "" : ", ") + std::to_string(h);
+      std::vector<int> dims;  // the instance tables' head dims, in order, once each
+      if (r.kernel == TuneKernel::Fa2Fwd)
+        for (const Fa2FwdInstance& e : kFa2FwdInstances) dims.push_back(e.head_dim);
+      else
+        for (const Fa2BwdInstance& e : kFa2BwdInstances) dims.push_back(e.head_dim);
+      std::sort(dims.begin(), dims.end());
+      dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
+      const std::string have = fmt::format("{}", fmt::join(dims, ", "));
       throw InputError("head_dims",
                        fmt::format("head dim {}: fa2-v1 has no {} instance of it (it compiles head "
                                    "dims {}; --space all ranks any head dim's configs)",
