@@ -344,8 +344,14 @@ def l2_reuse_models():
 # --- fa3.step_costs_h100
 FA3_SMS = 132          # the H100 SXM5's SMs: the calibration grids are 1056 = 8 x 132 tiles
 FA3_TILES_PER_SM = 8
-FA3_FWD_TILES = {64: (128, 128, 2), 96: (128, 128, 2), 128: (128, 128, 2), 256: (128, 64, 2)}  # Br, Bc, stages
+# the hand-kept forward tiles (Br, Bc, stages): a calibration line without its tile is of these
+FA3_FWD_TILES = {64: (128, 128, 2), 96: (128, 128, 2), 128: (128, 128, 2), 256: (128, 64, 2)}
 FA3_BWD_TILES = {64: (64, 128, 2), 96: (64, 128, 2), 128: (64, 128, 2)}
+# The forward's points kept: 1 .. 32 key blocks a tile. At 128 (fa3_tune.sh's run of 2026-11-26, run2) the
+# calibration shape, every SM streaming one shared K / V head, ran the heavy tiles' steps 10-40% slower than the
+# bench grid's (d128 Bc128: 240 us a 128-step tile against 213 in the grid's d128 n16384 launch), and the ranking
+# of the autotune got worse: the shape stops standing for real launches there (the results README).
+FA3_FWD_MAX_STEPS = 32
 FA3_CALIB = os.path.join(RESULTS, "fa3_model_h100_2026-11-26", "run2")
 
 
@@ -361,12 +367,17 @@ def fa3_steps(results=FA3_CALIB):
     every run, so a tile of n steps costs (time - kernel_latency_s) / 8."""
     import re
     latency = fa3_profile_latency()
-    fwd = {}
+    fwd = {}  # (d, (Br, Bc, stages), persistent) -> [(keys, seconds)]
     with open(os.path.join(results, "calib_events.txt")) as f:
         for line in f:
-            m = re.match(r"time b1 h264 hkv1 sq512 sk(\d+) d(\d+) full persistent(\d) pingpong1: ([\d.]+) ms", line)
+            # a line names its instance (" Br128 Bc64 st2") since the candidates were timed; before, the hand-kept
+            # tile of its head dim
+            m = re.match(r"time b1 h264 hkv1 sq512 sk(\d+) d(\d+) full persistent(\d) pingpong1"
+                         r"(?: Br(\d+) Bc(\d+) st(\d+))?: ([\d.]+) ms", line)
             if m:
-                fwd.setdefault((int(m[2]), bool(int(m[3]))), []).append((int(m[1]), float(m[4]) * 1e-3))
+                d = int(m[2])
+                tile = (int(m[4]), int(m[5]), int(m[6])) if m[4] else FA3_FWD_TILES[d]
+                fwd.setdefault((d, tile, bool(int(m[3]))), []).append((int(m[1]), float(m[7]) * 1e-3))
     entries = []
 
     def entry(kernel, d, tile, persistent, steps_times):
@@ -375,16 +386,21 @@ def fa3_steps(results=FA3_CALIB):
         entries.append({"kernel": kernel, "head_dim": d, "block_q": br, "block_k": bc, "stages": stages,
                         "persistent": persistent, "tile_s_by_steps": points})
 
-    for d, tile in FA3_FWD_TILES.items():
-        for persistent in (True, False):
-            entry("fwd_fa3", d, tile, persistent, [(sk // tile[1], t) for sk, t in fwd[(d, persistent)]])
+    for (d, tile, persistent), runs in sorted(fwd.items()):
+        entry("fwd_fa3", d, tile, persistent,
+              [(sk // tile[1], t) for sk, t in runs if sk // tile[1] <= FA3_FWD_MAX_STEPS])
+    # the backward's runs: the folder's own, else the calibration run's (fa3_tune.sh times the forward alone)
+    bwd_dir = os.path.join(results, "bwd_ncu")
+    if not os.path.isdir(bwd_dir):
+        bwd_dir = os.path.join(FA3_CALIB, "bwd_ncu")
+        print(f"# the backward's entries from {os.path.relpath(bwd_dir, ROOT)}", file=sys.stderr)
     for d, tile in FA3_BWD_TILES.items():
         runs = []
-        for name in sorted(os.listdir(os.path.join(results, "bwd_ncu"))):
+        for name in sorted(os.listdir(bwd_dir)):
             m = re.match(rf"ncu_bwd_calib_d{d}_sq(\d+)\.csv$", name)
             if not m:
                 continue
-            metrics, names = read_metrics(os.path.join(results, "bwd_ncu", name))
+            metrics, names = read_metrics(os.path.join(bwd_dir, name))
             main = [k for k, n in names.items() if "flashsim_fa3_bwd_kernel" in n]
             runs.append((int(m[1]) // tile[0], metrics[main[0]]["gpu__time_duration.sum"] * 1e-9))
         entry("bwd_fa3", d, tile, False, runs)

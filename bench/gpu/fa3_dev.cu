@@ -220,18 +220,21 @@ void release(Buffers& buf) {
 }
 
 // params_of with a schedule: persistent or one CTA a tile, ping-pong or not, causal tiles in head groups.
+// inst: the forward instance (nullptr: the head dim's hand-kept one).
 Fa3FwdParams scheduled_params(const Shape& s, const Buffers& buf, bool persistent, bool pingpong,
-                              int head_group) {
+                              int head_group, const flashsim::Fa3FwdInstance* inst = nullptr) {
   Fa3FwdParams a = params_of(s, buf);
+  if (inst) a.block_k = inst->block_k, a.stages = inst->stages;
   a.head_group = head_group;
   a.persistent = persistent;
   a.pingpong = pingpong;
   return a;
 }
 
-bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
+bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0,
+           const flashsim::Fa3FwdInstance* inst = nullptr) {
   Buffers buf = alloc(s, true);
-  const Fa3FwdParams a = scheduled_params(s, buf, persistent, pingpong, head_group);
+  const Fa3FwdParams a = scheduled_params(s, buf, persistent, pingpong, head_group, inst);
   CHECK(launch(a));
   reference_attention<<<dim3((s.sq + 127) / 128, s.h, s.b), 128>>>(a, buf.ro, buf.rlse);
   CHECK(cudaDeviceSynchronize());
@@ -256,11 +259,16 @@ bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
   }
   const double rel = std::sqrt(err2 / std::max(ref2, 1e-30));
   const bool ok = bad == 0 && rel < 1e-2 && lse_err < 1e-3;
+  // the instance that ran: inst, else the launch's default (the hand-kept one; with a softcap one that has it)
+  const flashsim::Fa3FwdInstance* ran = inst ? inst
+                                        : s.softcap > 0 && !flashsim::fa3_fwd_instance(s.d)->softcap
+                                            ? flashsim::fa3_fwd_softcap_instance(s.d)
+                                            : flashsim::fa3_fwd_instance(s.d);
   std::printf(
-      "check p%d pp%d b%d h%d/%d sq%d sk%d d%d win(%d,%d) cap%g: rel_l2 %.2e max_abs %.2e lse_err %.2e "
-      "nonfinite %lld %s\n",
-      int(persistent), int(pingpong), s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, s.softcap, rel, max_err,
-      lse_err, (long long)bad, ok ? "ok" : "FAIL");
+      "check p%d pp%d b%d h%d/%d sq%d sk%d d%d Bc%d st%d win(%d,%d) cap%g: rel_l2 %.2e max_abs %.2e "
+      "lse_err %.2e nonfinite %lld %s\n",
+      int(persistent), int(pingpong), s.b, s.h, s.hkv, s.sq, s.sk, s.d, ran->block_k, ran->stages, s.wl, s.wr,
+      s.softcap, rel, max_err, lse_err, (long long)bad, ok ? "ok" : "FAIL");
   release(buf);
   return ok;
 }
@@ -370,17 +378,21 @@ std::string fmt_sizes(const char* f, Args... args) {
   return buf;
 }
 
-double time_shape(const Shape& s, bool persistent, bool pingpong, int head_group = 0) {
+double time_shape(const Shape& s, bool persistent, bool pingpong, int head_group = 0,
+                  const flashsim::Fa3FwdInstance* inst = nullptr) {
   Buffers buf = alloc(s, false);
-  const Fa3FwdParams a = scheduled_params(s, buf, persistent, pingpong, head_group);
+  const Fa3FwdParams a = scheduled_params(s, buf, persistent, pingpong, head_group, inst);
   const double t = median_ms(10, [&] { CHECK(launch(a)); });
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
   const std::string sizes =
       s.sq == s.sk && s.h == s.hkv ? fmt_sizes("n%d", s.sq) : fmt_sizes("hkv%d sq%d sk%d", s.hkv, s.sq, s.sk);
-  std::printf("time b%d h%d %s d%d %s persistent%d pingpong%d%s: %.4f ms %.1f TFLOP/s\n", s.b, s.h,
+  const std::string tile =
+      inst ? fmt_sizes(" Br%d Bc%d st%d", inst->block_q, inst->block_k, inst->stages) : "";
+  std::printf("time b%d h%d %s d%d %s persistent%d pingpong%d%s%s: %.4f ms %.1f TFLOP/s\n", s.b, s.h,
               sizes.c_str(), s.d, causal ? "causal" : "full", int(persistent), int(pingpong),
-              head_group ? (" group" + std::to_string(head_group)).c_str() : "", t, flops / t / 1e9);
+              head_group ? (" group" + std::to_string(head_group)).c_str() : "", tile.c_str(), t,
+              flops / t / 1e9);
   release(buf);
   return t;
 }
@@ -467,27 +479,39 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "calib") {
     // The time model's measured tile costs (calibration fa3.step_costs_h100): 264 query heads sharing one K / V
     // head (so K and V stay in L2, as the query blocks of a head share them in attention's usual shapes) and 4
-    // query blocks each, 1056 tiles, 8 an SM of 132; 1 to 32 key blocks a tile (2 to 64 at d256); with the
-    // persistent grid (the non-causal schedule) and one CTA a tile (the causal one). None of these sizes is in
-    // the bench grid. The backward's are fa3_calib.sh's ncu runs of bwdshape.
-    for (int d : {64, 96, 128, 256})
+    // query blocks each, 1056 tiles, 8 an SM of 132; 1 to 128 key blocks a tile, for every forward instance
+    // (instances.h: the hand-kept tiles and the candidates sim tune ranks); with the persistent grid (the
+    // non-causal schedule) and one CTA a tile (the causal one). None of these sizes is in the bench grid. The
+    // backward's are fa3_calib.sh's ncu runs of bwdshape.
+    for (const flashsim::Fa3FwdInstance& e : flashsim::kFa3FwdInstances)
       for (int persistent = 1; persistent >= 0; --persistent)
-        for (int sk : {128, 256, 512, 1024, 4096})
-          time_shape({1, 264, 1, 512, sk, d, -1, -1, 0}, persistent, true);
-    // Masked steps: the same heads causal at 4096 keys (bottom-right: query block m sees 29 + m key blocks, the
-    // last masked element by element), one CTA a tile as causal problems run.
-    for (int d : {64, 96, 128, 256}) time_shape({1, 264, 1, 512, 4096, d, -1, 0, 0}, false, true);
+        for (int steps : {1, 2, 4, 8, 32, 128})  // derive.py keeps 1 .. 32 (FA3_FWD_MAX_STEPS says why)
+          time_shape({1, 264, 1, 512, steps * e.block_k, e.head_dim, -1, -1, 0}, persistent, true, 0, &e);
     return 0;
+  }
+  if (argc == 2 && std::string(argv[1]) == "instances") {
+    // Every forward instance against the fp32 reference: causal with unequal odd lengths, a sliding window, a
+    // softcap (where it has a softcapped kernel), GQA, and the persistent schedule (a launch table may pick any).
+    for (const flashsim::Fa3FwdInstance& e : flashsim::kFa3FwdInstances) {
+      const int d = e.head_dim;
+      ok = check({2, 4, 2, 517, 300, d, -1, 0, 0}, false, true, 0, &e) && ok;
+      ok = check({1, 2, 2, 777, 777, d, 100, 20, 0}, false, true, 0, &e) && ok;
+      if (e.softcap) ok = check({1, 4, 1, 500, 700, d, -1, -1, 30.f}, true, true, 0, &e) && ok;
+      ok = check({3, 3, 3, 640, 640, d, -1, 0, 0}, true, true, 2, &e) && ok;
+    }
+    std::printf("instances: %s\n", ok ? "all ok" : "FAILED");
+    return ok ? 0 : 1;
   }
   // "bwd": the backward's checks and timings alone (the backward's quick loop).
   const bool bwd_only = argc == 2 && std::string(argv[1]) == "bwd";
   for (int variant = 0; variant < (bwd_only ? 0 : 4); ++variant) {
     const Shape checks[] = {
-        {1, 2, 2, 128, 128, 128, -1, -1, 0},  {2, 4, 2, 300, 517, 128, -1, -1, 0},
-        {2, 4, 4, 517, 300, 128, -1, 0, 0},   {1, 4, 1, 1000, 1000, 64, -1, 0, 0},
-        {1, 2, 2, 777, 777, 96, 100, 20, 0},  {1, 2, 2, 640, 640, 256, -1, 0, 0},
-        {1, 2, 2, 333, 1024, 256, -1, -1, 0}, {1, 2, 1, 500, 700, 128, -1, -1, 30.f},
-        {1, 2, 2, 64, 200, 64, 10, 0, 0},     {1, 2, 2, 256, 256, 128, 0, 0, 0},
+        {1, 2, 2, 128, 128, 128, -1, -1, 0},   {2, 4, 2, 300, 517, 128, -1, -1, 0},
+        {2, 4, 4, 517, 300, 128, -1, 0, 0},    {1, 4, 1, 1000, 1000, 64, -1, 0, 0},
+        {1, 2, 2, 777, 777, 96, 100, 20, 0},   {1, 2, 2, 640, 640, 256, -1, 0, 0},
+        {1, 2, 2, 333, 1024, 256, -1, -1, 0},  {1, 2, 1, 500, 700, 128, -1, -1, 30.f},
+        {1, 2, 2, 400, 300, 256, -1, 0, 30.f}, {1, 2, 2, 64, 200, 64, 10, 0, 0},
+        {1, 2, 2, 256, 256, 128, 0, 0, 0},
     };
     for (const Shape& s : checks) ok = check(s, variant & 1, variant & 2) && ok;
   }

@@ -172,6 +172,11 @@ def check_clean(text):
     return "cases run (0 forward only), 0 skipped" in text
 
 
+def check_passed(text):
+    """Whether a `flashsim-gpu check --quiet` log failed no case (a version may skip cases, saying why)."""
+    return "cases passed, 0 failed" in text
+
+
 INSTANCE = re.compile(r"(fwd|bwd) d(\d+) .* Br(\d+) Bc(\d+) w(\d+)(?: st(\d+))?")
 
 
@@ -209,4 +214,62 @@ def compare_summary(report, label=""):
             lines.append(f"{label}{name:<22} {m['metric']:<46} {m['measured'] / scale:11.1f} {unit} "
                          f"{m['predicted'] / scale:11.1f} {unit}  {bound:<26} {m['verdict'] or '(not checked)'}")
     lines.append(f"{label}{'all within tolerance' if report.get('ok') else 'SOME METRICS OUT OF TOLERANCE'}")
+    return lines
+
+
+def _ranks(x):
+    """Average ranks (1-based) of x, ties sharing their mean (as sim tune --check ranks)."""
+    order = sorted(range(len(x)), key=lambda i: x[i])
+    r = [0.0] * len(x)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and x[order[j + 1]] == x[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def _spearman(x, y):
+    rx, ry = _ranks(x), _ranks(y)
+    n = len(x)
+    mx, my = sum(rx) / n, sum(ry) / n
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx, syy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
+    return sxy / (sxx * syy) ** 0.5 if sxx > 0 and syy > 0 else 0.0
+
+
+def autotune_agreement(first, second):
+    """Two `flashsim-gpu autotune` CSVs of the same plan, the first taken as the prediction of the second: the
+    statistics `flashsim sim tune --check` gives a model (its fastest within 5% of the second's fastest, the
+    within-entry Spearman per (kernel, pass, head dim)). How far timings agree with themselves: the ceiling of any
+    model's ranking."""
+    def load(path):
+        out = {}
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                if r["ms"] and not r.get("skipped"):
+                    entry = (r.get("kernel") or "fa2-v1", r["pass"], int(r["head_dim"]), r["dtype"], r["causal"],
+                             r["bias"], int(r["seqlen_q"]), r["batch"], r["heads"])
+                    tile = (r["block_q"], r["block_k"], r["warps"], r["stages"], r["bwd_block_q"], r["bwd_block_k"])
+                    out.setdefault(entry, {})[tile] = float(r["ms"])
+        return out
+    a, b = load(first), load(second)
+    groups = collections.defaultdict(list)
+    within, entries = 0, 0
+    for entry, tiles in sorted(a.items()):
+        common = [t for t in tiles if t in b.get(entry, {})]
+        if len(common) < 2:
+            continue
+        x, y = [tiles[t] for t in common], [b[entry][t] for t in common]
+        groups[entry[:3]].append(_spearman(x, y))
+        pick = min(range(len(x)), key=lambda i: x[i])
+        entries += 1
+        within += y[pick] <= 1.05 * min(y)
+    lines = [f"{'kernel':<8} {'pass':<4} {'d':>4} {'entries':>7} {'rho mean':>9} {'rho min':>8}"]
+    for (kernel, p, d), rhos in sorted(groups.items()):
+        lines.append(f"{kernel:<8} {p:<4} {d:>4} {len(rhos):>7} {sum(rhos) / len(rhos):>9.3f} {min(rhos):>8.3f}")
+    lines.append(f"the first's fastest within 5% of the second's fastest: {within} of {entries} entries")
     return lines

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "flashsim/error.h"
 #include "flashsim/families/fa2/hand_table.h"
+#include "flashsim/families/fa2/instances.h"
 #include "flashsim/families/fa2/launch_table.h"
 #include "versions.h"
 
@@ -56,6 +58,27 @@ bool launch_pipeline(const AttentionProblem& p) {
 
 TileConfig hand_launch_tile(const AttentionProblem& p) {
   return fa2_hand_launch_tile(p.head_dim, launch_pipeline(p));
+}
+
+std::vector<TileConfig> tune_tiles(int64_t head_dim, Pass pass) {
+  std::vector<TileConfig> out;
+  if (pass == Pass::Forward) {
+    for (const Fa2FwdInstance& e : kFa2FwdInstances)  // a table entry x the stages it is instantiated with
+      for (int s = kFa2FwdMinStages; s <= kFa2FwdMaxStages; ++s)
+        if (e.head_dim == head_dim && fa2_fwd_instantiated(e.head_dim, e.block_q, e.block_k, e.warps, s)) {
+          TileConfig c;
+          c.block_q = e.block_q, c.block_k = e.block_k, c.warps = e.warps, c.stages = s;
+          out.push_back(c);
+        }
+  } else {
+    for (const Fa2BwdInstance& e : kFa2BwdInstances)
+      if (e.head_dim == head_dim) {
+        TileConfig c;
+        c.bwd_block_q = e.block_q, c.bwd_block_k = e.block_k, c.warps = e.warps;
+        out.push_back(c);
+      }
+  }
+  return out;
 }
 
 namespace {
@@ -114,6 +137,8 @@ KernelVersion fa2_v1() {
   kv.backward_unsupported = fa2::backward_unsupported;
   kv.workspace_bytes = fa2::backward_workspace_bytes;
   kv.launch_tile = fa2::launch_tile;
+  kv.tune_tiles = fa2::tune_tiles;
+  kv.hand_tile = fa2::hand_launch_tile;
   kv.forward = fa2::forward;
   kv.backward = fa2::backward;
   return kv;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
@@ -34,6 +35,9 @@ TileConfig launch_tile(const AttentionProblem& p, Pass pass);
 // The launch table before the generated one (per head dim and score path, the fastest measured tile without
 // register spills at d <= 128): what `flashsim-gpu autotune` compares the generated table with.
 TileConfig hand_launch_tile(const AttentionProblem& p);
+// The tiles fa2-v1 is built for (instances.h) of a head dim and pass: what autotune times
+// (KernelVersion::tune_tiles).
+std::vector<TileConfig> tune_tiles(int64_t head_dim, Pass pass);
 
 // The problem and the inputs every fa2-v1 kernel reads, into its parameters (Fa2FwdParams, Fa2BwdParams): sizes,
 // q, k, v, the features' pointers (nullptr where off), the row strides, and which score path runs.

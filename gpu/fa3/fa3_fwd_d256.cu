@@ -1,4 +1,4 @@
-// fa3-v1's forward kernels of head dim 256 (fa3_launch.h): the instance of flashsim/families/fa3/instances.h.
+// fa3-v1's forward kernels of head dim 256 (fa3_launch.h): its instances in flashsim/families/fa3/instances.h.
 #include "fa3_fwd_launch.cuh"
 #include "fa3_launch.h"
 
@@ -6,7 +6,7 @@ namespace flashsim::gpu::fa3 {
 
 template <>
 cudaError_t launch_fwd_head_dim<256>(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
-  return launch_fa3_fwd_dtype<*fa3_fwd_instance(256)>(a, bf16, stream);
+  return launch_fa3_fwd_head_dim<256>(a, bf16, stream);
 }
 
 }  // namespace flashsim::gpu::fa3

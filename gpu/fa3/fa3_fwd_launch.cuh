@@ -7,8 +7,12 @@
 #include <cutlass/numeric_types.h>
 
 #include <cute/tensor.hpp>
+#include <iterator>
+#include <type_traits>
+#include <utility>
 
 #include "fa3_fwd_kernel.cuh"
+#include "fa3_launch.h"  // fa3_fwd_instance_compiled
 #include "flashsim/families/fa3/instances.h"
 
 namespace flashsim::gpu::fa3 {
@@ -72,16 +76,53 @@ cudaError_t launch_fa3_fwd(const Fa3FwdParams& a, cudaStream_t stream) {
                                Tr::kThreads, Tr::kSmemBytes, stream, prm);
 }
 
-// An instance (instances.h), bf16 or fp16, plain or softcapped.
+// An instance (instances.h), bf16 or fp16, plain or softcapped (where it has a softcapped kernel).
 template <Fa3FwdInstance e>
 cudaError_t launch_fa3_fwd_dtype(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
   const bool cap = a.softcap > 0.f;
   constexpr int d = e.head_dim, bm = e.block_q, bn = e.block_k, st = e.stages;
-  if (bf16)
-    return cap ? launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, true>(a, stream)
-               : launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, false>(a, stream);
-  return cap ? launch_fa3_fwd<d, bm, bn, st, cutlass::half_t, true>(a, stream)
-             : launch_fa3_fwd<d, bm, bn, st, cutlass::half_t, false>(a, stream);
+  if constexpr (!e.softcap) {  // no softcapped kernel (instances.h: it would spill)
+    if (cap) return cudaErrorInvalidValue;
+    return bf16 ? launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, false>(a, stream)
+                : launch_fa3_fwd<d, bm, bn, st, cutlass::half_t, false>(a, stream);
+  } else {
+    if (bf16)
+      return cap ? launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, true>(a, stream)
+                 : launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, false>(a, stream);
+    return cap ? launch_fa3_fwd<d, bm, bn, st, cutlass::half_t, true>(a, stream)
+               : launch_fa3_fwd<d, bm, bn, st, cutlass::half_t, false>(a, stream);
+  }
+}
+
+// The instance of head dim kHeadDim that a asks for (a.block_k, a.stages; 0, 0: the hand-kept one, or with a
+// softcap the first with a softcapped kernel) among
+// those this build compiles (fa3_launch.h); cudaErrorInvalidValue when it is none of them. Instantiates the
+// kernels of those instances alone.
+template <int kHeadDim, size_t... I>
+cudaError_t launch_fa3_fwd_instances(const Fa3FwdParams& a, bool bf16, cudaStream_t stream,
+                                     std::index_sequence<I...>) {
+  const Fa3FwdInstance* hand = fa3_fwd_instance(kHeadDim);
+  if (a.softcap > 0.f && !hand->softcap) hand = fa3_fwd_softcap_instance(kHeadDim);
+  const int bk = a.block_k > 0 ? a.block_k : hand->block_k, st = a.stages > 0 ? a.stages : hand->stages;
+  cudaError_t e = cudaErrorInvalidValue;
+  const auto one = [&](auto index) {
+    constexpr Fa3FwdInstance inst = kFa3FwdInstances[decltype(index)::value];
+    if constexpr (inst.head_dim == kHeadDim && fa3_fwd_instance_compiled(inst)) {
+      if (inst.block_k != bk || inst.stages != st) return false;
+      e = launch_fa3_fwd_dtype<inst>(a, bf16, stream);
+      return true;
+    } else {
+      return false;
+    }
+  };
+  (one(std::integral_constant<size_t, I>{}) || ...);
+  return e;
+}
+
+template <int kHeadDim>
+cudaError_t launch_fa3_fwd_head_dim(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
+  return launch_fa3_fwd_instances<kHeadDim>(a, bf16, stream,
+                                            std::make_index_sequence<std::size(kFa3FwdInstances)>{});
 }
 
 }  // namespace flashsim::gpu::fa3

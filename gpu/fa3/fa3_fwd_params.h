@@ -28,6 +28,9 @@ struct Fa3FwdParams {
   // and, within the G, the query blocks from the last with the heads fastest (heavy causal tiles of G heads
   // first, whose K and V stay in L2 together).
   int head_group = 0;
+  // The instance (flashsim/families/fa3/instances.h) of head_dim with this Bc and stage count; 0, 0: the head
+  // dim's hand-kept one. Br is 128 in every instance.
+  int block_k = 0, stages = 0;
 };
 
 }  // namespace flashsim::gpu::fa3

@@ -32,6 +32,16 @@ constexpr bool fa3_head_dim_compiled(int d) {
     if (c == d) return true;
   return false;
 }
+// FLASHSIM_GPU_INSTANCES=ci compiles a head dim's hand-kept forward instance alone (FLASHSIM_FA3_HAND_ONLY);
+// a full build every instance of kFa3FwdInstances.
+#ifdef FLASHSIM_FA3_HAND_ONLY
+inline constexpr bool kFa3HandOnly = true;
+#else
+inline constexpr bool kFa3HandOnly = false;
+#endif
+constexpr bool fa3_fwd_instance_compiled(const Fa3FwdInstance& e) {
+  return fa3_head_dim_compiled(e.head_dim) && (!kFa3HandOnly || *fa3_fwd_instance(e.head_dim) == e);
+}
 constexpr bool fa3_bwd_head_dim_compiled(int d) {
   for (const int c : kFa3CompiledBwdHeadDims)
     if (c == d) return true;
@@ -51,7 +61,8 @@ cudaError_t launch_fwd_compiled(const Fa3FwdParams& a, bool bf16, cudaStream_t s
   return e;
 }
 
-// Dispatches on a.head_dim (cudaErrorInvalidValue for a head dim this build did not compile).
+// Dispatches on a.head_dim, then on the instance (a.block_k, a.stages): cudaErrorInvalidValue for a head dim
+// or an instance this build did not compile.
 inline cudaError_t launch_fwd(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
   return launch_fwd_compiled(a, bf16, stream, std::make_index_sequence<std::size(kFa3CompiledHeadDims)>{});
 }

@@ -2,16 +2,19 @@
 // and the launch (the head dim's translation unit, fa3_launch.h).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cuda_launch.h"  // device_compute_capability, device_l2_bytes
 #include "fa3_launch.h"
 #include "flashsim/error.h"
 #include "flashsim/families/fa3/instances.h"
+#include "flashsim/families/fa3/launch.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
 #include "versions.h"
@@ -73,13 +76,30 @@ std::string problem_unsupported(const AttentionProblem& p) {
   return "";
 }
 
+// The forward instances of a head dim this build runs, as tiles ("Br128 Bc128 w12 st2, ...").
+std::string compiled_tiles_text(int head_dim) {
+  std::string s;
+  for (const Fa3FwdInstance& e : kFa3FwdInstances)
+    if (e.head_dim == head_dim && fa3_fwd_instance_compiled(e))
+      s += (s.empty() ? "" : ", ") + instance_tile(e).describe();
+  return s;
+}
+
 std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
   if (std::string why = problem_unsupported(p); !why.empty()) return why;
-  const TileConfig want = instance_tile(*fa3_fwd_instance(static_cast<int>(p.head_dim)));
-  if (c.block_q != want.block_q || c.block_k != want.block_k || c.warps != want.warps ||
-      c.stages != want.stages || c.q_in_registers || c.kv_shared_buffer)
-    return "tile " + c.describe() + " is not instantiated for head_dim " + std::to_string(p.head_dim) +
-           " (fa3-v1 runs " + want.describe() + ")";
+  const int d = static_cast<int>(p.head_dim);
+  const Fa3FwdInstance* e =
+      fa3_fwd_instance(d, static_cast<int>(c.block_q), static_cast<int>(c.block_k), c.stages);
+  if (!e || c.warps != kFa3Threads / 32 || c.q_in_registers || c.kv_shared_buffer)
+    return "tile " + c.describe() + " is not an fa3-v1 instance of head_dim " + std::to_string(d) +
+           " (it runs " + compiled_tiles_text(d) + ")";
+  if (p.softcap > 0 && !e->softcap)
+    return "tile " + c.describe() +
+           " has no softcapped kernel (it spills: families/fa3/instances.h); a softcap at head_dim " +
+           std::to_string(d) + " runs " + instance_tile(*fa3_fwd_softcap_instance(d)).describe();
+  if (!fa3_fwd_instance_compiled(*e))
+    return "tile " + c.describe() + " is not compiled in this build (FLASHSIM_GPU_INSTANCES=ci compiles " +
+           compiled_tiles_text(d) + ")";
   return "";
 }
 
@@ -122,9 +142,32 @@ size_t backward_workspace_bytes(const AttentionProblem& p, const TileConfig& c) 
                                                      p.head_dim, bwd_block_q(p), dq_slabs(p, c)));
 }
 
+// The launch table's instance (families/fa3's launch.h), or the hand-kept one where this build did not compile
+// that (FLASHSIM_GPU_INSTANCES=ci).
 TileConfig launch_tile(const AttentionProblem& p, Pass) {
+  const int d = static_cast<int>(p.head_dim);
+  const int64_t span = p.seqlen_q + p.seqlen_k;  // a window edge past every key is no edge (set_problem)
+  const bool masked =
+      (p.window_left >= 0 && p.window_left < span) || (p.window_right >= 0 && p.window_right < span);
+  const Fa3FwdInstance* e = fa3_fwd_launch_instance(d, p.dtype == DType::BF16, masked,
+                                                    std::max(p.seqlen_q, p.seqlen_k), p.softcap > 0);
+  if (e && !fa3_fwd_instance_compiled(*e)) e = fa3_fwd_instance(d);
+  return e ? instance_tile(*e) : TileConfig{};
+}
+
+TileConfig hand_tile(const AttentionProblem& p) {
   const Fa3FwdInstance* e = fa3_fwd_instance(static_cast<int>(p.head_dim));
   return e ? instance_tile(*e) : TileConfig{};
+}
+
+// Every forward instance of the head dim (a ci build runs the hand-kept one and skips the others, saying so);
+// the backward's one.
+std::vector<TileConfig> tune_tiles(int64_t head_dim, Pass pass) {
+  std::vector<TileConfig> out;
+  for (const Fa3FwdInstance& e : kFa3FwdInstances)
+    if (e.head_dim == head_dim && (pass == Pass::Forward || &e == fa3_fwd_instance(e.head_dim)))
+      if (pass == Pass::Forward || fa3_bwd_instance(e.head_dim)) out.push_back(instance_tile(e));
+  return out;
 }
 
 void require(bool ok, const char* what) {
@@ -169,8 +212,8 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   a.o = args.o, a.lse = args.lse, a.softcap = static_cast<float>(p.softcap);
   const bool causal = a.window_left < 0 && a.window_right == 0;
   const bool windowed = !causal && (a.window_left >= 0 || a.window_right >= 0);
-  const Fa3FwdInstance* tile = fa3_fwd_instance(static_cast<int>(p.head_dim));
-  const int64_t tiles = (p.seqlen_q + tile->block_q - 1) / tile->block_q * p.heads_q * p.batch;
+  a.block_k = static_cast<int>(c.block_k), a.stages = c.stages;  // the instance (unsupported() checked it)
+  const int64_t tiles = (p.seqlen_q + c.block_q - 1) / c.block_q * p.heads_q * p.batch;
   const Fa3Schedule schedule = fa3_fwd_schedule(causal, windowed, p.seqlen_k, tiles, device_sm_count(),
                                                 2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
                                                 device_l2_bytes(), p.batch * p.heads_q);
@@ -220,9 +263,11 @@ KernelVersion fa3_v1() {
       "overlapped with PV; backward with a key block per CTA (dK, dV in registers, dQ added to an fp32 "
       "accumulator by bulk reduces from shared memory; deterministic with --dq-strategy partials: a slab "
       "a key block, summed in order)";
-  kv.sim_kernels = {"fwd_fa3"};  // the backward's three kernels have no model yet
+  kv.sim_kernels = {"fwd_fa3", "bwd_fa3_dot_do_o", "bwd_fa3", "bwd_fa3_convert"};
   kv.unsupported = fa3::unsupported;
   kv.launch_tile = fa3::launch_tile;
+  kv.tune_tiles = fa3::tune_tiles;
+  kv.hand_tile = fa3::hand_tile;
   kv.forward = fa3::forward;
   kv.backward = fa3::backward;
   kv.backward_unsupported = fa3::backward_unsupported;

@@ -177,12 +177,12 @@ void add_bench(CLI::App& app, int& exit_code) {
   });
 }
 
-// The measured autotune (gpu/fa2/fa2_autotune.cpp): every fa2-v1 tile config of its instances.h
-// (families/fa2) on a grid of problems, the forward's and the backward's configs each timed alone.
+// The measured autotune (gpu/src/autotune.cpp): every tile config a version is built for (fa2-v1's instances.h,
+// fa3-v1's; families/) on a grid of problems, the forward's and the backward's configs each timed alone.
 void add_autotune(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand(
-      "autotune",
-      "Time every instantiated tile config of fa2-v1, forward and backward apart, on a grid of problems");
+  auto* cmd = app.add_subcommand("autotune",
+                                 "Time every instantiated tile config of fa2-v1 or fa3-v1, forward and "
+                                 "backward apart, on a grid of problems");
   struct State {
     gpu::AutotuneGrid grid;
     std::vector<std::string> dtypes{"bf16", "fp16"};
@@ -191,13 +191,14 @@ void add_autotune(CLI::App& app, int& exit_code) {
     bool dry_run = false;
   };
   auto st = std::make_shared<State>();
+  cmd->add_option("--kernel", st->grid.kernel, "The version timed: fa2-v1 or fa3-v1 (Hopper)");
   cmd->add_option("--head-dims", st->grid.head_dims, "Head dims")->delimiter(',');
   cmd->add_option("--dtypes", st->dtypes, "Input dtypes")->delimiter(',');
   cmd->add_option("--seqlens", st->grid.seqlens, "Sequence lengths (seqlen_q = seqlen_k)")->delimiter(',');
   cmd->add_option(
          "--features", st->grid.features,
          "Problem variants: plain, causal, bias (a full [B,H,Sq,Sk] bias; the backward computes dbias), "
-         "causal+bias")
+         "causal+bias (default: the four for fa2-v1; plain, causal for fa3-v1, which has no bias)")
       ->delimiter(',');
   cmd->add_option("--batch", st->grid.batch, "Batch (0: 16384 / seqlen)");
   cmd->add_option("--heads", st->grid.heads, "Heads (0: 2048 / head dim)");
@@ -209,9 +210,10 @@ void add_autotune(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", st->out,
                   "Output file: CSV, or JSON when the name ends in .json (default: CSV on stdout)");
   cmd->add_flag("--dry-run", st->dry_run, "Print the (problem, config) pairs and the estimate; run nothing");
-  cmd->callback([st, &exit_code] {
+  cmd->callback([st, cmd, &exit_code] {
     st->grid.dtypes.clear();
     for (const auto& t : st->dtypes) st->grid.dtypes.push_back(parse_dtype(t));
+    if (st->grid.kernel == "fa3-v1" && cmd->count("--features") == 0) st->grid.features = {"plain", "causal"};
     st->grid.fwd = st->pass != "bwd";
     st->grid.bwd = st->pass != "fwd";
     const gpu::AutotunePlan plan = gpu::autotune_plan(st->grid);  // bad grid values: an InputError here
@@ -246,7 +248,7 @@ void add_autotune(CLI::App& app, int& exit_code) {
       if (json) std::fputs(gpu::autotune_json(plan, rows).c_str(), f);
     };
     try {
-      gpu::autotune(gpu::kernel_version("fa2-v1"), plan, o, [&](size_t done, const gpu::AutotuneRow& r) {
+      gpu::autotune(gpu::kernel_version(plan.kernel), plan, o, [&](size_t done, const gpu::AutotuneRow& r) {
         const std::string label = gpu::autotune_label(plan, r.item);
         if (r.skipped.empty())
           std::fprintf(stderr, "[%zu/%zu] %s: %.3f ms\n", done, plan.items.size(), label.c_str(), r.ms);

@@ -37,6 +37,35 @@ TEST(TuneCommand, LaunchTableIsGenerated) {
   std::remove(out.c_str());
 }
 
+TEST(TuneCommand, Fa3LaunchTableIsGenerated) {
+  const std::string out = ::testing::TempDir() + "fa3_launch_table.h";
+  const auto r = flashsim::test::run_cli("sim tune --kernel fa3-fwd --hw H100-SXM5-80GB --header " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string generated = read(out),
+                    checked_in = read(std::string(FLASHSIM_SOURCE_DIR) +
+                                      "/families/fa3/include/flashsim/families/fa3/launch_table.h");
+  EXPECT_FALSE(generated.empty());
+  EXPECT_EQ(generated, checked_in) << "families/fa3/include/flashsim/families/fa3/launch_table.h is stale: "
+                                      "cmake --build <build> --target fa3_launch_table";
+  std::remove(out.c_str());
+}
+
+TEST(TuneCommand, Fa3FwdRanksItsInstances) {
+  auto r = flashsim::test::run_cli(
+      "sim tune --kernel fa3-fwd --head-dims 128 --dtypes bf16 --seqlens 4096 --top 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("fa3-fwd on H100-SXM5-80GB (configs: fa3-v1's instances)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("d128 bf16 plain n4096"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("d128 bf16 causal n4096"), std::string::npos) << r.out;  // its default features
+  EXPECT_NE(r.out.find("Br128 Bc64 w12 st2"), std::string::npos) << r.out;
+  r = flashsim::test::run_cli("sim tune --kernel fa3-fwd --features bias");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("fa3-v1 runs no bias"), std::string::npos) << r.out;
+  r = flashsim::test::run_cli("sim tune --kernel fa3-fwd,fa2-bwd --header /tmp/never.h");
+  EXPECT_EQ(r.code, 2) << r.out;
+}
+
 TEST(TuneCommand, TableAndJson) {
   auto r = flashsim::test::run_cli(
       "sim tune --head-dims 64 --dtypes bf16 --features causal --seqlens 2048 --top 2");
@@ -81,7 +110,7 @@ TEST(TuneCommand, TableNamesTheLaunchTablesConfig) {
 
 TEST(TuneCommand, BadInputIsOneLineExit2) {
   for (const char* args :
-       {"sim tune --kernel fa3-fwd", "sim tune --features causal,nope", "sim tune --head-dims 0",
+       {"sim tune --kernel fa9-fwd", "sim tune --features causal,nope", "sim tune --head-dims 0",
         "sim tune --header /tmp/x.h", "sim tune --check /nonexistent/autotune.csv", "sim tune --hw nope",
         "sim tune --dtypes fp32", "sim tune --resources /nonexistent/fa2.csv",
         "sim tune --check /nonexistent/autotune.csv --resources /nonexistent/fa2.csv"}) {

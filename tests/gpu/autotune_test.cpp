@@ -1,5 +1,5 @@
 // `flashsim-gpu autotune`'s plan, where no GPU is: the grid's problems and every (problem, config) pair the run
-// times, each a config fa2-v1 accepts, and the outputs' shape.
+// times, each a config the version (fa2-v1, fa3-v1) accepts, and the outputs' shape.
 #include "flashsim/gpu/autotune.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "flashsim/error.h"
 #include "flashsim/families/fa2/instances.h"
+#include "flashsim/families/fa3/instances.h"
 #include "flashsim/gpu/harness.h"
 
 using namespace flashsim;
@@ -99,7 +100,7 @@ TEST(GpuAutotune, GridChoicesAndOutputs) {
   const auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ','); };
   EXPECT_EQ(fields(gpu::autotune_csv_line(plan, r)), fields(gpu::autotune_csv_header()));
   EXPECT_EQ(gpu::autotune_csv_line(plan, r).rfind(
-                "fwd,128,fp16,4096,4096,2,16,1,1,128,64,4,4,1,,,1.5000,100.0,", 0),
+                "fa2-v1,fwd,128,fp16,4096,4096,2,16,1,1,128,64,4,4,1,,,1.5000,100.0,", 0),
             0u)
       << gpu::autotune_csv_line(plan, r);
   g.fwd = false;
@@ -109,11 +110,61 @@ TEST(GpuAutotune, GridChoicesAndOutputs) {
   // (not the hand config: the launch table takes Bc64 for the d128 score pipeline, which a bias needs)
   gpu::AutotuneRow b{bplan.items[0], 2.0, 50.0, "a \"quoted\" reason, with a comma"};
   const std::string line = gpu::autotune_csv_line(bplan, b);
-  EXPECT_EQ(line.rfind("bwd,128,fp16,4096,4096,2,16,1,1,,,4,8,,64,128,2.0000,50.0,0,", 0), 0u) << line;
+  EXPECT_EQ(line.rfind("fa2-v1,bwd,128,fp16,4096,4096,2,16,1,1,,,4,8,,64,128,2.0000,50.0,0,", 0), 0u) << line;
   EXPECT_NE(line.find("\"a \"\"quoted\"\" reason, with a comma\""), std::string::npos) << line;
   const std::string json = gpu::autotune_json(bplan, {b});
   EXPECT_NE(json.find("\"bwd_block_k\": 128"), std::string::npos) << json;
   EXPECT_NE(json.find("\"skipped\": \"a \\\"quoted\\\" reason, with a comma\""), std::string::npos) << json;
+}
+
+// fa3-v1 (registered where the build has CUTLASS's headers): every forward instance of the head dim, the
+// hand-kept one marked, and the backward's one tile.
+TEST(GpuAutotune, Fa3PlanTimesEveryForwardInstance) {
+  const auto& versions = gpu::kernel_versions();
+  if (std::none_of(versions.begin(), versions.end(), [](const auto& v) { return v.name == "fa3-v1"; }))
+    GTEST_SKIP() << "fa3-v1 is not in this build (no CUTLASS headers)";
+  gpu::AutotuneGrid g;
+  g.kernel = "fa3-v1";
+  g.head_dims = {64, 256};
+  g.dtypes = {DType::BF16};
+  g.seqlens = {2048};
+  g.features = {"plain", "causal"};
+  const gpu::AutotunePlan plan = gpu::autotune_plan(g);
+  EXPECT_EQ(plan.kernel, "fa3-v1");
+  ASSERT_EQ(plan.problems.size(), 4u);
+  const auto& v = gpu::kernel_version("fa3-v1");
+  std::map<size_t, std::tuple<int, int, int>>
+      per;  // problem -> (forward configs, hand ones, backward configs)
+  for (const auto& it : plan.items) {
+    const AttentionProblem& p = plan.problems[it.problem].problem;
+    auto& [nf, hand, nb] = per[it.problem];
+    if (it.pass == gpu::TunePass::Fwd) {
+      ++nf;
+      hand += it.hand ? 1 : 0;
+      EXPECT_NE(fa3_fwd_instance(static_cast<int>(p.head_dim), static_cast<int>(it.tile.block_q),
+                                 static_cast<int>(it.tile.block_k), it.tile.stages),
+                nullptr);
+      EXPECT_EQ(runs(v.unsupported(p, it.tile)), "") << gpu::autotune_label(plan, it);
+    } else {
+      ++nb;
+      EXPECT_EQ(runs(gpu::why_no_backward(v, p, it.tile)), "") << gpu::autotune_label(plan, it);
+    }
+  }
+  for (const auto& [i, counts] : per) {
+    const int64_t d = plan.problems[i].problem.head_dim;
+    const auto [nf, hand, nb] = counts;
+    int instances = 0;
+    for (const auto& e : kFa3FwdInstances) instances += e.head_dim == d;
+    EXPECT_EQ(nf, instances) << d;
+    EXPECT_EQ(hand, 1) << d;
+    EXPECT_EQ(nb, d == 256 ? 0 : 1) << d;  // d256 has no backward instance
+  }
+  const gpu::AutotuneRow r{plan.items[0], 1.0, 100.0, ""};
+  EXPECT_EQ(
+      gpu::autotune_csv_line(plan, r).rfind("fa3-v1,fwd,64,bf16,2048,2048,8,32,0,0,128,128,12,12,2,", 0), 0u)
+      << gpu::autotune_csv_line(plan, r);
+  g.head_dims = {80};
+  EXPECT_THROW(gpu::autotune_plan(g), InputError);
 }
 
 TEST(GpuAutotune, BadGridsAreInputErrors) {
@@ -131,6 +182,11 @@ TEST(GpuAutotune, BadGridsAreInputErrors) {
   EXPECT_THROW(gpu::autotune_plan(g), InputError);
   g = {};
   g.seqlens = {};
+  EXPECT_THROW(gpu::autotune_plan(g), InputError);
+  g = {};
+  g.kernel = "naive-v1";  // no tiles to time
+  EXPECT_THROW(gpu::autotune_plan(g), InputError);
+  g.kernel = "nope";
   EXPECT_THROW(gpu::autotune_plan(g), InputError);
   if (!gpu::cuda_available()) {
     g = {};

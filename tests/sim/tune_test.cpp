@@ -11,6 +11,7 @@
 
 #include "flashsim/error.h"
 #include "flashsim/families/fa2/instances.h"
+#include "flashsim/families/fa3/instances.h"
 #include "flashsim/sim/cta_model.h"
 #include "flashsim/sim/hardware.h"
 #include "flashsim/sim/kernel_model.h"
@@ -346,5 +347,121 @@ TEST(TuneCheck, BadCsvIsAnInputError) {
   }
   EXPECT_THROW(read_autotune_csv(path), InputError);
   EXPECT_THROW(read_autotune_csv(path + ".missing"), InputError);
+  std::remove(path.c_str());
+}
+
+// ---- fa3-fwd: fa3-v1's forward instances (families/fa3), ranked by the fwd_fa3 model
+
+TEST(TuneFa3, SpaceIsTheInstancesHandKeptFirst) {
+  for (int d : {64, 96, 128, 256}) {
+    const auto space = tune_space(TuneKernel::Fa3Fwd, TuneSpace::Instances, d);
+    size_t expected = 0;
+    for (const auto& e : kFa3FwdInstances) expected += e.head_dim == d;
+    ASSERT_EQ(space.size(), expected) << d;
+    EXPECT_GE(space.size(), 2u) << d << ": nothing to rank";
+    EXPECT_EQ(space[0].block_k, fa3_fwd_instance(d)->block_k) << d;
+    EXPECT_EQ(space[0].stages, fa3_fwd_instance(d)->stages) << d;
+    for (const auto& c : space) {
+      EXPECT_NE(fa3_fwd_instance(d, static_cast<int>(c.block_q), static_cast<int>(c.block_k), c.stages),
+                nullptr);
+      EXPECT_LE(fa3_fwd_smem_bytes(d, static_cast<int>(c.block_q), static_cast<int>(c.block_k), c.stages),
+                227 * 1024)
+          << c.describe();
+    }
+    EXPECT_EQ(tune_space(TuneKernel::Fa3Fwd, TuneSpace::All, d).size(), space.size());
+  }
+  EXPECT_TRUE(tune_space(TuneKernel::Fa3Fwd, TuneSpace::Instances, 80).empty());
+  EXPECT_EQ(parse_tune_kernel("fa3-fwd"), TuneKernel::Fa3Fwd);
+  EXPECT_EQ(tune_kernel_name(TuneKernel::Fa3Fwd), "fa3-fwd");
+}
+
+TEST(TuneFa3, RanksEveryInstanceWithTheModelsOwnTimes) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  TuneRequest r;
+  r.kernel = TuneKernel::Fa3Fwd;
+  r.head_dims = {64, 128};
+  r.dtypes = {DType::BF16};
+  r.seqlens = {1024, 8192};
+  r.features = feature_combinations({"causal"});
+  const auto out = tune(r, hw);
+  ASSERT_EQ(out.entries.size(), 2u * 2 * 2);
+  for (const auto& e : out.entries) {
+    ASSERT_EQ(e.ranked.size(), static_cast<size_t>(e.configs)) << e.problem.describe();  // all fit an H100
+    for (size_t i = 1; i < e.ranked.size(); ++i) EXPECT_LE(e.ranked[i - 1].time_s, e.ranked[i].time_s);
+    // each row is fwd_fa3's prediction of that tile on the entry's problem
+    for (const auto& row : e.ranked) {
+      bool fits = true;
+      const auto direct =
+          predict_config(e.problem, row.config, hw, {&kernel_model("fwd_fa3")}, nullptr, fits);
+      EXPECT_DOUBLE_EQ(direct.time_s, row.time_s) << row.config.describe();
+    }
+    ASSERT_GE(e.hand, 0);
+    EXPECT_EQ(e.ranked[static_cast<size_t>(e.hand)].config.block_k,
+              fa3_fwd_instance(static_cast<int>(e.head_dim))->block_k);
+  }
+}
+
+TEST(TuneFa3, FeaturesItLacksAndUnknownHeadDimsAreInputErrors) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  TuneRequest r;
+  r.kernel = TuneKernel::Fa3Fwd;
+  r.head_dims = {128};
+  r.seqlens = {1024};
+  r.features = feature_combinations({"bias"});
+  EXPECT_THROW(tune(r, hw), InputError);
+  r.features = feature_combinations({"softcap"});
+  EXPECT_NO_THROW(tune(r, hw));
+  r.head_dims = {80};
+  EXPECT_THROW(tune(r, hw), InputError);
+}
+
+TEST(TuneFa3, CheckReadsItsRowsAndSkipsItsSingleTileBackward) {
+  // an autotune CSV of fa3-v1 (flashsim-gpu autotune --kernel fa3-v1): the forward rows are ranked as fa3-fwd,
+  // the backward's one tile is left out; times equal to the model's give rank correlation 1, reversed -1
+  const auto hw = load_profile("H100-SXM5-80GB");
+  TuneRequest r;
+  r.kernel = TuneKernel::Fa3Fwd;
+  r.head_dims = {128};
+  r.dtypes = {DType::BF16};
+  r.seqlens = {4096};
+  r.features = feature_combinations({});
+  const auto out = tune(r, hw);
+  const auto& e = out.entries.at(0);
+  ASSERT_GE(e.ranked.size(), 3u);
+  const std::string path = ::testing::TempDir() + "tune_fa3_check.csv";
+  for (bool reverse : {false, true}) {
+    {
+      std::ofstream f(path);
+      f << "kernel,pass,head_dim,dtype,seqlen_q,seqlen_k,batch,heads,causal,bias,block_q,block_k,warps,"
+           "kernel_warps,stages,bwd_block_q,bwd_block_k,ms,tflops,hand,table,skipped\n";
+      for (size_t i = 0; i < e.ranked.size(); ++i) {
+        const auto& c = e.ranked[i].config;
+        const double ms = reverse ? 1.0 / e.ranked[i].time_s : e.ranked[i].time_s * 1e3;
+        f << "fa3-v1,fwd,128,bf16,4096,4096," << e.problem.batch << "," << e.problem.heads_q << ",0,0,"
+          << c.block_q << "," << c.block_k << ",12,12," << c.stages << ",,," << ms << ",1,"
+          << (static_cast<int>(i) == e.hand) << "," << (static_cast<int>(i) == e.hand) << ",\n";
+      }
+      f << "fa3-v1,bwd,128,bf16,4096,4096," << e.problem.batch << "," << e.problem.heads_q
+        << ",0,0,,,12,12,,64,128,1.5,1,1,1,\n";
+    }
+    const auto rows = read_autotune_csv(path);
+    ASSERT_EQ(rows.size(), e.ranked.size());
+    for (const auto& row : rows) EXPECT_EQ(row.kernel, TuneKernel::Fa3Fwd);
+    const auto c = check_tune(rows, hw, KernelResources{});
+    ASSERT_EQ(c.groups.size(), 1u);
+    EXPECT_EQ(c.groups[0].kernel, TuneKernel::Fa3Fwd);
+    if (!reverse) {
+      EXPECT_NEAR(c.groups[0].spearman_mean, 1.0, 1e-12);
+      EXPECT_EQ(c.within_5, 1);
+    } else {
+      EXPECT_NEAR(c.groups[0].spearman_mean, -1.0, 1e-12);
+    }
+  }
+  {
+    std::ofstream f(path);
+    f << "kernel,pass,head_dim,dtype,seqlen_q,batch,heads,causal,bias,block_q,block_k,warps,stages,ms\n"
+         "fa9-v1,fwd,128,bf16,4096,8,16,0,0,128,128,12,2,1.0\n";
+  }
+  EXPECT_THROW(read_autotune_csv(path), InputError);  // a version tune does not rank
   std::remove(path.c_str());
 }

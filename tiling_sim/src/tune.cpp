@@ -16,19 +16,21 @@
 #include "flashsim/error.h"
 #include "flashsim/families/fa2/hand_table.h"
 #include "flashsim/families/fa2/instances.h"
+#include "flashsim/families/fa3/instances.h"
+#include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/ncu.h"  // split_csv
 #include "flashsim/sim/sweep.h"
 
 namespace flashsim::sim {
 
 std::string_view tune_kernel_name(TuneKernel k) {
-  return k == TuneKernel::Fa2Fwd ? "fa2-fwd" : "fa2-bwd";
+  return k == TuneKernel::Fa2Fwd ? "fa2-fwd" : k == TuneKernel::Fa2Bwd ? "fa2-bwd" : "fa3-fwd";
 }
 
 TuneKernel parse_tune_kernel(std::string_view s) {
-  if (s == "fa2-fwd") return TuneKernel::Fa2Fwd;
-  if (s == "fa2-bwd") return TuneKernel::Fa2Bwd;
-  throw InputError("kernel", fmt::format("unknown kernel '{}' (known: fa2-fwd, fa2-bwd)", s));
+  for (TuneKernel k : {TuneKernel::Fa2Fwd, TuneKernel::Fa2Bwd, TuneKernel::Fa3Fwd})
+    if (s == tune_kernel_name(k)) return k;
+  throw InputError("kernel", fmt::format("unknown kernel '{}' (known: fa2-fwd, fa2-bwd, fa3-fwd)", s));
 }
 
 std::string TuneFeatures::name() const {
@@ -112,10 +114,27 @@ AttentionProblem tune_problem(const TuneRequest& r, int64_t head_dim, DType dtyp
                       std::max<int64_t>(1, r.width / head_dim), head_dim, dtype, f, seqlen);
 }
 
+namespace {
+// An fa3-v1 forward instance as a tile: Br, Bc, its 12 warps (a producer and two consumer warpgroups), stages.
+TileConfig fa3_tile(const Fa3FwdInstance& e) {
+  TileConfig c;
+  c.block_q = e.block_q;
+  c.block_k = e.block_k;
+  c.warps = kFa3Threads / 32;
+  c.stages = e.stages;
+  return c;
+}
+}  // namespace
+
 std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim) {
+  std::vector<TileConfig> out;
+  if (k == TuneKernel::Fa3Fwd) {  // its instances in either space: sweep_space's tiles are fa2's
+    for (const Fa3FwdInstance& e : kFa3FwdInstances)
+      if (e.head_dim == head_dim) out.push_back(fa3_tile(e));
+    return out;
+  }
   const Pass pass = k == TuneKernel::Fa2Fwd ? Pass::Forward : Pass::Backward;
   if (s == TuneSpace::All) return sweep_space(pass);
-  std::vector<TileConfig> out;
   if (k == TuneKernel::Fa2Fwd) {
     for (const Fa2FwdInstance& e : kFa2FwdInstances)
       for (int st = kFa2FwdMinStages; st <= kFa2FwdMaxStages; ++st)
@@ -149,12 +168,15 @@ std::string tune_config_name(TuneKernel k, const TileConfig& c) {
 namespace {
 
 Pass pass_of(TuneKernel k) {
-  return k == TuneKernel::Fa2Fwd ? Pass::Forward : Pass::Backward;
+  return k == TuneKernel::Fa2Bwd ? Pass::Backward : Pass::Forward;
 }
 
-// The pass's kernels predicted (analytic counts); fits: every kernel fits.
+// The pass's kernels predicted (analytic counts); fits: every kernel fits. fa3-fwd: fa3-v1's forward model
+// (its registers are the instance arithmetic's: the compiled table holds fa2-v1's).
 TuneRow predict_row(TuneKernel k, const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
                     const KernelResources& compiled, bool& fits) {
+  if (k == TuneKernel::Fa3Fwd)
+    return predict_config(p, c, hw, {&kernel_model("fwd_fa3")}, nullptr, fits, nullptr);
   return predict_config(p, c, hw, kernels_of(Algorithm::Fa2, pass_of(k)), nullptr, fits,
                         compiled.empty() ? nullptr : &compiled);
 }
@@ -174,7 +196,10 @@ bool same_tile(TuneKernel k, const TileConfig& a, const TileConfig& b) {
 }
 // The hand-kept config's index in a ranking (-1: not there).
 int hand_index(TuneKernel k, const std::vector<TuneRow>& ranked, int64_t head_dim, const TuneFeatures& f) {
-  const TileConfig hand = fa2_hand_launch_tile(head_dim, f.pipeline());
+  const Fa3FwdInstance* fa3_hand = fa3_fwd_instance(static_cast<int>(head_dim));
+  if (k == TuneKernel::Fa3Fwd && !fa3_hand) return -1;
+  const TileConfig hand =
+      k == TuneKernel::Fa3Fwd ? fa3_tile(*fa3_hand) : fa2_hand_launch_tile(head_dim, f.pipeline());
   for (size_t i = 0; i < ranked.size(); ++i)
     if (same_tile(k, ranked[i].config, hand)) return static_cast<int>(i);
   return -1;
@@ -224,18 +249,30 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
   for (int64_t d : r.head_dims)
     if (r.space == TuneSpace::Instances && tune_space(r.kernel, r.space, d).empty()) {
       std::vector<int> dims;  // the instance tables' head dims, in order, once each
-      if (r.kernel == TuneKernel::Fa2Fwd)
+      if (r.kernel == TuneKernel::Fa3Fwd)
+        for (const Fa3FwdInstance& e : kFa3FwdInstances) dims.push_back(e.head_dim);
+      else if (r.kernel == TuneKernel::Fa2Fwd)
         for (const Fa2FwdInstance& e : kFa2FwdInstances) dims.push_back(e.head_dim);
       else
         for (const Fa2BwdInstance& e : kFa2BwdInstances) dims.push_back(e.head_dim);
       std::sort(dims.begin(), dims.end());
       dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
       const std::string have = fmt::format("{}", fmt::join(dims, ", "));
-      throw InputError("head_dims",
-                       fmt::format("head dim {}: fa2-v1 has no {} instance of it (it compiles head "
-                                   "dims {}; --space all ranks any head dim's configs)",
-                                   d, r.kernel == TuneKernel::Fa2Fwd ? "forward" : "backward", have));
+      throw InputError(
+          "head_dims",
+          fmt::format("head dim {}: {} has no {} instance of it (it compiles head "
+                      "dims {}{})",
+                      d, r.kernel == TuneKernel::Fa3Fwd ? "fa3-v1" : "fa2-v1",
+                      r.kernel == TuneKernel::Fa2Bwd ? "backward" : "forward", have,
+                      r.kernel == TuneKernel::Fa3Fwd ? "" : "; --space all ranks any head dim's configs"));
     }
+  // fa3-v1's score pipeline has scale, softcap and windows: a feature it lacks is an error, not a ranking of
+  // kernels that cannot run it.
+  if (r.kernel == TuneKernel::Fa3Fwd)
+    for (const TuneFeatures& f : r.features)
+      if (f.bias || f.mask || f.alibi)
+        throw InputError("features",
+                         fmt::format("fa3-fwd: fa3-v1 runs no {} (its features: causal, softcap)", f.name()));
   for (int64_t d : r.head_dims)
     for (DType t : r.dtypes)
       for (const TuneFeatures& f : r.features)
@@ -250,6 +287,12 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
           const auto configs = tune_space(r.kernel, r.space, d);
           e.configs = static_cast<int64_t>(configs.size());
           for (const TileConfig& c : configs) {
+            // an fa3-v1 instance without a softcapped kernel (instances.h) does not run a softcap
+            if (r.kernel == TuneKernel::Fa3Fwd && f.softcap &&
+                !fa3_fwd_instance(static_cast<int>(d), static_cast<int>(c.block_q),
+                                  static_cast<int>(c.block_k), c.stages)
+                     ->softcap)
+              continue;
             bool fits = true;
             TuneRow row = predict_row(r.kernel, e.problem, c, hw, compiled, fits);
             if (fits) e.ranked.push_back(std::move(row));
@@ -299,12 +342,18 @@ nlohmann::json to_json(const TuneResult& r, int top) {
 
 std::string launch_table_entries(const TuneResult& r) {
   std::string s;
-  const bool fwd = r.request.kernel == TuneKernel::Fa2Fwd;
+  const bool fwd = r.request.kernel != TuneKernel::Fa2Bwd;
   for (const TuneEntry& e : r.entries) {
     if (e.ranked.empty()) continue;
     const TileConfig& c = e.table_pick().config;
     s += fmt::format("    // d{} {} {} n{}: {}\n", e.head_dim, dtype_name(e.dtype), e.features.name(),
                      e.seqlen, e.reason());
+    if (r.request.kernel == TuneKernel::Fa3Fwd) {  // families/fa3's Fa3LaunchEntry: no score-pipeline flag
+      s += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}}},\n", e.head_dim,
+                       e.dtype == DType::BF16 ? "true" : "false", e.features.causal ? "true" : "false",
+                       e.seqlen, c.block_q, c.block_k, c.stages);
+      continue;
+    }
     s += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {}, {}}},\n", e.head_dim,
                      e.dtype == DType::BF16 ? "true" : "false", e.features.causal ? "true" : "false",
                      e.features.pipeline() ? "true" : "false", e.seqlen, fwd ? c.block_q : c.bwd_block_q,
@@ -378,7 +427,15 @@ std::vector<MeasuredRow> read_autotune_csv(const std::string& path) {
     if (!get("skipped").empty() || get("ms").empty()) continue;
     try {
       MeasuredRow r;
-      r.kernel = get("pass") == "bwd" ? TuneKernel::Fa2Bwd : TuneKernel::Fa2Fwd;
+      // the version (a CSV from before the column: fa2-v1); fa3-v1's backward has one tile, nothing to rank
+      const std::string version = get("kernel").empty() ? "fa2-v1" : get("kernel");
+      if (version != "fa2-v1" && version != "fa3-v1")
+        throw InputError("measured",
+                         fmt::format("kernel '{}': tune ranks fa2-v1's and fa3-v1's tiles", version));
+      if (version == "fa3-v1" && get("pass") == "bwd") continue;
+      r.kernel = version == "fa3-v1"    ? TuneKernel::Fa3Fwd
+                 : get("pass") == "bwd" ? TuneKernel::Fa2Bwd
+                                        : TuneKernel::Fa2Fwd;
       r.head_dim = std::stoll(get("head_dim"));
       r.seqlen = std::stoll(get("seqlen_q"));
       r.batch = std::stoll(get("batch"));
@@ -386,7 +443,7 @@ std::vector<MeasuredRow> read_autotune_csv(const std::string& path) {
       r.dtype = parse_dtype(get("dtype"));
       r.features.causal = get("causal") == "1";
       r.features.bias = get("bias") == "1";
-      if (r.kernel == TuneKernel::Fa2Fwd) {
+      if (r.kernel != TuneKernel::Fa2Bwd) {
         r.config.block_q = std::stoll(get("block_q"));
         r.config.block_k = std::stoll(get("block_k"));
         r.config.stages = std::stoi(get("stages"));

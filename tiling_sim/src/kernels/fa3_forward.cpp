@@ -19,6 +19,7 @@
 #include "fa3_tiles.h"
 #include "flashsim/error.h"
 #include "flashsim/families/fa3/instances.h"
+#include "flashsim/families/fa3/launch.h"
 #include "flashsim/sim/cta_model.h"
 #include "kernels.h"
 #include "measured_steps.h"
@@ -31,8 +32,8 @@ using ref::AccessKind;
 using ref::TensorId;
 
 // The tile a launch runs: the config's own when it has fa3's shape (the ncu name's template arguments give
-// one; so does --warps 4 x (1 + Br / 64)), else the instance fa3-v1 compiles for the head dim
-// (families/fa3/instances.h), else FlashAttention-3's rule for a head dim it lacks (Br 128, Bc 128 up to
+// one; so does --warps 4 x (1 + Br / 64)), else the instance fa3-v1's launch table picks for the problem
+// (families/fa3/launch.h), else FlashAttention-3's rule for a head dim it lacks (Br 128, Bc 128 up to
 // d128 and 64 above, two stages).
 struct Fa3Shape {
   int64_t br = 128, bc = 128, stages = 2;
@@ -48,11 +49,17 @@ bool fa3_config(const TileConfig& c) {
 
 Fa3Shape fa3_shape(const AttentionProblem& p, const TileConfig& c) {
   Fa3Shape s;
+  // fa3-v1's launch (gpu/fa3/fa3_v1.cpp): a window edge past every key is no edge.
+  const int64_t span = p.seqlen_q + p.seqlen_k;
+  const int64_t wl = p.window_left < span ? p.window_left : -1,
+                wr = p.window_right < span ? p.window_right : -1;
   if (fa3_config(c)) {
     s.br = c.block_q;
     s.bc = c.block_k;
     s.stages = c.stages;
-  } else if (const Fa3FwdInstance* e = fa3_fwd_instance(static_cast<int>(p.head_dim))) {
+  } else if (const Fa3FwdInstance* e = fa3_fwd_launch_instance(
+                 static_cast<int>(p.head_dim), p.dtype == DType::BF16, wl >= 0 || wr >= 0,
+                 std::max(p.seqlen_q, p.seqlen_k), p.softcap > 0)) {
     s.br = e->block_q;
     s.bc = e->block_k;
     s.stages = e->stages;
@@ -60,10 +67,6 @@ Fa3Shape fa3_shape(const AttentionProblem& p, const TileConfig& c) {
     s.bc = p.head_dim <= 128 ? 128 : 64;
   }
   s.consumers = static_cast<int>(s.br / 64);
-  // fa3-v1's launch (gpu/fa3/fa3_v1.cpp): a window edge past every key is no edge.
-  const int64_t span = p.seqlen_q + p.seqlen_k;
-  const int64_t wl = p.window_left < span ? p.window_left : -1,
-                wr = p.window_right < span ? p.window_right : -1;
   const bool causal = wl < 0 && wr == 0, windowed = !causal && (wl >= 0 || wr >= 0);
   const Fa3Schedule rule = fa3_fwd_schedule(
       causal, windowed, p.seqlen_k, ceil_div(p.seqlen_q, s.br) * p.heads_q * p.batch, kFa3PersistentCtas,

@@ -1,7 +1,7 @@
 #pragma once
-// `flashsim-gpu autotune`: every instantiated tile config of fa2-v1 (fa2's instances.h) timed on a grid of
-// problems, the forward's configs and the backward's apart: the measured ranking that the simulator's ranking of
-// the same configs (`flashsim sim tune`) is checked against.
+// `flashsim-gpu autotune`: every tile config a kernel version is built for (KernelVersion::tune_tiles: fa2-v1's
+// instances.h, fa3-v1's) timed on a grid of problems, the forward's configs and the backward's apart: the measured
+// ranking that the simulator's ranking of the same configs (`flashsim sim tune`) is checked against.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -22,6 +22,7 @@ std::string_view tune_pass_name(TunePass p);  // "fwd", "bwd"
 // The grid: every head dim x dtype x seqlen x feature; batch and heads as `flashsim-gpu bench` (16384 tokens a
 // batch, a model width of 2048) unless given.
 struct AutotuneGrid {
+  std::string kernel = "fa2-v1";  // the version (one with KernelVersion::tune_tiles)
   std::vector<int64_t> head_dims{64, 96, 128, 256};
   std::vector<DType> dtypes{DType::BF16, DType::F16};
   std::vector<int64_t> seqlens{1024, 4096, 16384};
@@ -48,12 +49,13 @@ struct AutotuneItem {
 };
 
 struct AutotunePlan {
+  std::string kernel;                     // the version timed
   std::vector<AutotuneProblem> problems;  // head dim, dtype, seqlen, feature (outermost first)
   std::vector<AutotuneItem> items;        // by problem; a problem's forward configs, then its backward's
 };
 
-// The grid's problems (each validated) and, for each, every instantiated forward config (table entry x stages)
-// and backward config of its head dim; no GPU needed. Throws InputError naming a bad grid value.
+// The grid's problems (each validated) and, for each, every forward and backward tile of its head dim the version
+// is built for; no GPU needed. Throws InputError naming a bad grid value (or a version without tiles to time).
 AutotunePlan autotune_plan(const AutotuneGrid& g);
 
 // Seconds the kernels of the plan take at o's warmup and repeats, from the FLOPs at 250 (forward) and 150
@@ -67,7 +69,7 @@ struct AutotuneRow {
   std::string skipped;  // why the config did not run ("" when it did)
 };
 
-// Runs the plan on the version (fa2-v1) on this CUDA device: per problem, inputs made on the device once (device
+// Runs the plan on the version (kernel_version(plan.kernel)) on this CUDA device: per problem, inputs made on the device once (device
 // memory rotated as bench does), the forward run once at the launch table's tile (o and lse for the backward),
 // then each item's pass alone, median of o.repeats launches after o.warmup. `row` gets every row as it is done
 // (done = its 1-based index in plan.items). Throws InputError without a CUDA device.

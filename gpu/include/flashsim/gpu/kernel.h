@@ -53,6 +53,12 @@ struct KernelVersion {
   // launch table, per head dim and score path, as flash-attention's run_mha_fwd_hdim* choose.
   // Per pass: the backward's tile fields (bwd_block_q, bwd_block_k, warps) may differ from the forward's.
   TileConfig (*launch_tile)(const AttentionProblem& p, Pass pass) = nullptr;
+  // `flashsim-gpu autotune`'s configs (nullptr: the version has none to tune): every tile of a head dim and pass
+  // the version is built for (empty: none of that head dim), the forward's fields on forward tiles and the
+  // backward's on backward ones; and the hand-kept tile of a problem (the one a generated launch table keeps
+  // unless the model's best beats it by sim::kTuneResolution).
+  std::vector<TileConfig> (*tune_tiles)(int64_t head_dim, Pass pass) = nullptr;
+  TileConfig (*hand_tile)(const AttentionProblem& p) = nullptr;
   // Launches (asynchronous on args.stream); throw InputError for a config they cannot run.
   void (*forward)(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) = nullptr;
   // nullptr: forward only (the harness checks o and lse).

@@ -14,12 +14,13 @@
 
 namespace flashsim::sim {
 
-enum class TuneKernel { Fa2Fwd, Fa2Bwd };
-std::string_view tune_kernel_name(TuneKernel k);   // "fa2-fwd", "fa2-bwd"
+// fa2-v1's forward and backward; fa3-v1's forward (its backward has one tile: nothing to rank).
+enum class TuneKernel { Fa2Fwd, Fa2Bwd, Fa3Fwd };
+std::string_view tune_kernel_name(TuneKernel k);   // "fa2-fwd", "fa2-bwd", "fa3-fwd"
 TuneKernel parse_tune_kernel(std::string_view s);  // InputError("kernel") naming the choices
 
-// Which configs a kernel can run: the instances fa2-v1 is compiled for (fa2's instances.h), or every
-// config of sweep_space (what a kernel could be built for).
+// Which configs a kernel can run: the instances its version is compiled for (fa2's instances.h, fa3's), or
+// every config of sweep_space (what an fa2 kernel could be built for; fa3-fwd: its instances either way).
 enum class TuneSpace { Instances, All };
 
 // A feature set of an entry: the problem's causal mask and its score-pipeline features. bias: a [B, H, Sq, Sk]
@@ -59,6 +60,7 @@ AttentionProblem tune_problem(const TuneRequest& r, int64_t head_dim, DType dtyp
 AttentionProblem tune_problem(int64_t batch, int64_t heads, int64_t head_dim, DType dtype,
                               const TuneFeatures& f, int64_t seqlen);
 // The configs of the space for a head dim (forward: Br, Bc, warps, stages; backward: bwd Br, Bc, warps).
+// fa3-fwd: fa3-v1's forward instances (Br, Bc, 12 warps, stages), the hand-kept one first.
 std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim);
 
 // The model's resolution: below it, which of two configs is faster is no longer reliably predicted (every pair of
@@ -99,7 +101,8 @@ std::string tune_config_name(TuneKernel k, const TileConfig& c);
 
 nlohmann::json to_json(const TuneResult& r, int top);
 // The C++ launch table (fa2's launch_table.h's part for this kernel): one entry per (head dim, dtype,
-// causal, score pipeline, seqlen) with its reason as a comment. `command` is printed in the header's comment.
+// causal, score pipeline, seqlen) with its reason as a comment; fa3-fwd: fa3's launch_table.h's entries (head
+// dim, dtype, causal, seqlen, Br, Bc, stages).
 std::string launch_table_entries(const TuneResult& r);
 
 // ---- The check against a measured autotune (flashsim-gpu autotune --out FILE.csv).

@@ -22,6 +22,9 @@ namespace flashsim {
 
 struct Fa3FwdInstance {
   int head_dim, block_q, block_k, stages;
+  // Whether its softcapped kernel is compiled: not where the softcap's tanh pushes it past the registers (ptxas
+  // -warn-spills); a softcapped problem then runs on the head dim's first instance that has one.
+  bool softcap = true;
 };
 
 // The schedule a problem runs with (gpu/fa3/fa3_fwd_params.h): ping-pong (the two consumer warpgroups take turns
@@ -65,14 +68,32 @@ inline constexpr int kFa3ConsumerWarpgroups = 2;  // wgmma's M is 64 rows a warp
 inline constexpr int kFa3Threads = (1 + kFa3ConsumerWarpgroups) * 128;
 inline constexpr int64_t kFa3ElementBytes = 2;  // bf16 / fp16 tiles (wgmma's 16-bit operands)
 
+// The forward's instances: per head dim the hand-kept tile first (fa3_fwd_instance(d) returns it; the launch
+// table falls back to it), then the others `flashsim-gpu autotune --kernel fa3-v1` times and `flashsim sim tune
+// --kernel fa3-fwd` ranks (none measured 5% faster than the hand-kept tile on the bench grid, nor predicted so:
+// calibration fa3.tune_h100). Registers a consumer thread needs for O, S and P (d / 2 + Bc / 2 + Bc / 4 of 240)
+// and the shared memory (Q + stages x (K + V)) are given per line; 227 KB is the H100's opt-in limit.
 // clang-format off
 inline constexpr Fa3FwdInstance kFa3FwdInstances[] = {
     // Bc128 at d <= 128: S of 64 x 128 a warpgroup (64 fp32 a thread) beside O; two stages let the producer
     // load block n - 1 while the consumers multiply block n.
     {64, 128, 128, 2}, {96, 128, 128, 2}, {128, 128, 128, 2},
     // d256: O alone is 128 fp32 a thread, so S shrinks to Bc64 (32 a thread), and Q (64 KB) + two stages of
-    // K and V (128 KB) is the most that fits 227 KB.
-    {256, 128, 64, 2},
+    // K and V (128 KB) is the most that fits 227 KB. Its softcapped kernel spilled 4 bytes (12 loaded): a
+    // softcap at d256 runs Bc32.
+    {256, 128, 64, 2, false},
+    // The candidates. d64: Bc160 (32 + 80 + 40 = 152 registers, 96 KB; Bc192, FlashAttention-3's non-causal
+    // d64 width, 176, spilled 60-84 bytes here: ptxas -warn-spills, CUDA 13.0), Bc64 (half the work a step, twice the steps: 48 KB), three
+    // stages of Bc128 (112 KB).
+    {64, 128, 160, 2}, {64, 128, 64, 2}, {64, 128, 128, 3},
+    // d96: Bc64 (48 + 32 + 16 = 96 registers, 72 KB), three stages of Bc128 (168 KB).
+    {96, 128, 64, 2}, {96, 128, 128, 3},
+    // d128: Bc64 (64 + 32 + 16 = 112, 96 KB), Bc96 (136, 128 KB), three stages of Bc128 (224 KB, the most that
+    // fits). Bc176, FlashAttention-3's non-causal d128 tile, spilled in this kernel (the results README).
+    {128, 128, 64, 2}, {128, 128, 96, 2}, {128, 128, 128, 3},
+    // d256: Bc32 (128 + 16 + 8 = 152 registers, 64 + 2 x 2 x 16 = 128 KB), and three stages of it (160 KB).
+    // Bc80 (188 registers, 224 KB: FlashAttention-3's d256 tile) spilled 116-208 bytes here.
+    {256, 128, 32, 2}, {256, 128, 32, 3},
 };
 // clang-format on
 
@@ -103,10 +124,28 @@ constexpr int64_t fa3_fwd_smem_bytes(int head_dim, int block_q, int block_k, int
   return (static_cast<int64_t>(block_q) + 2LL * stages * block_k) * head_dim * kFa3ElementBytes;
 }
 
-// The instance of a head dim; nullptr when fa3-v1 has none.
+// The hand-kept instance of a head dim (its first in kFa3FwdInstances); nullptr when fa3-v1 has none.
 constexpr const Fa3FwdInstance* fa3_fwd_instance(int head_dim) {
   for (const Fa3FwdInstance& e : kFa3FwdInstances)
     if (e.head_dim == head_dim) return &e;
+  return nullptr;
+}
+// The instance of a head dim with this tile; nullptr when it is not one.
+constexpr const Fa3FwdInstance* fa3_fwd_instance(int head_dim, int block_q, int block_k, int stages) {
+  for (const Fa3FwdInstance& e : kFa3FwdInstances)
+    if (e.head_dim == head_dim && e.block_q == block_q && e.block_k == block_k && e.stages == stages)
+      return &e;
+  return nullptr;
+}
+constexpr bool operator==(const Fa3FwdInstance& a, const Fa3FwdInstance& b) {
+  return a.head_dim == b.head_dim && a.block_q == b.block_q && a.block_k == b.block_k &&
+         a.stages == b.stages && a.softcap == b.softcap;
+}
+// The instance a softcapped problem of the head dim runs when `e` has no softcapped kernel: the head dim's first
+// that has one (nullptr: none).
+constexpr const Fa3FwdInstance* fa3_fwd_softcap_instance(int head_dim) {
+  for (const Fa3FwdInstance& e : kFa3FwdInstances)
+    if (e.head_dim == head_dim && e.softcap) return &e;
   return nullptr;
 }
 

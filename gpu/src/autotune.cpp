@@ -1,4 +1,7 @@
-// The measured autotune of fa2-v1's tile configs (flashsim/gpu/autotune.h): fa2-v1's, in its family.
+// The measured autotune of a kernel version's tile configs (flashsim/gpu/autotune.h): the configs are the
+// version's (KernelVersion::tune_tiles: fa2-v1's instances.h, fa3-v1's).
+#include "flashsim/gpu/autotune.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -6,10 +9,7 @@
 
 #include "device_fill.h"
 #include "device_memory.h"
-#include "fa2_v1.h"  // hand_launch_tile
 #include "flashsim/error.h"
-#include "flashsim/families/fa2/instances.h"
-#include "flashsim/gpu/autotune.h"
 #include "flashsim/gpu/harness.h"  // cuda_available, why_no_backward
 #include "flashsim/gpu/params.h"   // missing_gpu_feature
 #include "flashsim/inputs.h"       // InputStream
@@ -106,19 +106,48 @@ std::string_view tune_pass_name(TunePass p) {
   return p == TunePass::Fwd ? "fwd" : "bwd";
 }
 
+namespace {
+
+// c with the pass's tile fields of t (the forward's Br, Bc, warps, stages and flags; the backward's Br, Bc, warps).
+TileConfig with_pass_tile(TileConfig c, const TileConfig& t, TunePass pass) {
+  if (pass == TunePass::Fwd) {
+    c.block_q = t.block_q, c.block_k = t.block_k, c.warps = t.warps, c.stages = t.stages;
+    c.q_in_registers = t.q_in_registers, c.kv_shared_buffer = t.kv_shared_buffer;
+  } else {
+    c.bwd_block_q = t.bwd_block_q, c.bwd_block_k = t.bwd_block_k, c.warps = t.warps;
+  }
+  return c;
+}
+
+// The head dims v has tiles of ("64, 96, 128, 256"): those of 8 .. 512 in steps of 8 (every kernel's head dim is
+// a multiple of 8: 16-byte rows of 16-bit elements).
+std::string tune_head_dims_text(const KernelVersion& v) {
+  std::string s;
+  for (int64_t d = 8; d <= 512; d += 8)
+    if (!v.tune_tiles(d, Pass::Forward).empty() || !v.tune_tiles(d, Pass::Backward).empty())
+      s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return s;
+}
+
+}  // namespace
+
 AutotunePlan autotune_plan(const AutotuneGrid& g) {
   if (!g.fwd && !g.bwd) throw InputError("pass", "neither the forward nor the backward selected");
   if (g.head_dims.empty() || g.dtypes.empty() || g.seqlens.empty() || g.features.empty())
     throw InputError("autotune", "an empty grid (head dims, dtypes, seqlens and features each need a value)");
+  const KernelVersion& v = kernel_version(g.kernel);  // InputError("kernel") naming the versions
+  if (!v.tune_tiles)
+    throw InputError("kernel",
+                     fmt::format("{} has no tile configs to time (autotune runs fa2-v1, fa3-v1)", v.name));
   for (const int64_t d : g.head_dims)
-    if (!fa2_fwd_head_dim(d) && !fa2_bwd_head_dim(d))
-      throw InputError("head-dims", fmt::format("no fa2-v1 instance has head_dim {} (instantiated: {})", d,
-                                                fa2_fwd_instances_text()));
+    if (v.tune_tiles(d, Pass::Forward).empty() && v.tune_tiles(d, Pass::Backward).empty())
+      throw InputError("head-dims", fmt::format("no {} tile has head_dim {} (its tiles' head dims: {})",
+                                                v.name, d, tune_head_dims_text(v)));
   for (const DType t : g.dtypes)
     if (t != DType::BF16 && t != DType::F16)
-      throw InputError("dtypes", fmt::format("{}: fa2-v1 runs bf16 and fp16", dtype_name(t)));
-  const KernelVersion& v = kernel_version("fa2-v1");
+      throw InputError("dtypes", fmt::format("{}: {} runs bf16 and fp16", dtype_name(t), v.name));
   AutotunePlan plan;
+  plan.kernel = v.name;
   for (const int64_t d : g.head_dims)
     for (const DType t : g.dtypes)
       for (const int64_t n : g.seqlens)
@@ -131,31 +160,17 @@ AutotunePlan autotune_plan(const AutotuneGrid& g) {
           const size_t index = plan.problems.size();
           plan.problems.push_back({p, f});
           // the rows' other fields: the launch table's; `hand` and `table` mark the two tables' picks
-          const TileConfig hand = fa2::hand_launch_tile(p), fwd_table = tile_for(v, p, {}, Pass::Forward),
-                           bwd_table = tile_for(v, p, {}, Pass::Backward);
-          if (g.fwd)
-            for (const Fa2FwdInstance& e : kFa2FwdInstances)
-              for (int s = kFa2FwdMinStages; s <= kFa2FwdMaxStages; ++s) {
-                if (e.head_dim != d || !fa2_fwd_instantiated(e.head_dim, e.block_q, e.block_k, e.warps, s))
-                  continue;
-                TileConfig c = fwd_table;
-                c.block_q = e.block_q;
-                c.block_k = e.block_k;
-                c.warps = e.warps;
-                c.stages = s;
-                plan.items.push_back(
-                    {TunePass::Fwd, index, c, same_fwd_tile(c, hand), same_fwd_tile(c, fwd_table)});
-              }
-          if (g.bwd)
-            for (const Fa2BwdInstance& e : kFa2BwdInstances) {
-              if (e.head_dim != d) continue;
-              TileConfig c = bwd_table;
-              c.bwd_block_q = e.block_q;
-              c.bwd_block_k = e.block_k;
-              c.warps = e.warps;
-              plan.items.push_back(
-                  {TunePass::Bwd, index, c, same_bwd_tile(c, hand), same_bwd_tile(c, bwd_table)});
+          const TileConfig hand = v.hand_tile ? v.hand_tile(p) : tile_for(v, p, {}, Pass::Forward);
+          for (const TunePass pass : {TunePass::Fwd, TunePass::Bwd}) {
+            if (!(pass == TunePass::Fwd ? g.fwd : g.bwd)) continue;
+            const Pass sim_pass = pass == TunePass::Fwd ? Pass::Forward : Pass::Backward;
+            const TileConfig table = tile_for(v, p, {}, sim_pass);
+            const auto same = pass == TunePass::Fwd ? same_fwd_tile : same_bwd_tile;
+            for (const TileConfig& tile : v.tune_tiles(d, sim_pass)) {
+              const TileConfig c = with_pass_tile(table, tile, pass);
+              plan.items.push_back({pass, index, c, same(c, hand), same(c, table)});
             }
+          }
         }
   return plan;
 }
@@ -233,7 +248,8 @@ void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptio
 }
 
 std::string autotune_csv_header() {
-  return "pass,head_dim,dtype,seqlen_q,seqlen_k,batch,heads,causal,bias,block_q,block_k,warps,kernel_warps,"
+  return "kernel,pass,head_dim,dtype,seqlen_q,seqlen_k,batch,heads,causal,bias,block_q,block_k,warps,kernel_"
+         "warps,"
          "stages,bwd_block_q,bwd_block_k,ms,tflops,hand,table,skipped\n";
 }
 
@@ -243,14 +259,14 @@ std::string autotune_csv_line(const AutotunePlan& plan, const AutotuneRow& r) {
   const bool fwd = r.item.pass == TunePass::Fwd;
   // the forward's knobs on forward rows, the backward's on backward rows; warps is the TileConfig's and
   // kernel_warps what the kernel launches (the backward: twice as many)
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{},{},{}\n",
-                     tune_pass_name(r.item.pass), p.head_dim, dtype_name(p.dtype), p.seqlen_q, p.seqlen_k,
-                     p.batch, p.heads_q, p.causal() ? 1 : 0, p.bias != BroadcastShape::None ? 1 : 0,
-                     fwd ? std::to_string(c.block_q) : "", fwd ? std::to_string(c.block_k) : "", c.warps,
-                     fwd ? c.warps : 2 * c.warps, fwd ? std::to_string(c.stages) : "",
-                     fwd ? "" : std::to_string(c.bwd_block_q), fwd ? "" : std::to_string(c.bwd_block_k), r.ms,
-                     r.tflops, r.item.hand ? 1 : 0, r.item.table ? 1 : 0,
-                     r.skipped.empty() ? "" : csv_quoted(r.skipped));
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{},{},{}\n",
+                     plan.kernel, tune_pass_name(r.item.pass), p.head_dim, dtype_name(p.dtype), p.seqlen_q,
+                     p.seqlen_k, p.batch, p.heads_q, p.causal() ? 1 : 0,
+                     p.bias != BroadcastShape::None ? 1 : 0, fwd ? std::to_string(c.block_q) : "",
+                     fwd ? std::to_string(c.block_k) : "", c.warps, fwd ? c.warps : 2 * c.warps,
+                     fwd ? std::to_string(c.stages) : "", fwd ? "" : std::to_string(c.bwd_block_q),
+                     fwd ? "" : std::to_string(c.bwd_block_k), r.ms, r.tflops, r.item.hand ? 1 : 0,
+                     r.item.table ? 1 : 0, r.skipped.empty() ? "" : csv_quoted(r.skipped));
 }
 
 std::string autotune_json(const AutotunePlan& plan, const std::vector<AutotuneRow>& rows) {
@@ -269,12 +285,13 @@ std::string autotune_json(const AutotunePlan& plan, const std::vector<AutotuneRo
                                        "\"kernel_warps\": {}",
                                        c.bwd_block_q, c.bwd_block_k, c.warps, 2 * c.warps);
     out += fmt::format(
-        "{}\n  {{\"pass\": \"{}\", \"head_dim\": {}, \"dtype\": \"{}\", \"seqlen_q\": {}, \"seqlen_k\": {}, "
+        "{}\n  {{\"kernel\": \"{}\", \"pass\": \"{}\", \"head_dim\": {}, \"dtype\": \"{}\", \"seqlen_q\": "
+        "{}, \"seqlen_k\": {}, "
         "\"batch\": {}, \"heads\": {}, \"causal\": {}, \"bias\": {}, {}, \"ms\": {:.4f}, \"tflops\": {:.1f}, "
         "\"hand\": {}, \"table\": {}, \"skipped\": {}}}",
-        i == 0 ? "" : ",", tune_pass_name(r.item.pass), p.head_dim, dtype_name(p.dtype), p.seqlen_q,
-        p.seqlen_k, p.batch, p.heads_q, p.causal(), p.bias != BroadcastShape::None, tile, r.ms, r.tflops,
-        r.item.hand, r.item.table, json_quoted(r.skipped));
+        i == 0 ? "" : ",", plan.kernel, tune_pass_name(r.item.pass), p.head_dim, dtype_name(p.dtype),
+        p.seqlen_q, p.seqlen_k, p.batch, p.heads_q, p.causal(), p.bias != BroadcastShape::None, tile, r.ms,
+        r.tflops, r.item.hand, r.item.table, json_quoted(r.skipped));
   }
   return out + "\n]\n";
 }
