@@ -100,6 +100,17 @@ __device__ float dot_bf16(const __nv_bfloat16* x, const __nv_bfloat16* y, int d)
   return s;
 }
 
+// P and dS / (dP - D) of one score s = q.k (the forward's score pipeline: s' = c tanh(scale s / c) with a
+// softcap c, then P = exp(s' - lse); ds'/ds = scale (1 - tanh^2), the scale applied by the callers).
+__device__ void reference_p(const Fa3FwdParams& a, float s, float lse, float& p, float& dsds) {
+  if (a.softcap > 0) {
+    const float t = tanhf(s * a.scale / a.softcap);
+    p = expf(a.softcap * t - lse), dsds = 1.f - t * t;
+  } else {
+    p = expf(s * a.scale - lse), dsds = 1.f;
+  }
+}
+
 __global__ void reference_bwd_rows(Fa3FwdParams a, BwdRef r) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x, h = blockIdx.y, b = blockIdx.z;
   if (i >= a.seqlen_q) return;
@@ -116,7 +127,9 @@ __global__ void reference_bwd_rows(Fa3FwdParams a, BwdRef r) {
     const int64_t krow = (int64_t(b) * a.seqlen_k + j) * a.heads_kv + hk;
     auto k = static_cast<const __nv_bfloat16*>(a.k) + krow * d;
     auto v = static_cast<const __nv_bfloat16*>(a.v) + krow * d;
-    const float p = expf(dot_bf16(q, k, d) * a.scale - lse), ds = p * (dot_bf16(dout, v, d) - dsum);
+    float p, dsds;
+    reference_p(a, dot_bf16(q, k, d), lse, p, dsds);
+    const float ds = p * (dot_bf16(dout, v, d) - dsum) * dsds;
     for (int c = 0; c < d; ++c) acc[c] += ds * __bfloat162float(k[c]);
   }
   for (int c = 0; c < d; ++c) r.dq[qrow * d + c] = acc[c] * a.scale;
@@ -137,8 +150,10 @@ __global__ void reference_bwd_keys(Fa3FwdParams a, BwdRef r) {
       const int64_t qrow = (int64_t(b) * a.seqlen_q + i) * a.heads_q + h;
       auto q = static_cast<const __nv_bfloat16*>(a.q) + qrow * d;
       auto dout = r.dout + qrow * d;
-      const float p = expf(dot_bf16(q, k, d) * a.scale - lse);
-      const float ds = p * (dot_bf16(dout, v, d) - r.dpsum[(int64_t(b) * a.heads_q + h) * a.seqlen_q + i]);
+      float p, dsds;
+      reference_p(a, dot_bf16(q, k, d), lse, p, dsds);
+      const float ds =
+          p * (dot_bf16(dout, v, d) - r.dpsum[(int64_t(b) * a.heads_q + h) * a.seqlen_q + i]) * dsds;
       for (int c = 0; c < d; ++c) {
         dv[c] += p * __bfloat162float(dout[c]);
         dk[c] += ds * __bfloat162float(q[c]) * a.scale;
@@ -288,6 +303,7 @@ flashsim::gpu::fa3::Fa3BwdParams bwd_params_of(const Fa3FwdParams& a, const void
   g.batch = a.batch, g.heads_q = a.heads_q, g.heads_kv = a.heads_kv, g.group = a.group;
   g.seqlen_q = a.seqlen_q, g.seqlen_k = a.seqlen_k, g.total_q = a.total_q, g.total_k = a.total_k;
   g.head_dim = a.head_dim, g.scale = a.scale, g.window_left = a.window_left, g.window_right = a.window_right;
+  g.softcap = a.softcap;
   flashsim::gpu::fa3::fa3_bwd_set_workspace(g, workspace, flashsim::fa3_bwd_instance(a.head_dim)->block_q);
   return g;
 }
@@ -324,8 +340,10 @@ bool check_bwd(const Shape& s) {
   const double eq = rel_l2(dq, r.dq, nq, bad), ek = rel_l2(dk, r.dk, nk, bad), ev = rel_l2(dv, r.dv, nk, bad);
   bool ok = bad == 0 && eq < 2e-2 && ek < 2e-2 && ev < 2e-2;
   std::printf(
-      "check bwd b%d h%d/%d sq%d sk%d d%d win(%d,%d): rel_l2 dq %.2e dk %.2e dv %.2e nonfinite %lld %s\n",
-      s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, eq, ek, ev, (long long)bad, ok ? "ok" : "FAIL");
+      "check bwd b%d h%d/%d sq%d sk%d d%d win(%d,%d) cap%g: rel_l2 dq %.2e dk %.2e dv %.2e nonfinite %lld "
+      "%s\n",
+      s.b, s.h, s.hkv, s.sq, s.sk, s.d, s.wl, s.wr, s.softcap, eq, ek, ev, (long long)bad,
+      ok ? "ok" : "FAIL");
   // The deterministic backward (a dq_accum slab a key block): against the reference, and twice bit for bit.
   std::vector<uint16_t> first(nq), second(nq);
   for (int run = 0; run < 2; ++run) {
@@ -417,8 +435,9 @@ void time_bwd(const Shape& s, bool deterministic = false) {
   const double flops = 2.5 * 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
   const std::string sizes =
       s.sq == s.sk && s.h == s.hkv ? fmt_sizes("n%d", s.sq) : fmt_sizes("hkv%d sq%d sk%d", s.hkv, s.sq, s.sk);
-  std::printf("time bwd%s b%d h%d %s d%d %s: %.4f ms %.1f TFLOP/s\n", deterministic ? " deterministic" : "",
-              s.b, s.h, sizes.c_str(), s.d, causal ? "causal" : "full", t, flops / t / 1e9);
+  std::printf("time bwd%s b%d h%d %s d%d %s%s: %.4f ms %.1f TFLOP/s\n", deterministic ? " deterministic" : "",
+              s.b, s.h, sizes.c_str(), s.d, causal ? "causal" : "full", s.softcap > 0 ? " softcap" : "", t,
+              flops / t / 1e9);
   for (void* p : {(void*)dout, (void*)dq, (void*)dk, (void*)dv, (void*)workspace}) CHECK(cudaFree(p));
   release(buf);
 }
@@ -519,9 +538,11 @@ int main(int argc, char** argv) {
     for (int persistent = 0; persistent < (bwd_only ? 0 : 2); ++persistent)
       ok = check(s, persistent, true, 2) && ok;
   const Shape bwd_checks[] = {
-      {1, 2, 2, 128, 128, 128, -1, -1, 0}, {2, 4, 2, 300, 517, 128, -1, -1, 0},
-      {2, 4, 4, 517, 300, 128, -1, 0, 0},  {1, 4, 1, 400, 400, 64, -1, 0, 0},
-      {1, 2, 2, 333, 333, 96, 100, 20, 0}, {1, 2, 2, 64, 200, 64, 10, 0, 0},
+      {1, 2, 2, 128, 128, 128, -1, -1, 0},   {2, 4, 2, 300, 517, 128, -1, -1, 0},
+      {2, 4, 4, 517, 300, 128, -1, 0, 0},    {1, 4, 1, 400, 400, 64, -1, 0, 0},
+      {1, 2, 2, 333, 333, 96, 100, 20, 0},   {1, 2, 2, 64, 200, 64, 10, 0, 0},
+      {1, 4, 2, 500, 700, 96, -1, -1, 30.f}, {2, 2, 2, 300, 300, 64, -1, 0, 30.f},  // softcap (Gemma-2's 30;
+      // d128 has none: it spills)
   };
   for (const Shape& s : bwd_checks) ok = check_bwd(s) && ok;
   std::printf("checks: %s\n", ok ? "all ok" : "FAILED");
@@ -534,6 +555,8 @@ int main(int argc, char** argv) {
     for (int causal = 0; causal < 2; ++causal)
       for (const bool deterministic : {false, true})
         time_bwd({2, 16, 16, 4096, 4096, 128, -1, causal ? 0 : -1, 0}, deterministic);
+    for (int causal = 0; causal < 2; ++causal)  // the softcapped kernel (Gemma-2's 30) and the plain one, d64
+      for (const float cap : {0.f, 30.f}) time_bwd({4, 32, 32, 4096, 4096, 64, -1, causal ? 0 : -1, cap});
     return ok ? 0 : 1;
   }
   for (int d : {64, 128, 256})

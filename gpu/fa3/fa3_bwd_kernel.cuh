@@ -68,6 +68,13 @@ __device__ __forceinline__ void query_block_range(const Fa3BwdParams& a, int n, 
   }
 }
 
+// Whether query `row` sees key `col_k` (bottom-right aligned window, lq queries and lk keys).
+__device__ __forceinline__ bool bwd_visible(const Fa3BwdParams& a, int row, int col_k, int lq, int lk) {
+  const int diag = row + lk - lq;
+  return row < lq && col_k < lk && (a.window_left < 0 || col_k >= diag - a.window_left) &&
+         (a.window_right < 0 || col_k <= diag + a.window_right);
+}
+
 template <class Tr>
 __device__ __forceinline__ bool bwd_block_needs_mask(const Fa3BwdParams& a, int m, int n, int lq, int lk) {
   const int first_row = m * Tr::kBlockM, last_row = first_row + Tr::kBlockM - 1;
@@ -77,7 +84,8 @@ __device__ __forceinline__ bool bwd_block_needs_mask(const Fa3BwdParams& a, int 
          (a.window_left >= 0 && first_col < last_row + lk - lq - a.window_left);
 }
 
-template <class Tr>
+// kSoftcap: the forward's score was s' = c tanh(scale s / c): P = exp(s' - lse), and dS takes ds'/ds.
+template <class Tr, bool kSoftcap>
 __global__ void __launch_bounds__(Tr::kThreads, 1)
     flashsim_fa3_bwd_kernel(CUTE_GRID_CONSTANT Fa3BwdKernelParams<Tr> const prm) {
   using Element = typename Tr::Element;
@@ -260,20 +268,26 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
       // P = exp(s scale - lse), formed as fma(s, scale, -lse) then times log2 e (as fa2-v1): scores and lse of
       // several thousand keep fp32's error of the difference, not of each term. A block the mask touches selects
       // -inf for the keys a query does not see (no branch: ex2(-inf) = 0); the others (most) skip the test.
+      // With a softcap the score is s' = c t, t = tanh(scale s / c) = 1 - 2 / (e^2x + 1) by ex2 and a reciprocal
+      // (the exponent kept under 64: 2 / 2^64 is 0 to fp32 beside 1), and P = exp(s' - lse).
+      const float k2 = kSoftcap ? 2.f * kLog2e * a.scale / a.softcap : 0.f;  // 2 x log2 e, x = scale s / c
+      const auto exponent = [&](float sc, float lse) {                       // log2 P
+        if constexpr (kSoftcap)
+          return (a.softcap * (1.f - __fdividef(2.f, exp2_approx(fminf(sc * k2, 64.f)) + 1.f)) - lse) *
+                 kLog2e;
+        else
+          return fmaf(sc, a.scale, -lse) * kLog2e;
+      };
       if (bwd_block_needs_mask<Tr>(a, m, n_block, lq, lk)) {
         CUTE_UNROLL
         for (int c = 0; c < kCols; ++c) {
           const float lse = of_column(lse_lane, c);
           const int row = m * kBlockM + get<1>(tScS_rc(0, c));  // the query
-          const int diag = row + lk - lq;
           CUTE_UNROLL
           for (int r = 0; r < size<0>(tSrS_rc); ++r) {
             const int col_k = n_block * kBlockN + get<0>(tScS_rc(r, 0));  // the key
-            const bool visible = row < lq && col_k < lk &&
-                                 (a.window_left < 0 || col_k >= diag - a.window_left) &&
-                                 (a.window_right < 0 || col_k <= diag + a.window_right);
-            const float x = fmaf(tSrS_rc(r, c), a.scale, -lse) * kLog2e;
-            tSrS_rc(r, c) = exp2_approx(visible ? x : -CUDART_INF_F);
+            const float x = exponent(tSrS_rc(r, c), lse);
+            tSrS_rc(r, c) = exp2_approx(bwd_visible(a, row, col_k, lq, lk) ? x : -CUDART_INF_F);
           }
         }
       } else {
@@ -282,10 +296,26 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           const float lse = of_column(lse_lane, c);
           CUTE_UNROLL
           for (int r = 0; r < size<0>(tSrS_rc); ++r)
-            tSrS_rc(r, c) = exp2_approx(fmaf(tSrS_rc(r, c), a.scale, -lse) * kLog2e);
+            tSrS_rc(r, c) = exp2_approx(exponent(tSrS_rc(r, c), lse));
         }
       }
       round_to<Element>(tSrS, rP);
+      if constexpr (kSoftcap) {
+        // tSrS = P (1 - t^2), t recovered from P itself (s' = ln P + lse), so that no array of t lives across the
+        // rounding (one spilled 92 .. 180 bytes at d128): dS below is P (dP - D) ds'/ds, the scale applied at the
+        // end, as without a cap.
+        const float inv_c = 1.f / a.softcap;
+        CUTE_UNROLL
+        for (int c = 0; c < kCols; ++c) {
+          const float lse = of_column(lse_lane, c);
+          CUTE_UNROLL
+          for (int r = 0; r < size<0>(tSrS_rc); ++r) {
+            const float p = tSrS_rc(r, c);
+            const float t = (__log2f(p) * (1.f / kLog2e) + lse) * inv_c;  // s' / c
+            tSrS_rc(r, c) = p > 0.f ? p * (1.f - t * t) : 0.f;
+          }
+        }
+      }
       warpgroup_wait<0>();
       warpgroup_fence_operand(tdPrdP);
       CUTE_UNROLL

@@ -14,8 +14,11 @@
 
 namespace flashsim::gpu::fa3 {
 
-template <int kHeadDim, int kBlockM, int kBlockN, int kStages, class Element>
+// kWithSoftcap: the instance's softcapped main kernel is compiled (instances.h); without it a softcap is
+// cudaErrorInvalidValue (fa3_v1.cpp refuses it first, saying why).
+template <int kHeadDim, int kBlockM, int kBlockN, int kStages, class Element, bool kWithSoftcap>
 cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
+  if (!kWithSoftcap && a.softcap > 0.f) return cudaErrorInvalidValue;
   using Tr = Fa3BwdTraits<kHeadDim, kBlockM, kBlockN, kStages, Element>;
   using Params = Fa3BwdKernelParams<Tr>;
   if (a.total_q <= 0 && a.total_k <= 0) return cudaSuccess;
@@ -49,8 +52,10 @@ cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
                       take<0, 2>(typename Tr::SmemLayoutDO{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{})};
     const dim3 grid(static_cast<unsigned>((a.seqlen_k + kBlockN - 1) / kBlockN),
                     static_cast<unsigned>(a.heads_kv), static_cast<unsigned>(a.batch));
-    if (cudaError_t e = launch_cluster_of_one(flashsim_fa3_bwd_kernel<Tr>, grid, Tr::kThreads, Tr::kSmemBytes,
-                                              stream, prm);
+    if (cudaError_t e =
+            launch_cluster_of_one(kWithSoftcap && a.softcap > 0.f ? flashsim_fa3_bwd_kernel<Tr, kWithSoftcap>
+                                                                  : flashsim_fa3_bwd_kernel<Tr, false>,
+                                  grid, Tr::kThreads, Tr::kSmemBytes, stream, prm);
         e != cudaSuccess)
       return e;
   }
@@ -65,8 +70,10 @@ cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
 
 template <Fa3BwdInstance e>
 cudaError_t launch_fa3_bwd_dtype(const Fa3BwdParams& a, bool bf16, cudaStream_t stream) {
-  if (bf16) return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::bfloat16_t>(a, stream);
-  return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::half_t>(a, stream);
+  if (bf16)
+    return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::bfloat16_t, e.softcap>(a,
+                                                                                                      stream);
+  return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::half_t, e.softcap>(a, stream);
 }
 
 }  // namespace flashsim::gpu::fa3

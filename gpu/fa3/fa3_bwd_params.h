@@ -29,6 +29,7 @@ struct Fa3BwdParams {
   int head_dim = 0;
   bool varlen = false;
   float scale = 1.f;                        // s = scale * q.k (> 0)
+  float softcap = 0.f;                      // > 0: the forward's s = softcap * tanh(scale * q.k / softcap)
   int window_left = -1, window_right = -1;  // bottom-right aligned, -1 unbounded; causal = (-1, 0)
 };
 

@@ -15,6 +15,7 @@
 #include "flashsim/error.h"
 #include "flashsim/families/fa3/instances.h"
 #include "flashsim/families/fa3/launch.h"
+#include "flashsim/families/fa3/tiles.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
 #include "versions.h"
@@ -32,19 +33,6 @@ std::string head_dims_text() {
   std::string s;
   for (const Fa3FwdInstance& e : kFa3FwdInstances) s += (s.empty() ? "" : ", ") + std::to_string(e.head_dim);
   return s;
-}
-
-TileConfig instance_tile(const Fa3FwdInstance& e) {
-  TileConfig c;
-  c.block_q = e.block_q;
-  c.block_k = e.block_k;
-  c.warps = kFa3Threads / 32;
-  c.stages = e.stages;
-  if (const Fa3BwdInstance* b = fa3_bwd_instance(e.head_dim)) {
-    c.bwd_block_q = b->block_q;
-    c.bwd_block_k = b->block_k;
-  }
-  return c;
 }
 
 std::string problem_unsupported(const AttentionProblem& p) {
@@ -81,7 +69,7 @@ std::string compiled_tiles_text(int head_dim) {
   std::string s;
   for (const Fa3FwdInstance& e : kFa3FwdInstances)
     if (e.head_dim == head_dim && fa3_fwd_instance_compiled(e))
-      s += (s.empty() ? "" : ", ") + instance_tile(e).describe();
+      s += (s.empty() ? "" : ", ") + fa3_instance_tile(e).describe();
   return s;
 }
 
@@ -96,7 +84,7 @@ std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
   if (p.softcap > 0 && !e->softcap)
     return "tile " + c.describe() +
            " has no softcapped kernel (it spills: families/fa3/instances.h); a softcap at head_dim " +
-           std::to_string(d) + " runs " + instance_tile(*fa3_fwd_softcap_instance(d)).describe();
+           std::to_string(d) + " runs " + fa3_instance_tile(*fa3_fwd_softcap_instance(d)).describe();
   if (!fa3_fwd_instance_compiled(*e))
     return "tile " + c.describe() + " is not compiled in this build (FLASHSIM_GPU_INSTANCES=ci compiles " +
            compiled_tiles_text(d) + ")";
@@ -111,10 +99,13 @@ std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c)
            " has no backward instance (dK and dV of a warpgroup's 64 keys would take 2 d = 512 fp32 "
            "registers "
            "a thread)";
+  if (p.softcap > 0 && !e->softcap)
+    return "softcap at head_dim " + std::to_string(d) +
+           ": its softcapped backward kernel spills registers, so it is not compiled "
+           "(families/fa3/instances.h)";
   if (!fa3_bwd_head_dim_compiled(d))
     return "head_dim " + std::to_string(d) +
            "'s backward is not compiled in this build (FLASHSIM_GPU_INSTANCES=ci compiles d128 alone)";
-  if (p.softcap > 0) return "softcap (fa3-v1's backward has no softcap derivative yet)";
   if (c.bwd_block_q != e->block_q || c.bwd_block_k != e->block_k)
     return "backward tile Br" + std::to_string(c.bwd_block_q) + " Bc" + std::to_string(c.bwd_block_k) +
            " is not instantiated (fa3-v1 runs Br" + std::to_string(e->block_q) + " Bc" +
@@ -152,12 +143,12 @@ TileConfig launch_tile(const AttentionProblem& p, Pass) {
   const Fa3FwdInstance* e = fa3_fwd_launch_instance(d, p.dtype == DType::BF16, masked,
                                                     std::max(p.seqlen_q, p.seqlen_k), p.softcap > 0);
   if (e && !fa3_fwd_instance_compiled(*e)) e = fa3_fwd_instance(d);
-  return e ? instance_tile(*e) : TileConfig{};
+  return e ? fa3_instance_tile(*e) : TileConfig{};
 }
 
 TileConfig hand_tile(const AttentionProblem& p) {
   const Fa3FwdInstance* e = fa3_fwd_instance(static_cast<int>(p.head_dim));
-  return e ? instance_tile(*e) : TileConfig{};
+  return e ? fa3_instance_tile(*e) : TileConfig{};
 }
 
 // Every forward instance of the head dim (a ci build runs the hand-kept one and skips the others, saying so);
@@ -166,7 +157,7 @@ std::vector<TileConfig> tune_tiles(int64_t head_dim, Pass pass) {
   std::vector<TileConfig> out;
   for (const Fa3FwdInstance& e : kFa3FwdInstances)
     if (e.head_dim == head_dim && (pass == Pass::Forward || &e == fa3_fwd_instance(e.head_dim)))
-      if (pass == Pass::Forward || fa3_bwd_instance(e.head_dim)) out.push_back(instance_tile(e));
+      if (pass == Pass::Forward || fa3_bwd_instance(e.head_dim)) out.push_back(fa3_instance_tile(e));
   return out;
 }
 
@@ -243,6 +234,7 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
   a.o = args.o, a.dout = args.dout, a.lse = args.lse;
   a.dq = args.dq, a.dk = args.dk, a.dv = args.dv;
   a.dq_slabs = dq_slabs(p, c);
+  a.softcap = static_cast<float>(p.softcap);
   fa3_bwd_set_workspace(a, args.workspace, bwd_block_q(p));
   const cudaError_t e = launch_bwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
   if (e != cudaSuccess)

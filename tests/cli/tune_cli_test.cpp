@@ -20,34 +20,31 @@ std::string read(const std::string& path) {
 
 }  // namespace
 
-// fa2-v1's launch table (families/fa2/include/flashsim/families/fa2/launch_table.h) must equal `flashsim sim
-// tune --header`'s output (cmake --build --target fa2_launch_table regenerates it after a model or profile
-// change).
-TEST(TuneCommand, LaunchTableIsGenerated) {
-  const std::string out = ::testing::TempDir() + "fa2_launch_table.h";
+// The launch tables (fa2-v1's and fa3-v1's, families/fa*/include/flashsim/families/fa*/launch_table.h) must equal
+// `flashsim sim tune --header`'s output (cmake --build --target fa2_launch_table / fa3_launch_table regenerates
+// them after a model or profile change). fa3's keeps the test name it was added under.
+namespace {
+void expect_launch_table_generated(const std::string& family, const std::string& kernels) {
+  const std::string out = ::testing::TempDir() + family + "_launch_table.h";
   const auto r =
-      flashsim::test::run_cli("sim tune --kernel fa2-fwd,fa2-bwd --hw H100-SXM5-80GB --header " + out);
+      flashsim::test::run_cli("sim tune --kernel " + kernels + " --hw H100-SXM5-80GB --header " + out);
   ASSERT_EQ(r.code, 0) << r.out;
-  const std::string generated = read(out),
-                    checked_in = read(std::string(FLASHSIM_SOURCE_DIR) +
-                                      "/families/fa2/include/flashsim/families/fa2/launch_table.h");
+  const std::string path = "families/" + family + "/include/flashsim/families/" + family + "/launch_table.h";
+  const std::string generated = read(out), checked_in = read(std::string(FLASHSIM_SOURCE_DIR) + "/" + path);
   EXPECT_FALSE(generated.empty());
-  EXPECT_EQ(generated, checked_in) << "families/fa2/include/flashsim/families/fa2/launch_table.h is stale: "
-                                      "cmake --build <build> --target fa2_launch_table";
+  EXPECT_EQ(generated, checked_in) << path << " is stale: cmake --build <build> --target " << family
+                                   << "_launch_table";
   std::remove(out.c_str());
 }
 
+}  // namespace
+
+TEST(TuneCommand, LaunchTableIsGenerated) {
+  expect_launch_table_generated("fa2", "fa2-fwd,fa2-bwd");
+}
+
 TEST(TuneCommand, Fa3LaunchTableIsGenerated) {
-  const std::string out = ::testing::TempDir() + "fa3_launch_table.h";
-  const auto r = flashsim::test::run_cli("sim tune --kernel fa3-fwd --hw H100-SXM5-80GB --header " + out);
-  ASSERT_EQ(r.code, 0) << r.out;
-  const std::string generated = read(out),
-                    checked_in = read(std::string(FLASHSIM_SOURCE_DIR) +
-                                      "/families/fa3/include/flashsim/families/fa3/launch_table.h");
-  EXPECT_FALSE(generated.empty());
-  EXPECT_EQ(generated, checked_in) << "families/fa3/include/flashsim/families/fa3/launch_table.h is stale: "
-                                      "cmake --build <build> --target fa3_launch_table";
-  std::remove(out.c_str());
+  expect_launch_table_generated("fa3", "fa3-fwd");
 }
 
 TEST(TuneCommand, Fa3FwdRanksItsInstances) {

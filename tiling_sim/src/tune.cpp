@@ -17,6 +17,7 @@
 #include "flashsim/families/fa2/hand_table.h"
 #include "flashsim/families/fa2/instances.h"
 #include "flashsim/families/fa3/instances.h"
+#include "flashsim/families/fa3/tiles.h"
 #include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/ncu.h"  // split_csv
 #include "flashsim/sim/sweep.h"
@@ -114,23 +115,11 @@ AttentionProblem tune_problem(const TuneRequest& r, int64_t head_dim, DType dtyp
                       std::max<int64_t>(1, r.width / head_dim), head_dim, dtype, f, seqlen);
 }
 
-namespace {
-// An fa3-v1 forward instance as a tile: Br, Bc, its 12 warps (a producer and two consumer warpgroups), stages.
-TileConfig fa3_tile(const Fa3FwdInstance& e) {
-  TileConfig c;
-  c.block_q = e.block_q;
-  c.block_k = e.block_k;
-  c.warps = kFa3Threads / 32;
-  c.stages = e.stages;
-  return c;
-}
-}  // namespace
-
 std::vector<TileConfig> tune_space(TuneKernel k, TuneSpace s, int64_t head_dim) {
   std::vector<TileConfig> out;
   if (k == TuneKernel::Fa3Fwd) {  // its instances in either space: sweep_space's tiles are fa2's
     for (const Fa3FwdInstance& e : kFa3FwdInstances)
-      if (e.head_dim == head_dim) out.push_back(fa3_tile(e));
+      if (e.head_dim == head_dim) out.push_back(fa3_instance_tile(e));
     return out;
   }
   const Pass pass = k == TuneKernel::Fa2Fwd ? Pass::Forward : Pass::Backward;
@@ -199,7 +188,7 @@ int hand_index(TuneKernel k, const std::vector<TuneRow>& ranked, int64_t head_di
   const Fa3FwdInstance* fa3_hand = fa3_fwd_instance(static_cast<int>(head_dim));
   if (k == TuneKernel::Fa3Fwd && !fa3_hand) return -1;
   const TileConfig hand =
-      k == TuneKernel::Fa3Fwd ? fa3_tile(*fa3_hand) : fa2_hand_launch_tile(head_dim, f.pipeline());
+      k == TuneKernel::Fa3Fwd ? fa3_instance_tile(*fa3_hand) : fa2_hand_launch_tile(head_dim, f.pipeline());
   for (size_t i = 0; i < ranked.size(); ++i)
     if (same_tile(k, ranked[i].config, hand)) return static_cast<int>(i);
   return -1;

@@ -159,6 +159,7 @@ KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
   w.head_dim_v = p.head_dim_v;
   w.stages = s.stages;
   w.consumers = 2;
+  w.softcap = p.softcap > 0;  // the kSoftcap kernel: tanh and the derivative a score
   return l;
 }
 
@@ -368,7 +369,8 @@ TileConfig from_dot(const std::smatch& /*m*/, const std::string& name) {
 
 // ---------------------------------------------------------------------------------------------------- time
 // The main kernel: the instance's measured step and tile costs (calibration fa3.step_costs_h100), a masked
-// step adding its mask instructions (4 a score, a consumer thread's 64 Br / 128 scores); without a measurement,
+// step adding its mask instructions (4 a score, a consumer thread's 64 Br / 128 scores), a softcap its own;
+// without a measurement,
 // the tensor pipe's time of the step's five GEMMs alone (an estimate that is optimistic by what the softmax,
 // the dS exchange between the warpgroups and the dQ reduces add: the measured d128 step is 2.1x it).
 CtaTime main_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const HardwareProfile& hw) {
@@ -382,20 +384,26 @@ CtaTime main_time(const KernelCounts& k, int ctas_per_sm, double imbalance, cons
                d = static_cast<double>(w.head_dim);
   const double tensor_step = 2 * br * bc * 5 * d / hw.wgmma_ss_flops_per_clock[1] / clk;
   const double mask_extra = 64 * br / 128 * 4 / clk;
+  // A softcap's step adds, a score, beside the plain kernel's exponent: tanh as 1 - 2 / (e^2x + 1) (a multiply, a
+  // clamp, ex2, an add, a reciprocal and its multiply, a subtract), 1 - t^2 and its product with P: 9 instructions
+  // counted from the kernel's source (the measured tile costs are the plain kernel's); fa3_tune_h100's results
+  // compare the prediction with the softcapped backward's measured time.
+  const double softcap_extra = w.softcap ? 64 * br / 128 * 9 / clk : 0.0;
   t.steps = w.steps;
   t.regs = 240;
   t.warps_per_scheduler = ctas_per_sm * 3;
   t.t_tensor = w.steps * tensor_step / slots;
   if (const MeasuredSteps* m = find_measured_steps(hw, "bwd_fa3", w)) {
-    t.time_s = measured_makespan(w, *m, 0, mask_extra, static_cast<int64_t>(slots), imbalance);
-    t.chain_step_s = m->step_s();
+    t.time_s = measured_makespan(w, *m, softcap_extra, mask_extra, static_cast<int64_t>(slots), imbalance);
+    t.chain_step_s = m->step_s() + softcap_extra;
     t.t_chain = t.time_s;
     t.bound = "measured steps";
   } else {
     MeasuredSteps estimate;
     estimate.tile_s_by_steps = {{0, 0}, {1, tensor_step}};
-    t.time_s = measured_makespan(w, estimate, 0, mask_extra, static_cast<int64_t>(slots), imbalance);
-    t.chain_step_s = tensor_step;
+    t.time_s =
+        measured_makespan(w, estimate, softcap_extra, mask_extra, static_cast<int64_t>(slots), imbalance);
+    t.chain_step_s = tensor_step + softcap_extra;
     t.bound = "tensor";
   }
   return t;
