@@ -14,7 +14,8 @@ namespace flashsim::cli {
 namespace {
 
 struct TuneState {
-  std::vector<std::string> kernels = {"fa2-fwd"}, dtypes = {"bf16", "fp16"}, features = {"causal", "bias"};
+  std::vector<std::string> kernels = {"fa2-fwd"}, dtypes = {"bf16", "fp16"};
+  std::vector<std::string> features;  // empty: each kernel's default_tune_features
   std::vector<int64_t> head_dims = {64, 96, 128, 256}, seqlens = {1024, 4096, 16384};
   std::string hw = "H100-SXM5-80GB", space = "instances", header, check, resources;
   int top = 3;
@@ -178,9 +179,8 @@ void add_tune_command(CLI::App* sim) {
   tu->add_option(
         "--features", st->features,
         "Features, every combination tried: causal, bias (its gradient in the backward; also dbias), "
-        "mask, softcap, alibi (fa3-fwd: causal, softcap; its default causal)")
-      ->delimiter(',')
-      ->capture_default_str();
+        "mask, softcap, alibi (default: causal, bias; fa3-fwd: causal; fa3-fwd runs causal and softcap)")
+      ->delimiter(',');
   tu->add_option("--seqlens", st->seqlens, "Sequence lengths (batch x seqlen = 16K tokens, heads x d = 2048)")
       ->delimiter(',')
       ->capture_default_str();
@@ -201,7 +201,7 @@ void add_tune_command(CLI::App* sim) {
       "fa2-v1's compiled registers (the CSV of bench/gpu/run.py resources; default: the built-in table "
       "of the profile's kernel_arch); with --check, give the table of the binary that was timed");
   tu->add_flag("--progress", st->progress, "Progress on stderr");
-  tu->callback([st, tu] {
+  tu->callback([st] {
     const auto hw = sim::load_profile(st->hw);
     if (!st->check.empty()) {
       const auto compiled = st->resources.empty() ? sim::KernelResources::builtin(hw.kernel_arch)
@@ -226,7 +226,7 @@ void add_tune_command(CLI::App* sim) {
                          fmt::format("{}: fa2-v1's instances run bf16 and fp16 (--space all ranks any "
                                      "dtype's configs)",
                                      dtype_name(t)));
-    base.features = sim::feature_combinations(st->features);
+    if (!st->features.empty()) base.features = sim::feature_combinations(st->features);  // unknown: an error
     for (int64_t d : base.head_dims)
       if (d < 1 || d > 1024)
         throw InputError("head_dims", fmt::format("head dim {} out of range 1..1024", d));
@@ -237,9 +237,7 @@ void add_tune_command(CLI::App* sim) {
     for (const auto& k : st->kernels) {
       sim::TuneRequest r = base;
       r.kernel = sim::parse_tune_kernel(k);
-      // fa3-v1 has no bias: its default feature sets are plain and causal
-      if (r.kernel == sim::TuneKernel::Fa3Fwd && tu->count("--features") == 0)
-        r.features = sim::feature_combinations({"causal"});
+      if (st->features.empty()) r.features = sim::feature_combinations(sim::default_tune_features(r.kernel));
       const auto progress = [&](size_t done, size_t total) {
         fmt::print(stderr, "\rtune {} [{:<40}] {}/{}", k, std::string(done * 40 / total, '#'), done, total);
         if (done == total) fmt::print(stderr, "\n");

@@ -28,7 +28,9 @@ echo "fa3_dev built after $(($(date +%s) - start)) s"
 if [ ! -x "$bin/fa3_dev" ]; then tail -20 "$out/dev/build.txt"; exit 1; fi
 grep -h "spill" "$out"/dev/ptxas_*.txt | grep -v " 0 bytes spill stores, 0 bytes spill loads" | sort | uniq -c
 timeout 120 "$bin/fa3_dev" instances > "$out/dev/instances.txt"
-echo "fa3_dev instances: exit $?, $(grep -c ' ok$' "$out/dev/instances.txt") ok, $(grep -c 'FAIL' "$out/dev/instances.txt") failed"
+rc=$?
+echo "fa3_dev instances: exit $rc, $(grep -c ' ok$' "$out/dev/instances.txt") ok," \
+  "$(grep -c 'FAIL' "$out/dev/instances.txt") failed"
 timeout 180 "$bin/fa3_dev" calib > "$out/dev/calib_events.txt"
 echo "fa3_dev calib: exit $?, $(grep -c '^time' "$out/dev/calib_events.txt") timings; total $(($(date +%s) - start)) s"
 # SANITIZE=1: compute-sanitizer's memcheck, racecheck and synccheck over the instances' checks.
@@ -36,6 +38,8 @@ if [ "${SANITIZE:-0}" = 1 ]; then
   for tool in memcheck racecheck synccheck; do
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 3 "$bin/fa3_dev" instances \
       > "$out/dev/sanitizer_$tool.txt" 2>&1
-    echo "compute-sanitizer $tool: exit $? ($(grep -c ' ok$' "$out/dev/sanitizer_$tool.txt") checks ok; $(tail -1 "$out/dev/sanitizer_$tool.txt"))"
+    rc=$?
+    echo "compute-sanitizer $tool: exit $rc ($(grep -c ' ok$' "$out/dev/sanitizer_$tool.txt") checks ok;" \
+      "$(tail -1 "$out/dev/sanitizer_$tool.txt"))"
   done
 fi

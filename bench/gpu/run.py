@@ -371,7 +371,8 @@ def cmd_autotune(args):
                                    "plain,causal+bias"]}
         grid = grids[args.grid] if args.grid in grids else args.grid.split()
         left = max(1, int(args.budget_s - (time.time() - t0)))
-        rc = sh([g.fg, "autotune", "--kernel", args.kernel] + grid + args.args.split() + ["--out", g.path("autotune.csv")],
+        rc = sh([g.fg, "autotune", "--kernel", args.kernel] + grid + args.args.split() +
+                ["--out", g.path("autotune.csv")],
                 err=g.path("autotune_progress.txt"), env=g.env, timeout=left)
         rows = max(0, read(g.path("autotune.csv")).count("\n") - 1) if os.path.exists(g.path("autotune.csv")) else 0
         say(f"autotune: exit {rc} ({rows} rows, limit {left} s)")

@@ -9,8 +9,8 @@
 
 #include "flashsim/error.h"
 #include "flashsim/families/fa2/hand_table.h"
-#include "flashsim/families/fa2/instances.h"
 #include "flashsim/families/fa2/launch_table.h"
+#include "flashsim/sim/tune.h"  // tune_space
 #include "versions.h"
 
 namespace flashsim::gpu {
@@ -61,24 +61,9 @@ TileConfig hand_launch_tile(const AttentionProblem& p) {
 }
 
 std::vector<TileConfig> tune_tiles(int64_t head_dim, Pass pass) {
-  std::vector<TileConfig> out;
-  if (pass == Pass::Forward) {
-    for (const Fa2FwdInstance& e : kFa2FwdInstances)  // a table entry x the stages it is instantiated with
-      for (int s = kFa2FwdMinStages; s <= kFa2FwdMaxStages; ++s)
-        if (e.head_dim == head_dim && fa2_fwd_instantiated(e.head_dim, e.block_q, e.block_k, e.warps, s)) {
-          TileConfig c;
-          c.block_q = e.block_q, c.block_k = e.block_k, c.warps = e.warps, c.stages = s;
-          out.push_back(c);
-        }
-  } else {
-    for (const Fa2BwdInstance& e : kFa2BwdInstances)
-      if (e.head_dim == head_dim) {
-        TileConfig c;
-        c.bwd_block_q = e.block_q, c.bwd_block_k = e.block_k, c.warps = e.warps;
-        out.push_back(c);
-      }
-  }
-  return out;
+  // the configs `sim tune` ranks for this head dim: those the timings are checked against
+  return sim::tune_space(pass == Pass::Forward ? sim::TuneKernel::Fa2Fwd : sim::TuneKernel::Fa2Bwd,
+                         sim::TuneSpace::Instances, head_dim);
 }
 
 namespace {
@@ -139,6 +124,7 @@ KernelVersion fa2_v1() {
   kv.launch_tile = fa2::launch_tile;
   kv.tune_tiles = fa2::tune_tiles;
   kv.hand_tile = fa2::hand_launch_tile;
+  kv.tune_features = {"plain", "causal", "bias", "causal+bias"};
   kv.forward = fa2::forward;
   kv.backward = fa2::backward;
   return kv;

@@ -18,6 +18,7 @@
 #include "flashsim/families/fa3/tiles.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
+#include "flashsim/sim/tune.h"  // tune_space
 #include "versions.h"
 
 namespace flashsim::gpu {
@@ -151,14 +152,14 @@ TileConfig hand_tile(const AttentionProblem& p) {
   return e ? fa3_instance_tile(*e) : TileConfig{};
 }
 
-// Every forward instance of the head dim (a ci build runs the hand-kept one and skips the others, saying so);
-// the backward's one.
+// Every forward instance of the head dim, as `sim tune` ranks them (a ci build runs the hand-kept one and skips
+// the others, saying so); the backward's one tile.
 std::vector<TileConfig> tune_tiles(int64_t head_dim, Pass pass) {
-  std::vector<TileConfig> out;
-  for (const Fa3FwdInstance& e : kFa3FwdInstances)
-    if (e.head_dim == head_dim && (pass == Pass::Forward || &e == fa3_fwd_instance(e.head_dim)))
-      if (pass == Pass::Forward || fa3_bwd_instance(e.head_dim)) out.push_back(fa3_instance_tile(e));
-  return out;
+  const int d = static_cast<int>(head_dim);
+  if (pass == Pass::Forward)
+    return sim::tune_space(sim::TuneKernel::Fa3Fwd, sim::TuneSpace::Instances, head_dim);
+  if (!fa3_bwd_instance(d)) return {};
+  return {fa3_instance_tile(*fa3_fwd_instance(d))};
 }
 
 void require(bool ok, const char* what) {
@@ -260,6 +261,7 @@ KernelVersion fa3_v1() {
   kv.launch_tile = fa3::launch_tile;
   kv.tune_tiles = fa3::tune_tiles;
   kv.hand_tile = fa3::hand_tile;
+  kv.tune_features = {"plain", "causal"};  // no bias (its score pipeline has none)
   kv.forward = fa3::forward;
   kv.backward = fa3::backward;
   kv.backward_unsupported = fa3::backward_unsupported;

@@ -133,12 +133,13 @@ std::string tune_head_dims_text(const KernelVersion& v) {
 
 AutotunePlan autotune_plan(const AutotuneGrid& g) {
   if (!g.fwd && !g.bwd) throw InputError("pass", "neither the forward nor the backward selected");
-  if (g.head_dims.empty() || g.dtypes.empty() || g.seqlens.empty() || g.features.empty())
-    throw InputError("autotune", "an empty grid (head dims, dtypes, seqlens and features each need a value)");
   const KernelVersion& v = kernel_version(g.kernel);  // InputError("kernel") naming the versions
   if (!v.tune_tiles)
     throw InputError("kernel",
                      fmt::format("{} has no tile configs to time (autotune runs fa2-v1, fa3-v1)", v.name));
+  const std::vector<std::string>& features = g.features.empty() ? v.tune_features : g.features;
+  if (g.head_dims.empty() || g.dtypes.empty() || g.seqlens.empty() || features.empty())
+    throw InputError("autotune", "an empty grid (head dims, dtypes, seqlens and features each need a value)");
   for (const int64_t d : g.head_dims)
     if (v.tune_tiles(d, Pass::Forward).empty() && v.tune_tiles(d, Pass::Backward).empty())
       throw InputError("head-dims", fmt::format("no {} tile has head_dim {} (its tiles' head dims: {})",
@@ -151,7 +152,7 @@ AutotunePlan autotune_plan(const AutotuneGrid& g) {
   for (const int64_t d : g.head_dims)
     for (const DType t : g.dtypes)
       for (const int64_t n : g.seqlens)
-        for (const std::string& f : g.features) {
+        for (const std::string& f : features) {
           // bench's convention: 16K tokens a batch, a model width of 2048; the problem sim tune predicts
           const sim::TuneRequest conv;
           const AttentionProblem p = sim::tune_problem(
@@ -248,9 +249,8 @@ void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptio
 }
 
 std::string autotune_csv_header() {
-  return "kernel,pass,head_dim,dtype,seqlen_q,seqlen_k,batch,heads,causal,bias,block_q,block_k,warps,kernel_"
-         "warps,"
-         "stages,bwd_block_q,bwd_block_k,ms,tflops,hand,table,skipped\n";
+  return "kernel,pass,head_dim,dtype,seqlen_q,seqlen_k,batch,heads,causal,bias,"
+         "block_q,block_k,warps,kernel_warps,stages,bwd_block_q,bwd_block_k,ms,tflops,hand,table,skipped\n";
 }
 
 std::string autotune_csv_line(const AutotunePlan& plan, const AutotuneRow& r) {

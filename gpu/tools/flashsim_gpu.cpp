@@ -198,7 +198,8 @@ void add_autotune(CLI::App& app, int& exit_code) {
   cmd->add_option(
          "--features", st->grid.features,
          "Problem variants: plain, causal, bias (a full [B,H,Sq,Sk] bias; the backward computes dbias), "
-         "causal+bias (default: the four for fa2-v1; plain, causal for fa3-v1, which has no bias)")
+         "causal+bias (default: the version's: the four for fa2-v1; plain, causal for fa3-v1, which has no "
+         "bias)")
       ->delimiter(',');
   cmd->add_option("--batch", st->grid.batch, "Batch (0: 16384 / seqlen)");
   cmd->add_option("--heads", st->grid.heads, "Heads (0: 2048 / head dim)");
@@ -210,10 +211,9 @@ void add_autotune(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", st->out,
                   "Output file: CSV, or JSON when the name ends in .json (default: CSV on stdout)");
   cmd->add_flag("--dry-run", st->dry_run, "Print the (problem, config) pairs and the estimate; run nothing");
-  cmd->callback([st, cmd, &exit_code] {
+  cmd->callback([st, &exit_code] {
     st->grid.dtypes.clear();
     for (const auto& t : st->dtypes) st->grid.dtypes.push_back(parse_dtype(t));
-    if (st->grid.kernel == "fa3-v1" && cmd->count("--features") == 0) st->grid.features = {"plain", "causal"};
     st->grid.fwd = st->pass != "bwd";
     st->grid.bwd = st->pass != "fwd";
     const gpu::AutotunePlan plan = gpu::autotune_plan(st->grid);  // bad grid values: an InputError here

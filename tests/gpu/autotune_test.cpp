@@ -165,6 +165,16 @@ TEST(GpuAutotune, Fa3PlanTimesEveryForwardInstance) {
       << gpu::autotune_csv_line(plan, r);
   g.head_dims = {80};
   EXPECT_THROW(gpu::autotune_plan(g), InputError);
+  // without features, the version's own: fa3-v1 has no bias
+  gpu::AutotuneGrid own;
+  own.kernel = "fa3-v1";
+  own.head_dims = {128};
+  own.dtypes = {DType::BF16};
+  own.seqlens = {1024};
+  const gpu::AutotunePlan own_plan = gpu::autotune_plan(own);
+  ASSERT_EQ(own_plan.problems.size(), 2u);
+  EXPECT_EQ(own_plan.problems[0].feature, "plain");
+  EXPECT_EQ(own_plan.problems[1].feature, "causal");
 }
 
 TEST(GpuAutotune, BadGridsAreInputErrors) {
@@ -184,8 +194,13 @@ TEST(GpuAutotune, BadGridsAreInputErrors) {
   g.seqlens = {};
   EXPECT_THROW(gpu::autotune_plan(g), InputError);
   g = {};
-  g.kernel = "naive-v1";  // no tiles to time
-  EXPECT_THROW(gpu::autotune_plan(g), InputError);
+  g.kernel = "naive-v1";  // no tiles to time: said so, not as an empty grid
+  try {
+    gpu::autotune_plan(g);
+    ADD_FAILURE() << "naive-v1's plan did not throw";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no tile configs to time"), std::string::npos) << e.what();
+  }
   g.kernel = "nope";
   EXPECT_THROW(gpu::autotune_plan(g), InputError);
   if (!gpu::cuda_available()) {

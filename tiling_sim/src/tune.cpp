@@ -34,6 +34,11 @@ TuneKernel parse_tune_kernel(std::string_view s) {
   throw InputError("kernel", fmt::format("unknown kernel '{}' (known: fa2-fwd, fa2-bwd, fa3-fwd)", s));
 }
 
+std::vector<std::string> default_tune_features(TuneKernel k) {
+  if (k == TuneKernel::Fa3Fwd) return {"causal"};
+  return {"causal", "bias"};
+}
+
 std::string TuneFeatures::name() const {
   std::string out;
   for (auto [on, n] :

@@ -26,8 +26,9 @@ struct AutotuneGrid {
   std::vector<int64_t> head_dims{64, 96, 128, 256};
   std::vector<DType> dtypes{DType::BF16, DType::F16};
   std::vector<int64_t> seqlens{1024, 4096, 16384};
-  // "plain", "causal", "bias" (a full [B, H, Sq, Sk] bias; the backward then computes dbias), "causal+bias"
-  std::vector<std::string> features{"plain", "causal", "bias", "causal+bias"};
+  // "plain", "causal", "bias" (a full [B, H, Sq, Sk] bias; the backward then computes dbias), "causal+bias";
+  // empty: the version's (KernelVersion::tune_features)
+  std::vector<std::string> features;
   int64_t batch = 0;  // 0: 16384 / seqlen (at least 1)
   int64_t heads = 0;  // 0: 2048 / head dim (at least 1)
   bool fwd = true, bwd = true;

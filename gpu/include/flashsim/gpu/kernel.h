@@ -59,6 +59,8 @@ struct KernelVersion {
   // unless the model's best beats it by sim::kTuneResolution).
   std::vector<TileConfig> (*tune_tiles)(int64_t head_dim, Pass pass) = nullptr;
   TileConfig (*hand_tile)(const AttentionProblem& p) = nullptr;
+  // The problem variants autotune times where its grid names none ("plain", "causal", "bias", "causal+bias").
+  std::vector<std::string> tune_features;
   // Launches (asynchronous on args.stream); throw InputError for a config they cannot run.
   void (*forward)(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) = nullptr;
   // nullptr: forward only (the harness checks o and lse).

@@ -18,6 +18,9 @@ namespace flashsim::sim {
 enum class TuneKernel { Fa2Fwd, Fa2Bwd, Fa3Fwd };
 std::string_view tune_kernel_name(TuneKernel k);   // "fa2-fwd", "fa2-bwd", "fa3-fwd"
 TuneKernel parse_tune_kernel(std::string_view s);  // InputError("kernel") naming the choices
+// The features a kernel's entries combine by default (feature_combinations' names): fa2's causal and bias; fa3-fwd's
+// causal (fa3-v1 has no bias).
+std::vector<std::string> default_tune_features(TuneKernel k);
 
 // Which configs a kernel can run: the instances its version is compiled for (fa2's instances.h, fa3's), or
 // every config of sweep_space (what an fa2 kernel could be built for; fa3-fwd: its instances either way).
@@ -40,7 +43,7 @@ struct TuneRequest {
   TuneKernel kernel = TuneKernel::Fa2Fwd;
   std::vector<int64_t> head_dims = {64, 96, 128, 256};
   std::vector<DType> dtypes = {DType::BF16, DType::F16};
-  std::vector<TuneFeatures> features = feature_combinations({"causal", "bias"});
+  std::vector<TuneFeatures> features = feature_combinations(default_tune_features(TuneKernel::Fa2Fwd));
   std::vector<int64_t> seqlens = {1024, 4096, 16384};
   TuneSpace space = TuneSpace::Instances;
   // FlashAttention's benchmark convention: batch x seqlen = tokens, heads x head dim = width.

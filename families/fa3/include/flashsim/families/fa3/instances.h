@@ -83,8 +83,8 @@ inline constexpr Fa3FwdInstance kFa3FwdInstances[] = {
     // softcap at d256 runs Bc32.
     {256, 128, 64, 2, false},
     // The candidates. d64: Bc160 (32 + 80 + 40 = 152 registers, 96 KB; Bc192, FlashAttention-3's non-causal
-    // d64 width, 176, spilled 60-84 bytes here: ptxas -warn-spills, CUDA 13.0), Bc64 (half the work a step, twice the steps: 48 KB), three
-    // stages of Bc128 (112 KB).
+    // d64 width, 176, spilled 60-84 bytes here: ptxas -warn-spills, CUDA 13.0), Bc64 (half the work a step,
+    // twice the steps: 48 KB), three stages of Bc128 (112 KB).
     {64, 128, 160, 2}, {64, 128, 64, 2}, {64, 128, 128, 3},
     // d96: Bc64 (48 + 32 + 16 = 96 registers, 72 KB), three stages of Bc128 (168 KB).
     {96, 128, 64, 2}, {96, 128, 128, 3},
@@ -145,8 +145,8 @@ constexpr bool operator==(const Fa3FwdInstance& a, const Fa3FwdInstance& b) {
   return a.head_dim == b.head_dim && a.block_q == b.block_q && a.block_k == b.block_k &&
          a.stages == b.stages && a.softcap == b.softcap;
 }
-// The instance a softcapped problem of the head dim runs when `e` has no softcapped kernel: the head dim's first
-// that has one (nullptr: none).
+// The instance a softcapped problem of the head dim runs where its pick has no softcapped kernel: the head dim's
+// first that has one (nullptr: none).
 constexpr const Fa3FwdInstance* fa3_fwd_softcap_instance(int head_dim) {
   for (const Fa3FwdInstance& e : kFa3FwdInstances)
     if (e.head_dim == head_dim && e.softcap) return &e;
