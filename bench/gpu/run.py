@@ -11,7 +11,8 @@
   python3 bench/gpu/run.py probe l2|launch|cta-rates|cta-stream [--probes NAME]                (GPU)
   python3 bench/gpu/run.py sdpa bench|once|decode|decode-once|golden ...                        (GPU, PyTorch)
   python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
-  python3 bench/gpu/run.py table bench|l2|launch|spread|check|agree FILES...                    (anywhere)
+  python3 bench/gpu/run.py peers [--kernels K] [--suites S] [--time N] [--budget-s S]           (GPU, PyTorch)
+  python3 bench/gpu/run.py table bench|l2|launch|spread|check|agree|peers FILES...              (anywhere)
   python3 bench/gpu/run.py derive l2-adverse|dram-coverage|l2-reuse-models [...]                (here)
   python3 bench/gpu/run.py resources|spills BINARY [...]                                         (where nvcc is)
 
@@ -32,6 +33,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "peers"))
 import bundle as bundle_mod  # noqa: E402
 import ncu  # noqa: E402
 import tables  # noqa: E402
@@ -437,23 +439,48 @@ def cmd_sdpa(args):
     return sh([sys.executable, os.path.join(HERE, "sdpa.py"), args.what] + args.rest)
 
 
-def cmd_python_check(args):
-    """Installs the bundle of `run.py bundle --python` beside the machine's PyTorch (python3 there is itself a
-    virtual environment: the packages go to a folder on PYTHONPATH), runs python/tests (the torch tests CI skips
-    included), then the SDPA example with the plugin over the given suites (default: smoke); logs and JUnit XML
-    to --out."""
-    os.chdir(ROOT)
-    b, out, site = args.bundle, args.out, "/tmp/fs-site"
-    os.makedirs(out, exist_ok=True)
+def python_env(b, site="/tmp/fs-site", extra_wheels=()):
+    """Installs the bundle of `run.py bundle --python` (and the wheels in extra_wheels, without their
+    dependencies) beside the machine's PyTorch (python3 there is itself a virtual environment: the packages go to
+    a folder on PYTHONPATH); returns the environment that finds them."""
     if not os.path.isdir(os.path.join(b, "lib")):
         sh(["tar", "-C", b, "-xJf", os.path.join(b, "lib.tar.xz")], check=True)
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(os.path.join(b, "lib")) + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
                PYTHONPATH=site + ":" + os.environ.get("PYTHONPATH", ""), FLASHSIM_CACHE="/tmp/fs-cache")
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--target", site, "--find-links",
            os.path.join(b, "wheels")]
-    sh(pip + ["--no-deps", "flashsim", "ml_dtypes"], check=True)
+    sh(pip + ["--no-deps", "flashsim", "ml_dtypes"] + list(extra_wheels), check=True)
     if sh([sys.executable, "-c", "import pytest"], err=os.devnull) != 0:
         sh(pip + ["pytest"], check=True)
+    return env
+
+
+def cmd_peers(args):
+    """The field's kernels (bench/gpu/peers: SDPA's four backends, FlexAttention, JAX's cuDNN and XLA attention,
+    PyTorch's and Liger-Kernel's norms) over the golden suites through the pytest plugin, each case checked and
+    timed; a JSON line a case in OUT/peers.jsonl, pytest's logs beside it, the table in OUT/peers.md. Wheels the
+    machine lacks (Liger-Kernel) travel in .whl (carry it)."""
+    import peers
+    os.chdir(ROOT)
+    os.makedirs(args.out, exist_ok=True)
+    env = python_env(args.bundle, extra_wheels=sorted(glob.glob(os.path.join(ROOT, ".whl", "*.whl"))))
+    env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX and PyTorch share the GPU's memory
+    peers.run(env, args.out, args.kernels.split(",") if args.kernels else None,
+              args.suites.split(",") if args.suites else None, args.time, args.budget_s, args.filter or None,
+              args.run_s)
+    say("\n".join(peers.table(os.path.join(args.out, "peers.jsonl"))))
+    return 0
+
+
+def cmd_python_check(args):
+    """Installs the bundle of `run.py bundle --python` beside the machine's PyTorch (python3 there is itself a
+    virtual environment: the packages go to a folder on PYTHONPATH), runs python/tests (the torch tests CI skips
+    included), then the SDPA example with the plugin over the given suites (default: smoke); logs and JUnit XML
+    to --out."""
+    os.chdir(ROOT)
+    out = args.out
+    os.makedirs(out, exist_ok=True)
+    env = python_env(args.bundle)
     pytest = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
     sh(pytest + ["python/tests", f"--junitxml={out}/python_tests.xml"], out=f"{out}/python_tests.log",
        err=f"{out}/python_tests.log", env=env)
@@ -475,7 +502,8 @@ def cmd_table(args):
     spread FOLDER...               the DRAM counters' run-to-run spread (ncu_dram_*.csv under the folders)
     check LOG...                   the summary lines of flashsim-gpu check logs
     agree A.csv B.csv              two autotune CSVs of one plan, A taken as the prediction of B (the ceiling of
-                                   sim tune --check's statistics)"""
+                                   sim tune --check's statistics)
+    peers PEERS.jsonl...           run.py peers' records: kernel x suite, skips by reason, failures"""
     f = args.files
     if args.what == "bench":
         lines = tables.bench_table(tables.read_bench_csv(f[0]), tables.read_bench_csv(f[1]))
@@ -487,6 +515,9 @@ def cmd_table(args):
         lines = tables.dram_spread(f)
     elif args.what == "agree":
         lines = tables.autotune_agreement(f[0], f[1])
+    elif args.what == "peers":
+        import peers
+        lines = peers.table(*f)
     else:
         lines = [line for path in f for line in [f"== {path}"] + tables.check_summary(read(path))]
     say("\n".join(lines))
@@ -594,8 +625,18 @@ def parser():
     p.add_argument("--bundle", default=".gpu-bundle-py")
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp/flashsim-py"))
 
+    p = verb("peers", cmd_peers, help="the field's kernels over the golden suites (bench/gpu/peers)")
+    p.add_argument("--bundle", default=".gpu-bundle-py")
+    p.add_argument("--out", default=os.environ.get("OUT", "/tmp/flashsim-peers"))
+    p.add_argument("--kernels", default="", help="comma-separated adapters (default: all; peers.py KERNELS)")
+    p.add_argument("--suites", default="", help="comma-separated suites (default: each adapter's)")
+    p.add_argument("--time", type=int, default=5, help="timed calls a case after the checked one (median kept)")
+    p.add_argument("--filter", default="", help="only the cases whose name matches (--flashsim-filter)")
+    p.add_argument("--run-s", type=float, default=300, help="seconds one (adapter, suite) run may take")
+    p.add_argument("--budget-s", type=float, default=540, help="seconds the whole verb may take")
+
     p = verb("table", cmd_table, help="tables from recorded files")
-    p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree"])
+    p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree", "peers"])
     p.add_argument("files", nargs="+")
     p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
 

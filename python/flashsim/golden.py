@@ -17,9 +17,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 import numpy as np
 
@@ -94,6 +96,15 @@ class Report:
                 note=str(o.get("note", "")))
         self.passed: bool = bool(case["ok"])
 
+    @property
+    def worst_fraction(self) -> float:
+        """The largest error as a fraction of its bound over the outputs checked: max over outputs of
+        max(max_abs / bound_abs, rel_l2 / bound_rel); a passing case is <= 1 (nan when no output has a bound)."""
+        pairs = [(o.max_abs, o.bound_abs) for o in self.outputs.values()] + \
+            [(o.rel_l2, o.bound_rel) for o in self.outputs.values()]
+        fractions = [x / b for x, b in pairs if b > 0 and not np.isnan(x)]
+        return max(fractions) if fractions else float("nan")
+
     def __bool__(self) -> bool:
         return self.passed
 
@@ -153,6 +164,23 @@ def _features(case: dict[str, Any], has_gradients: bool) -> frozenset[str]:
     return frozenset(f)
 
 
+def _wait_for(result: Any) -> None:
+    """Waits until an asynchronous result (torch CUDA tensors, JAX arrays; nested in tuples, lists, dicts) is
+    computed."""
+    leaves = list(result.values()) if isinstance(result, dict) else \
+        list(result) if isinstance(result, (tuple, list)) else [result]
+    for x in leaves:
+        if isinstance(x, (dict, tuple, list)):
+            _wait_for(x)
+        elif hasattr(x, "block_until_ready"):
+            x.block_until_ready()
+        elif getattr(x, "is_cuda", False):
+            import torch  # a CUDA tensor: torch is imported already
+
+            torch.cuda.synchronize(x.device)
+            return
+
+
 class Case:
     """One golden case of a suite. Its file is read when first needed (the sha256 checked against the
     manifest) and kept.
@@ -166,11 +194,15 @@ class Case:
     def __init__(self, suite_dir: Path, entry: dict[str, Any], max_memory_bytes: int = 0) -> None:
         self.suite_dir = suite_dir
         self.name: str = entry["name"]
+        self.suite: str = ""  # the suite's name (its manifest's), set by Suite
         self.description: str = entry.get("description", "")
         self.op: str = entry.get("op", "attention")  # the manifest names a norm case's op
         self.file = suite_dir / entry["file"]
         self._max_memory = max_memory_bytes
         self._native: Optional[_native.NativeCase] = None
+        self.last_report: Optional[Report] = None  # the last verify()'s
+        self.seconds: Optional[float] = None  # the median time of the last timed() call
+        self.time_repeats = 0  # timed(): how many timed calls after the first (the plugin's --flashsim-time)
 
     @classmethod
     def from_file(cls, path: PathLike, max_memory_bytes: int = 0) -> "Case":
@@ -216,11 +248,18 @@ class Case:
         """The features the case exercises (the class docstring lists them)."""
         return _features(self.case_json, "dq" in self.native.output_names)
 
+    def describe_features(self) -> str:
+        """The case's features but backward, the dtype and an attention case's head dim first ("fp32 d64 causal
+        gqa"): a skip reason's words."""
+        rest = sorted(self.features - {self.dtype, "backward"})
+        dim = [f"d{self.case_json['head_dim']}"] if self.op == "attention" else []
+        return " ".join([self.dtype] + dim + rest)
+
     def has_feature(self, name: str) -> bool:
         """Whether the case has a feature; 'rows_without_keys' (a query row that sees no key: lse -inf, o 0)
         reads the exact lse."""
-        if name == "rows_without_keys":
-            return bool(np.isneginf(self.native.expected("lse")).any())
+        if name == "rows_without_keys":  # a norm case has no keys
+            return self.op == "attention" and bool(np.isneginf(self.native.expected("lse")).any())
         return name in self.features
 
     @property
@@ -268,9 +307,16 @@ class Case:
         that array type), cu_seqlens_q/k and max_seqlen_q/k for a variable-length case (flash_attn_func /
         flash_attn_varlen_func). style 'sdpa' (torch.nn.functional.scaled_dot_product_attention): scale,
         enable_gqa, and is_causal only where it means flashsim's causal (seqlen_q == seqlen_k); otherwise
-        attn_mask, a bool [b|1, h|1, sq, sk] mask of the visible keys (window, causal, mask) or, with a bias, the
-        additive mask in the case dtype (bias, -inf where hidden). Raises ValueError for what SDPA cannot take
-        (softcap, ALiBi, variable lengths, a KV cache, a block mask).
+        attn_mask, a bool [b|1, h|1, sq, sk] mask of the visible keys (window, causal, mask, the block mask's
+        tiles expanded) or, with a bias, the additive mask in the case dtype (bias, -inf where hidden). Raises
+        ValueError for what SDPA cannot take (softcap, ALiBi, variable lengths, a KV cache).
+
+        style 'jax' (jax.nn.dot_product_attention): scale, and is_causal where it means flashsim's causal, else
+        mask (bool, the visible keys) and bias (additive, the case dtype); the same refusals as 'sdpa'.
+        style 'flex' (torch's flex_attention; needs `like`, a torch tensor): scale, enable_gqa, score_mod (softcap,
+        bias, ALiBi) and block_mask (window, causal, mask, block mask, and a variable-length case's sequences as
+        documents of one packed batch-1 sequence: give flex_attention the packed tensors as [1, heads, total, d]);
+        refuses a KV-cache case.
 
         A norm case: {"eps": eps} whatever the style."""
         c = self.case_json
@@ -288,19 +334,30 @@ class Case:
                 kw["cu_seqlens_q"], kw["cu_seqlens_k"] = self.inputs("cu_seqlens_q", "cu_seqlens_k", like=like)
                 kw["max_seqlen_q"], kw["max_seqlen_k"] = c["seqlen_q"], c["seqlen_k"]
             return kw
-        if style != "sdpa":
-            raise ValueError(f"style: '{style}': expected 'flash_attn' or 'sdpa'")
-        unsupported = sorted(self.features & {"softcap", "alibi", "varlen", "kv_cache", "block_mask"})
+        if style == "flex":
+            from ._flex import flex_kwargs
+
+            return flex_kwargs(self, like)
+        if style not in ("sdpa", "jax"):
+            raise ValueError(f"style: '{style}': expected 'flash_attn', 'sdpa', 'jax' or 'flex'")
+        unsupported = sorted(self.features & {"softcap", "alibi", "varlen", "kv_cache"})
         if unsupported:
-            raise ValueError(f"{self.name}: SDPA has no argument for {', '.join(unsupported)}")
-        kw = {"scale": scale, "enable_gqa": c["heads_q"] != c.get("heads_kv", c["heads_q"])}
+            raise ValueError(f"{self.name}: {style.upper()} has no argument for {', '.join(unsupported)}")
+        kw = {"scale": scale} if style == "jax" else \
+            {"scale": scale, "enable_gqa": c["heads_q"] != c.get("heads_kv", c["heads_q"])}
+        has_bias, has_mask = c.get("bias", "none") != "none", c.get("mask", "none") != "none"
         plain_causal = right == 0 and left < 0 and c["seqlen_q"] == c["seqlen_k"]
-        if plain_causal and c.get("mask", "none") == "none" and c.get("bias", "none") == "none":
+        if plain_causal and not has_mask and not has_bias and "block_mask" not in self.input_names:
             kw["is_causal"] = True
             return kw
-        if right < 0 and left < 0 and c.get("mask", "none") == "none" and c.get("bias", "none") == "none":
+        if right < 0 and left < 0 and not has_mask and not has_bias and "block_mask" not in self.input_names:
             return kw
         visible = self._visible()
+        if style == "jax":
+            kw["mask"] = convert_like(visible, like)
+            if has_bias:
+                kw["bias"] = self.inputs("bias", like=like)
+            return kw
         if c.get("bias", "none") != "none":
             bias = self.inputs("bias")
             attn = np.where(visible, bias.astype(np.float32), -np.inf).astype(bias.dtype)
@@ -310,7 +367,7 @@ class Case:
         return kw
 
     def _visible(self) -> np.ndarray:
-        """Bool [b|1, h|1, sq, sk]: the window (bottom-right aligned) and the boolean mask."""
+        """Bool [b|1, h|1, sq, sk]: the window (bottom-right aligned), the boolean mask and the block mask."""
         c = self.case_json
         sq, sk = c["seqlen_q"], c["seqlen_k"]
         i = np.arange(sq)[:, None]
@@ -324,7 +381,27 @@ class Case:
         vis = vis[None, None]
         if "mask" in self.input_names:
             vis = vis & self.inputs("mask").astype(bool)
+        if "block_mask" in self.input_names:  # the tiles expanded: query i, key j in tile (i / block_q, j / block_k)
+            tiles = self.inputs("block_mask").astype(bool)
+            vis = vis & tiles[:, :, (i // c["block_q"])[:, 0], :][:, :, :, (j // c["block_k"])[0]]
         return vis
+
+    def timed(self, fn: Callable[[], Any], repeats: Optional[int] = None) -> Any:
+        """Calls fn() and returns its result; when repeats (default: time_repeats, which the plugin's
+        --flashsim-time sets) is above 0, calls it that many more times, each waited for (a torch CUDA
+        synchronize, JAX's block_until_ready) and timed by the wall clock, and keeps the median in
+        `seconds`. Put the kernel's whole call in fn (forward and backward, where it has one)."""
+        result = fn()
+        _wait_for(result)
+        n = self.time_repeats if repeats is None else repeats
+        if n > 0:
+            times = []
+            for _ in range(n):
+                start = time.perf_counter()
+                _wait_for(fn())
+                times.append(time.perf_counter() - start)
+            self.seconds = statistics.median(times)
+        return result
 
     def verify(self, *, compute: Optional[str] = None, raise_on_failure: bool = True, **outputs: Any) -> Report:
         """Verifies the given outputs (o=..., lse=..., dq=..., any array type and device, in the case's layout)
@@ -333,6 +410,7 @@ class Case:
         raise_on_failure is set."""
         arrays = {name: to_numpy(value, name) for name, value in outputs.items()}
         report = Report(*self.native.verify(arrays, compute))
+        self.last_report = report
         if raise_on_failure and not report.passed:
             raise VerificationError(report)
         return report
@@ -375,6 +453,8 @@ class Suite:
         self.name: str = self.manifest["suite"]
         self._max_memory = max_memory_bytes
         self.cases = [Case(self.path, e, max_memory_bytes) for e in self.manifest["cases"]]
+        for c in self.cases:
+            c.suite = self.name
 
     @property
     def names(self) -> list[str]:

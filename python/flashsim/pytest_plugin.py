@@ -9,7 +9,11 @@ A test taking the `flashsim_case` fixture runs once per case of a golden suite, 
         flashsim_case.verify(o=o, lse=lse)
 
 Options: --flashsim-suite NAME|PATH (default: the marker's suite=, else smoke), --flashsim-filter REGEX (case
-names, re.search). Features a kernel can declare unsupported are Case.features' names, the dtype names and
+names, re.search), --flashsim-shard I/N (every N-th case from the I-th), --flashsim-time N
+(flashsim_case.timed(fn) times N more calls: the median is the case's time), --flashsim-record FILE (a JSON line
+per case: kernel, suite, case, outcome, reason, the worst error as a fraction of its bound, seconds;
+`bench/gpu/run.py table peers FILE` makes the kernel x suite table). Features a kernel can declare unsupported
+are Case.features' names, the dtype names and
 rows_without_keys. The marker's ops= (default ["attention"]) names the ops the test's kernel computes: cases of
 another op (a suite mixing attention and norm cases, as default does) are skipped with the reason:
 
@@ -18,6 +22,8 @@ another op (a suite mixing attention and norm cases, as default does) are skippe
 """
 from __future__ import annotations
 
+import json
+import math
 from typing import Any
 
 import pytest
@@ -32,6 +38,13 @@ def pytest_addoption(parser: Any) -> None:
                          f"(default: {DEFAULT_SUITE})")
     group.addoption("--flashsim-filter", default=None, metavar="REGEX",
                     help="only the cases whose name matches (re.search)")
+    group.addoption("--flashsim-shard", default=None, metavar="I/N",
+                    help="only every N-th case from the I-th (0-based): N processes share a suite")
+    group.addoption("--flashsim-time", type=int, default=0, metavar="N",
+                    help="flashsim_case.timed(fn) calls fn N more times and keeps the median (default 0: once)")
+    group.addoption("--flashsim-record", default=None, metavar="FILE",
+                    help="append a JSON line per case (kernel, suite, case, outcome, reason, worst error / bound, "
+                         "seconds) to FILE")
 
 
 def pytest_configure(config: Any) -> None:
@@ -73,6 +86,15 @@ def pytest_generate_tests(metafunc: Any) -> None:
         cases = suite.select(metafunc.config.getoption("flashsim_filter"))
     except ValueError as e:
         raise pytest.UsageError(f"--flashsim-filter: {e}") from None
+    shard = metafunc.config.getoption("flashsim_shard")
+    if shard:
+        try:
+            i, n = (int(x) for x in shard.split("/"))
+            if not 0 <= i < n:
+                raise ValueError
+        except ValueError:
+            raise pytest.UsageError(f"--flashsim-shard: '{shard}': expected I/N with 0 <= I < N") from None
+        cases = cases[i::n]
     metafunc.parametrize("flashsim_case", cases, ids=[c.name for c in cases], indirect=True)
 
 
@@ -80,6 +102,8 @@ def pytest_generate_tests(metafunc: Any) -> None:
 def flashsim_case(request: Any) -> Any:
     """One golden case (flashsim.golden.Case) of the suite the plugin parametrizes over."""
     case = request.param
+    case.last_report, case.seconds = None, None
+    case.time_repeats = request.config.getoption("flashsim_time")
     try:
         marker = request.node.get_closest_marker("flashsim")
         ops = list(marker.kwargs.get("ops", ("attention",))) if marker else ["attention"]
@@ -92,3 +116,55 @@ def flashsim_case(request: Any) -> Any:
         yield case
     finally:
         case.release()  # one case's tensors in memory at a time
+
+
+def _features(case: Any) -> list[str]:
+    """The case's features, rows_without_keys included (a failure's first suspect)."""
+    return sorted(case.features | ({"rows_without_keys"} if case.has_feature("rows_without_keys") else set()))
+
+
+def _kernel_name(item: Any) -> str:
+    """The kernel a record is of: the marker's kernel=, else the test's name without test_, with its
+    parameters other than the case (test_sdpa[flash-...] -> sdpa-flash)."""
+    marker = item.get_closest_marker("flashsim")
+    name = marker.kwargs.get("kernel") if marker else None
+    name = name or item.originalname.removeprefix("test_")
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return "-".join([name] + [str(v) for k, v in params.items() if k != "flashsim_case"])
+
+
+def _outcome(report: Any) -> tuple[str, str]:
+    """(pass | fail | skip | error, the reason's first line) of a test phase's report."""
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        return "skip", reason.removeprefix("Skipped: ")
+    if report.passed:
+        return "pass", ""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = crash.message if crash else str(report.longrepr)
+    failed_verify = report.when == "call" and message.startswith(("VerificationError", "flashsim.golden"))
+    return ("fail" if failed_verify else "error"), message.strip().splitlines()[0][:300] if message else ""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    outcome = yield
+    path = item.config.getoption("flashsim_record")
+    case = getattr(getattr(item, "callspec", None), "params", {}).get("flashsim_case")  # set before the fixture runs
+    if not path or case is None:
+        return
+    report = outcome.get_result()
+    # One record a case: the setup's when it skipped or failed there, else the call's.
+    if report.when == "teardown" or (report.when == "setup" and report.passed):
+        return
+    state, reason = _outcome(report)
+    verified = case.last_report
+    if state == "fail" and verified is not None:
+        reason = "; ".join(f"{o.name}: {o.note}" for o in verified.outputs.values() if not o.passed)
+    worst = verified.worst_fraction if verified is not None else float("nan")
+    record = {"kernel": _kernel_name(item), "suite": case.suite, "case": case.name, "outcome": state,
+              "reason": reason, "worst_fraction": None if math.isnan(worst) else worst,
+              "outputs": sorted(verified.outputs) if verified is not None else [],
+              "seconds": case.seconds, "features": _features(case) if state != "error" else []}
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")

@@ -55,6 +55,7 @@ def test_cases_know_their_op(mixed):
     assert {"rmsnorm", "residual", "bf16", "backward"} <= rms.features
     assert {"layernorm", "offset", "zero_rows"} <= ln.features
     assert rms.kwargs() == {"eps": 1e-5}
+    assert not rms.has_feature("rows_without_keys")  # no lse to read: no keys
     assert rms.expected("rstd").shape == (40,) and ln.expected("dweight").shape == (130,)
     with pytest.raises(ValueError, match="no attention problem"):
         rms.problem
@@ -81,7 +82,12 @@ def test_plugin_skips_cases_of_other_ops(pytester, mixed):
         def test_norms(flashsim_case):
             assert flashsim_case.op in ("rmsnorm", "layernorm")
         '''))
-    result = pytester.runpytest("--flashsim-suite", str(mixed.path), "-v", "-rs")
+    record = pytester.path / "record.jsonl"
+    result = pytester.runpytest("--flashsim-suite", str(mixed.path), "-v", "-rs", "--flashsim-record", str(record))
     result.assert_outcomes(passed=3, skipped=3)
     result.stdout.fnmatch_lines(["*ln: op layernorm, the test checks attention*",
                                  "*attn: op attention, the test checks rmsnorm, layernorm*"])
+    rows = [json.loads(line) for line in record.read_text().splitlines()]  # norm cases recorded too
+    assert sorted((r["kernel"], r["case"], r["outcome"]) for r in rows) == [
+        ("attention", "attn", "pass"), ("attention", "ln", "skip"), ("attention", "rms-res", "skip"),
+        ("norms", "attn", "skip"), ("norms", "ln", "pass"), ("norms", "rms-res", "pass")]

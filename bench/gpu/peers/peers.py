@@ -1,0 +1,119 @@
+"""The field's kernels over flashsim's golden suites (run.py peers on the GPU machine, run.py table peers here).
+
+Each adapter (test_*.py beside this file) is a pytest test on the flashsim plugin; run() starts one pytest per
+(adapter, suite) with --flashsim-record, so each case leaves a JSON line: kernel, suite, case, outcome (pass,
+fail, skip, error), reason, worst error as a fraction of its bound, seconds (median of the timed calls)."""
+import collections
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NORM_SUITES = ["norm", "default"]  # default mixes norm cases in
+KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the suites its features fit
+    "sdpa": ("test_sdpa_backends.py", ["smoke", "default", "sparse", "long"]),
+    "flex": ("test_flex_attention.py", ["smoke", "default", "sparse", "long"]),
+    "jax": ("test_jax_attention.py", ["smoke", "default", "sparse", "long"]),
+    "torch-norms": ("test_torch_norms.py", NORM_SUITES),
+    "liger": ("test_liger_norms.py", NORM_SUITES),
+}
+
+
+# Adapters whose every case compiles (torch.compile, jax.jit: 3-8 s a case on the H100 machine's CPUs) run the large
+# suites in SHARDS processes at once, untimed (their time column then reads "-": the shards share the GPU).
+COMPILED = {"flex", "jax"}
+SHARDS, LARGE_SUITES = 6, {"default"}
+SUITE_ORDER = ["smoke", "norm", "default", "sparse", "decode", "long"]  # cheap first: a spent budget drops long
+
+
+def generate(env, suite, out):
+    """Generates a built-in suite once (all cores), timed; the adapters then find it in the cache."""
+    t0 = time.time()
+    code = f"import flashsim; print(len(flashsim.golden.Suite({suite!r}, progress=False)))"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    print(f"suite {suite}: {r.stdout.strip() or r.stderr.strip()[-300:]} cases generated in {time.time() - t0:.0f} s",
+          flush=True)
+    with open(os.path.join(out, "generate.log"), "a") as f:
+        f.write(f"{suite}: rc {r.returncode}, {time.time() - t0:.0f} s\n{r.stderr[-2000:]}\n")
+
+
+def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filter=None, run_s=300):
+    """pytest per (suite, adapter) within budget_s, suite by suite in SUITE_ORDER, each stopped after run_s (the
+    cases it finished are recorded); the records in out/peers.jsonl, pytest's logs in out/logs."""
+    start = time.time()
+    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+    record = os.path.join(out, "peers.jsonl")
+    for suite in [s for s in SUITE_ORDER if suites is None or s in suites]:
+        plan = [k for k in (kernels or KERNELS) if suite in KERNELS[k][1]]
+        if not plan:
+            continue
+        if budget_s - (time.time() - start) < 30:
+            print(f"{suite}: not run (budget spent)", flush=True)
+            continue
+        generate(env, suite, out)
+        for kernel in plan:
+            left = budget_s - (time.time() - start)
+            if left < 20:
+                print(f"{kernel} {suite}: not run (budget spent)", flush=True)
+                continue
+            cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                   os.path.join(HERE, KERNELS[kernel][0]), "--flashsim-suite", suite, "--flashsim-record", record]
+            cmd += ["--flashsim-filter", case_filter] if case_filter else []
+            shards = SHARDS if kernel in COMPILED and suite in LARGE_SUITES else 1
+            runs = [(cmd + ["--flashsim-time", str(repeats)], f"{kernel}_{suite}")] if shards == 1 else \
+                [(cmd + ["--flashsim-time", "0", "--flashsim-shard", f"{i}/{shards}"], f"{kernel}_{suite}_{i}")
+                 for i in range(shards)]
+            t0 = time.time()
+            procs = []
+            for c, name in runs:
+                log = open(os.path.join(out, "logs", name + ".log"), "w")
+                procs.append((subprocess.Popen(c, env=env, stdout=log, stderr=subprocess.STDOUT), log, name))
+            for p, log, name in procs:
+                try:
+                    rc = p.wait(timeout=max(1, min(left, run_s) - (time.time() - t0)))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    rc = "timeout"
+                log.close()
+                tail = open(log.name).read().strip().splitlines()[-1:] or [""]
+                print(f"{name}: rc {rc}, {time.time() - t0:.0f} s: {tail[0]}", flush=True)
+
+
+def _reason(r):
+    """A skip or failure reason without the case's name in front (so that reasons group)."""
+    return re.sub(r"^" + re.escape(r["case"]) + r": ", "", r["reason"] or "")
+
+
+def table(*paths):
+    """kernel x suite: passed / failed / skipped / errors, the worst error / bound of the passing cases, the median
+    time of a case; then the skips grouped by reason and every failure or error."""
+    latest = {}  # a later file's record of a (kernel, suite, case) replaces an earlier one's (a rerun)
+    for p in paths:
+        for line in open(p):
+            if line.strip():
+                r = json.loads(line)
+                latest[(r["kernel"], r["suite"], r["case"])] = r
+    rows = list(latest.values())
+    cells = collections.defaultdict(list)
+    for r in rows:
+        cells[(r["kernel"], r["suite"])].append(r)
+    out = ["| kernel | suite | pass | fail | skip | error | worst error / bound (passing) | median ms / case |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for (kernel, suite), rs in sorted(cells.items()):
+        n = collections.Counter(r["outcome"] for r in rs)
+        worst = [r["worst_fraction"] for r in rs if r["outcome"] == "pass" and r["worst_fraction"] is not None]
+        secs = [r["seconds"] for r in rs if r["outcome"] == "pass" and r["seconds"] is not None]
+        out.append(f"| {kernel} | {suite} | {n['pass']} | {n['fail']} | {n['skip']} | {n['error']} | "
+                   f"{max(worst):.2f} | {1e3 * statistics.median(secs):.3f} |" if worst and secs else
+                   f"| {kernel} | {suite} | {n['pass']} | {n['fail']} | {n['skip']} | {n['error']} | - | - |")
+    out += ["", "Skips by reason (kernel: count, reason):"]
+    skips = collections.Counter((r["kernel"], _reason(r)) for r in rows if r["outcome"] == "skip")
+    out += [f"- {k}: {c}, {why}" for (k, why), c in sorted(skips.items())]
+    bad = [r for r in rows if r["outcome"] in ("fail", "error")]
+    out += ["", f"Failures and errors ({len(bad)}):"]
+    out += [f"- {r['kernel']} {r['suite']} {r['case']}: {r['outcome']}: {_reason(r)}" for r in bad]
+    return out

@@ -1,0 +1,34 @@
+"""PyTorch's FlexAttention (torch.compile'd, as it is used) on a golden suite, forward with its lse and backward:
+score_mod for softcap, bias and ALiBi, block_mask for windows, masks, block masks and variable lengths.
+    pytest bench/gpu/peers/test_flex_attention.py --flashsim-suite sparse --flashsim-time 5"""
+import pytest
+import torch
+import torch._dynamo
+from torch.nn.attention.flex_attention import flex_attention
+
+torch._dynamo.config.cache_size_limit = 4096  # a case is a new compile: never fall back to eager silently
+torch._dynamo.config.accumulated_cache_size_limit = 1 << 16
+flex = torch.compile(flex_attention, dynamic=False)
+
+
+# Its bias is a captured tensor: dbias is not asked for. A KV-cache case has no flex_attention call.
+@pytest.mark.flashsim(kernel="flex", unsupported=["kv_cache"])
+def test_flex(flashsim_case):
+    like = torch.empty(0, device="cuda")
+    varlen = flashsim_case.has_feature("varlen")
+    # BSHD -> BHSD views; a packed [total, heads, d] as [1, heads, total, d]
+    to_bhsd = (lambda x: x.transpose(0, 1)[None]) if varlen else (lambda x: x.transpose(1, 2))
+    q, k, v, do = (to_bhsd(x) for x in flashsim_case.inputs("q", "k", "v", "do", like=like))
+    q, k, v = (x.requires_grad_() for x in (q, k, v))
+    kwargs = flashsim_case.kwargs("flex", like=like)
+    backward = "dq" in flashsim_case.output_names
+
+    def call():
+        o, lse = flex(q, k, v, return_lse=True, **kwargs)
+        return (o, lse, *torch.autograd.grad(o, (q, k, v), do)) if backward else (o, lse)
+
+    out = flashsim_case.timed(call)
+    from_bhsd = (lambda x: x[0].transpose(0, 1)) if varlen else (lambda x: x.transpose(1, 2))
+    lse = out[1][0] if varlen else out[1]  # [heads, total] / [batch, heads, seqlen], as the case's
+    names = ("o", "dq", "dk", "dv")[: len(out) - 1]
+    flashsim_case.verify(lse=lse, **{n: from_bhsd(t) for n, t in zip(names, out[:1] + out[2:])})

@@ -1,0 +1,145 @@
+"""What the peer adapters (bench/gpu/peers) rest on: Case.timed, Report.worst_fraction, describe_features, the
+plugin's --flashsim-record / --flashsim-time, and the 'jax' and 'flex' styles of Case.kwargs."""
+import json
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import flashsim
+from conftest import EXAMPLES, SMOKE
+
+sys.path.insert(0, str(EXAMPLES))
+from numpy_attention import attention  # noqa: E402
+
+
+def numpy_outputs(case):
+    t = {n: np.asarray(x, dtype=np.float32) if x.dtype.name == "bfloat16" else x for n, x in case.inputs().items()}
+    return attention(t, case.case_json)
+
+
+def test_worst_fraction_is_the_largest_error_over_its_bound(smoke):
+    case = smoke["fp16-causal-odd"]
+    out = numpy_outputs(case)
+    report = case.verify(**out)
+    fractions = [max(o.max_abs / o.bound_abs, o.rel_l2 / o.bound_rel) for o in report.outputs.values()]
+    assert report.worst_fraction == pytest.approx(max(fractions)) and 0 < report.worst_fraction <= 1
+    assert case.last_report is report
+    out["o"] = out["o"] * np.float32(1.02)  # 2% off: over the bound
+    bad = case.verify(**out, raise_on_failure=False)
+    assert not bad.passed and bad.worst_fraction > 1 and case.last_report is bad
+
+
+def test_timed_returns_the_first_result_and_keeps_the_median(smoke):
+    case = smoke["fp32-basic"]
+    calls = []
+    result = case.timed(lambda: calls.append(len(calls)) or len(calls), repeats=4)
+    assert result == 1 and len(calls) == 5  # checked once, timed four more
+    assert case.seconds is not None and 0 <= case.seconds < 1
+    case.seconds = None
+    assert case.timed(lambda: 7) == 7 and case.seconds is None  # time_repeats 0: called once, not timed
+
+
+def test_describe_features_puts_the_dtype_first(smoke):
+    words = smoke["bf16-gqa"].describe_features().split()
+    assert words[0] == "bf16" and "gqa" in words and "backward" not in words
+
+
+def test_jax_style_gives_a_mask_where_is_causal_would_be_wrong(smoke):
+    causal = smoke["fp16-causal-odd"]
+    assert causal.kwargs("jax") == {"scale": pytest.approx(causal.case_json["scale"]), "is_causal": True}
+    shorter = smoke["bf16-causal-q-longer-than-k"]
+    kw = shorter.kwargs("jax")
+    assert "is_causal" not in kw and "enable_gqa" not in kw and kw["mask"].dtype == bool
+    assert np.array_equal(kw["mask"], shorter.kwargs("sdpa")["attn_mask"])
+    with pytest.raises(ValueError, match="JAX has no argument for softcap"):
+        smoke["bf16-softcap"].kwargs("jax")
+    with pytest.raises(ValueError, match="expected 'flash_attn', 'sdpa', 'jax' or 'flex'"):
+        shorter.kwargs("triton")
+
+
+RECORDED = '''
+import sys
+import numpy as np
+import pytest
+sys.path.insert(0, {examples!r})
+from numpy_attention import attention
+
+@pytest.mark.flashsim(unsupported=["varlen"])
+@pytest.mark.parametrize("variant", ["good", "bad"])
+def test_numpy(flashsim_case, variant):
+    t = {{n: np.asarray(x, dtype=np.float32) if x.dtype.name == "bfloat16" else x
+         for n, x in flashsim_case.inputs().items()}}
+    out = flashsim_case.timed(lambda: attention(t, flashsim_case.case_json))
+    if variant == "bad":
+        out["o"][..., 0] += 1
+    flashsim_case.verify(**out)
+'''
+
+
+def test_plugin_records_a_line_a_case(pytester, tmp_path):
+    pytester.makepyfile(RECORDED.format(examples=str(EXAMPLES)))
+    record = tmp_path / "peers.jsonl"
+    pytester.runpytest("-p", "no:cacheprovider", "--flashsim-suite", str(SMOKE), "--flashsim-filter",
+                       "fp32-basic|varlen", "--flashsim-time", "2", "--flashsim-record", str(record), "-q")
+    rows = [json.loads(line) for line in record.read_text().splitlines()]
+    by = {(r["kernel"], r["case"]): r for r in rows}
+    varlen = [c for c in flashsim.golden.Suite(SMOKE).names if "varlen" in c]
+    assert len(rows) == 2 * (1 + len(varlen)) and varlen
+    good, bad = by[("numpy-good", "fp32-basic")], by[("numpy-bad", "fp32-basic")]
+    assert good["outcome"] == "pass" and 0 < good["worst_fraction"] <= 1 and good["seconds"] > 0
+    assert good["suite"] == "smoke" and "o" in good["outputs"] and "fp32" in good["features"]
+    assert bad["outcome"] == "fail" and bad["worst_fraction"] > 1 and bad["reason"].startswith("o: ")
+    skipped = by[("numpy-good", varlen[0])]
+    assert skipped["outcome"] == "skip" and "does not support varlen" in skipped["reason"]
+    assert skipped["worst_fraction"] is None
+
+
+def test_flex_masks_are_the_visible_keys(smoke):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    like = torch.empty(0)
+    for name in ("bf16-causal-q-longer-than-k", "fp16-causal-odd"):
+        case = smoke[name]
+        kw = case.kwargs("flex", like=like)
+        mask_mod = kw["block_mask"].mask_mod
+        c = case.case_json
+        i = torch.arange(c["seqlen_q"])[:, None]
+        j = torch.arange(c["seqlen_k"])[None, :]
+        zero = torch.zeros((), dtype=torch.long)
+        visible = mask_mod(zero, zero, i, j)
+        assert torch.equal(visible, torch.from_numpy(case.kwargs("sdpa")["attn_mask"][0, 0])
+                           if "attn_mask" in case.kwargs("sdpa") else torch.ones_like(visible).tril()), name
+
+
+SPARSE = {"name": "tiny-sparse", "defaults": {"batch": 2, "heads_q": 2, "heads_kv": 1, "seqlen": 70, "head_dim": 16,
+                                              "dtype": "bf16", "block_q": 16, "block_k": 32},
+          "cases": [{"name": "random-bhqk", "block_mask": "bhqk", "block_mask_spec": "random:keep=0.5"},
+                    {"name": "causal-11qk", "block_mask": "11qk", "causal": True,
+                     "block_mask_spec": "random:keep=0.5"}]}
+
+
+def test_sdpa_and_jax_masks_expand_the_block_mask(tmp_path):
+    spec = tmp_path / "tiny-sparse.json"
+    spec.write_text(json.dumps(SPARSE))
+    suite = flashsim.golden.Suite(flashsim.golden.generate(str(spec), tmp_path / "suite", progress=False))
+    for case in suite:
+        tiles = case.inputs("block_mask").astype(bool)
+        mask = case.kwargs("sdpa")["attn_mask"]
+        assert np.array_equal(mask, case.kwargs("jax")["mask"])
+        causal = case.case_json.get("window_right", -1) == 0
+        for b, h, i, j in [(0, 0, 0, 0), (1, 1, 69, 40), (0, 1, 17, 33), (1, 0, 50, 69), (1, 1, 33, 2)]:
+            keep = tiles[min(b, tiles.shape[0] - 1), min(h, tiles.shape[1] - 1), i // 16, j // 32]
+            assert mask[min(b, mask.shape[0] - 1), min(h, mask.shape[1] - 1), i, j] == (keep and (j <= i or not causal))
+
+
+def test_plugin_shards_a_suite(pytester):
+    pytester.makepyfile("def test_ids(flashsim_case):\n    assert flashsim_case.name\n")
+    names = flashsim.golden.Suite(SMOKE).names
+    result = pytester.runpytest("-p", "no:cacheprovider", "--flashsim-suite", str(SMOKE), "--flashsim-shard", "1/3",
+                                "--collect-only", "-q")
+    collected = [line.split("[", 1)[1].rstrip("]") for line in result.stdout.lines if "test_ids[" in line]
+    assert collected == names[1::3]
+    bad = pytester.runpytest("--flashsim-suite", str(SMOKE), "--flashsim-shard", "3/3")
+    assert bad.ret != 0 and "expected I/N" in bad.stderr.str() + bad.stdout.str()
