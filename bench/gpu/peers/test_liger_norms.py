@@ -10,7 +10,7 @@ from liger_kernel.ops.rms_norm import LigerRMSNormFunction
 
 
 # No fp64: its RMSNorm raises KeyError on torch.float64, its LayerNorm takes fp64 but computes at fp32 precision
-# (run 2026-11-27, bench/results/peers_h100_2026-11-27/README.md).
+# (calibration peers.h100_goldens).
 @pytest.mark.flashsim(kernel="liger", ops=["rmsnorm", "layernorm"], unsupported=["fp64"])
 @pytest.mark.parametrize("casting", ["llama", "gemma"])
 def test_liger(flashsim_case, casting):
