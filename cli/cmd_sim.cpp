@@ -244,12 +244,18 @@ void print_sweep(const SweepReport& r, int top, bool csv) {
   const Pass pass = r.pass;
   const auto& rows = r.ranked.ranked;
   const size_t n = top > 0 ? std::min(rows.size(), static_cast<size_t>(top)) : rows.size();
-  if (csv) {
-    fmt::print("rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound\n");
-    for (size_t i = 0; i < n; ++i)
-      fmt::print("{},\"{}\",{:.6e},{},{},{},{},{}\n", i + 1, sim::describe_pass(rows[i].config, algo, pass),
-                 rows[i].time_s, rows[i].load_bytes, rows[i].dram_bytes, rows[i].smem_bytes,
-                 rows[i].ctas_per_sm, rows[i].bound);
+  if (csv) {  // the config's knobs a column each, and the flags that give sim predict the same tile, last
+    std::string knobs;
+    for (const auto& [key, value] : sim::pass_knobs(TileConfig{}, pass)) knobs += "," + key;
+    fmt::print("rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound{},flags\n", knobs);
+    for (size_t i = 0; i < n; ++i) {
+      std::string values;
+      for (const auto& [key, value] : sim::pass_knobs(rows[i].config, pass)) values += "," + value;
+      fmt::print("{},\"{}\",{:.6e},{},{},{},{},{}{},\"{}\"\n", i + 1,
+                 sim::describe_pass(rows[i].config, algo, pass), rows[i].time_s, rows[i].load_bytes,
+                 rows[i].dram_bytes, rows[i].smem_bytes, rows[i].ctas_per_sm, rows[i].bound, values,
+                 sim::pass_flags(rows[i].config, pass));
+    }
     return;
   }
   fmt::print("{} on {}: {} configs, {} fit; FlashAttention lower bound on DRAM traffic {}\n", p.describe(),

@@ -143,6 +143,7 @@ nlohmann::json to_json(const SweepReport& r, int top) {
   j["ranked"] = nlohmann::json::array();
   for (size_t i = 0; i < n; ++i)
     j["ranked"].push_back({{"config", sim::describe_pass(rows[i].config, r.algorithm, r.pass)},
+                           {"tile", sim::pass_knobs_json(rows[i].config, r.pass)},
                            {"time_s", rows[i].time_s},
                            {"load_bytes", rows[i].load_bytes},
                            {"dram_bytes", rows[i].dram_bytes},

@@ -116,3 +116,44 @@ TEST(TuneCommand, BadInputIsOneLineExit2) {
     EXPECT_EQ(flashsim::test::count_lines(r.out), 1) << args << "\n" << r.out;
   }
 }
+
+// Configs are data: a sweep or tune row's `tile` holds each knob and the flags that give `sim predict` that tile,
+// and predicting with those flags gives the row's time (the row's own pass).
+TEST(TuneCommand, RowsFeedSimPredict) {
+  const std::string problem = "--batch 2 --heads 8 --seqlen 1024 --head-dim 64 --hw H100-SXM5-80GB";
+  for (const std::string pass : {"fwd", "bwd"}) {
+    const auto sweep =
+        flashsim::test::run_cli("sim sweep " + problem + " --pass " + pass + " --top 3 --json");
+    ASSERT_EQ(sweep.code, 0) << sweep.out;
+    const auto swept = nlohmann::json::parse(sweep.out);
+    const auto& rows = swept["ranked"];
+    ASSERT_EQ(rows.size(), 3u);
+    for (const auto& row : rows) {
+      const auto& tile = row["tile"];
+      EXPECT_EQ(tile["warps"].get<int>() > 0, true);
+      EXPECT_TRUE(pass == "fwd" ? tile.contains("block_q") && tile.contains("kv_shared")
+                                : tile.contains("bwd_block_q") && tile.contains("dq_strategy"))
+          << tile.dump();
+      const auto predicted = flashsim::test::run_cli("sim predict " + problem + " --pass " + pass +
+                                                     " --json " + tile["flags"].get<std::string>());
+      ASSERT_EQ(predicted.code, 0) << predicted.out;
+      const auto prediction = nlohmann::json::parse(predicted.out);
+      double time_s = 0;
+      for (const auto& k : prediction["kernels"]) time_s += k["time_s"].get<double>();
+      EXPECT_NEAR(time_s, row["time_s"].get<double>(), 1e-9 * time_s) << tile["flags"];
+    }
+  }
+  const auto csv = flashsim::test::run_cli("sim sweep " + problem + " --top 1 --csv");
+  ASSERT_EQ(csv.code, 0) << csv.out;
+  EXPECT_EQ(
+      csv.out.substr(0, csv.out.find('\n')),
+      "rank,config,time_s,load_bytes,dram_bytes,smem_bytes,ctas_per_sm,bound,block_q,block_k,warps,stages,"
+      "q_in_registers,kv_shared,num_splits,flags");
+  const auto tune = flashsim::test::run_cli(
+      "sim tune --head-dims 64 --dtypes bf16 --features causal --seqlens 1024 --top 2 --json");
+  ASSERT_EQ(tune.code, 0) << tune.out;
+  const auto tuned = nlohmann::json::parse(tune.out);
+  const auto& entry = tuned["entries"][0];
+  EXPECT_EQ(entry["ranked"][0]["tile"]["flags"].get<std::string>().rfind("--block-q ", 0), 0u)
+      << entry.dump();
+}

@@ -97,6 +97,43 @@ std::string describe_pass(const TileConfig& c, Algorithm a, Pass pass) {
                      algorithm_name(a));
 }
 
+std::vector<std::pair<std::string, std::string>> pass_knobs(const TileConfig& c, Pass pass) {
+  const auto yes_no = [](bool b) { return std::string(b ? "1" : "0"); };
+  if (pass == Pass::Backward)
+    return {{"bwd_block_q", std::to_string(c.bwd_block_q)},
+            {"bwd_block_k", std::to_string(c.bwd_block_k)},
+            {"warps", std::to_string(c.warps)},
+            {"dq_strategy", std::string(dq_strategy_name(c.dq_strategy))}};
+  return {{"block_q", std::to_string(c.block_q)},       {"block_k", std::to_string(c.block_k)},
+          {"warps", std::to_string(c.warps)},           {"stages", std::to_string(c.stages)},
+          {"q_in_registers", yes_no(c.q_in_registers)}, {"kv_shared", yes_no(c.kv_shared_buffer)},
+          {"num_splits", std::to_string(c.num_splits)}};
+}
+
+std::string pass_flags(const TileConfig& c, Pass pass) {
+  if (pass == Pass::Backward)
+    return fmt::format("--bwd-block-q {} --bwd-block-k {} --warps {} --dq-strategy {}", c.bwd_block_q,
+                       c.bwd_block_k, c.warps, dq_strategy_name(c.dq_strategy));
+  return fmt::format("--block-q {} --block-k {} --warps {} --stages {}{}{}{}", c.block_q, c.block_k, c.warps,
+                     c.stages, c.q_in_registers ? " --q-in-registers" : "",
+                     c.kv_shared_buffer ? " --kv-shared" : "",
+                     c.num_splits > 1 ? fmt::format(" --num-splits {}", c.num_splits) : std::string());
+}
+
+nlohmann::json pass_knobs_json(const TileConfig& c, Pass pass) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, value] : pass_knobs(c, pass)) {
+    if (key == "dq_strategy")
+      j[key] = value;
+    else if (key == "q_in_registers" || key == "kv_shared")
+      j[key] = value == "1";
+    else
+      j[key] = std::stoll(value);
+  }
+  j["flags"] = pass_flags(c, pass);
+  return j;
+}
+
 double dram_lower_bound(const AttentionProblem& p, Pass pass) {
   const int e = dtype_bytes(p.dtype);
   const int64_t inputs = p.q_elems() + p.k_elems() + p.v_elems();

@@ -306,6 +306,7 @@ nlohmann::json to_json(const TuneResult& r, int top) {
     for (size_t i = 0; i < e.ranked.size() && (top <= 0 || static_cast<int>(i) < top); ++i) {
       const TuneRow& w = e.ranked[i];
       rows.push_back({{"config", tune_config_name(r.request.kernel, w.config)},
+                      {"tile", pass_knobs_json(w.config, pass_of(r.request.kernel))},
                       {"time_s", w.time_s},
                       {"bound", w.kernel_bound},
                       {"ctas_per_sm", w.ctas_per_sm},

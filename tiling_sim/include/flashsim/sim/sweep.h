@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flashsim/sim/kernel_resources.h"
@@ -54,6 +55,15 @@ SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorith
 // A config as a pass's sweep row shows it: the forward's knobs (Br, Bc, warps, stages, Q in registers, shared
 // K/V buffer) and the algorithm for the forward; the backward's (Br, Bc, warps, dQ strategy) for the backward.
 std::string describe_pass(const TileConfig& c, Algorithm a, Pass pass);
+
+// The same knobs as data: (field, value) pairs named as TileConfig's fields (block_q, block_k, warps, stages,
+// q_in_registers, kv_shared, num_splits for the forward; bwd_block_q, bwd_block_k, warps, dq_strategy for the
+// backward), and as the command-line flags that give `sim predict` (and flashsim-gpu) that tile.
+// pass_knobs_json: the pairs as a JSON object (numbers, q_in_registers / kv_shared as booleans, dq_strategy a
+// string) with "flags" added.
+std::vector<std::pair<std::string, std::string>> pass_knobs(const TileConfig& c, Pass pass);
+std::string pass_flags(const TileConfig& c, Pass pass);
+nlohmann::json pass_knobs_json(const TileConfig& c, Pass pass);
 
 // The split-KV sweep of a decode problem (a paged KV cache): FA2's split-KV tile (splitkv_tile) at num_splits
 // 1, 2, 4, ... up to min(128, key blocks), and FA2's heuristic choice; per split count the split kernel and
