@@ -297,6 +297,7 @@ std::string AttentionProblem::describe() const {
   if (bias != BroadcastShape::None) s += fmt::format(" bias:{}", broadcast_name(bias));
   if (mask != BroadcastShape::None) s += fmt::format(" mask:{}", broadcast_name(mask));
   if (alibi) s += " alibi";
+  if (sinks) s += " sinks";
   if (block_mask != BroadcastShape::None)
     s += fmt::format(" block_mask:{}:{}x{}:{}", broadcast_name(block_mask), block_mask_q, block_mask_k,
                      block_mask_spec);

@@ -212,6 +212,7 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
     obs->kernel_end();
   }
   out.dbias = dbias.reduce(ctx);
+  if (p.sinks) out.dsinks = reduce_sink_partials(p, sink_partials(ctx, fwd.lse, delta));
 }
 
 template void backward_tiled<float>(const ProblemContext&, const TileConfig&, const ForwardResult&,

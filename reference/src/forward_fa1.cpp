@@ -90,6 +90,11 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
         }
       }
       for (int64_t i = 0; i < hv.lq; ++i) {
+        if (p.sinks) {  // O is normalized by l: O' = O l alpha / l' after folding the sink into m and l
+          const Acc l_old = l(i);
+          const Acc alpha = fold_sink(m(i), l(i), ctx.sink<Acc>(h));
+          o.row(i) *= l_old * alpha / l(i);
+        }
         for (int64_t c = 0; c < dv; ++c) out.o[hv.q_index(i, dv, c)] = stored_output<Acc>(o(i, c), ctx);
         out.lse[hv.lse_index(i)] = static_cast<double>(row_lse(m(i), l(i)));
       }

@@ -53,8 +53,12 @@ OracleOutput oracle_forward(const AttentionProblem& p, const AttentionInputs& in
           keep[j] = vis;
           if (vis) mx = std::max(mx, x);
         }
+        // An attention sink (docs/design.md) is one more logit in the row's softmax with no value vector.
+        const bool sink = p.sinks;
+        const double sink_logit = sink ? in.sinks[h] : 0.0;
+        if (sink) mx = std::max(mx, sink_logit);
         if (mx == -std::numeric_limits<double>::infinity()) continue;  // no visible key: o = 0, lse = -inf
-        double l = 0;
+        double l = sink ? std::exp(sink_logit - mx) : 0.0;
         for (int64_t j = 0; j < lk; ++j)
           if (keep[j]) l += std::exp(s[j] - mx);
         out.lse[p.varlen() ? h * p.total_q() + q_start + i : (b * p.heads_q + h) * p.seqlen_q + i] =

@@ -87,6 +87,10 @@ class ProblemBuilder {
     p_.alibi = on;
     return *this;
   }
+  ProblemBuilder& sinks(bool on = true) {
+    p_.sinks = on;
+    return *this;
+  }
   ProblemBuilder& dtype(DType d) {
     p_.dtype = d;
     return *this;

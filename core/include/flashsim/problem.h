@@ -8,6 +8,8 @@
 //   bias, mask   : [batch|1, heads_q|1, seqlen_q, seqlen_k]
 //   block_mask   : [batch|1, heads_q|1, ceil(seqlen_q / block_mask_q), ceil(seqlen_k / block_mask_k)] (bool),
 //                  one entry per block_mask_q x block_mask_k tile, ANDed with the window and the mask
+//   sinks        : [heads_q] (fp32 values): attention sinks, one logit per q head that joins every row's
+//                  softmax denominator (and lse) with no value vector (docs/design.md, "Attention sinks")
 // With a paged KV cache (page_size > 0, flashsim/kv_cache.h) the keys of sequence b are its cache_seqlens[b]
 // cached keys and seqlen_new appended ones; q, o, lse keep their plain layouts ([batch, seqlen_q] rows) and k, v
 // mean the keys gathered from the cache, packed as with variable lengths ([total_k, heads_kv, dim]).
@@ -46,6 +48,9 @@ struct AttentionProblem {
   BroadcastShape mask = BroadcastShape::None;
   double mask_keep = 0.8;  // probability that a generated mask entry keeps its score
   bool alibi = false;
+  // Attention sinks (gpt-oss): a logit s_h per q head in each row's softmax, P_j = e^(x_j) / (e^(s_h) +
+  // sum_k e^(x_k)), lse = log(e^(s_h) + sum_k e^(x_k)); a row with no visible key has o = 0 and lse = s_h.
+  bool sinks = false;
   // Variable lengths: per-sequence lengths (empty: every sequence has seqlen_q / seqlen_k).
   std::vector<int64_t> seqlens_q;
   std::vector<int64_t> seqlens_k;
