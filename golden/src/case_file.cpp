@@ -27,6 +27,7 @@ std::vector<std::string> output_names(const AttentionProblem& p) {
   if (p.kv_cache()) return {"o", "lse"};  // decode kernels have no backward: the forward is the golden
   std::vector<std::string> n = {"o", "lse", "dq", "dk", "dv"};
   if (p.bias != BroadcastShape::None) n.emplace_back("dbias");
+  if (p.sinks) n.emplace_back("dsinks");
   return n;
 }
 
@@ -37,6 +38,7 @@ std::vector<int64_t> output_shape(const AttentionProblem& p, const std::string& 
   if (name == "dk") return p.k_shape();
   if (name == "dv") return p.v_shape();
   if (name == "dbias") return p.broadcast_shape(p.bias);
+  if (name == "dsinks") return {p.heads_q};
   throw InputError("output", fmt::format("unknown output '{}'", name));
 }
 
@@ -47,6 +49,7 @@ const std::vector<double>& AttentionOutputs::get(const std::string& name) const 
   if (name == "dk") return grads.dk;
   if (name == "dv") return grads.dv;
   if (name == "dbias") return grads.dbias;
+  if (name == "dsinks") return grads.dsinks;
   throw InputError("output", fmt::format("unknown output '{}'", name));
 }
 
@@ -112,15 +115,17 @@ SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOpti
   const AttentionInputs in = make_random_inputs(p, c.seed, c.magnitude);
   const AttentionOutputs exact = compute_exact(p, in, opt);
 
-  // The floor's scale M: each forward output's own magnitude; for gradients the largest of them all.
+  // The floor's scale M: each forward output's own magnitude; for gradients the largest of them all (but
+  // dsinks, a sum over every row of a head, keeps its own: it would loosen the others' floors).
   std::map<std::string, double> magnitude;
   double grad_magnitude = 0;
+  const auto shares_magnitude = [](const std::string& n) { return is_gradient_output(n) && n != "dsinks"; };
   for (const auto& name : output_names(p)) {
     magnitude[name] = error_stats(exact.get(name), exact.get(name)).magnitude;
-    if (is_gradient_output(name)) grad_magnitude = std::max(grad_magnitude, magnitude[name]);
+    if (shares_magnitude(name)) grad_magnitude = std::max(grad_magnitude, magnitude[name]);
   }
   for (auto& [name, m] : magnitude)
-    if (is_gradient_output(name)) m = grad_magnitude;
+    if (shares_magnitude(name)) m = grad_magnitude;
 
   // L: the longest sum of the case (over keys for o and dq, over queries for dk and dv, over the head dim for
   // S)
@@ -164,6 +169,7 @@ SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOpti
   if (p.mask != BroadcastShape::None)
     f.add("mask", Tensor::from_bytes(p.broadcast_shape(p.mask), in.mask, StDType::BOOL));
   if (p.alibi) f.add("alibi_slopes", Tensor::from_doubles(StDType::F32, {p.heads_q}, in.alibi_slopes));
+  if (p.sinks) f.add("sinks", Tensor::from_doubles(StDType::F32, {p.heads_q}, in.sinks));
   if (p.block_mask != BroadcastShape::None)
     f.add("block_mask", Tensor::from_bytes(p.block_mask_shape(), in.block_mask, StDType::BOOL));
   if (p.varlen()) {
@@ -190,6 +196,8 @@ SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOpti
       {"accumulation", "2 sqrt(L) u_fp32, L = max(seqlen_q, seqlen_k, head_dim, head_dim_v)"},
       {"factor_forward", kForwardFactor},
       {"factor_backward", kBackwardFactor}};
+  if (p.sinks)  // only sinks cases carry it, so the other files stay byte-identical
+    meta["tolerance_rule"]["magnitude_dsinks"] = "max|exact dsinks| (its own: not shared with dq, dk, dv)";
   if (c.num_splits > 1)
     meta["reference"]["emulated_split_kv"] =
         "num_splits splits of whole key blocks, partial o and lse in fp32, combined with the lse rescaling";
@@ -252,6 +260,12 @@ AttentionInputs load_attention_inputs(const SafetensorsFile& f, const AttentionP
     if (!st_is_float(t.dtype)) throw InputError(source, "tensor 'alibi_slopes' is not floating point");
     check_shape(t, {p.heads_q}, "alibi_slopes", source);
     in.alibi_slopes = t.to_doubles();
+  }
+  if (p.sinks) {
+    const Tensor& t = need(f, "sinks", source);
+    if (t.dtype != StDType::F32) throw InputError(source, "tensor 'sinks' is not F32");
+    check_shape(t, {p.heads_q}, "sinks", source);
+    in.sinks = t.to_doubles();
   }
   if (p.varlen()) {
     for (const char* name : {"cu_seqlens_q", "cu_seqlens_k"}) {

@@ -59,12 +59,13 @@ double ulp(double x, DType t) {
 }
 
 bool is_gradient_output(std::string_view name) {
-  return name == "dq" || name == "dk" || name == "dv" || name == "dbias" || name == "dx" ||
-         name == "dweight" || name == "dresidual";
+  return name == "dq" || name == "dk" || name == "dv" || name == "dbias" || name == "dsinks" ||
+         name == "dx" || name == "dweight" || name == "dresidual";
 }
 
 DType emulated_storage(std::string_view output, DType compute) {
-  if (output == "lse" || output == "rstd" || output == "mean")
+  // Row statistics stay fp32 (as FA2's lse), and so does dsinks: the sinks are fp32 parameters.
+  if (output == "lse" || output == "dsinks" || output == "rstd" || output == "mean")
     return compute == DType::F64 ? DType::F64 : DType::F32;
   return compute;
 }
