@@ -134,6 +134,8 @@ def _features(case: dict[str, Any], has_gradients: bool) -> frozenset[str]:
             f.add(name)
     if case.get("alibi"):
         f.add("alibi")
+    if case.get("sinks"):
+        f.add("sinks")
     if case.get("seqlens_q"):
         f.add("varlen")
     if case.get("heads_kv", case["heads_q"]) != case["heads_q"]:
@@ -158,8 +160,8 @@ class Case:
     manifest) and kept.
 
     name, description, op (attention, rmsnorm, layernorm), problem (flashsim.Problem; attention cases), dtype,
-    features (causal window softcap bias mask block_mask alibi varlen gqa head_dim_v seqlen_q_ne_k kv_cache paged
-    append split_kv backward and the dtype name; rows_without_keys is computed on demand by has_feature; a norm
+    features (causal window softcap bias mask block_mask alibi sinks varlen gqa head_dim_v seqlen_q_ne_k kv_cache
+    paged append split_kv backward and the dtype name; rows_without_keys is computed on demand by has_feature; a norm
     case's: its op, residual offset outlier_rows zero_rows, backward and the dtype name), tolerances.
     """
 
@@ -240,7 +242,7 @@ class Case:
         return list(self.native.output_names)
 
     def inputs(self, *names: str, like: Any = None) -> Any:
-        """Input tensors as stored (q, k, v in the case dtype; do; bias, mask, alibi_slopes, block_mask,
+        """Input tensors as stored (q, k, v in the case dtype; do; bias, mask, alibi_slopes, sinks, block_mask,
         cu_seqlens_q/k; a KV-cache case's k_cache, v_cache, block_table, cache_seqlens, k_new, v_new; a norm
         case's x, weight, bias, residual, dy). One name:
         the tensor; several: a tuple; none: a dict of all. like: a torch tensor (its device), a JAX or NumPy array
@@ -248,7 +250,7 @@ class Case:
         return self._select(names, self.input_names, self.native.tensor, like)
 
     def expected(self, *names: str, like: Any = None) -> Any:
-        """Exact outputs (float64): o, lse, and dq, dk, dv (dbias) where the case has gradients; a norm case's y,
+        """Exact outputs (float64): o, lse, and dq, dk, dv (dbias, dsinks) where the case has gradients; a norm case's y,
         (h), rstd, (mean), dx, dweight, (dbias), (dresidual)."""
         return self._select(names, self.output_names, self.native.expected, like)
 
@@ -270,7 +272,9 @@ class Case:
         enable_gqa, and is_causal only where it means flashsim's causal (seqlen_q == seqlen_k); otherwise
         attn_mask, a bool [b|1, h|1, sq, sk] mask of the visible keys (window, causal, mask) or, with a bias, the
         additive mask in the case dtype (bias, -inf where hidden). Raises ValueError for what SDPA cannot take
-        (softcap, ALiBi, variable lengths, a KV cache, a block mask).
+        (softcap, ALiBi, variable lengths, a KV cache, a block mask, attention sinks). Neither style carries
+        attention sinks (flash_attn_func has no argument for them): a kernel that takes them reads
+        inputs("sinks") (fp32 [heads_q]) and returns dsinks; one that does not declares "sinks" unsupported.
 
         A norm case: {"eps": eps} whatever the style."""
         c = self.case_json
@@ -290,7 +294,7 @@ class Case:
             return kw
         if style != "sdpa":
             raise ValueError(f"style: '{style}': expected 'flash_attn' or 'sdpa'")
-        unsupported = sorted(self.features & {"softcap", "alibi", "varlen", "kv_cache", "block_mask"})
+        unsupported = sorted(self.features & {"softcap", "alibi", "sinks", "varlen", "kv_cache", "block_mask"})
         if unsupported:
             raise ValueError(f"{self.name}: SDPA has no argument for {', '.join(unsupported)}")
         kw = {"scale": scale, "enable_gqa": c["heads_q"] != c.get("heads_kv", c["heads_q"])}

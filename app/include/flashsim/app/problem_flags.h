@@ -16,7 +16,7 @@ struct ProblemFlags {
           head_dim_v = 0;
   std::string dtype = "fp32";
   double scale = 0, softcap = 0, mask_keep = 0.8;
-  bool causal = false, alibi = false;
+  bool causal = false, alibi = false, sinks = false;
   std::string window, bias = "none", mask = "none", varlen;
   uint64_t seed = 0;
   int64_t page_size = 0, num_blocks = 0, seqlen_new = 0;
@@ -25,7 +25,7 @@ struct ProblemFlags {
       nullptr;  // --batch, to tell a given batch from the default (add_to sets it)
 
   // Adds --batch --heads --heads-kv --seqlen --seqlen-q --seqlen-k --head-dim --head-dim-v --dtype --scale
-  // --causal --window --softcap --bias --mask --mask-keep --alibi --varlen --seed, the KV-cache flags
+  // --causal --window --softcap --bias --mask --mask-keep --alibi --sinks --varlen --seed, the KV-cache flags
   // (--page-size --cache-seqlens --seqlen-new --num-blocks) and the block-mask flags (--block-mask
   // --block-mask-shape --block-mask-tile) to cmd.
   void add_to(CLI::App* cmd);
