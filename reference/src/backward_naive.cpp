@@ -81,6 +81,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       hv.load_v(0, lk, v.data());
       gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, lq, lk, dv, Acc(1), dout.data(), dv, v.data(), dv,
                 Acc(0), dp.data(), lk);
+      hv.apply_dropout(dp.data(), 0, lq, 0, lk);  // dropout: dP = dP' o keep / (1 - p)
       move(AccessKind::Store, TensorId::Scores, h, lq, lk);
       done();
       // D = rowsum(dO o O);  dS = P o (dP - D)
@@ -103,6 +104,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       kernel();  // naive_bwd_dv
       move(AccessKind::Load, TensorId::Probs, h, lq, lk);
       move(AccessKind::Load, TensorId::dO, h, lq, dv);
+      hv.apply_dropout(pr.data(), 0, lq, 0, lk);  // dV += P'^T dO, P' = P o keep / (1 - p)
       if (emu) round_to_dtype(pr.data(), lq * lk, p.dtype);
       gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, dv, lq, Acc(1), pr.data(), lk, dout.data(), dv,
                 Acc(1), dvv.data(), dv);

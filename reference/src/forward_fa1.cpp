@@ -62,6 +62,7 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
           for (int64_t r = 0; r < n; ++r) shift(r) = safe_shift(mt(r));
           exp_rows(s.data(), n, mk, shift, true, pt.data());
           row_sum(pt.data(), n, mk, lt);
+          hv.apply_dropout(pt.data(), i0, n, j0, mk);  // P~' = P~ o keep / (1 - p), after l~
           if (ctx.emulated()) round_to_dtype(pt.data(), n * mk, p.dtype);
           gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, n, dv, mk, Acc(1), pt.data(), mk, v.data(), dv,
                     Acc(0), pv.data(), dv);

@@ -53,6 +53,7 @@ void forward_naive(const ProblemContext& ctx, ForwardResult& out) {
       s.row(r) *= l(r) > 0 ? alpha / l(r) : Acc(0);
       out.lse[hv.lse_index(r)] = static_cast<double>(row_lse(m(r), l(r)));
     }
+    hv.apply_dropout(s.data(), 0, lq, 0, lk);  // P' = P o keep / (1 - p), after the lse
     if (ctx.emulated()) round_to_dtype(s.data(), lq * lk, p.dtype);
     if (obs) {
       obs->access({AccessKind::Store, TensorId::Probs, b, h, 0, lq, 0, lk});

@@ -93,8 +93,10 @@ class RowBlockTask {
   void exp_tile(int64_t m, const ColArray<Acc>& shift) {
     exp_rows(buf_.s.data(), n_, m, shift, may_have_neg_inf_, buf_.p.data());
   }
-  // O += P * V for the current tile (P rounded to the input dtype first when emulating).
-  void accumulate_pv(int64_t m) {
+  // O += P' * V for the current tile [j0, j0 + m): P' = P o keep / (1 - p) with dropout (l summed P before it),
+  // rounded to the input dtype first when emulating.
+  void accumulate_pv(int64_t j0, int64_t m) {
+    hv_.apply_dropout(buf_.p.data(), i0_, n_, j0, m);
     if (ctx_.emulated()) round_to_dtype(buf_.p.data(), n_ * m, ctx_.p.dtype);
     gemm<Acc>(ctx_.opt.use_blas, Trans::No, Trans::No, n_, dv_, m, Acc(1), buf_.p.data(), m, buf_.v.data(),
               dv_, Acc(1), buf_.o.data(), dv_);
@@ -142,7 +144,7 @@ class RowBlockTask {
           exp_tile(m, buf_.shift);
           for (int64_t r = 0; r < n_; ++r)
             tile_row(buf_.p.data(), r, m) *= buf_.l(r) > 0 ? Acc(1) / buf_.l(r) : Acc(0);
-          accumulate_pv(m);
+          accumulate_pv(j0, m);
         },
         false);
   }
@@ -156,7 +158,7 @@ class RowBlockTask {
           update_max_and_rescale(m);
           add_rescaled_row_sums(m);
           scale_rows(buf_.o.data(), n_, dv_, buf_.alpha);
-          accumulate_pv(m);
+          accumulate_pv(j0, m);
         },
         true);
   }

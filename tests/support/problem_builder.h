@@ -91,6 +91,10 @@ class ProblemBuilder {
     p_.sinks = on;
     return *this;
   }
+  ProblemBuilder& dropout(double p) {
+    p_.dropout_p = p;
+    return *this;
+  }
   ProblemBuilder& dtype(DType d) {
     p_.dtype = d;
     return *this;

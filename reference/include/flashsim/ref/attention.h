@@ -1,6 +1,7 @@
 #pragma once
 // Exact attention forward and backward on the CPU. Every algorithm computes the same function (the score
-// pipeline in docs/design.md: scale, softcap, bias + ALiBi, window, block and boolean masks, softmax, P*V) and
+// pipeline in docs/design.md: scale, softcap, bias + ALiBi, window, block and boolean masks, softmax (with
+// attention sinks), dropout by the given keep mask, P*V) and
 // differs only in how it gets there.
 #include <cstdint>
 #include <string_view>
