@@ -4,7 +4,7 @@ A stand-in for a GPU kernel in the examples and in CI: it computes in float32 (a
 precision) straight from the formulas, one (sequence, head) at a time, independent of flashsim's C++ code.
 Score pipeline (docs/design.md): s = scale q.k; softcap c: s = c tanh(s/c); s += bias + ALiBi; window and boolean
 masks (bottom-right aligned); softmax, with an attention sink's logit in the denominator where the case has
-sinks; o = p v.
+sinks; dropout by the case's keep mask (p' = p keep / (1 - p_drop), lse without it); o = p' v.
 """
 import numpy as np
 
@@ -56,6 +56,8 @@ BUGS = {
     "sink_missing_from_lse": "lse = log sum_j e^(s_j), without the sink's e^(s_h) (o, gradients right)",
     "sink_missing_from_output": "P = e^(s_j) / sum_k e^(s_k) in o and the gradients (lse right)",
     "dsinks_sign": "dsinks = +sum_i P_sink D_i (the sign flipped)",
+    "dropout_scaled_by_1_minus_p": "P' = P keep (1 - p) instead of P keep / (1 - p)",
+    "dropout_missing_in_backward": "dP = dO V^T without the keep mask and 1 / (1 - p) (forward right)",
 }
 
 
@@ -95,6 +97,12 @@ def attention(t, case, dv_product=None, bug=None):
     mask = t.get("mask")
     slopes = t.get("alibi_slopes")
     sinks = t.get("sinks")
+    keep_mask = t.get("dropout_keep")  # [B, H, Sq, Sk], top-left corner per sequence
+    p_drop = case.get("dropout_p", 0.0)
+    if bug == "dropout_scaled_by_1_minus_p":
+        z_scale = f32(1 - p_drop)
+    else:
+        z_scale = f32(1 / (1 - p_drop))
     o = np.zeros(do4.shape, f32)
     dq = np.zeros(q4.shape, f32)
     dk = np.zeros(k4.shape, f32)
@@ -134,14 +142,21 @@ def attention(t, case, dv_product=None, bug=None):
             l = keys + e_sink
             l_p = keys if bug == "sink_missing_from_output" else l
             p = np.where(l_p > 0, e / np.where(l_p > 0, l_p, 1), 0).astype(f32)
-            O = p @ V
+            if keep_mask is not None:  # dropout after the softmax: p' = p keep / (1 - p_drop)
+                z = np.where(_slice(keep_mask, b, h, lq, lk) != 0, z_scale, f32(0)).astype(f32)
+            else:
+                z = np.ones((lq, lk), f32)
+            p_kept = (p * z).astype(f32)
+            O = p_kept @ V
             o[q0:q1, h] = O
             l_lse = keys if bug == "sink_missing_from_lse" else l
             with np.errstate(divide="ignore"):  # log(0) = -inf: a row with no key and no sink
                 lse[h, q0:q1] = np.where(empty, -np.inf, m[:, 0] + np.log(l_lse[:, 0]))
             # backward: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO o O))
-            dv[k0:k1, hkv] += p.T @ dO if dv_product is None else dv_product(p, dO)
-            dp = dO @ V.T
+            dv[k0:k1, hkv] += p_kept.T @ dO if dv_product is None else dv_product(p_kept, dO)
+            dp = dO @ V.T  # dP' of p'; dP = dP' z
+            if bug != "dropout_missing_in_backward":
+                dp = dp * z
             D = (dO * O).sum(axis=1, keepdims=True)
             ds = p * (dp - D)
             if dsinks is not None:  # dsink = sum_i P_sink,i (0 - D_i): the sink's dP is 0

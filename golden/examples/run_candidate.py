@@ -9,7 +9,8 @@
 --kernel sdpa:  PyTorch's scaled_dot_product_attention (CUDA when available), forward and backward through
                 autograd; bias, masks, windows and ALiBi go in as one float attn_mask, GQA through
                 enable_gqa, variable lengths one sequence at a time. SDPA has no softcap and no attention
-                sinks (those cases are skipped) and does not return the lse (not written: verify with --outputs o,dq,dk,dv,dbias).
+                sinks (those cases are skipped) and does not return the lse (not written: verify with
+                --outputs o,dq,dk,dv,dbias).
 Then `flashsim golden verify --golden G --candidate OUT` (exit code passed through) unless --no-verify.
 """
 import argparse
