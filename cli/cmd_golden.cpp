@@ -164,9 +164,10 @@ void add_verify(CLI::App* golden) {
   };
   auto st = std::make_shared<State>();
   cmd->add_option("--golden", st->golden, "Golden suite folder")->required();
-  cmd->add_option("--candidate", st->candidate,
-                  "Folder of candidate safetensors files named as the golden cases, holding o lse dq dk dv "
-                  "(dbias) in any float dtype (a norm case: y h rstd mean dx dweight dbias dresidual)")
+  cmd->add_option(
+         "--candidate", st->candidate,
+         "Folder of candidate safetensors files named as the golden cases, holding o lse dq dk dv "
+         "(dbias, dsinks) in any float dtype (a norm case: y h rstd mean dx dweight dbias dresidual)")
       ->required();
   cmd->add_option("--as", st->as,
                   "The dtype the candidate computed in (picks the tolerance; default: the candidate file's "

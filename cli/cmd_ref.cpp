@@ -79,17 +79,20 @@ double print_reference_table(const AttentionProblem& p, uint64_t seed, const Til
   }
   if (backward) {
     const Gradients g_exact = ref::backward(p, in, exact, Algorithm::Naive, tile, exact_opt);
-    fmt::print("\n{:<12} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}\n", "backward", "max|Δdq|", "max|Δdk|",
-               "max|Δdv|", "max|Δdbias|", "time s", "GFLOP/s");
+    // With sinks a last column: dsinks (the other problems' tables are as before).
+    fmt::print("\n{:<12} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}{}\n", "backward", "max|Δdq|", "max|Δdk|",
+               "max|Δdv|", "max|Δdbias|", "time s", "GFLOP/s",
+               p.sinks ? fmt::format(" {:>12}", "max|Δdsinks|") : "");
     for (auto algo : {Algorithm::Naive, Algorithm::Fa2}) {
       Gradients g;
       const double t = seconds([&] { g = ref::backward(p, in, tiled_fwd, algo, tile, opt); });
       const Diff dq = max_diff(g.dq, g_exact.dq), dk = max_diff(g.dk, g_exact.dk),
                  dv = max_diff(g.dv, g_exact.dv);
-      const Diff db = max_diff(g.dbias, g_exact.dbias);
-      for (const Diff* d : {&dq, &dk, &dv, &db}) track(*d);
-      fmt::print("{:<12} {:>10} {:>10} {:>10} {:>10} {:>9.3f} {:>9.2f}\n", algorithm_name(algo), cell(dq),
-                 cell(dk), cell(dv), g.dbias.empty() ? "-" : cell(db), t, p.backward_flops() / t * 1e-9);
+      const Diff db = max_diff(g.dbias, g_exact.dbias), ds = max_diff(g.dsinks, g_exact.dsinks);
+      for (const Diff* d : {&dq, &dk, &dv, &db, &ds}) track(*d);
+      fmt::print("{:<12} {:>10} {:>10} {:>10} {:>10} {:>9.3f} {:>9.2f}{}\n", algorithm_name(algo), cell(dq),
+                 cell(dk), cell(dv), g.dbias.empty() ? "-" : cell(db), t, p.backward_flops() / t * 1e-9,
+                 p.sinks ? fmt::format(" {:>12}", cell(ds)) : "");
     }
   }
   fmt::print("\nlargest difference relative to the largest exact value: {:.2e}\n", worst);

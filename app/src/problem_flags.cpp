@@ -54,6 +54,11 @@ void ProblemFlags::add_to(CLI::App* cmd) {
   cmd->add_option("--mask-keep", mask_keep, "Fraction of mask entries that keep their score")
       ->capture_default_str();
   cmd->add_flag("--alibi", alibi, "ALiBi bias: -slope_h * |i + seqlen_k - seqlen_q - j|");
+  cmd->add_option(
+      "--dropout-p", dropout_p,
+      "Dropout probability p, 0 <= p < 1: P' = P o keep / (1 - p), the keep mask drawn from --seed");
+  cmd->add_flag("--sinks", sinks,
+                "Attention sinks: a logit per q head in every row's softmax denominator (no value vector)");
   cmd->add_option("--varlen", varlen,
                   "Variable lengths: L1,L2,... (queries = keys) or Q1:K1,Q2:K2,...; sets the batch size");
   cmd->add_option("--seed", seed, "Seed of the input generator")->capture_default_str();
@@ -104,6 +109,8 @@ AttentionProblem ProblemFlags::problem() const {
   p.mask = parse_broadcast(mask, "mask");
   p.mask_keep = mask_keep;
   p.alibi = alibi;
+  p.sinks = sinks;
+  p.dropout_p = dropout_p;
   if (!varlen.empty()) {
     p.seqlens_q.clear();
     p.seqlens_k.clear();

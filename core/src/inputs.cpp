@@ -50,6 +50,11 @@ void AttentionInputs::validate(const AttentionProblem& p) const {
   check_size("mask", mask.size(), p.mask_elems());
   check_size("alibi_slopes", alibi_slopes.size(), p.alibi ? p.heads_q : 0);
   check_size("block_mask", block_mask.size(), p.block_mask_elems());
+  check_size("sinks", sinks.size(), p.sinks ? p.heads_q : 0);
+  check_size("dropout_keep", dropout_keep.size(), p.dropout_keep_elems());
+  for (size_t h = 0; h < sinks.size(); ++h)
+    if (!std::isfinite(sinks[h]) || round_to(sinks[h], DType::F32) != sinks[h])
+      throw InputError("sinks", fmt::format("head {}: {} is not a finite fp32 value", h, sinks[h]));
   if (p.kv_cache()) {
     cache.validate(p.heads_kv, p.head_dim, p.head_dim_v);
     const KvCacheLayout want = kv_cache_layout(p, cache.layout.block_table);
@@ -112,6 +117,19 @@ AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, dou
     in.mask[i] = uniform_open01(seed, static_cast<uint64_t>(InputStream::Mask), static_cast<uint64_t>(i)) <
                  p.mask_keep;
   if (p.block_mask != BroadcastShape::None) in.block_mask = make_block_mask_tensor(p, seed);
+  in.dropout_keep.resize(p.dropout_keep_elems());
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < p.dropout_keep_elems(); ++i)
+    in.dropout_keep[i] = uniform_open01(seed, static_cast<uint64_t>(InputStream::DropoutKeep),
+                                        static_cast<uint64_t>(i)) >= p.dropout_p;  // keep with 1 - p
+  if (p.sinks) {
+    in.sinks.resize(p.heads_q);
+    const double centre = std::log(static_cast<double>(std::max<int64_t>(p.seqlen_k, 1)));
+    for (int64_t h = 0; h < p.heads_q; ++h)
+      in.sinks[h] = round_to(
+          centre + standard_normal(seed, static_cast<uint64_t>(InputStream::Sinks), static_cast<uint64_t>(h)),
+          DType::F32);
+  }
   if (p.alibi) {
     in.alibi_slopes.resize(p.heads_q);
     for (int64_t h = 0; h < p.heads_q; ++h) in.alibi_slopes[h] = round_to(p.alibi_slope(h), DType::F32);

@@ -97,12 +97,14 @@ void AttentionProblem::validate() const {
   if (window_left < -1) throw InputError("window_left", "must be >= 0, or -1 for unbounded");
   if (window_right < -1) throw InputError("window_right", "must be >= 0, or -1 for unbounded");
   if (!(mask_keep >= 0 && mask_keep <= 1)) throw InputError("mask_keep", "must be in [0, 1]");
+  if (!(dropout_p >= 0 && dropout_p < 1))
+    throw InputError("dropout_p", fmt::format("must be in [0, 1), got {}", dropout_p));
   // Every tensor's element count must fit: this also bounds every index computed from these dims.
   const int64_t tq = checked_mul(std::max<int64_t>(seqlen_q, 1), batch, "seqlen_q");
   const int64_t tk = checked_mul(std::max<int64_t>(seqlen_k, 1), batch, "seqlen_k");
   checked_mul(checked_mul(tq, heads_q, "heads_q"), std::max(head_dim, head_dim_v), "head_dim");
   checked_mul(checked_mul(tk, heads_kv, "heads_kv"), std::max(head_dim, head_dim_v), "head_dim");
-  if (bias != BroadcastShape::None || mask != BroadcastShape::None)
+  if (bias != BroadcastShape::None || mask != BroadcastShape::None || dropout())
     checked_mul(
         checked_mul(checked_mul(batch, heads_q, "heads_q"), std::max<int64_t>(seqlen_q, 1), "seqlen_q"),
         std::max<int64_t>(seqlen_k, 1), "bias");
@@ -297,6 +299,8 @@ std::string AttentionProblem::describe() const {
   if (bias != BroadcastShape::None) s += fmt::format(" bias:{}", broadcast_name(bias));
   if (mask != BroadcastShape::None) s += fmt::format(" mask:{}", broadcast_name(mask));
   if (alibi) s += " alibi";
+  if (sinks) s += " sinks";
+  if (dropout()) s += fmt::format(" dropout{}", dropout_p);
   if (block_mask != BroadcastShape::None)
     s += fmt::format(" block_mask:{}:{}x{}:{}", broadcast_name(block_mask), block_mask_q, block_mask_k,
                      block_mask_spec);

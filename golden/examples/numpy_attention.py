@@ -3,7 +3,8 @@
 A stand-in for a GPU kernel in the examples and in CI: it computes in float32 (a kernel's accumulation
 precision) straight from the formulas, one (sequence, head) at a time, independent of flashsim's C++ code.
 Score pipeline (docs/design.md): s = scale q.k; softcap c: s = c tanh(s/c); s += bias + ALiBi; window and boolean
-masks (bottom-right aligned); softmax; o = p v.
+masks (bottom-right aligned); softmax, with an attention sink's logit in the denominator where the case has
+sinks; dropout by the case's keep mask (p' = p keep / (1 - p_drop), lse without it); o = p' v.
 """
 import numpy as np
 
@@ -50,10 +51,22 @@ def _block_keep(block_mask, case, b, h, lq, lk):
     return m[i, j] != 0
 
 
-def attention(t, case, dv_product=None):
-    """Returns dict o, lse, dq, dk, dv (and dbias), float32, in the golden file's layouts; o and lse only for a
-    KV-cache case (no backward). dv_product(p, dO) replaces dV's P^T dO for one (sequence, head) (a kernel's own
-    accumulation order, or a planted bug: bench/planted_bugs/)."""
+# Planted bugs (tests/golden/attention_bugs.py): what each changes.
+BUGS = {
+    "sink_missing_from_lse": "lse = log sum_j e^(s_j), without the sink's e^(s_h) (o, gradients right)",
+    "sink_missing_from_output": "P = e^(s_j) / sum_k e^(s_k) in o and the gradients (lse right)",
+    "dsinks_sign": "dsinks = +sum_i P_sink D_i (the sign flipped)",
+    "dropout_scaled_by_1_minus_p": "P' = P keep (1 - p) instead of P keep / (1 - p)",
+    "dropout_missing_in_backward": "dP = dO V^T without the keep mask and 1 / (1 - p) (forward right)",
+}
+
+
+def attention(t, case, dv_product=None, bug=None):
+    """Returns dict o, lse, dq, dk, dv (and dbias, dsinks), float32, in the golden file's layouts; o and lse only
+    for a KV-cache case (no backward). dv_product(p, dO) replaces dV's P^T dO for one (sequence, head) (a
+    kernel's own accumulation order, or a planted bug: bench/planted_bugs/); bug: one of BUGS, planted."""
+    if bug is not None and bug not in BUGS:
+        raise ValueError(f"unknown bug '{bug}' (known: {', '.join(BUGS)})")
     f32 = np.float32
     cache = "k_cache" in t
     if cache:
@@ -83,6 +96,13 @@ def attention(t, case, dv_product=None):
     bias = t.get("bias")
     mask = t.get("mask")
     slopes = t.get("alibi_slopes")
+    sinks = t.get("sinks")
+    keep_mask = t.get("dropout_keep")  # [B, H, Sq, Sk], top-left corner per sequence
+    p_drop = case.get("dropout_p", 0.0)
+    if bug == "dropout_scaled_by_1_minus_p":
+        z_scale = f32(1 - p_drop)
+    else:
+        z_scale = f32(1 / (1 - p_drop))
     o = np.zeros(do4.shape, f32)
     dq = np.zeros(q4.shape, f32)
     dk = np.zeros(k4.shape, f32)
@@ -90,6 +110,7 @@ def attention(t, case, dv_product=None):
     total_q = q4.shape[0]
     lse = np.full((hq, total_q), -np.inf, f32)
     dbias = np.zeros(bias.shape, f32) if bias is not None else None
+    dsinks = np.zeros(sinks.shape, f32) if sinks is not None else None
     for b, (q0, q1, k0, k1) in enumerate(seqs):
         lq, lk = q1 - q0, k1 - k0
         if lq == 0:
@@ -111,19 +132,36 @@ def attention(t, case, dv_product=None):
                 keep = keep & _block_keep(block_mask, case, b, h, lq, lk)
             s = np.where(keep, s, -np.inf).astype(f32)
             m = s.max(axis=1, keepdims=True) if lk > 0 else np.full((lq, 1), -np.inf, f32)
+            if sinks is not None:  # the sink's logit joins the max and the denominator (no value vector)
+                m = np.maximum(m, f32(sinks[h]))
             empty = ~np.isfinite(m[:, 0])
             m = np.where(np.isfinite(m), m, 0).astype(f32)
             e = np.exp(s - m)  # exp(-inf) = 0 on masked scores
-            l = e.sum(axis=1, keepdims=True)
-            p = np.where(l > 0, e / np.where(l > 0, l, 1), 0).astype(f32)
-            O = p @ V
+            keys = e.sum(axis=1, keepdims=True)
+            e_sink = np.exp(f32(sinks[h]) - m) if sinks is not None else np.zeros_like(m)
+            l = keys + e_sink
+            l_p = keys if bug == "sink_missing_from_output" else l
+            p = np.where(l_p > 0, e / np.where(l_p > 0, l_p, 1), 0).astype(f32)
+            if keep_mask is not None:  # dropout after the softmax: p' = p keep / (1 - p_drop)
+                z = np.where(_slice(keep_mask, b, h, lq, lk) != 0, z_scale, f32(0)).astype(f32)
+            else:
+                z = np.ones((lq, lk), f32)
+            p_kept = (p * z).astype(f32)
+            O = p_kept @ V
             o[q0:q1, h] = O
-            lse[h, q0:q1] = np.where(empty, -np.inf, m[:, 0] + np.log(np.where(empty, 1, l[:, 0])))
+            l_lse = keys if bug == "sink_missing_from_lse" else l
+            with np.errstate(divide="ignore"):  # log(0) = -inf: a row with no key and no sink
+                lse[h, q0:q1] = np.where(empty, -np.inf, m[:, 0] + np.log(l_lse[:, 0]))
             # backward: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO o O))
-            dv[k0:k1, hkv] += p.T @ dO if dv_product is None else dv_product(p, dO)
-            dp = dO @ V.T
+            dv[k0:k1, hkv] += p_kept.T @ dO if dv_product is None else dv_product(p_kept, dO)
+            dp = dO @ V.T  # dP' of p'; dP = dP' z
+            if bug != "dropout_missing_in_backward":
+                dp = dp * z
             D = (dO * O).sum(axis=1, keepdims=True)
             ds = p * (dp - D)
+            if dsinks is not None:  # dsink = sum_i P_sink,i (0 - D_i): the sink's dP is 0
+                p_sink = (e_sink / np.where(l > 0, l, 1))[:, 0]
+                dsinks[h] += (1 if bug == "dsinks_sign" else -1) * (p_sink * D[:, 0]).sum()
             if dbias is not None:
                 db = _slice(dbias, b, h, lq, lk)
                 db += ds  # summed over the broadcast dims
@@ -143,4 +181,6 @@ def attention(t, case, dv_product=None):
     out = {"o": o, "lse": np.ascontiguousarray(lse), "dq": dq, "dk": dk, "dv": dv}
     if dbias is not None:
         out["dbias"] = dbias
+    if dsinks is not None:
+        out["dsinks"] = dsinks
     return out

@@ -8,8 +8,9 @@
                 norm case: stand-ins that need nothing but NumPy.
 --kernel sdpa:  PyTorch's scaled_dot_product_attention (CUDA when available), forward and backward through
                 autograd; bias, masks, windows and ALiBi go in as one float attn_mask, GQA through
-                enable_gqa, variable lengths one sequence at a time. SDPA has no softcap (those cases are
-                skipped) and does not return the lse (not written: verify with --outputs o,dq,dk,dv,dbias).
+                enable_gqa, variable lengths one sequence at a time. SDPA has no softcap and no attention
+                sinks (those cases are skipped) and does not return the lse (not written: verify with
+                --outputs o,dq,dk,dv,dbias).
 Then `flashsim golden verify --golden G --candidate OUT` (exit code passed through) unless --no-verify.
 """
 import argparse
@@ -37,6 +38,8 @@ def sdpa_kernel(t, case):
     import torch.nn.functional as F
     if case.get("op", "attention") != "attention":
         return None, f"SDPA is attention, the case is {case['op']}"
+    if case.get("sinks"):
+        return None, "SDPA has no attention sinks"
     if case["softcap"] > 0:
         return None, "SDPA has no softcap"
     dev = "cuda" if torch.cuda.is_available() else "cpu"

@@ -17,7 +17,8 @@ SafetensorsFile candidate_file(const AttentionProblem& p, const AttentionOutputs
   SafetensorsFile f;
   f.metadata[kComputeDtypeKey] = std::string(dtype_name(compute));
   for (const auto& name : output_names(p)) {
-    const StDType st = name == "lse" ? StDType::F32 : st_dtype_of(compute);  // lse stays fp32, as in FA2
+    // lse stays fp32, as in FA2; dsinks too (the sinks are fp32 parameters)
+    const StDType st = name == "lse" || name == "dsinks" ? StDType::F32 : st_dtype_of(compute);
     f.add(name, Tensor::from_doubles(st, output_shape(p, name), out.get(name)));
   }
   return f;

@@ -27,6 +27,7 @@ std::vector<std::string> output_names(const AttentionProblem& p) {
   if (p.kv_cache()) return {"o", "lse"};  // decode kernels have no backward: the forward is the golden
   std::vector<std::string> n = {"o", "lse", "dq", "dk", "dv"};
   if (p.bias != BroadcastShape::None) n.emplace_back("dbias");
+  if (p.sinks) n.emplace_back("dsinks");
   return n;
 }
 
@@ -37,6 +38,7 @@ std::vector<int64_t> output_shape(const AttentionProblem& p, const std::string& 
   if (name == "dk") return p.k_shape();
   if (name == "dv") return p.v_shape();
   if (name == "dbias") return p.broadcast_shape(p.bias);
+  if (name == "dsinks") return {p.heads_q};
   throw InputError("output", fmt::format("unknown output '{}'", name));
 }
 
@@ -47,6 +49,7 @@ const std::vector<double>& AttentionOutputs::get(const std::string& name) const 
   if (name == "dk") return grads.dk;
   if (name == "dv") return grads.dv;
   if (name == "dbias") return grads.dbias;
+  if (name == "dsinks") return grads.dsinks;
   throw InputError("output", fmt::format("unknown output '{}'", name));
 }
 
@@ -107,20 +110,68 @@ std::map<std::string, std::vector<double>> recompute_exact(const LoadedCase& lc,
 }
 
 namespace {
+// dsinks_h = -sum_i P_sink,i D_i with D_i = dO_i . O_i read from O as a kernel stored it. Rounding O to the dtype
+// (relative error u) and P before P V move O_ic by independent errors of variance <= u^2 (O_ic^2 + W_ic),
+// W_ic = sum_j P_ij^2 V_jc^2, so dsinks_h moves by a random walk of scale
+//   M_h = sqrt(sum_i P_sink,i^2 sum_c dO_ic^2 (O_ic^2 + W_ic))
+// and dsinks' floor, 2 ulp_S(max_h M_h) > 2 u M with S the compute dtype, is a few of its standard deviations
+// (|dsinks| itself cancels and says nothing of its error). W comes from the exact forward on doubled logits
+// (scale and softcap x2, bias, ALiBi slopes and sinks x2: scores 2x, whose softmax is P^2 / sum P^2) with V^2:
+//   W_i = O2_i e^(lse2_i - 2 lse_i), and x 1 / (1 - p) with dropout (P' = P z, z^2 = z / (1 - p) where kept).
+double dsinks_error_scale(const AttentionProblem& p, const AttentionInputs& in, const AttentionOutputs& exact,
+                          ref::RunOptions opt) {
+  opt.precision = ref::Precision::Exact;
+  AttentionProblem p2 = p;
+  p2.dtype = DType::F64;  // V^2 and the doubled bias need not be representable in the dtype
+  p2.scale = 2 * p.softmax_scale();
+  p2.softcap = 2 * p.softcap;  // 2c tanh(2 scale qk / 2c) = 2 (c tanh(scale qk / c))
+  AttentionInputs in2 = in;
+  for (double& x : in2.v) x *= x;
+  for (auto* t : {&in2.bias, &in2.alibi_slopes, &in2.sinks})
+    for (double& x : *t) x *= 2;
+  const ref::ForwardResult f2 = ref::forward(p2, in2, Algorithm::Fa2, TileConfig{}, opt);
+  const double z = p.dropout() ? 1 / (1 - p.dropout_p) : 1.0;
+  const int64_t dv = p.head_dim_v;
+  double worst = 0;
+  for (int64_t h = 0; h < p.heads_q; ++h) {
+    double var = 0;
+    for (int64_t b = 0; b < p.batch; ++b)
+      for (int64_t i = 0; i < p.len_q(b); ++i) {
+        const int64_t li = p.lse_index(b, h, i);
+        const double lse = exact.fwd.lse[li];
+        const double p_sink = std::exp(in.sinks[h] - lse);
+        const double w_scale =
+            z * std::exp(f2.lse[li] - 2 * lse);  // sum_j P_j^2 = e^(lse2 - 2 lse) (sink too)
+        const int64_t row = ((p.offset_q(b) + i) * p.heads_q + h) * dv;
+        double row_var = 0;  // sum_c dO_ic^2 (O_ic^2 + W_ic)
+        for (int64_t c = 0; c < dv; ++c) {
+          const double o = exact.fwd.o[row + c];
+          row_var += in.dout[row + c] * in.dout[row + c] * (o * o + f2.o[row + c] * w_scale);
+        }
+        var += p_sink * p_sink * row_var;
+      }
+    worst = std::max(worst, std::sqrt(var));
+  }
+  return worst;
+}
+
 SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOptions& opt) {
   const AttentionProblem& p = c.problem;
   const AttentionInputs in = make_random_inputs(p, c.seed, c.magnitude);
   const AttentionOutputs exact = compute_exact(p, in, opt);
 
-  // The floor's scale M: each forward output's own magnitude; for gradients the largest of them all.
+  // The floor's scale M: each forward output's own magnitude; for gradients the largest of them all (but
+  // dsinks: dsinks_error_scale).
   std::map<std::string, double> magnitude;
   double grad_magnitude = 0;
+  const auto shares_magnitude = [](const std::string& n) { return is_gradient_output(n) && n != "dsinks"; };
   for (const auto& name : output_names(p)) {
     magnitude[name] = error_stats(exact.get(name), exact.get(name)).magnitude;
-    if (is_gradient_output(name)) grad_magnitude = std::max(grad_magnitude, magnitude[name]);
+    if (shares_magnitude(name)) grad_magnitude = std::max(grad_magnitude, magnitude[name]);
   }
   for (auto& [name, m] : magnitude)
-    if (is_gradient_output(name)) m = grad_magnitude;
+    if (shares_magnitude(name)) m = grad_magnitude;
+  if (p.sinks && !p.kv_cache()) magnitude["dsinks"] = dsinks_error_scale(p, in, exact, opt);
 
   // L: the longest sum of the case (over keys for o and dq, over queries for dk and dv, over the head dim for
   // S)
@@ -164,6 +215,10 @@ SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOpti
   if (p.mask != BroadcastShape::None)
     f.add("mask", Tensor::from_bytes(p.broadcast_shape(p.mask), in.mask, StDType::BOOL));
   if (p.alibi) f.add("alibi_slopes", Tensor::from_doubles(StDType::F32, {p.heads_q}, in.alibi_slopes));
+  if (p.sinks) f.add("sinks", Tensor::from_doubles(StDType::F32, {p.heads_q}, in.sinks));
+  if (p.dropout())
+    f.add("dropout_keep",
+          Tensor::from_bytes(p.broadcast_shape(BroadcastShape::BHQK), in.dropout_keep, StDType::BOOL));
   if (p.block_mask != BroadcastShape::None)
     f.add("block_mask", Tensor::from_bytes(p.block_mask_shape(), in.block_mask, StDType::BOOL));
   if (p.varlen()) {
@@ -190,6 +245,11 @@ SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOpti
       {"accumulation", "2 sqrt(L) u_fp32, L = max(seqlen_q, seqlen_k, head_dim, head_dim_v)"},
       {"factor_forward", kForwardFactor},
       {"factor_backward", kBackwardFactor}};
+  if (p.sinks)  // only sinks cases carry it, so the other files stay byte-identical
+    meta["tolerance_rule"]["magnitude_dsinks"] =
+        "max_h sum_i P_sink,i sum_c |dO_ic| (P |V|)_ic: how far rounding O moves D = dO.O, summed as dsinks "
+        "sums; "
+        "S is the compute dtype (O's storage); dsinks has no rel_l2 bound (it cancels)";
   if (c.num_splits > 1)
     meta["reference"]["emulated_split_kv"] =
         "num_splits splits of whole key blocks, partial o and lse in fp32, combined with the lse rescaling";
@@ -252,6 +312,20 @@ AttentionInputs load_attention_inputs(const SafetensorsFile& f, const AttentionP
     if (!st_is_float(t.dtype)) throw InputError(source, "tensor 'alibi_slopes' is not floating point");
     check_shape(t, {p.heads_q}, "alibi_slopes", source);
     in.alibi_slopes = t.to_doubles();
+  }
+  if (p.dropout()) {
+    const Tensor& t = need(f, "dropout_keep", source);
+    if (t.dtype != StDType::BOOL && t.dtype != StDType::U8)
+      throw InputError(source,
+                       fmt::format("tensor 'dropout_keep' is {}, not BOOL or U8", st_dtype_name(t.dtype)));
+    check_shape(t, p.broadcast_shape(BroadcastShape::BHQK), "dropout_keep", source);
+    in.dropout_keep = t.data;
+  }
+  if (p.sinks) {
+    const Tensor& t = need(f, "sinks", source);
+    if (t.dtype != StDType::F32) throw InputError(source, "tensor 'sinks' is not F32");
+    check_shape(t, {p.heads_q}, "sinks", source);
+    in.sinks = t.to_doubles();
   }
   if (p.varlen()) {
     for (const char* name : {"cu_seqlens_q", "cu_seqlens_k"}) {

@@ -59,11 +59,13 @@ double ulp(double x, DType t) {
 }
 
 bool is_gradient_output(std::string_view name) {
-  return name == "dq" || name == "dk" || name == "dv" || name == "dbias" || name == "dx" ||
-         name == "dweight" || name == "dresidual";
+  return name == "dq" || name == "dk" || name == "dv" || name == "dbias" || name == "dsinks" ||
+         name == "dx" || name == "dweight" || name == "dresidual";
 }
 
 DType emulated_storage(std::string_view output, DType compute) {
+  // Row statistics stay fp32 (as FA2's lse). dsinks is stored in fp32 too, but its error comes from O stored in
+  // the compute dtype (D = dO . O): its floor takes that dtype's ulp.
   if (output == "lse" || output == "rstd" || output == "mean")
     return compute == DType::F64 ? DType::F64 : DType::F32;
   return compute;
@@ -93,7 +95,9 @@ OutputTolerance make_tolerance(std::string_view output, DType compute, const Err
                                double magnitude, int64_t accumulation_length) {
   OutputTolerance t;
   t.emulated_max_abs = emulated.max_abs;
-  t.emulated_rel_l2 = emulated.rel_l2;
+  // dsinks sums P_sink D over every row of a head, with cancellation: its relative error means nothing, only
+  // the max-abs bound applies (rel_l2 undefined, as for an all-zero output).
+  t.emulated_rel_l2 = output == "dsinks" ? INFINITY : emulated.rel_l2;
   t.magnitude = magnitude >= 0 ? magnitude : emulated.magnitude;
   t.factor = is_gradient_output(output) ? kBackwardFactor : kForwardFactor;
   t.storage = emulated_storage(output, compute);

@@ -27,15 +27,15 @@ bool selected(const std::string& name, const std::vector<std::string>& globs) {
 }
 
 // Every op's outputs: attention's, then the norms'.
-constexpr std::string_view kOutputNames[] = {"o", "lse",  "dq",   "dk", "dv",      "dbias",    "y",
-                                             "h", "rstd", "mean", "dx", "dweight", "dresidual"};
+constexpr std::string_view kOutputNames[] = {"o", "lse", "dq",   "dk",   "dv", "dbias",   "dsinks",
+                                             "y", "h",   "rstd", "mean", "dx", "dweight", "dresidual"};
 
 void check_output_names(const std::vector<std::string>& names) {
   for (const auto& o : names)
     if (std::find(std::begin(kOutputNames), std::end(kOutputNames), o) == std::end(kOutputNames))
       throw InputError(
           "outputs",
-          fmt::format("unknown output '{}' (attention: o lse dq dk dv dbias; norms: y h rstd mean dx "
+          fmt::format("unknown output '{}' (attention: o lse dq dk dv dbias dsinks; norms: y h rstd mean dx "
                       "dweight dbias dresidual)",
                       o));
 }
@@ -72,6 +72,7 @@ std::string_view output_axes(const std::string& name, size_t rank) {
                                         {"lse", "bhs"},
                                         {"lse", "ht"},
                                         {"dbias", "bhqk"},
+                                        {"dsinks", "h"},
                                         // norms: rows x hidden
                                         {"y", "rh"},
                                         {"h", "rh"},

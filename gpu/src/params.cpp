@@ -18,6 +18,8 @@ int narrow(int64_t v, const char* field) {
 std::string missing_gpu_feature(const AttentionProblem& p) {
   if (p.kv_cache()) return "a paged KV cache (no decode kernel in gpu/ yet)";
   if (p.block_mask != BroadcastShape::None) return "a block-sparse mask (no sparse kernel in gpu/ yet)";
+  if (p.sinks) return "attention sinks (no kernel in gpu/ takes a sink logit yet)";
+  if (p.dropout()) return "dropout (no kernel in gpu/ takes a keep mask yet)";
   return "";
 }
 

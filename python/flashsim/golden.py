@@ -145,6 +145,10 @@ def _features(case: dict[str, Any], has_gradients: bool) -> frozenset[str]:
             f.add(name)
     if case.get("alibi"):
         f.add("alibi")
+    if case.get("sinks"):
+        f.add("sinks")
+    if case.get("dropout_p", 0) > 0:
+        f.add("dropout")
     if case.get("seqlens_q"):
         f.add("varlen")
     if case.get("heads_kv", case["heads_q"]) != case["heads_q"]:
@@ -186,9 +190,10 @@ class Case:
     manifest) and kept.
 
     name, description, op (attention, rmsnorm, layernorm), problem (flashsim.Problem; attention cases), dtype,
-    features (causal window softcap bias mask block_mask alibi varlen gqa head_dim_v seqlen_q_ne_k kv_cache paged
-    append split_kv backward and the dtype name; rows_without_keys is computed on demand by has_feature; a norm
-    case's: its op, residual offset outlier_rows zero_rows, backward and the dtype name), tolerances.
+    features (causal window softcap bias mask block_mask alibi sinks dropout varlen gqa head_dim_v seqlen_q_ne_k
+    kv_cache paged append split_kv backward and the dtype name; rows_without_keys is computed on demand by
+    has_feature; a norm case's: its op, residual offset outlier_rows zero_rows, backward and the dtype name),
+    tolerances.
     """
 
     def __init__(self, suite_dir: Path, entry: dict[str, Any], max_memory_bytes: int = 0) -> None:
@@ -279,7 +284,8 @@ class Case:
         return list(self.native.output_names)
 
     def inputs(self, *names: str, like: Any = None) -> Any:
-        """Input tensors as stored (q, k, v in the case dtype; do; bias, mask, alibi_slopes, block_mask,
+        """Input tensors as stored (q, k, v in the case dtype; do; bias, mask, alibi_slopes, sinks, dropout_keep,
+        block_mask,
         cu_seqlens_q/k; a KV-cache case's k_cache, v_cache, block_table, cache_seqlens, k_new, v_new; a norm
         case's x, weight, bias, residual, dy). One name:
         the tensor; several: a tuple; none: a dict of all. like: a torch tensor (its device), a JAX or NumPy array
@@ -287,8 +293,8 @@ class Case:
         return self._select(names, self.input_names, self.native.tensor, like)
 
     def expected(self, *names: str, like: Any = None) -> Any:
-        """Exact outputs (float64): o, lse, and dq, dk, dv (dbias) where the case has gradients; a norm case's y,
-        (h), rstd, (mean), dx, dweight, (dbias), (dresidual)."""
+        """Exact outputs (float64): o, lse, and dq, dk, dv (dbias, dsinks) where the case has gradients; a norm
+        case's y, (h), rstd, (mean), dx, dweight, (dbias), (dresidual)."""
         return self._select(names, self.output_names, self.native.expected, like)
 
     def _select(self, names: tuple[str, ...], known: list[str], get: Any, like: Any) -> Any:
@@ -309,14 +315,20 @@ class Case:
         enable_gqa, and is_causal only where it means flashsim's causal (seqlen_q == seqlen_k); otherwise
         attn_mask, a bool [b|1, h|1, sq, sk] mask of the visible keys (window, causal, mask, the block mask's
         tiles expanded) or, with a bias, the additive mask in the case dtype (bias, -inf where hidden). Raises
-        ValueError for what SDPA cannot take (softcap, ALiBi, variable lengths, a KV cache).
+        ValueError for what SDPA cannot take (softcap, ALiBi, variable lengths, a KV cache, attention sinks,
+        dropout). No style carries attention sinks (flash_attn_func has no argument for them): a kernel that takes
+        them reads inputs("sinks") (fp32 [heads_q]) and returns dsinks; one that does not declares "sinks"
+        unsupported. Nor dropout: flash_attn_func's dropout_p draws its own mask, not the case's; a kernel that
+        takes a keep mask reads inputs("dropout_keep") (bool [b, h, sq, sk]) and case_json["dropout_p"]; a kernel
+        with only its own RNG declares "dropout" unsupported and checks its kept fraction with
+        flashsim.golden.check_keep_fraction.
 
         style 'jax' (jax.nn.dot_product_attention): scale, and is_causal where it means flashsim's causal, else
         mask (bool, the visible keys) and bias (additive, the case dtype); the same refusals as 'sdpa'.
         style 'flex' (torch's flex_attention; needs `like`, a torch tensor): scale, enable_gqa, score_mod (softcap,
         bias, ALiBi) and block_mask (window, causal, mask, block mask, and a variable-length case's sequences as
         documents of one packed batch-1 sequence: give flex_attention the packed tensors as [1, heads, total, d]);
-        refuses a KV-cache case.
+        refuses a KV-cache case, attention sinks and dropout.
 
         A norm case: {"eps": eps} whatever the style."""
         c = self.case_json
@@ -340,7 +352,7 @@ class Case:
             return flex_kwargs(self, like)
         if style not in ("sdpa", "jax"):
             raise ValueError(f"style: '{style}': expected 'flash_attn', 'sdpa', 'jax' or 'flex'")
-        unsupported = sorted(self.features & {"softcap", "alibi", "varlen", "kv_cache"})
+        unsupported = sorted(self.features & {"softcap", "alibi", "sinks", "dropout", "varlen", "kv_cache"})
         if unsupported:
             raise ValueError(f"{self.name}: {style.upper()} has no argument for {', '.join(unsupported)}")
         kw = {"scale": scale} if style == "jax" else \
@@ -488,3 +500,32 @@ class Suite:
 
     def __repr__(self) -> str:
         return f"<Suite {self.name}: {len(self)} cases in {self.path}>"
+
+
+@dataclass
+class KeepFractionCheck:
+    """A dropout RNG's kept fraction against the binomial bound at a false-alarm rate (check_keep_fraction)."""
+
+    ok: bool
+    kept: int
+    n: int
+    fraction: float
+    lo: float
+    hi: float
+    z_score: float
+    method: str  # "normal" (z-bound with continuity correction), "hoeffding" (small n p (1 - p)) or "exact" (p 0)
+
+
+def check_keep_fraction(keep_mask: Any, p: float, false_alarm: float = 1e-6,
+                        visible: Any = None) -> KeepFractionCheck:
+    """Checks a kernel's own dropout mask (any array type; != 0 kept), e.g. flash-attention's returned S_dmask's
+    sign, without a golden: kept ~ Binomial(n, 1 - p), and a correct RNG fails with probability false_alarm
+    (flashsim/dropout_check.h: |kept / n - (1 - p)| <= z sqrt(p (1 - p) / n) + 1 / (2 n), z = Phi^-1(1 -
+    alpha / 2), when n p (1 - p) >= 10; Hoeffding's bound below). visible: a bool mask of the entries that count
+    (e.g. those the causal mask leaves), default all."""
+    mask = to_numpy(keep_mask, "keep_mask") != 0
+    if visible is not None:
+        mask = mask[np.broadcast_to(to_numpy(visible, "visible").astype(bool), mask.shape)]
+    kept, n = int(np.count_nonzero(mask)), int(mask.size)
+    ok, fraction, lo, hi, z, method = _native.check_keep_fraction(kept, n, float(p), float(false_alarm))
+    return KeepFractionCheck(bool(ok), kept, n, fraction, lo, hi, z, method)

@@ -5,6 +5,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "arrays.h"
 #include "bindings.h"
 #include "flashsim/app/progress_bar.h"
+#include "flashsim/dropout_check.h"
 #include "flashsim/error.h"
 #include "flashsim/golden/case_file.h"
 #include "flashsim/golden/files.h"
@@ -177,6 +179,15 @@ void bind_golden(nb::module_& m) {
         "Generates a suite (built-in name or spec file) into the folder out; returns the manifest as JSON "
         "text.");
   m.def("builtin_suites", &golden::builtin_suite_names, "The built-in suites' names.");
+  m.def(
+      "check_keep_fraction",
+      [](int64_t kept, int64_t n, double p, double false_alarm) {
+        const KeepFractionCheck c = check_keep_fraction(kept, n, p, false_alarm);
+        return std::make_tuple(c.ok, c.fraction, c.bound.lo(), c.bound.hi(), c.z_score, c.bound.method);
+      },
+      "kept"_a, "n"_a, "p"_a, "false_alarm"_a,
+      "A dropout RNG's kept fraction against the binomial bound (flashsim/dropout_check.h): "
+      "(ok, fraction, lo, hi, z_score, method).");
   m.def(
       "suite_spec_sha256",
       [](const std::string& suite) { return golden::load_suite_spec(suite).spec_sha256; }, "suite"_a,

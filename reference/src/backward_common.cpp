@@ -1,5 +1,7 @@
 #include "backward_common.h"
 
+#include <cmath>
+
 #include "softmax_ops.h"
 
 namespace flashsim::ref::detail {
@@ -49,6 +51,36 @@ std::vector<Acc> compute_delta(const ProblemContext& ctx, const ForwardResult& f
   return delta;
 }
 
+template <class Acc>
+std::vector<Acc> sink_partials(const ProblemContext& ctx, const std::vector<double>& lse,
+                               const std::vector<Acc>& delta) {
+  const AttentionProblem& p = ctx.p;
+  std::vector<Acc> part(p.batch * p.heads_q, Acc(0));
+  for (int64_t b = 0; b < p.batch; ++b) {
+    for (int64_t h = 0; h < p.heads_q; ++h) {
+      const Acc sink = ctx.sink<Acc>(h);
+      Acc sum = 0;  // -sum_i e^(sink - lse_i) D_i
+      for (int64_t i = 0; i < p.len_q(b); ++i) {
+        const int64_t idx = p.lse_index(b, h, i);
+        sum -= std::exp(sink - static_cast<Acc>(lse[idx])) * delta[idx];
+      }
+      part[b * p.heads_q + h] = sum;
+    }
+  }
+  return part;
+}
+
+template <class Acc>
+std::vector<double> reduce_sink_partials(const AttentionProblem& p, const std::vector<Acc>& partials) {
+  std::vector<double> out(p.heads_q);
+  for (int64_t h = 0; h < p.heads_q; ++h) {
+    Acc sum = 0;  // in batch order
+    for (int64_t b = 0; b < p.batch; ++b) sum += partials[b * p.heads_q + h];
+    out[h] = static_cast<double>(sum);  // kept in the accumulator's precision: sinks are fp32 parameters
+  }
+  return out;
+}
+
 int64_t bias_gradient_bytes(const AttentionProblem& p, int acc_bytes) {
   if (p.bias == BroadcastShape::None) return 0;
   return p.broadcast_elems(BroadcastShape::BHQK) * acc_bytes;
@@ -83,6 +115,13 @@ template std::vector<float> compute_delta<float>(const ProblemContext&, const Fo
                                                  const TileConfig&);
 template std::vector<double> compute_delta<double>(const ProblemContext&, const ForwardResult&,
                                                    const TileConfig&);
+template std::vector<float> sink_partials<float>(const ProblemContext&, const std::vector<double>&,
+                                                 const std::vector<float>&);
+template std::vector<double> sink_partials<double>(const ProblemContext&, const std::vector<double>&,
+                                                   const std::vector<double>&);
+template std::vector<double> reduce_sink_partials<float>(const AttentionProblem&, const std::vector<float>&);
+template std::vector<double> reduce_sink_partials<double>(const AttentionProblem&,
+                                                          const std::vector<double>&);
 template class BiasGradient<float>;
 template class BiasGradient<double>;
 

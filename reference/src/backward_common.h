@@ -11,6 +11,16 @@ namespace flashsim::ref::detail {
 template <class Acc>
 std::vector<Acc> compute_delta(const ProblemContext& ctx, const ForwardResult& fwd, const TileConfig& tile);
 
+// Attention sinks: the gradient of sink h is dsink_h = -sum over the rows (b, i) of head h of P_sink * D_i, with
+// P_sink = e^(sink_h - lse_i) the sink's probability (dS of a logit with no value vector: P (0 - D)).
+// sink_partials gives each (batch, head)'s sum in [batch, heads_q] from the forward's lse and D (the tiled
+// backward); reduce_sink_partials adds them over the batch in order (thread-count independent) into dsinks.
+template <class Acc>
+std::vector<Acc> sink_partials(const ProblemContext& ctx, const std::vector<double>& lse,
+                               const std::vector<Acc>& delta);
+template <class Acc>
+std::vector<double> reduce_sink_partials(const AttentionProblem& p, const std::vector<Acc>& partials);
+
 // dS for every (batch, q head, i, j) of the bias's full [batch, heads_q, seqlen_q, seqlen_k] shape, reduced
 // afterwards over the bias's broadcast dims in a fixed order (batch, then head).
 template <class Acc>

@@ -22,6 +22,8 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
   out.dq.assign(p.q_elems(), 0.0);
   out.dk.assign(p.k_elems(), 0.0);
   out.dv.assign(p.v_elems(), 0.0);
+  // Attention sinks: each (batch, q head)'s -sum_i P_sink,i D_i, added over the batch afterwards.
+  std::vector<Acc> sink_part(p.sinks ? p.batch * p.heads_q : 0, Acc(0));
   const int64_t tasks = p.batch * p.heads_kv;
   auto* obs = ctx.observer();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(ctx.threads())
@@ -32,7 +34,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
     TileArray<Acc> q(lq, d), k(lk, d), v(lk, dv), dout(lq, dv), o(lq, dv), s(lq, lk), dcap(lq, lk),
         pr(lq, lk), dp(lq, lk), dq(lq, d);
     TileArray<Acc> dk = TileArray<Acc>::Zero(lk, d), dvv = TileArray<Acc>::Zero(lk, dv);
-    ColArray<Acc> m(lq), l(lq), shift(lq), delta(lq);
+    ColArray<Acc> m(lq), l(lq), shift(lq), delta(lq), p_sink(lq);
     for (int64_t h = hk * p.group_size(); h < (hk + 1) * p.group_size(); ++h) {
       HeadView<Acc> hv(ctx, b, h);
       // With an observer, the steps are reported as the kernels of standard attention's backward, every
@@ -65,7 +67,12 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       for (int64_t r = 0; r < lq; ++r) shift(r) = safe_shift(m(r));
       exp_rows(s.data(), lq, lk, shift, true, pr.data());
       row_sum(pr.data(), lq, lk, l);
-      for (int64_t r = 0; r < lq; ++r) pr.row(r) *= l(r) > 0 ? Acc(1) / l(r) : Acc(0);
+      for (int64_t r = 0; r < lq; ++r) {
+        // A sink joins the denominator: m, l take it in, P is rescaled by alpha, P_sink = e^(sink - m) / l.
+        const Acc alpha = p.sinks ? fold_sink(m(r), l(r), ctx.sink<Acc>(h)) : Acc(1);
+        pr.row(r) *= l(r) > 0 ? alpha / l(r) : Acc(0);
+        if (p.sinks) p_sink(r) = std::exp(ctx.sink<Acc>(h) - m(r)) / l(r);
+      }
       move(AccessKind::Store, TensorId::Probs, h, lq, lk);
       done();
       // dP = dO V^T
@@ -74,6 +81,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       hv.load_v(0, lk, v.data());
       gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, lq, lk, dv, Acc(1), dout.data(), dv, v.data(), dv,
                 Acc(0), dp.data(), lk);
+      hv.apply_dropout(dp.data(), 0, lq, 0, lk);  // dropout: dP = dP' o keep / (1 - p)
       move(AccessKind::Store, TensorId::Scores, h, lq, lk);
       done();
       // D = rowsum(dO o O);  dS = P o (dP - D)
@@ -84,6 +92,8 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       hv.load_o(fwd.o, 0, lq, o.data());
       delta = (dout * o).rowwise().sum();
       softmax_grad_rows(pr.data(), dp.data(), lq, lk, delta);
+      // dsink = sum_i P_sink,i (0 - D_i): the sink's score has no value, so its dP is 0.
+      if (p.sinks) sink_part[b * p.heads_q + h] = -(p_sink * delta).sum();
       if (dbias.enabled()) {
         for (int64_t i = 0; i < lq; ++i)
           for (int64_t j = 0; j < lk; ++j) dbias.at(b, h, i, j) = dp(i, j);
@@ -94,6 +104,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       kernel();  // naive_bwd_dv
       move(AccessKind::Load, TensorId::Probs, h, lq, lk);
       move(AccessKind::Load, TensorId::dO, h, lq, dv);
+      hv.apply_dropout(pr.data(), 0, lq, 0, lk);  // dV += P'^T dO, P' = P o keep / (1 - p)
       if (emu) round_to_dtype(pr.data(), lq * lk, p.dtype);
       gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, dv, lq, Acc(1), pr.data(), lk, dout.data(), dv,
                 Acc(1), dvv.data(), dv);
@@ -126,6 +137,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
     }
   }
   out.dbias = dbias.reduce(ctx);
+  if (p.sinks) out.dsinks = reduce_sink_partials(p, sink_part);
 }
 
 template void backward_naive<float>(const ProblemContext&, const ForwardResult&, Gradients&);

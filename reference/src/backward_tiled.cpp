@@ -131,6 +131,8 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
             // dP = dO V^T
             gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, n, m, dv, Acc(1), buf.dout.data(), dv,
                       buf.v.data(), dv, Acc(0), buf.dp.data(), m);
+            // Dropout: that was dP' (of P' = P o Z, Z = keep / (1 - p)); dP = dP' o Z
+            hv.apply_dropout(buf.dp.data(), i0, n, j0, m);
             // dS = P o (dP - D)   (computed from the unrounded P, as FlashAttention-2 does)
             softmax_grad_rows(buf.pr.data(), buf.dp.data(), n, m, buf.delta);
             auto dS = TileMap<Acc>(buf.dp.data(), n, m);
@@ -138,7 +140,8 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
               for (int64_t r = 0; r < n; ++r)
                 for (int64_t q = 0; q < m; ++q) dbias.at(b, h, i0 + r, j0 + q) = dS(r, q);
             }
-            // dV_j += P^T dO   (P rounded to the input dtype when emulating)
+            // dV_j += P'^T dO   (P' = P o Z with dropout; rounded to the input dtype when emulating)
+            hv.apply_dropout(buf.pr.data(), i0, n, j0, m);
             if (emu) round_to_dtype(buf.pr.data(), n * m, p.dtype);
             gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, m, dv, n, Acc(1), buf.pr.data(), m,
                       buf.dout.data(), dv, Acc(1), buf.dv.data(), dv);
@@ -212,6 +215,7 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
     obs->kernel_end();
   }
   out.dbias = dbias.reduce(ctx);
+  if (p.sinks) out.dsinks = reduce_sink_partials(p, sink_partials(ctx, fwd.lse, delta));
 }
 
 template void backward_tiled<float>(const ProblemContext&, const TileConfig&, const ForwardResult&,

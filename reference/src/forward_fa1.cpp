@@ -62,6 +62,7 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
           for (int64_t r = 0; r < n; ++r) shift(r) = safe_shift(mt(r));
           exp_rows(s.data(), n, mk, shift, true, pt.data());
           row_sum(pt.data(), n, mk, lt);
+          hv.apply_dropout(pt.data(), i0, n, j0, mk);  // P~' = P~ o keep / (1 - p), after l~
           if (ctx.emulated()) round_to_dtype(pt.data(), n * mk, p.dtype);
           gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, n, dv, mk, Acc(1), pt.data(), mk, v.data(), dv,
                     Acc(0), pv.data(), dv);
@@ -90,6 +91,11 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
         }
       }
       for (int64_t i = 0; i < hv.lq; ++i) {
+        if (p.sinks) {  // O is normalized by l: O' = O l alpha / l' after folding the sink into m and l
+          const Acc l_old = l(i);
+          const Acc alpha = fold_sink(m(i), l(i), ctx.sink<Acc>(h));
+          o.row(i) *= l_old * alpha / l(i);
+        }
         for (int64_t c = 0; c < dv; ++c) out.o[hv.q_index(i, dv, c)] = stored_output<Acc>(o(i, c), ctx);
         out.lse[hv.lse_index(i)] = static_cast<double>(row_lse(m(i), l(i)));
       }

@@ -15,10 +15,10 @@ void forward_naive(const ProblemContext& ctx, ForwardResult& out) {
     const int64_t h = t / p.batch, b = t % p.batch;
     HeadView<Acc> hv(ctx, b, h);
     const int64_t lq = hv.lq, lk = hv.lk;
-    if (lk == 0) {  // no key at all: every row is fully masked (o = 0, lse = -inf)
+    if (lk == 0) {  // no key at all: every row is fully masked (o = 0, lse = -inf, or the sink's logit)
       for (int64_t i = 0; i < lq; ++i) {
         for (int64_t c = 0; c < dv; ++c) out.o[hv.q_index(i, dv, c)] = 0.0;
-        out.lse[hv.lse_index(i)] = neg_inf<double>();
+        out.lse[hv.lse_index(i)] = p.sinks ? static_cast<double>(ctx.sink<Acc>(h)) : neg_inf<double>();
       }
       continue;
     }
@@ -48,9 +48,12 @@ void forward_naive(const ProblemContext& ctx, ForwardResult& out) {
     exp_rows(s.data(), lq, lk, shift, true, s.data());
     row_sum(s.data(), lq, lk, l);
     for (int64_t r = 0; r < lq; ++r) {
-      s.row(r) *= l(r) > 0 ? Acc(1) / l(r) : Acc(0);
+      // With a sink: m, l take e^(sink - m) in, and P (computed against the old m) is rescaled by alpha.
+      const Acc alpha = p.sinks ? fold_sink(m(r), l(r), ctx.sink<Acc>(h)) : Acc(1);
+      s.row(r) *= l(r) > 0 ? alpha / l(r) : Acc(0);
       out.lse[hv.lse_index(r)] = static_cast<double>(row_lse(m(r), l(r)));
     }
+    hv.apply_dropout(s.data(), 0, lq, 0, lk);  // P' = P o keep / (1 - p), after the lse
     if (ctx.emulated()) round_to_dtype(s.data(), lq * lk, p.dtype);
     if (obs) {
       obs->access({AccessKind::Store, TensorId::Probs, b, h, 0, lq, 0, lk});

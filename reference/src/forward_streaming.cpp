@@ -93,8 +93,10 @@ class RowBlockTask {
   void exp_tile(int64_t m, const ColArray<Acc>& shift) {
     exp_rows(buf_.s.data(), n_, m, shift, may_have_neg_inf_, buf_.p.data());
   }
-  // O += P * V for the current tile (P rounded to the input dtype first when emulating).
-  void accumulate_pv(int64_t m) {
+  // O += P' * V for the current tile [j0, j0 + m): P' = P o keep / (1 - p) with dropout (l summed P before it),
+  // rounded to the input dtype first when emulating.
+  void accumulate_pv(int64_t j0, int64_t m) {
+    hv_.apply_dropout(buf_.p.data(), i0_, n_, j0, m);
     if (ctx_.emulated()) round_to_dtype(buf_.p.data(), n_ * m, ctx_.p.dtype);
     gemm<Acc>(ctx_.opt.use_blas, Trans::No, Trans::No, n_, dv_, m, Acc(1), buf_.p.data(), m, buf_.v.data(),
               dv_, Acc(1), buf_.o.data(), dv_);
@@ -142,7 +144,7 @@ class RowBlockTask {
           exp_tile(m, buf_.shift);
           for (int64_t r = 0; r < n_; ++r)
             tile_row(buf_.p.data(), r, m) *= buf_.l(r) > 0 ? Acc(1) / buf_.l(r) : Acc(0);
-          accumulate_pv(m);
+          accumulate_pv(j0, m);
         },
         false);
   }
@@ -156,9 +158,21 @@ class RowBlockTask {
           update_max_and_rescale(m);
           add_rescaled_row_sums(m);
           scale_rows(buf_.o.data(), n_, dv_, buf_.alpha);
-          accumulate_pv(m);
+          accumulate_pv(j0, m);
         },
         true);
+  }
+
+  // Attention sink (problem.sinks): folds the head's sink logit into each row's m and l once the keys are
+  // done, and rescales O by alpha = e^(m_old - m_new) (three- and two-pass call it before their output pass,
+  // with O still zero). m' = max(m, s); l' = l alpha + e^(s - m'); O' = alpha O
+  void add_sink() {
+    if (!ctx_.p.sinks) return;
+    const Acc sink = ctx_.sink<Acc>(hv_.h);
+    for (int64_t r = 0; r < n_; ++r) {
+      const Acc alpha = fold_sink(buf_.m(r), buf_.l(r), sink);
+      tile_row(buf_.o.data(), r, dv_) *= alpha;
+    }
   }
 
   // Split-KV: this split's normalized partial o_s = O / l and lse_s = m + log(l) (o_s = 0, lse_s = -inf where
@@ -277,16 +291,19 @@ void forward_streaming(const ProblemContext& ctx, const TileConfig& tile, Algori
                                                 case Algorithm::ThreePass:
                                                   task.pass_max();
                                                   task.pass_sum();
+                                                  task.add_sink();
                                                   task.pass_output();
                                                   task.store(out, false);
                                                   break;
                                                 case Algorithm::TwoPass:
                                                   task.pass_online_stats();
+                                                  task.add_sink();
                                                   task.pass_output();
                                                   task.store(out, false);
                                                   break;
                                                 default:
                                                   task.pass_flash();
+                                                  task.add_sink();
                                                   task.store(out, true);
                                                   break;
                                               }
@@ -318,11 +335,16 @@ void split_kv_task(const HeadView<Acc>& hv, const TileConfig& tile, int64_t spli
     task.pass_flash();
     task.store_partial(po.data() + s * bq * dv, pl.data() + s * bq);
   }
+  // An attention sink joins the combine once, as one more partial with lse_s = sink and o_s = 0 (the splits'
+  // partials leave it out).
+  const bool has_sink = ctx.p.sinks;
+  const Acc sink = has_sink ? ctx.sink<Acc>(hv.h) : neg_inf<Acc>();
   for (int64_t r = 0; r < n; ++r) {
-    // lse = log sum_s exp(lse_s), shifted by the largest; o = sum_s exp(lse_s - lse) o_s
-    Acc mx = neg_inf<Acc>(), sum = 0;
+    // lse = log (e^sink + sum_s exp(lse_s)), shifted by the largest; o = sum_s exp(lse_s - lse) o_s
+    Acc mx = sink, sum = 0;
     for (int64_t s = 0; s < splits; ++s) mx = std::max(mx, pl[s * bq + r]);
     const Acc shift = safe_shift(mx);
+    if (has_sink) sum += std::exp(sink - shift);
     for (int64_t s = 0; s < splits; ++s) sum += safe_exp_diff(pl[s * bq + r], shift);
     const Acc lse = sum > 0 ? shift + std::log(sum) : neg_inf<Acc>();
     out.combined.lse[hv.lse_index(i0 + r)] = static_cast<double>(lse);

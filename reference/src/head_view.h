@@ -144,6 +144,18 @@ class HeadView {
     }
   }
 
+  // Dropout (problem.dropout_p) on a row-major n x m tile of P for rows [i0, i0+n) x keys [j0, j0+m):
+  //   x(r, c) = keep(i0 + r, j0 + c) ? x(r, c) / (1 - p) : 0   (nothing without dropout)
+  void apply_dropout(Acc* x, int64_t i0, int64_t n, int64_t j0, int64_t m) const {
+    if (!p_.dropout()) return;
+    const Acc scale = static_cast<Acc>(1.0 / (1.0 - p_.dropout_p));
+    for (int64_t r = 0; r < n; ++r) {
+      const uint8_t* keep =
+          ctx_.in.dropout_keep.data() + p_.broadcast_index(BroadcastShape::BHQK, b, h, i0 + r, j0);
+      for (int64_t c = 0; c < m; ++c) x[r * m + c] = keep[c] ? x[r * m + c] * scale : Acc(0);
+    }
+  }
+
   const ProblemContext& ctx() const { return ctx_; }
 
  private:

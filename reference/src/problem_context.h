@@ -50,6 +50,11 @@ struct ProblemContext {
   bool elementwise_scores() const {
     return p.softcap > 0 || p.bias != BroadcastShape::None || p.mask != BroadcastShape::None || p.alibi;
   }
+  // The attention sink logit of q head h (problem.sinks), in the accumulator type.
+  template <class Acc>
+  Acc sink(int64_t h) const {
+    return static_cast<Acc>(in.sinks[h]);
+  }
   TrafficObserver* observer() const { return opt.observer; }
   // OpenMP thread count for a parallel loop: one thread when an observer counts tile moves.
   int threads() const;

@@ -1,5 +1,6 @@
 #pragma once
 // Row-wise softmax pieces shared by the algorithms, safe for rows whose scores are all -inf.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -87,6 +88,18 @@ void round_to_dtype(Acc* x, int64_t count, DType t) {
 template <class Acc>
 double stored_output(Acc x, const ProblemContext& ctx) {
   return ctx.emulated() ? round_to(static_cast<double>(x), ctx.p.dtype) : static_cast<double>(x);
+}
+
+// Folds an attention sink's logit s (finite) into a row's max m and sum l of exp(x - m):
+//   m' = max(m, s);  l' = l e^(m - m') + e^(s - m');  returns alpha = e^(m - m') (0 when m = -inf: no key seen),
+// the factor for an output accumulated against m. A row with no visible key ends with m' = s, l' = 1.
+template <class Acc>
+Acc fold_sink(Acc& m, Acc& l, Acc s) {
+  const Acc m_new = std::max(m, s);
+  const Acc alpha = safe_exp_diff(m, m_new);
+  l = l * alpha + std::exp(s - m_new);
+  m = m_new;
+  return alpha;
 }
 
 // lse = m + log(l); -inf for a row with no visible key (l = 0).

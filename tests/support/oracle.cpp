@@ -53,15 +53,24 @@ OracleOutput oracle_forward(const AttentionProblem& p, const AttentionInputs& in
           keep[j] = vis;
           if (vis) mx = std::max(mx, x);
         }
+        // An attention sink (docs/design.md) is one more logit in the row's softmax with no value vector.
+        const bool sink = p.sinks;
+        const double sink_logit = sink ? in.sinks[h] : 0.0;
+        if (sink) mx = std::max(mx, sink_logit);
         if (mx == -std::numeric_limits<double>::infinity()) continue;  // no visible key: o = 0, lse = -inf
-        double l = 0;
+        double l = sink ? std::exp(sink_logit - mx) : 0.0;
         for (int64_t j = 0; j < lk; ++j)
           if (keep[j]) l += std::exp(s[j] - mx);
         out.lse[p.varlen() ? h * p.total_q() + q_start + i : (b * p.heads_q + h) * p.seqlen_q + i] =
             mx + std::log(l);
+        // Dropout: O takes P_j keep_j / (1 - p) (the keep mask [batch, heads_q, seqlen_q, seqlen_k]); lse does not.
+        const double drop_scale = p.dropout_p > 0 ? 1.0 / (1.0 - p.dropout_p) : 1.0;
         for (int64_t j = 0; j < lk; ++j) {
           if (!keep[j]) continue;
-          const double pj = std::exp(s[j] - mx) / l;
+          if (p.dropout_p > 0 &&
+              in.dropout_keep[((b * p.heads_q + h) * p.seqlen_q + i) * p.seqlen_k + j] == 0)
+            continue;
+          const double pj = std::exp(s[j] - mx) / l * drop_scale;
           for (int64_t c = 0; c < p.head_dim_v; ++c)
             out.o[((q_start + i) * p.heads_q + h) * p.head_dim_v + c] +=
                 pj * in.v[((k_start + j) * p.heads_kv + hk) * p.head_dim_v + c];

@@ -1,7 +1,8 @@
 #pragma once
 // An independent scalar fp64 attention, written straight from the definition in docs/design.md (the block mask
-// included, tile by tile) with no code shared with the library (no tiles, no BLAS, no Eigen): the oracle the
-// naive algorithm is checked against, and the function <O, dO> whose finite differences check every gradient.
+// included, tile by tile, attention sinks and dropout by the keep mask) with no code shared with the library (no
+// tiles, no BLAS, no Eigen): the oracle the naive algorithm is checked against, and the function <O, dO> whose
+// finite differences check every gradient.
 #include <vector>
 
 #include "flashsim/inputs.h"

@@ -87,6 +87,14 @@ class ProblemBuilder {
     p_.alibi = on;
     return *this;
   }
+  ProblemBuilder& sinks(bool on = true) {
+    p_.sinks = on;
+    return *this;
+  }
+  ProblemBuilder& dropout(double p) {
+    p_.dropout_p = p;
+    return *this;
+  }
   ProblemBuilder& dtype(DType d) {
     p_.dtype = d;
     return *this;

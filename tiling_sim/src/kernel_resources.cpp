@@ -77,6 +77,8 @@ KernelResources KernelResources::builtin(std::string_view arch) {
 
 const CompiledKernel* KernelResources::find(Pass pass, const AttentionProblem& p, const TileConfig& c) const {
   const bool bwd = pass == Pass::Backward;
+  // Attention sinks (p.sinks) and dropout (p.dropout_p) are ignored on purpose: a sink is one exp per row at the
+  // end, dropout a keep-mask read and a multiply per score; no compiled kernel of their own here.
   const bool pipeline =
       p.bias != BroadcastShape::None || p.mask != BroadcastShape::None || p.softcap > 0 || p.alibi;
   if (p.dtype != DType::BF16 && p.dtype != DType::F16) return nullptr;

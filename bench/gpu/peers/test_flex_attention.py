@@ -11,8 +11,8 @@ torch._dynamo.config.accumulated_cache_size_limit = 1 << 16
 flex = torch.compile(flex_attention, dynamic=False)
 
 
-# Its bias is a captured tensor: dbias is not asked for. A KV-cache case has no flex_attention call.
-@pytest.mark.flashsim(kernel="flex", unsupported=["kv_cache"])
+# Its bias is a captured tensor: dbias is not asked for. No KV cache, sink or keep mask: Case.kwargs("flex").
+@pytest.mark.flashsim(kernel="flex", unsupported=["kv_cache", "sinks", "dropout"])
 def test_flex(flashsim_case):
     like = torch.empty(0, device="cuda")
     varlen = flashsim_case.has_feature("varlen")

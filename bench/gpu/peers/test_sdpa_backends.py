@@ -10,7 +10,7 @@ BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTEN
 
 
 # SDPA takes no softcap, ALiBi, packed variable lengths or KV cache (Case.kwargs("sdpa"); block masks: its mask).
-@pytest.mark.flashsim(kernel="sdpa", unsupported=["softcap", "alibi", "varlen", "kv_cache"])
+@pytest.mark.flashsim(kernel="sdpa", unsupported=["softcap", "alibi", "sinks", "dropout", "varlen", "kv_cache"])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sdpa(flashsim_case, backend):
     like = torch.empty(0, device="cuda")

@@ -17,6 +17,9 @@ struct AttentionInputs {
   std::vector<uint8_t> mask;         // problem.mask shape, or empty; != 0 keeps the score
   std::vector<double> alibi_slopes;  // [heads_q] (fp32 values), or empty
   std::vector<uint8_t> block_mask;   // problem.block_mask_shape(), or empty; != 0: the tile is computed
+  std::vector<double> sinks;         // [heads_q] finite fp32 values with problem.sinks, else empty
+  std::vector<uint8_t>
+      dropout_keep;  // [batch, heads_q, seqlen_q, seqlen_k] with problem.dropout(), else empty
   // With a paged KV cache: the cache as stored (before the append) and k_new / v_new; k and v then hold the
   // keys gathered from it after the append (gather_keys), which is what the algorithms read.
   KvCache cache;
@@ -37,15 +40,19 @@ enum class InputStream : uint64_t {
   BlockMask = 7,
   KNew = 8,
   VNew = 9,
-  BlockTable = 10  // a KV cache's k_cache / v_cache draw from K / V
+  BlockTable = 10,  // a KV cache's k_cache / v_cache draw from K / V
+  Sinks = 11,
+  DropoutKeep = 12
 };
 
-// Inputs drawn from N(0, 1) * magnitude (q, k, v, dO; bias N(0,1) without the magnitude), each rounded to
-// the problem's dtype; mask entries keep with probability problem.mask_keep; the block mask from
-// problem.block_mask_spec (one pattern per head, the same for every sequence unless random). With a KV cache
-// every row of k_cache / v_cache is drawn (unused rows too, so a kernel reading them is caught), k_new / v_new
-// from their own streams, the block table from make_block_table, and k / v gathered. Elements are indexed by their
-// position in the tensor, so a tensor's values do not depend on the thread count.
+// Inputs drawn from N(0, 1) * magnitude (q, k, v, dO; bias N(0,1) without the magnitude), each rounded to the
+// problem's dtype; sinks log(seqlen_k) + N(0, 1) in fp32 (comparable to a row's log-sum-exp, so the sink takes a
+// sizeable share of each row); dropout_keep entries keep with probability 1 - dropout_p; mask entries keep with
+// probability problem.mask_keep; the block mask from problem.block_mask_spec (one pattern per head, the same for
+// every sequence unless random). With a KV cache every row of k_cache / v_cache is drawn (unused rows too, so a
+// kernel reading them is caught), k_new / v_new from their own streams, the block table from make_block_table, and
+// k / v gathered. Elements are indexed by their position in the tensor, so a tensor's values do not depend on the
+// thread count.
 // The block mask of problem p (p.block_mask_shape()): p.block_mask_spec's pattern per head (head 0's without a
 // heads dim), the same for every sequence; a random spec draws the whole tensor from `seed`.
 std::vector<uint8_t> make_block_mask_tensor(const AttentionProblem& p, uint64_t seed);

@@ -8,6 +8,10 @@
 //   bias, mask   : [batch|1, heads_q|1, seqlen_q, seqlen_k]
 //   block_mask   : [batch|1, heads_q|1, ceil(seqlen_q / block_mask_q), ceil(seqlen_k / block_mask_k)] (bool),
 //                  one entry per block_mask_q x block_mask_k tile, ANDed with the window and the mask
+//   dropout_keep : [batch, heads_q, seqlen_q, seqlen_k] (bool) with dropout_p > 0: != 0 keeps P(i, j) (scaled
+//                  by 1 / (1 - dropout_p)); varlen: the top-left corner per sequence, as bias
+//   sinks        : [heads_q] (fp32 values): attention sinks, one logit per q head that joins every row's
+//                  softmax denominator (and lse) with no value vector (docs/design.md, "Attention sinks")
 // With a paged KV cache (page_size > 0, flashsim/kv_cache.h) the keys of sequence b are its cache_seqlens[b]
 // cached keys and seqlen_new appended ones; q, o, lse keep their plain layouts ([batch, seqlen_q] rows) and k, v
 // mean the keys gathered from the cache, packed as with variable lengths ([total_k, heads_kv, dim]).
@@ -46,6 +50,12 @@ struct AttentionProblem {
   BroadcastShape mask = BroadcastShape::None;
   double mask_keep = 0.8;  // probability that a generated mask entry keeps its score
   bool alibi = false;
+  // Attention sinks (gpt-oss): a logit s_h per q head in each row's softmax, P_j = e^(x_j) / (e^(s_h) +
+  // sum_k e^(x_k)), lse = log(e^(s_h) + sum_k e^(x_k)); a row with no visible key has o = 0 and lse = s_h.
+  bool sinks = false;
+  // Dropout (FlashAttention-2's): P' = P o keep / (1 - dropout_p) after the softmax (lse without dropout),
+  // O = P' V; the keep mask is an input (AttentionInputs::dropout_keep), so no result depends on an RNG.
+  double dropout_p = 0.0;
   // Variable lengths: per-sequence lengths (empty: every sequence has seqlen_q / seqlen_k).
   std::vector<int64_t> seqlens_q;
   std::vector<int64_t> seqlens_k;
@@ -70,6 +80,8 @@ struct AttentionProblem {
   bool causal() const { return window_right == 0; }
   bool varlen() const { return !seqlens_q.empty(); }  // packed query rows (cu_seqlens_q)
   bool kv_cache() const { return page_size > 0; }
+  bool dropout() const { return dropout_p > 0; }
+  int64_t dropout_keep_elems() const { return dropout() ? broadcast_elems(BroadcastShape::BHQK) : 0; }
   bool keys_vary() const { return varlen() || kv_cache(); }  // packed key rows (cu_seqlens_k)
   double softmax_scale() const;
   int64_t group_size() const { return heads_q / heads_kv; }  // q heads per kv head

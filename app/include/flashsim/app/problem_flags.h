@@ -15,8 +15,8 @@ struct ProblemFlags {
   int64_t batch = 1, heads = 8, heads_kv = 0, seqlen = 512, seqlen_q = 0, seqlen_k = 0, head_dim = 64,
           head_dim_v = 0;
   std::string dtype = "fp32";
-  double scale = 0, softcap = 0, mask_keep = 0.8;
-  bool causal = false, alibi = false;
+  double scale = 0, softcap = 0, mask_keep = 0.8, dropout_p = 0;
+  bool causal = false, alibi = false, sinks = false;
   std::string window, bias = "none", mask = "none", varlen;
   uint64_t seed = 0;
   int64_t page_size = 0, num_blocks = 0, seqlen_new = 0;
@@ -25,8 +25,8 @@ struct ProblemFlags {
       nullptr;  // --batch, to tell a given batch from the default (add_to sets it)
 
   // Adds --batch --heads --heads-kv --seqlen --seqlen-q --seqlen-k --head-dim --head-dim-v --dtype --scale
-  // --causal --window --softcap --bias --mask --mask-keep --alibi --varlen --seed, the KV-cache flags
-  // (--page-size --cache-seqlens --seqlen-new --num-blocks) and the block-mask flags (--block-mask
+  // --causal --window --softcap --bias --mask --mask-keep --alibi --sinks --dropout-p --varlen --seed, the
+  // KV-cache flags (--page-size --cache-seqlens --seqlen-new --num-blocks) and the block-mask flags (--block-mask
   // --block-mask-shape --block-mask-tile) to cmd.
   void add_to(CLI::App* cmd);
   // The problem the flags describe; throws InputError naming the flag for bad values.

@@ -1,9 +1,11 @@
 #pragma once
 // One golden case as a safetensors file: inputs in their stored dtype (q k v do, and bias mask alibi_slopes
-// block_mask cu_seqlens_q cu_seqlens_k where the case has them; a KV-cache case has k_cache v_cache block_table
-// cache_seqlens, and k_new v_new when it appends, in place of k v, and no do), exact outputs in F64 (o lse dq dk
-// dv, dbias with a bias; o lse only for a KV-cache case), and __metadata__["flashsim.case"]: the case
-// (golden::case_to_json), the generator version, the reference algorithms used and the tolerance table.
+// block_mask cu_seqlens_q cu_seqlens_k where the case has them, sinks [heads_q] in F32 with attention sinks,
+// dropout_keep [batch, heads_q, seqlen_q, seqlen_k] in BOOL with dropout; a KV-cache case has k_cache v_cache
+// block_table cache_seqlens, and k_new v_new when it appends, in place of k v, and no do), exact outputs in F64
+// (o lse dq dk dv, dbias with a bias, dsinks [heads_q] with sinks; o lse only for a KV-cache case), and
+// __metadata__["flashsim.case"]: the case (golden::case_to_json), the generator version, the reference algorithms
+// used and the tolerance table.
 // A norm case (op rmsnorm / layernorm) holds its own tensors instead (golden/norm_case.h); the functions
 // below taking a GoldenCase or a LoadedCase work for every op.
 #include <map>
@@ -24,7 +26,7 @@ constexpr const char* kFormatMetadataKey = "format";
 constexpr const char* kFormatName = "flashsim.golden/1";
 std::string generator_version();  // "flashsim 0.1.0, golden format 1"
 
-// Output names in file order; dbias only when the problem has a bias.
+// Output names in file order; dbias only when the problem has a bias, dsinks only with sinks.
 std::vector<std::string> output_names(const AttentionProblem& p);
 std::vector<int64_t> output_shape(const AttentionProblem& p, const std::string& name);
 // The same for a case of any op.

@@ -10,7 +10,9 @@
 // window_right 0; `seqlens_q` (and `seqlens_k`, default the same) make a variable-length batch; a case
 // without a seed gets its position in the suite. A paged KV cache: page_size, cache_seqlens (a list sets the
 // batch; one integer applies to every sequence; seqlen_k defaults to the longest), seqlen_new, num_blocks,
-// num_splits. A block-sparse mask: block_mask (its shape, as bias), block_q, block_k, block_mask_spec.
+// num_splits. A block-sparse mask: block_mask (its shape, as bias), block_q, block_k, block_mask_spec. Attention
+// sinks: sinks (true: a sink logit per q head; only such cases write the field). Dropout: dropout_p (> 0: a
+// keep mask drawn with 1 - p, stored as the dropout_keep input; only such cases write the field).
 //
 // `op` names the operation a case checks: attention (the default; its cases do not write the field, so their
 // files are those of before), rmsnorm or layernorm. A norm case's fields: rows, hidden, eps, residual, dtype,

@@ -25,7 +25,8 @@ struct AttentionParams {
   int64_t mask_stride_b = 0, mask_stride_h = 0, mask_stride_q = 0;
 };
 
-// Why no kernel in gpu/ runs p ("" when they may): a paged KV cache or a block-sparse mask (no kernel yet).
+// Why no kernel in gpu/ runs p ("" when they may): a paged KV cache, a block-sparse mask, attention sinks or
+// dropout (no kernel yet).
 std::string missing_gpu_feature(const AttentionProblem& p);
 
 // Throws InputError when a size exceeds int (the kernels index with 32-bit ints where a tile is concerned).

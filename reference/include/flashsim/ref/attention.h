@@ -1,6 +1,7 @@
 #pragma once
 // Exact attention forward and backward on the CPU. Every algorithm computes the same function (the score
-// pipeline in docs/design.md: scale, softcap, bias + ALiBi, window, block and boolean masks, softmax, P*V) and
+// pipeline in docs/design.md: scale, softcap, bias + ALiBi, window, block and boolean masks, softmax (with
+// attention sinks), dropout by the given keep mask, P*V) and
 // differs only in how it gets there.
 #include <cstdint>
 #include <string_view>
@@ -27,7 +28,8 @@ namespace flashsim::ref {
 // algorithms tile nothing and leave both 0.
 struct ForwardResult {
   std::vector<double> o;       // problem.o_shape()
-  std::vector<double> lse;     // natural-log sum-exp of each row's scores; -inf for a row with no visible key
+  std::vector<double> lse;     // natural-log sum-exp of each row's scores (and its sink); -inf for a row with
+                               // no visible key (its sink's logit with sinks)
   int64_t tiles_skipped = 0;   // pairs skipped by the block mask (above)
   int64_t tiles_computed = 0;  // pairs computed
 };
@@ -35,6 +37,7 @@ struct ForwardResult {
 struct Gradients {
   std::vector<double> dq, dk, dv;
   std::vector<double> dbias;   // problem.bias shape (reduced over broadcast dims), empty without a bias
+  std::vector<double> dsinks;  // [heads_q]: d loss / d sink_h (problem.sinks), empty without sinks
   int64_t tiles_skipped = 0;   // the backward's pairs skipped by the block mask (above)
   int64_t tiles_computed = 0;  // and computed
 };
@@ -49,7 +52,8 @@ ForwardResult forward(const AttentionProblem& p, const AttentionInputs& in, Algo
 // empty); each split runs FA2's forward over its keys and keeps a normalized partial o_s and lse_s (-inf, o_s = 0
 // where the split sees no key), in the accumulator type (fp32 when emulated), and the combine gives
 //   lse = log sum_s exp(lse_s),  o = sum_s exp(lse_s - lse) o_s
-// (shifted by the largest lse_s). Equal to the other algorithms to rounding for every split count.
+// (shifted by the largest lse_s; an attention sink enters the combine once, as one more partial with lse_s =
+// sink and o_s = 0, never in a split's partial). Equal to the other algorithms to rounding for every split count.
 struct SplitKvResult {
   ForwardResult combined;
   std::vector<double> partial_o;    // [num_splits][o layout]
