@@ -37,10 +37,11 @@ PredictReport run_predict(const PredictRequest& r) {
     }
   }
   out.kernels = sim::predict(p, c, out.hw, models, r.executed, r.max_memory_bytes, &data);
-  // A forward-only split-KV prediction shows the forward's knobs; dense configs keep every knob (recorded).
-  out.config = !r.kernels.empty() ? c.describe()
-               : out.split        ? sim::describe_pass(c, algo, Pass::Forward)
-                                  : c.describe(algo);
+  // A one-pass prediction (split-KV is forward-only) shows that pass's knobs; both passes every knob (recorded).
+  out.config = !r.kernels.empty()             ? c.describe()
+               : out.split || r.pass == "fwd" ? sim::describe_pass(c, algo, Pass::Forward)
+               : r.pass == "bwd"              ? sim::describe_pass(c, algo, Pass::Backward)
+                                              : c.describe(algo);
   for (const auto& k : out.kernels) {
     if (!k.occ.fits && out.misfit.empty())
       out.misfit = fmt::format("{} does not fit: {}", k.name, k.occ.reason);

@@ -157,3 +157,21 @@ TEST(TuneCommand, RowsFeedSimPredict) {
   EXPECT_EQ(entry["ranked"][0]["tile"]["flags"].get<std::string>().rfind("--block-q ", 0), 0u)
       << entry.dump();
 }
+
+// A one-pass prediction's config line shows that pass's knobs only; both passes show every knob.
+TEST(TuneCommand, PredictShowsThePassesTile) {
+  const std::string problem = "sim predict --batch 1 --heads 4 --seqlen 512 --head-dim 64 --pass ";
+  const auto config_line = [](const std::string& out) {
+    const auto a = out.find('\n') + 1;
+    return out.substr(a, out.find('\n', a) - a);
+  };
+  const auto fwd = flashsim::test::run_cli(problem + "fwd --block-q 64 --bwd-block-q 32");
+  ASSERT_EQ(fwd.code, 0) << fwd.out;
+  EXPECT_EQ(config_line(fwd.out), "Br64 Bc64 w4 st1 fa2") << fwd.out;
+  const auto bwd = flashsim::test::run_cli(problem + "bwd --block-q 64 --bwd-block-q 32");
+  ASSERT_EQ(bwd.code, 0) << bwd.out;
+  EXPECT_EQ(config_line(bwd.out), "fa2 bwd Br32 Bc128 w4 dq:atomic") << bwd.out;
+  const auto both = flashsim::test::run_cli(problem + "both --block-q 64 --bwd-block-q 32");
+  ASSERT_EQ(both.code, 0) << both.out;
+  EXPECT_EQ(config_line(both.out), "Br64 Bc64 w4 st1 fa2 bwd Br32 Bc128 dq:atomic") << both.out;
+}
