@@ -11,6 +11,8 @@ BF16 is widened to float32 exactly (a bfloat16 is the top half of a float32).
 """
 import json
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import safetensors
@@ -47,3 +49,20 @@ def save_candidate(path, outputs, compute_dtype):
 def manifest(golden_dir):
     with open(os.path.join(golden_dir, "manifest.json")) as f:
         return json.load(f)
+
+
+def write_and_verify(golden_dir, out, kernel, flashsim, keep=False):
+    """Writes a candidate file per case of the suite (kernel(tensors, case) -> outputs) into out, verifies the
+    folder with `flashsim golden verify --json` and returns the report's cases (out removed unless keep). Bad
+    input (exit 2) raises SystemExit with flashsim's message."""
+    os.makedirs(out, exist_ok=True)
+    for e in manifest(golden_dir)["cases"]:
+        t, case = load_case(os.path.join(golden_dir, e["file"]))
+        save_candidate(os.path.join(out, e["file"]), kernel(t, case), case["dtype"])
+    r = subprocess.run([flashsim, "golden", "verify", "--golden", golden_dir, "--candidate", out, "--json"],
+                       capture_output=True, text=True)
+    if r.returncode == 2:
+        raise SystemExit(r.stderr)
+    if not keep:
+        shutil.rmtree(out)
+    return json.loads(r.stdout)["cases"]

@@ -14,9 +14,7 @@ variant's candidate folder is removed once verified unless --keep.
 """
 import argparse
 import collections
-import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -33,19 +31,9 @@ FEATURES = {
 
 def run_variant(golden, out, bug, exe, keep):
     """Writes the candidate folder of one variant, verifies it; returns {case: [failing outputs]}."""
-    os.makedirs(out, exist_ok=True)
-    for e in flashsim_golden.manifest(golden)["cases"]:
-        t, case = flashsim_golden.load_case(os.path.join(golden, e["file"]))
-        flashsim_golden.save_candidate(os.path.join(out, e["file"]), numpy_attention.attention(t, case, bug=bug),
-                                       case["dtype"])
-    r = subprocess.run([exe, "golden", "verify", "--golden", golden, "--candidate", out, "--json"],
-                       capture_output=True, text=True)
-    if r.returncode == 2:
-        sys.exit(r.stderr)
-    if not keep:
-        shutil.rmtree(out)
-    rep = json.loads(r.stdout)
-    return {c["name"]: [o["output"] for o in c["outputs"] if not o["ok"]] for c in rep["cases"]}
+    cases = flashsim_golden.write_and_verify(golden, out, lambda t, case: numpy_attention.attention(t, case, bug=bug),
+                                             exe, keep)
+    return {c["name"]: [o["output"] for o in c["outputs"] if not o["ok"]] for c in cases}
 
 
 def main():

@@ -10,9 +10,7 @@ verified unless --keep.
 """
 import argparse
 import collections
-import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -32,22 +30,10 @@ BUGS = {
 
 
 def run_variant(golden, out, bug, exe, keep):
-    """Writes the candidate folder of one variant, verifies it; returns {case: [failing outputs]} of checked
-    cases."""
-    os.makedirs(out, exist_ok=True)
-    cases = flashsim_golden.manifest(golden)["cases"]
-    for e in cases:
-        t, case = flashsim_golden.load_case(os.path.join(golden, e["file"]))
-        flashsim_golden.save_candidate(os.path.join(out, e["file"]), numpy_norm.norm(t, case, bug=bug),
-                                       case["dtype"])
-    r = subprocess.run([exe, "golden", "verify", "--golden", golden, "--candidate", out, "--json"],
-                       capture_output=True, text=True)
-    if r.returncode == 2:
-        sys.exit(r.stderr)
-    if not keep:
-        shutil.rmtree(out)
-    rep = json.loads(r.stdout)
-    return {c["name"]: ([o["output"] for o in c["outputs"] if not o["ok"]], c["compute_dtype"]) for c in rep["cases"]}
+    """Writes the candidate folder of one variant, verifies it; returns {case: ([failing outputs], compute dtype)}
+    of checked cases."""
+    cases = flashsim_golden.write_and_verify(golden, out, lambda t, case: numpy_norm.norm(t, case, bug=bug), exe, keep)
+    return {c["name"]: ([o["output"] for o in c["outputs"] if not o["ok"]], c["compute_dtype"]) for c in cases}
 
 
 def main():

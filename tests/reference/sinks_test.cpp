@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "finite_diff.h"
 #include "flashsim/error.h"
 #include "flashsim/random.h"
 #include "flashsim/ref/attention.h"
@@ -91,55 +92,9 @@ TEST_P(Sinks, RelateToTheOutputsWithoutTheSink) {
   }
 }
 
-// (L(x + eps u) - L(x - eps u)) / (2 eps) of the oracle's L = <O, dO> along u for one input tensor.
-double directional_fd(const AttentionProblem& p, AttentionInputs in,
-                      std::vector<double> AttentionInputs::*field, const std::vector<double>& u) {
-  const double eps = 1e-5;
-  std::vector<double>& x = in.*field;
-  const std::vector<double> x0 = x;
-  for (size_t n = 0; n < x.size(); ++n) x[n] = x0[n] + eps * u[n];
-  const double plus = oracle_loss(p, in);
-  for (size_t n = 0; n < x.size(); ++n) x[n] = x0[n] - eps * u[n];
-  const double minus = oracle_loss(p, in);
-  return (plus - minus) / (2 * eps);
-}
-
 TEST_P(Sinks, GradientsMatchFiniteDifferences) {
   const Case& c = GetParam();
-  const AttentionInputs in = make_random_inputs(c.problem, 33);
-  const ForwardResult fwd = forward(c.problem, in, Algorithm::Fa2, c.tile);
-  for (auto algo : {Algorithm::Naive, Algorithm::Fa2}) {
-    const Gradients g = backward(c.problem, in, fwd, algo, c.tile);
-    ASSERT_EQ(g.dsinks.size(), static_cast<size_t>(c.problem.heads_q));
-    struct Item {
-      const char* name;
-      std::vector<double> AttentionInputs::*field;
-      const std::vector<double>* grad;
-    };
-    std::vector<Item> items = {{"dq", &AttentionInputs::q, &g.dq},
-                               {"dk", &AttentionInputs::k, &g.dk},
-                               {"dv", &AttentionInputs::v, &g.dv},
-                               {"dsinks", &AttentionInputs::sinks, &g.dsinks}};
-    if (c.problem.bias != BroadcastShape::None) items.push_back({"dbias", &AttentionInputs::bias, &g.dbias});
-    uint64_t stream = 1;
-    for (const Item& it : items) {
-      std::vector<double> u((in.*it.field).size());
-      for (size_t n = 0; n < u.size(); ++n) u[n] = standard_normal(98, stream, n);
-      ++stream;
-      double analytic = 0;
-      for (size_t n = 0; n < u.size(); ++n) analytic += (*it.grad)[n] * u[n];
-      const double fd = directional_fd(c.problem, in, it.field, u);
-      EXPECT_NEAR(analytic, fd, 1e-6 * std::max(1.0, std::fabs(fd)))
-          << it.name << " (" << algorithm_name(algo) << ")";
-    }
-    // Each head's own derivative too (a direction that touches one sink).
-    for (int64_t h = 0; h < c.problem.heads_q; ++h) {
-      std::vector<double> u(c.problem.heads_q, 0.0);
-      u[h] = 1.0;
-      const double fd = directional_fd(c.problem, in, &AttentionInputs::sinks, u);
-      EXPECT_NEAR(g.dsinks[h], fd, 1e-6 * std::max(1.0, std::fabs(fd))) << "head " << h;
-    }
-  }
+  expect_gradients_match_fd(c.problem, c.tile, /*input_seed=*/33, /*direction_seed=*/98);
 }
 
 // fp32 and the emulated pipeline (fp32 accumulation) stay within fp32 rounding of the exact result.
