@@ -170,9 +170,30 @@ struct PredictState {
 struct SweepState {
   ProblemFlags pf = kernel_problem_flags();
   std::string hw = kDefaultHw, pass = "fwd", algorithm = "fa2";
-  bool json = false, csv = false, progress = false;
+  bool json = false, csv = false, progress = false, rejected = false;
   int top = 20;
 };
+
+// The configs a sweep dropped, each with the kernel that does not fit and why: text or CSV (knobs, flags).
+void print_rejected(const SweepReport& r, bool csv) {
+  const auto& rows = r.ranked.rejected;
+  if (csv) {
+    std::string knobs;
+    for (const auto& [key, value] : sim::pass_knobs(TileConfig{}, r.pass)) knobs += "," + key;
+    fmt::print("config{},flags,reason\n", knobs);
+    for (const auto& row : rows) {
+      std::string values;
+      for (const auto& [key, value] : sim::pass_knobs(row.config, r.pass)) values += "," + value;
+      fmt::print("\"{}\"{},\"{}\",\"{}\"\n", sim::describe_pass(row.config, r.algorithm, r.pass), values,
+                 sim::pass_flags(row.config, r.pass), row.misfit);
+    }
+    return;
+  }
+  fmt::print("{} on {}: {} of {} configs do not fit\n", r.problem.describe(), r.hw.name, rows.size(),
+             r.ranked.configs);
+  for (const auto& row : rows)
+    fmt::print("{:<48} {}\n", sim::describe_pass(row.config, r.algorithm, r.pass), row.misfit);
+}
 
 // The split-KV sweep of a decode problem as text or CSV: per split count the predicted time, bytes and what
 // bounds the split kernel (DRAM time against MMA + exp + vector time).
@@ -293,6 +314,10 @@ void add_sweep(CLI::App* sim) {
   sw->add_flag("--json", st->json, "JSON output");
   sw->add_flag("--csv", st->csv, "CSV output");
   sw->add_flag("--progress", st->progress, "Progress bar on stderr");
+  sw->add_flag(
+      "--rejected", st->rejected,
+      "List the configs that do not fit, each with the kernel and the resource that overflows, instead "
+      "of the ranking (JSON: a \"rejected\" array beside it)");
   sw->callback([st] {
     const auto p = st->pf.problem();
     const auto progress = [&](size_t done, size_t total) {
@@ -306,14 +331,19 @@ void add_sweep(CLI::App* sim) {
       if (st->progress && !reports.back().split) fmt::print(stderr, "\n");
     }
     if (!note.empty()) fmt::print(stderr, "flashsim: note: {}\n", note);
+    if (st->rejected && reports.front().split)
+      throw InputError("rejected", "the split-KV sweep lists every split count, a misfit marked in its row");
     if (st->json) {
-      fmt::print("{}\n", to_json(reports, st->top).dump(2));
+      fmt::print("{}\n", to_json(reports, st->top, st->rejected).dump(2));
       return;
     }
     for (const auto& r : reports) {
       if (reports.size() > 1)
         fmt::print("{}== {} ==\n", &r == &reports.front() ? "" : "\n", pass_name(r.pass));
-      print_sweep(r, st->top, st->csv);
+      if (st->rejected)
+        print_rejected(r, st->csv);
+      else
+        print_sweep(r, st->top, st->csv);
     }
   });
 }

@@ -164,10 +164,21 @@ std::vector<std::string> sweep_passes(const AttentionProblem& p, const std::stri
   return {"fwd", "bwd"};
 }
 
-nlohmann::json to_json(const std::vector<SweepReport>& reports, int top) {
-  if (reports.size() == 1) return to_json(reports.front(), top);
+nlohmann::json to_json(const std::vector<SweepReport>& reports, int top, bool rejected) {
+  const auto one = [&](const SweepReport& r) {
+    nlohmann::json j = to_json(r, top);
+    if (rejected && !r.split) {
+      j["rejected"] = nlohmann::json::array();
+      for (const auto& row : r.ranked.rejected)
+        j["rejected"].push_back({{"config", sim::describe_pass(row.config, r.algorithm, r.pass)},
+                                 {"tile", sim::pass_knobs_json(row.config, r.pass)},
+                                 {"reason", row.misfit}});
+    }
+    return j;
+  };
+  if (reports.size() == 1) return one(reports.front());
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& r : reports) j[std::string(pass_name(r.pass))] = to_json(r, top);
+  for (const auto& r : reports) j[std::string(pass_name(r.pass))] = one(r);
   return j;
 }
 

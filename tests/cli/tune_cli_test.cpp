@@ -175,3 +175,33 @@ TEST(TuneCommand, PredictShowsThePassesTile) {
   ASSERT_EQ(both.code, 0) << both.out;
   EXPECT_EQ(config_line(both.out), "Br64 Bc64 w4 st1 fa2 bwd Br32 Bc128 dq:atomic") << both.out;
 }
+
+// sim sweep --rejected: the configs the ranking drops, each with its reason; ranked + rejected = tried, and
+// sim predict refuses a rejected row's flags with the same reason.
+TEST(TuneCommand, SweepListsTheRejectedWithTheirReason) {
+  const std::string problem = "--batch 1 --heads 8 --seqlen 2048 --head-dim 128 --hw H100-SXM5-80GB";
+  const auto r = flashsim::test::run_cli("sim sweep " + problem + " --rejected --json --top 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& rejected = j["rejected"];
+  ASSERT_GT(rejected.size(), 0u);
+  EXPECT_EQ(rejected.size() + j["ranked"].size(), j["configs"].get<size_t>());
+  for (const auto& row :
+       rejected) {  // the kernel, then the resource (shared memory, registers) and by how much
+    const std::string reason = row["reason"].get<std::string>();
+    EXPECT_EQ(reason.rfind("fwd_fa2: ", 0), 0u) << row.dump();
+    EXPECT_NE(reason.find_first_of("0123456789"), std::string::npos) << row.dump();
+  }
+  const auto& first = rejected[0];
+  const auto predicted = flashsim::test::run_cli("sim predict " + problem + " --pass fwd " +
+                                                 first["tile"]["flags"].get<std::string>());
+  EXPECT_EQ(predicted.code, 2) << predicted.out;
+  const std::string reason = first["reason"].get<std::string>();
+  EXPECT_NE(predicted.out.find(reason.substr(reason.find(": ") + 2)), std::string::npos)
+      << predicted.out << "\nvs " << reason;
+  const auto text = flashsim::test::run_cli("sim sweep " + problem + " --rejected");
+  EXPECT_NE(
+      text.out.find(std::to_string(rejected.size()) + " of " + j["configs"].dump() + " configs do not fit"),
+      std::string::npos)
+      << text.out;
+}

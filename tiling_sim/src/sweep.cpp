@@ -48,6 +48,7 @@ SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const Ha
         counts.launch.step.regs = ck->registers;
       }
     const auto k = predict_kernel(counts, hw);
+    if (!k.occ.fits && fits) row.misfit = fmt::format("{}: {}", k.name, k.occ.reason);
     fits = fits && k.occ.fits;
     row.time_s += k.time_s;
     row.load_bytes += k.counts.load_bytes();
@@ -82,7 +83,7 @@ SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorith
     if (progress && (i % 64 == 0 || i + 1 == configs.size())) progress(i + 1, configs.size());
     bool fits = true;
     SweepRow row = predict_config(p, configs[i], hw, kernels, &d, fits);
-    if (fits) r.ranked.push_back(std::move(row));
+    (fits ? r.ranked : r.rejected).push_back(std::move(row));
   }
   std::stable_sort(r.ranked.begin(), r.ranked.end(), ranks_before);
   return r;

@@ -63,6 +63,7 @@ nlohmann::json to_json(const SweepReport& r, int top);
 // the split-KV kernel, and `note` says so). InputError for another name.
 std::vector<std::string> sweep_passes(const AttentionProblem& p, const std::string& pass, std::string& note);
 // Several passes' reports: one pass as to_json(r, top), several as {"fwd": ..., "bwd": ...}.
-nlohmann::json to_json(const std::vector<SweepReport>& reports, int top);
+// rejected: each dense pass also lists the configs that do not fit ("rejected": config, tile, reason).
+nlohmann::json to_json(const std::vector<SweepReport>& reports, int top, bool rejected = false);
 
 }  // namespace flashsim::app

@@ -20,7 +20,8 @@ struct SweepRow {
   std::string bound;                       // the slowest kernel and what bounds it: "fwd_fa2:tensor"
   std::string kernel_bound;                // what bounds the slowest kernel: "tensor"
   std::string limiter;                     // what caps the slowest kernel's CTAs per SM
-  int regs = 0;  // the slowest kernel's registers per thread (per-CTA model; 0: none)
+  int regs = 0;        // the slowest kernel's registers per thread (per-CTA model; 0: none)
+  std::string misfit;  // when it does not fit: the first kernel that does not and why ("fwd_fa2: ...")
 };
 
 // One config over a pass's kernels (analytic counts): times and bytes summed, the largest shared memory, the
@@ -36,8 +37,9 @@ SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const Ha
 bool ranks_before(const SweepRow& x, const SweepRow& y);
 
 struct SweepResult {
-  int64_t configs = 0;           // configs tried
-  std::vector<SweepRow> ranked;  // those that fit every kernel, fastest first
+  int64_t configs = 0;             // configs tried
+  std::vector<SweepRow> ranked;    // those that fit every kernel, fastest first
+  std::vector<SweepRow> rejected;  // the others, in sweep order, each with its misfit
 };
 
 // The space: Br and Bc in {16, 32, 64, 128, 192, 256} (powers of two and FA2's 192 for small head dims),
