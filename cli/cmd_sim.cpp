@@ -281,6 +281,15 @@ void print_sweep(const SweepReport& r, int top, bool csv) {
   }
   fmt::print("{} on {}: {} configs, {} fit; FlashAttention lower bound on DRAM traffic {}\n", p.describe(),
              hw.name, r.ranked.configs, rows.size(), human(r.lower_bound_dram));
+  const auto below = std::count_if(
+      rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(n),
+      [&](const auto& row) { return static_cast<double>(row.dram_bytes) < r.lower_bound_dram; });
+  if (below > 0)  // the bound writes every output to DRAM; the model leaves the last dirty lines in the L2
+    fmt::print(
+        "({} rows predict less DRAM traffic than the bound: the outputs' last lines are still dirty in the "
+        "L2 "
+        "when the kernel ends, written back after it)\n",
+        below);
   fmt::print("{:>4} {:<48} {:>10} {:>12} {:>12} {:>8} {:>4} {}\n", "rank", "config", "time us", "load",
              "dram", "smem", "occ", "bound");
   for (size_t i = 0; i < n; ++i)

@@ -49,7 +49,7 @@ std::string format_report(const VerifyReport& r, bool quiet) {
     size_t width = 6;  // "output"
     for (const auto& o : c.outputs) width = std::max(width, o.output.size());
     fmt::format_to(it, "  {:<{}} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}\n", "output", width,
-                   "dtype", "max|err|", "bound", "relL2", "bound", "worst index", "nan/inf", "over");
+                   "dtype", "max|err|", "abs bound", "relL2", "rel bound", "worst index", "nan/inf", "over");
     for (const auto& o : c.outputs)
       if (!quiet || !o.pass) output_row(out, o, width);
   }
