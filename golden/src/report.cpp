@@ -2,6 +2,7 @@
 #include "flashsim/golden/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -58,6 +59,9 @@ std::string format_report(const VerifyReport& r, bool quiet) {
                  r.outputs_failed);
   if (r.cases_skipped > 0)
     fmt::format_to(it, "{} cases skipped: they have none of the outputs asked for\n", r.cases_skipped);
+  if (!r.stray_files.empty())
+    fmt::format_to(it, "{} candidate files match no case of the suite (misnamed?): {}\n",
+                   r.stray_files.size(), fmt::join(r.stray_files, ", "));
   fmt::format_to(it, "{}\n", r.pass() ? "ALL PASS" : "SOME OUTPUTS FAILED");
   return out;
 }

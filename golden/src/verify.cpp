@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <set>
 #include <string_view>
 
 #include "flashsim/error.h"
@@ -207,7 +208,7 @@ std::optional<CaseVerdict> verify_entry(const fs::path& golden, const fs::path& 
   const Outputs none{};
   CaseVerdict cv = verify_case(lc, cand ? *cand : none, opt);
   if (!cand)
-    for (auto& o : cv.outputs) o.note = "candidate file missing";
+    for (auto& o : cv.outputs) o.note = fmt::format("candidate file missing: {}", e.file);
   cv.name = e.name;  // as the manifest lists it
   cv.file = e.file;
   return cv;
@@ -294,6 +295,14 @@ VerifyReport verify_suite(const fs::path& golden, const fs::path& candidate, con
       else
         ++r.cases_skipped;
     }
+  if (opt.cases.empty()) {  // candidate files named like no case: a misnamed output of the kernel's harness
+    std::set<std::string> known;
+    for (const auto& e : m.cases) known.insert(e.file);
+    for (const auto& f : fs::directory_iterator(candidate, ec))
+      if (f.path().extension() == ".safetensors" && !known.count(f.path().filename().string()))
+        r.stray_files.push_back(f.path().filename().string());
+    std::sort(r.stray_files.begin(), r.stray_files.end());
+  }
   if (r.cases.empty())
     throw InputError("case", opt.cases.empty() && r.cases_skipped == 0 ? "the suite has no cases"
                              : r.cases_skipped > 0 ? "no case of the suite has the outputs --outputs names"
@@ -309,6 +318,7 @@ nlohmann::ordered_json to_json(const VerifyReport& r) {
   j["cases_skipped"] = r.cases_skipped;
   j["outputs_checked"] = r.outputs_checked;
   j["outputs_failed"] = r.outputs_failed;
+  if (!r.stray_files.empty()) j["stray_files"] = r.stray_files;
   j["cases"] = nlohmann::ordered_json::array();
   for (const auto& c : r.cases) {
     nlohmann::ordered_json cj;

@@ -101,7 +101,19 @@ TEST(GoldenCli, BadInputIsOneLineExitTwoAndWritesNothing) {
   fs::remove(s / "c" / "bf16-gqa.safetensors");
   const Result missing = run("golden verify --golden " + d + "/g --candidate " + d + "/c --quiet");
   EXPECT_EQ(missing.code, 1) << missing.out;
-  EXPECT_NE(missing.out.find("candidate file missing"), std::string::npos);
+  EXPECT_NE(missing.out.find("candidate file missing: bf16-gqa.safetensors"), std::string::npos)
+      << missing.out;
+  // A file named like no case (a misnamed output of the harness) is named, the verdict unchanged.
+  fs::copy_file(s / "c" / "fp32-basic.safetensors", s / "c" / "bf16-gqa-typo.safetensors");
+  const Result stray = run("golden verify --golden " + d + "/g --candidate " + d + "/c --quiet");
+  EXPECT_EQ(stray.code, 1) << stray.out;
+  EXPECT_NE(
+      stray.out.find("1 candidate files match no case of the suite (misnamed?): bf16-gqa-typo.safetensors"),
+      std::string::npos)
+      << stray.out;
+  const Result stray_json = run("golden verify --golden " + d + "/g --candidate " + d + "/c --json");
+  EXPECT_NE(stray_json.out.find("\"stray_files\": [\n    \"bf16-gqa-typo.safetensors\""), std::string::npos)
+      << stray_json.out;
 }
 
 }  // namespace
