@@ -9,6 +9,7 @@
 
 #include "flashsim/error.h"
 #include "flashsim/golden/files.h"
+#include "flashsim/nearest.h"
 #include "suites_data.h"
 
 namespace flashsim::golden {
@@ -506,8 +507,10 @@ SuiteSpec load_suite_spec(const std::string& name_or_path) {
   if (!std::filesystem::is_regular_file(name_or_path, ec)) {
     std::string known;
     for (const auto& n : builtin_suite_names()) known += (known.empty() ? "" : ", ") + n;
+    const auto close = nearest(name_or_path, builtin_suite_names());
     throw InputError(
-        "suite", fmt::format("'{}' is neither a built-in suite ({}) nor a spec file", name_or_path, known));
+        "suite", fmt::format("'{}' is neither a built-in suite ({}) nor a spec file{}", name_or_path, known,
+                             close ? fmt::format("; did you mean '{}'?", *close) : ""));
   }
   return parse_suite_spec(read_text_file(name_or_path), name_or_path);
 }

@@ -1,6 +1,7 @@
 #include "flashsim/golden/verify.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "flashsim/golden/files.h"
 #include "flashsim/golden/manifest.h"
 #include "flashsim/golden/safetensors.h"
+#include "flashsim/nearest.h"
 
 namespace flashsim::golden {
 
@@ -303,10 +305,20 @@ VerifyReport verify_suite(const fs::path& golden, const fs::path& candidate, con
         r.stray_files.push_back(f.path().filename().string());
     std::sort(r.stray_files.begin(), r.stray_files.end());
   }
+  if (r.cases.empty() && !opt.cases.empty() && r.cases_skipped == 0) {  // a misspelled name: the nearest case
+    std::vector<std::string> names;
+    for (const auto& e : m.cases) names.push_back(e.name);
+    std::string close;
+    for (const auto& g : opt.cases)
+      if (const auto n = nearest(g, names)) close += fmt::format("{}'{}'", close.empty() ? "" : " or ", *n);
+    throw InputError("case",
+                     fmt::format("no case of the suite matches --case {}{}", fmt::join(opt.cases, ", "),
+                                 close.empty() ? "" : "; did you mean " + close + "?"));
+  }
   if (r.cases.empty())
-    throw InputError("case", opt.cases.empty() && r.cases_skipped == 0 ? "the suite has no cases"
-                             : r.cases_skipped > 0 ? "no case of the suite has the outputs --outputs names"
-                                                   : "no case of the suite matches --case");
+    throw InputError("case", opt.cases.empty() && r.cases_skipped == 0
+                                 ? "the suite has no cases"
+                                 : "no case of the suite has the outputs --outputs names");
   return r;
 }
 

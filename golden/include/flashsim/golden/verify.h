@@ -68,7 +68,7 @@ struct VerifyReport {
   int64_t outputs_checked = 0, outputs_failed = 0, cases_failed = 0;
   int64_t cases_skipped = 0;  // cases without any of the outputs VerifyOptions::outputs names (another op's)
   // .safetensors files of the candidate folder named like no case of the suite (listed when no --case selects)
-  std::vector<std::string> stray_files;
+  std::vector<std::string> stray_files{};
   bool pass() const { return outputs_failed == 0 && cases_failed == 0; }
 };
 
