@@ -68,6 +68,9 @@ class Arguments(unittest.TestCase):
         self.assertEqual(self.parse("python-check", "smoke", "default").suites, ["smoke", "default"])
         self.assertEqual(self.parse("table", "launch", "a.err", "r1.csv", "r2.csv").files, ["a.err", "r1.csv", "r2.csv"])
         self.assertEqual(self.parse("derive", "l2-adverse", "fs", "res").results, "res")
+        a = self.parse("peers", "--kernels", "sdpa,flex", "--suites", "smoke", "--time", "3", "--run-s", "60")
+        self.assertEqual((a.fn, a.kernels, a.suites, a.time, a.run_s, a.bundle), (run.cmd_peers, "sdpa,flex", "smoke",
+                                                                                 3, 60, ".gpu-bundle-py"))
         a = self.parse("resources", "bin", "--arch", "sm_80")
         self.assertEqual((a.verb, a.rest), ("resources", ["bin", "--arch", "sm_80"]))
 
@@ -190,6 +193,26 @@ class Tables(unittest.TestCase):
                 "[2/3] fwd d128 bf16 plain n128 fwd Br128 Bc64 w4 st1\n[3/3] bwd d128 bf16 plain n128 bwd Br64 Bc64 w2\n")
         self.assertEqual(tables.instances(plan), [("fwd", 128, 128, 64, 4, 2), ("fwd", 128, 128, 64, 4, 1),
                                                   ("bwd", 128, 64, 64, 2, None)])
+
+
+class Peers(unittest.TestCase):
+    def test_table_of_records(self):
+        import peers
+        rows = [dict(kernel="k", suite="s", case="a", outcome="pass", reason="", worst_fraction=0.5, seconds=0.002),
+                dict(kernel="k", suite="s", case="b", outcome="fail", reason="o: max abs error over bound",
+                     worst_fraction=3.0, seconds=0.001),
+                dict(kernel="k", suite="s", case="c", outcome="skip", reason="c: the kernel does not support varlen",
+                     worst_fraction=None, seconds=None),
+                dict(kernel="k", suite="s", case="d", outcome="skip", reason="d: the kernel does not support varlen",
+                     worst_fraction=None, seconds=None)]
+        rerun = dict(rows[1], outcome="pass", reason="", worst_fraction=0.25, seconds=0.004)  # a later run's
+        with tempfile.TemporaryDirectory() as d:
+            for name, recs in (("r1.jsonl", rows), ("r2.jsonl", [rerun])):
+                write(d, name, "".join(json.dumps(r) + "\n" for r in recs))
+            lines = peers.table(os.path.join(d, "r1.jsonl"), os.path.join(d, "r2.jsonl"))
+        self.assertIn("| k | s | 2 | 0 | 2 | 0 | 0.50 | 3.000 |", lines)  # b passed on the rerun; median of 2, 4 ms
+        self.assertIn("- k: 2, the kernel does not support varlen", lines)  # the case names dropped: one group
+        self.assertIn("Failures and errors (0):", lines)
 
 
 class Bundle(unittest.TestCase):
