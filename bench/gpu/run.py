@@ -9,6 +9,7 @@
   python3 bench/gpu/run.py autotune [--kernel K] [--no-check] [--no-time] [--grid small|"..."] [--budget-s S] (GPU)
   python3 bench/gpu/run.py tune-validate                                                         (GPU)
   python3 bench/gpu/run.py probe l2|launch|cta-rates|cta-stream [--probes NAME]                (GPU)
+  python3 bench/gpu/run.py decode [--grid "..."] [--sdpa-grid "..."] [--no-check] [--no-bench]  (GPU, PyTorch)
   python3 bench/gpu/run.py sdpa bench|once|decode|decode-once|golden ...                        (GPU, PyTorch)
   python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
   python3 bench/gpu/run.py peers [--kernels K] [--suites S] [--time N] [--budget-s S]           (GPU, PyTorch)
@@ -434,6 +435,41 @@ def cmd_probe(args):
     return 0
 
 
+def cmd_decode(args):
+    """decode-v1 (issue 30): the decode suite and the default suite's decode cases checked, compute-sanitizer
+    memcheck and racecheck on the decode suite's small cases, then flashsim-gpu decode-bench's grid (every split
+    count the model predicts, the device's copy bandwidth) and SDPA's backends on the same grid (contiguous
+    K/V) in the same run."""
+    g = Gpu(args)
+    g.gpu_txt()
+    decode = g.golden("decode", "/tmp/golden-decode")
+    if not args.no_check:
+        default = g.golden("default", "/tmp/golden-default")
+        g.check(decode, "check_decode.txt", ["--kernel", "decode-v1"])
+        g.check(default, "check_default_decode.txt", ["--kernel", "decode-v1", "--case", "decode-*"])
+        with open(os.path.join(decode, "manifest.json")) as f:
+            small = [c["name"] for c in json.load(f)["cases"]
+                     if os.path.getsize(os.path.join(decode, c["file"])) < 4 << 20]
+        for tool in ("memcheck", "racecheck"):
+            log = g.path(f"sanitizer_{tool}_decode_small.txt")
+            rc = sh(["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", g.fg, "check", "--golden", decode,
+                     "--kernel", "decode-v1", "--quiet"] + [x for c in small for x in ("--case", c)],
+                    out=log, err=log, env=g.env)
+            say(f"compute-sanitizer {tool} on {len(small)} small decode cases: exit {rc}")
+            say("\n".join(tables.check_summary(read(log))))
+    if args.no_bench:
+        return 0
+    grid = args.grid.split() if args.grid else []
+    ours = g.path("decode_bench.csv")
+    say("flashsim-gpu decode-bench: exit", sh([g.fg, "decode-bench"] + grid, out=ours, env=g.env))
+    say(read(ours)[-3000:])
+    sdpa = g.path("decode_sdpa.csv")
+    say("sdpa.py decode-grid: exit", sh([sys.executable, os.path.join(HERE, "sdpa.py"), "decode-grid"] +
+                                         args.sdpa_grid.split(), out=sdpa))
+    say(read(sdpa)[-2000:])
+    return 0
+
+
 def cmd_sdpa(args):
     os.chdir(ROOT)
     return sh([sys.executable, os.path.join(HERE, "sdpa.py"), args.what] + args.rest)
@@ -616,8 +652,14 @@ def parser():
     p.add_argument("--probes", default="", help="l2: one family (dirty_reuse, causal_mimic ...)")
     p.add_argument("--metrics", default="", choices=["", "dram"], help="l2: the DRAM counters alone (one pass)")
 
+    p = verb("decode", cmd_decode, gpu=True, help="decode-v1: decode suites checked, sanitizers, decode-bench beside SDPA")
+    p.add_argument("--grid", default="", help='flags for flashsim-gpu decode-bench ("--batches 1,64")')
+    p.add_argument("--sdpa-grid", default="", help='flags for sdpa.py decode-grid ("--batches 1,64")')
+    p.add_argument("--no-check", action="store_true")
+    p.add_argument("--no-bench", action="store_true")
+
     p = verb("sdpa", cmd_sdpa, help="PyTorch SDPA: bench, once, decode, decode-once, golden (sdpa.py)")
-    p.add_argument("what", choices=["bench", "once", "decode", "decode-once", "golden"])
+    p.add_argument("what", choices=["bench", "once", "decode", "decode-once", "decode-grid", "golden"])
     p.add_argument("rest", nargs=argparse.REMAINDER)
 
     p = verb("python-check", cmd_python_check, help="the Python package's tests and the SDPA plugin example")

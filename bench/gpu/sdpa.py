@@ -6,6 +6,8 @@
   python3 bench/gpu/sdpa.py decode                   the flash backend on decode steps, each launched kernel timed
                                                      (calibration h100.sdpa_decode_splits)
   python3 bench/gpu/sdpa.py decode-once B N          one flash decode call, for ncu
+  python3 bench/gpu/sdpa.py decode-grid [--batches ..] SDPA's backends on flashsim-gpu decode-bench's grid
+                                                     (contiguous K/V; CSV)
   python3 bench/gpu/sdpa.py golden OUT               SDPA as a candidate on the smoke suite and on gpu_golden/default
                                                      (run.py bundle --golden-subset), candidates as a tarball in OUT
 """
@@ -184,7 +186,40 @@ def golden(argv):
                 t.add(os.path.join(work, "sdpa-" + suite), "sdpa-" + suite)
 
 
-VERBS = {"bench": bench, "once": once, "decode": decode, "decode-once": decode_once, "golden": golden}
+def decode_grid(argv):
+    """SDPA's backends on a decode step over flashsim-gpu decode-bench's grid (contiguous K/V [b, 8, n, 128] bf16:
+    SDPA has no paged cache), one query row a sequence, 32 query heads (enable_gqa), inputs rotated through more
+    memory than L2 holds. CSV: backend, batch, cache_len, ms, kv_GBps (K and V bytes / time)."""
+    ap = argparse.ArgumentParser(prog="sdpa.py decode-grid")
+    ap.add_argument("--batches", default="1,8,32,64,128")
+    ap.add_argument("--cache-lens", default="1024,4096,8192,32768")
+    ap.add_argument("--backends", default="sdpa-flash,sdpa-cudnn,sdpa-efficient")
+    ap.add_argument("--max-cache-gib", type=float, default=24)
+    a = ap.parse_args(argv)
+    hq, hk, d = 32, 8, 128
+    print("backend,batch,cache_len,ms,kv_GBps", flush=True)
+    for batch in map(int, a.batches.split(",")):
+        for n in map(int, a.cache_lens.split(",")):
+            kv = 2 * batch * hk * n * d * 2
+            if kv > a.max_cache_gib * (1 << 30):
+                continue
+            sets = max(1, min(16, (256 << 20) // kv + 1))  # 256 MiB of copies: 5x an H100's L2
+            qs = [torch.randn(batch, hq, 1, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+            ks = [torch.randn(batch, hk, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+            vs = [torch.randn(batch, hk, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+            for name in a.backends.split(","):
+                try:
+                    with sdpa_kernel(BACKENDS[name]):
+                        ms = median_ms(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i], enable_gqa=True),
+                                       sets, 3, 20)
+                    print(f"{name},{batch},{n},{ms:.4f},{kv / (ms * 1e-3) / 1e9:.1f}", flush=True)
+                except RuntimeError as e:  # a backend that refuses the shape
+                    print(f"{name},{batch},{n},,,\"{str(e).splitlines()[0][:120]}\"", flush=True)
+            del qs, ks, vs
+            torch.cuda.empty_cache()
+
+
+VERBS = {"bench": bench, "once": once, "decode": decode, "decode-once": decode_once, "decode-grid": decode_grid, "golden": golden}
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in VERBS:

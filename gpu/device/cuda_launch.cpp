@@ -58,4 +58,14 @@ int64_t device_sm_count() {
   return device_attribute(cudaDevAttrMultiProcessorCount);
 }
 
+std::string device_name() {
+  int device = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    cudaGetLastError();  // as device_attribute
+    return "";
+  }
+  return prop.name;
+}
+
 }  // namespace flashsim::gpu

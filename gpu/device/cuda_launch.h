@@ -3,6 +3,7 @@
 // the dynamic shared-memory opt-in, and the device's limits (read at run time, never assumed).
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace flashsim::gpu {
 
@@ -26,5 +27,7 @@ int device_compute_capability();
 int64_t device_l2_bytes();
 // The current device's SMs (132 on an H100 SXM5); 0 where no device is usable.
 int64_t device_sm_count();
+// The current device's name ("NVIDIA H100 80GB HBM3"); "" where no device is usable.
+std::string device_name();
 
 }  // namespace flashsim::gpu

@@ -1,5 +1,5 @@
 #pragma once
-// Device primitives shared by the FA2 kernels (forward and backward): cp.async copies, ldmatrix, mma.sync
+// Device primitives shared by the FA2 kernels (forward and backward): cp.async copies (device/), ldmatrix, mma.sync
 // m16n8k16, fp32 -> bf16/fp16 packing, ex2.approx, and the swizzled tile copy of the traits' layout
 // (fa2_fwd_traits.h describes it; Fa2BwdTraits uses the same one).
 #include <cuda_bf16.h>
@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "cp_async.cuh"
 
 namespace flashsim::gpu::fa2 {
 
@@ -21,27 +23,12 @@ __device__ __forceinline__ I max_of(I x, I y) {
   return x < y ? y : x;
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, bypassing L1 (.cg); src_bytes = 0 zero-fills the 16 bytes and reads nothing.
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-// 4 bytes global -> shared through L1 (.ca: the only cache level 4-byte copies take); src_bytes = 0
-// zero-fills.
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-// Waits until at most N of this thread's committed groups are still in flight.
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
+// cp.async and its groups (gpu/device/cp_async.cuh).
+using ::flashsim::gpu::cp_async_16;
+using ::flashsim::gpu::cp_async_4;
+using ::flashsim::gpu::cp_async_commit;
+using ::flashsim::gpu::cp_async_wait;
+using ::flashsim::gpu::smem_addr;
 
 // Four 8x8 b16 matrices from shared memory; lane l gives the row address of matrix l / 8, row l % 8.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {

@@ -206,7 +206,7 @@ void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptio
     const AttentionProblem& p = plan.problems[pi].problem;
     const TileConfig hand = tile_for(v, p);  // the forward's launch tile
     // The forward at the launch table's tile makes o and lse for the backward's configs.
-    std::string why_not = missing_gpu_feature(p);
+    std::string why_not = missing_gpu_feature(p, v.features);
     if (why_not.empty() && v.unsupported) why_not = v.unsupported(p, hand);
     bool backward = false;
     size_t workspace = 0;

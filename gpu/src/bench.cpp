@@ -56,7 +56,7 @@ BenchResult bench(const KernelVersion& v, const AttentionProblem& p, const TileC
     r.skipped = "not a CUDA version";
     return r;
   }
-  std::string why = missing_gpu_feature(p);
+  std::string why = missing_gpu_feature(p, v.features);
   if (why.empty() && v.unsupported) why = v.unsupported(p, c);
   if (!why.empty()) {
     r.skipped = why;

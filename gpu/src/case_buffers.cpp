@@ -21,9 +21,26 @@ DeviceArgs upload_case(DeviceMemory& mem, const AttentionProblem& p, const Atten
                        const KernelVersion& v, const TileConfig& c, bool backward) {
   DeviceArgs a;
   a.q = mem.upload(stored_bytes(in.q, p.dtype));
-  a.k = mem.upload(stored_bytes(in.k, p.dtype));
+  a.k = mem.upload(stored_bytes(in.k, p.dtype));  // with a cache: the gathered keys (a reference's input)
   a.v = mem.upload(stored_bytes(in.v, p.dtype));
   if (backward) a.dout = mem.upload(stored_bytes(in.dout, p.dtype));
+  if (p.kv_cache()) {  // the cache as stored before the append (a decode kernel appends in place)
+    const KvCacheLayout& l = in.cache.layout;
+    const auto i32 = [](const std::vector<int32_t>& v32) {
+      return golden::Tensor::from_int64(golden::StDType::I32, {static_cast<int64_t>(v32.size())},
+                                        std::vector<int64_t>(v32.begin(), v32.end()))
+          .data;
+    };
+    a.k_cache = mem.upload(stored_bytes(in.cache.k_cache, p.dtype));
+    a.v_cache = mem.upload(stored_bytes(in.cache.v_cache, p.dtype));
+    a.block_table = static_cast<const int32_t*>(mem.upload(i32(l.block_table)));
+    a.cache_seqlens = static_cast<const int32_t*>(mem.upload(i32(l.cache_seqlens)));
+    if (p.seqlen_new > 0) {
+      a.k_new = mem.upload(stored_bytes(in.cache.k_new, p.dtype));
+      a.v_new = mem.upload(stored_bytes(in.cache.v_new, p.dtype));
+    }
+  }
+  a.block_mask = static_cast<const uint8_t*>(mem.upload(in.block_mask));
   a.bias = mem.upload(stored_bytes(in.bias, p.dtype));
   a.mask = static_cast<const uint8_t*>(mem.upload(in.mask));
   a.alibi_slopes = static_cast<const float*>(mem.upload(stored_bytes(in.alibi_slopes, DType::F32)));
@@ -43,7 +60,7 @@ DeviceArgs upload_case(DeviceMemory& mem, const AttentionProblem& p, const Atten
     if (p.bias != BroadcastShape::None)
       a.dbias = static_cast<float*>(nan_output(mem, p.bias_elems(), DType::F32));
   }
-  if (backward && v.workspace_bytes) {
+  if ((backward || !v.backward) && v.workspace_bytes) {  // the backward's, or a forward-only version's
     const size_t bytes = v.workspace_bytes(p, c);
     a.workspace = mem.alloc(bytes);
     mem.fill(a.workspace, 0, bytes);

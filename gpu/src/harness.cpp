@@ -113,7 +113,7 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
       const TileConfig cb =
           tile_for(*r.version, lc.c.problem,
                    opt.tiles_for == TilePasses::Forward ? TileOverride{} : opt.tiles, Pass::Backward);
-      std::string skip = missing_gpu_feature(lc.c.problem);
+      std::string skip = missing_gpu_feature(lc.c.problem, r.version->features);
       if (skip.empty() && r.version->unsupported) skip = r.version->unsupported(lc.c.problem, c);
       if (!skip.empty()) {
         r.skipped.emplace_back(e.name, skip);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "flashsim/error.h"
+#include "flashsim/gpu/kernel.h"  // GpuFeature
 
 namespace flashsim::gpu {
 
@@ -15,11 +16,15 @@ int narrow(int64_t v, const char* field) {
 }
 }  // namespace
 
-std::string missing_gpu_feature(const AttentionProblem& p) {
-  if (p.kv_cache()) return "a paged KV cache (no decode kernel in gpu/ yet)";
-  if (p.block_mask != BroadcastShape::None) return "a block-sparse mask (no sparse kernel in gpu/ yet)";
-  if (p.sinks) return "attention sinks (no kernel in gpu/ takes a sink logit yet)";
-  if (p.dropout()) return "dropout (no kernel in gpu/ takes a keep mask yet)";
+std::string missing_gpu_feature(const AttentionProblem& p, unsigned features) {
+  if (p.kv_cache() && !(features & kFeatureKvCache))
+    return "a paged KV cache (this version reads dense k / v; decode-v1 reads paged caches)";
+  if (p.block_mask != BroadcastShape::None && !(features & kFeatureBlockMask))
+    return "a block-sparse mask (no sparse kernel in gpu/ yet)";
+  if (p.sinks && !(features & kFeatureSinks))
+    return "attention sinks (no kernel in gpu/ takes a sink logit yet)";
+  if (p.dropout() && !(features & kFeatureDropout))
+    return "dropout (no kernel in gpu/ takes a keep mask yet)";
   return "";
 }
 

@@ -1,6 +1,6 @@
 // flashsim-gpu: our CUDA kernel versions on golden suites. `list` the versions; `check` runs each on every
 // case it supports, verified in process (the rule, report and exit codes of `flashsim golden verify`); `bench`
-// times them; `autotune` times every instantiated tile config of fa2-v1 on a grid of problems.
+// times them; `decode-bench` times decode-v1 at every split count beside the model; `autotune` times every instantiated tile config of fa2-v1 on a grid of problems.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@
 #include "flashsim/golden/report.h"
 #include "flashsim/gpu/autotune.h"
 #include "flashsim/gpu/bench.h"
+#include "flashsim/gpu/decode_bench.h"
 #include "flashsim/gpu/harness.h"
 #include "flashsim/gpu/test_versions.h"
 
@@ -177,6 +178,85 @@ void add_bench(CLI::App& app, int& exit_code) {
   });
 }
 
+// The decode grid (issue 30's table): a decode step (one query row a sequence, every sequence's cache the same
+// length) over batch x cache length x page size, timed at each split count the simulator's sweep predicts, with
+// the device's copy bandwidth once. 32 query heads over 8 kv heads, d128, bf16 by default (Llama-3-8B's layout).
+void add_decode_bench(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "decode-bench",
+      "Time decode-v1 over a (batch, cache length, page size) grid at every split count the "
+      "simulator predicts; CSV with the prediction and the share of copy bandwidth");
+  struct State {
+    std::string kernel = "decode-v1";
+    std::vector<int64_t> batches{1, 8, 32, 64, 128}, cache_lens{1024, 4096, 8192, 32768}, page_sizes{16, 256};
+    int64_t heads = 32, heads_kv = 8, head_dim = 128, seqlen_q = 1;
+    std::string dtype = "bf16";
+    int repeats = 20;
+    int64_t max_cache_gib =
+        24;  // the largest cell's K and V (b128 x 32K: 17.2 GB) fits an 80 GB device twice
+  };
+  auto st = std::make_shared<State>();
+  cmd->add_option("--kernel", st->kernel, "The paged-cache version timed");
+  cmd->add_option("--batches", st->batches, "Batch sizes")->delimiter(',');
+  cmd->add_option("--cache-lens", st->cache_lens, "Cached keys a sequence")->delimiter(',');
+  cmd->add_option("--page-sizes", st->page_sizes, "Rows a page")->delimiter(',');
+  cmd->add_option("--heads", st->heads, "Query heads");
+  cmd->add_option("--heads-kv", st->heads_kv, "Key/value heads");
+  cmd->add_option("--head-dim", st->head_dim, "Head dim (d = dv)");
+  cmd->add_option("--seqlen-q", st->seqlen_q, "Query rows a sequence (1: decode; more: speculative)");
+  cmd->add_option("--dtype", st->dtype, "Input dtype");
+  cmd->add_option("--repeats", st->repeats, "Timed launches a split count (the median is reported)")
+      ->check(CLI::Range(3, 10000));
+  cmd->add_option("--max-cache-gib", st->max_cache_gib, "Skip cells whose K and V exceed this (GiB)");
+  cmd->callback([st, &exit_code] {
+    std::vector<AttentionProblem> problems;
+    for (const int64_t b : st->batches)
+      for (const int64_t n : st->cache_lens)
+        for (const int64_t page : st->page_sizes) {
+          AttentionProblem p;
+          p.batch = b;
+          p.heads_q = st->heads;
+          p.heads_kv = st->heads_kv;
+          p.seqlen_q = st->seqlen_q;
+          p.seqlen_k = n;
+          p.head_dim = p.head_dim_v = st->head_dim;
+          p.dtype = parse_dtype(st->dtype);
+          p.page_size = page;
+          p.cache_seqlens.assign(static_cast<size_t>(b), n);
+          p.validate();  // an InputError naming the field, before anything runs
+          problems.push_back(p);
+        }
+    std::string why;
+    if (!gpu::cuda_available(&why)) throw InputError("decode-bench", "needs a CUDA device: " + why);
+    const auto& v = gpu::kernel_version(st->kernel);
+    // Copy bandwidth of 2 GiB (40x L2): what "the share of the bandwidth" is measured against.
+    const double copy = gpu::copy_bytes_per_s(2ll << 30);
+    fmt::print("# device copy bandwidth (read + write of a 2 GiB cudaMemcpy): {:.1f} GB/s\n", copy / 1e9);
+    fmt::print(
+        "kernel,batch,cache_len,page_size,num_splits,chosen,ms,predicted_ms,kv_bytes,kv_GBps,"
+        "share_of_copy\n");
+    for (const auto& p : problems) {
+      const double kv = 2.0 * static_cast<double>(p.batch * p.seqlen_k * p.heads_kv * p.head_dim) *
+                        static_cast<double>(dtype_bytes(p.dtype));
+      if (kv > static_cast<double>(st->max_cache_gib) * (1ll << 30)) {
+        fmt::print("# skipped b{} cache {}: K and V are {:.1f} GiB (> --max-cache-gib)\n", p.batch,
+                   p.seqlen_k, kv / (1ll << 30));
+        continue;
+      }
+      gpu::BenchOptions o;
+      o.repeats = st->repeats;
+      for (const auto& r : gpu::decode_bench(v, p, o)) {
+        const double rate = r.kv_bytes / (r.ms * 1e-3);
+        fmt::print("{},{},{},{},{},{},{:.4f},{:.4f},{:.0f},{:.1f},{:.3f}\n", v.name, p.batch, p.seqlen_k,
+                   p.page_size, r.num_splits, r.chosen ? 1 : 0, r.ms, r.predicted_ms, r.kv_bytes, rate / 1e9,
+                   rate / copy);
+      }
+      std::fflush(stdout);
+    }
+    exit_code = 0;
+  });
+}
+
 // The measured autotune (gpu/src/autotune.cpp): every tile config a version is built for (fa2-v1's instances.h,
 // fa3-v1's; families/) on a grid of problems, the forward's and the backward's configs each timed alone.
 void add_autotune(CLI::App& app, int& exit_code) {
@@ -284,6 +364,7 @@ int main(int argc, char** argv) {
   add_list(app);
   add_check(app, exit_code);
   add_bench(app, exit_code);
+  add_decode_bench(app, exit_code);
   add_autotune(app, exit_code);
   try {
     app.parse(argc, argv);

@@ -96,8 +96,25 @@ double kv_cache_bytes(const AttentionProblem& p) {
 
 SplitSweepResult sweep_splits(const AttentionProblem& p, const HardwareProfile& hw, const ProblemData* data,
                               const TileConfig& base) {
+  return sweep_splits_of_tile(p, hw, splitkv_tile(p, base), data);
+}
+
+int64_t fastest_splits(const SplitSweepResult& r) {
+  int64_t best = 1;
+  double best_s = 0;
+  for (const auto& row : r.rows)
+    if (row.fits && (best_s == 0 || row.time_s < best_s)) {
+      best = row.num_splits;
+      best_s = row.time_s;
+    }
+  return best;
+}
+
+SplitSweepResult sweep_splits_of_tile(const AttentionProblem& p, const HardwareProfile& hw,
+                                      const TileConfig& tile, const ProblemData* data) {
   SplitSweepResult r;
-  r.tile = splitkv_tile(p, base);
+  r.tile = tile;
+  r.tile.num_splits = 1;
   r.heuristic = splitkv_heuristic(p, r.tile, hw);
   r.kv_bytes = kv_cache_bytes(p);
   r.dram_rate = hw.achieved_dram_bytes_per_s > 0 ? hw.achieved_dram_bytes_per_s : hw.dram_bytes_per_s;

@@ -29,11 +29,29 @@ struct DeviceArgs {
   float* lse = nullptr;
   void *dq = nullptr, *dk = nullptr, *dv = nullptr;
   float* dbias = nullptr;
+  // With a paged KV cache (flashsim/kv_cache.h; q, o and lse keep their layouts, k / v / dout are not given):
+  // k_cache / v_cache [num_blocks, page_size, heads_kv, d | dv] in the problem's dtype, updated in place by the
+  // append; block_table int32 [batch, max_blocks_per_seq]; cache_seqlens int32 [batch] (before the append);
+  // k_new / v_new [batch, seqlen_new, heads_kv, d | dv] (nullptr without an append).
+  void *k_cache = nullptr, *v_cache = nullptr;
+  const int32_t *block_table = nullptr, *cache_seqlens = nullptr;
+  const void *k_new = nullptr, *v_new = nullptr;
+  // A block-sparse mask (flashsim/block_mask.h): one byte per block_mask_q x block_mask_k tile, != 0 computed.
+  const uint8_t* block_mask = nullptr;
   void* workspace = nullptr;  // workspace_bytes(...) bytes, zeroed before each launch
   void* stream = nullptr;     // cudaStream_t of the launch (nullptr: the default stream)
 };
 
 enum class Backend { Cuda, Host };
+
+// Problem features beyond dense attention that a version takes (KernelVersion::features, a bit set); the
+// harness skips a case with a feature its version lacks (missing_gpu_feature, params.h).
+enum GpuFeature : unsigned {
+  kFeatureKvCache = 1u,
+  kFeatureBlockMask = 2u,
+  kFeatureSinks = 4u,
+  kFeatureDropout = 8u
+};
 
 struct KernelVersion {
   std::string name;  // "naive-v1": the --kernel argument and the report's name
@@ -43,12 +61,14 @@ struct KernelVersion {
   // The simulator's kernel models of its launches, in launch order (sim::kernel_model names), forward then
   // backward: `flashsim traffic compare` recognizes them by their ncu names.
   std::vector<std::string> sim_kernels;
+  unsigned features = 0;  // GpuFeature bits: the paged cache, block mask, sinks, dropout it takes
   // Why the version cannot run this case ("" when it can): dtype, head dim, a feature it lacks.
   std::string (*unsupported)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   // Why the backward cannot run a case the forward runs ("" when it can; nullptr: never): the harness then
   // checks o and lse only and lists the case's backward as skipped.
   std::string (*backward_unsupported)(const AttentionProblem& p, const TileConfig& c) = nullptr;
-  size_t (*workspace_bytes)(const AttentionProblem& p, const TileConfig& c) = nullptr;  // nullptr: none
+  // Device scratch of a launch (nullptr: none): the backward's, or a forward-only version's (split-KV partials).
+  size_t (*workspace_bytes)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   // The tile config the version runs a problem with when the user names none (nullptr: TileConfig{}): its
   // launch table, per head dim and score path, as flash-attention's run_mha_fwd_hdim* choose.
   // Per pass: the backward's tile fields (bwd_block_q, bwd_block_k, warps) may differ from the forward's.

@@ -25,9 +25,9 @@ struct AttentionParams {
   int64_t mask_stride_b = 0, mask_stride_h = 0, mask_stride_q = 0;
 };
 
-// Why no kernel in gpu/ runs p ("" when they may): a paged KV cache, a block-sparse mask, attention sinks or
-// dropout (no kernel yet).
-std::string missing_gpu_feature(const AttentionProblem& p);
+// Why a version taking `features` (GpuFeature bits, kernel.h) cannot run p ("" when it may): a paged KV cache,
+// a block-sparse mask, attention sinks or dropout it lacks, naming the versions that take it.
+std::string missing_gpu_feature(const AttentionProblem& p, unsigned features = 0);
 
 // Throws InputError when a size exceeds int (the kernels index with 32-bit ints where a tile is concerned).
 AttentionParams make_params(const AttentionProblem& p);

@@ -92,6 +92,12 @@ struct SplitSweepResult {
 };
 SplitSweepResult sweep_splits(const AttentionProblem& p, const HardwareProfile& hw,
                               const ProblemData* data = nullptr, const TileConfig& base = {});
+// The same sweep of a split-KV kernel launched with its own tile (block_q packed rows, block_k keys a tile,
+// warps, stages; num_splits ignored): decode-v1's, whose launch picks the fastest row's count.
+SplitSweepResult sweep_splits_of_tile(const AttentionProblem& p, const HardwareProfile& hw,
+                                      const TileConfig& tile, const ProblemData* data = nullptr);
+// The split count of the sweep's fastest row (the fewest splits among equal times).
+int64_t fastest_splits(const SplitSweepResult& r);
 // K and V bytes of every sequence's keys (cache and appended): what a decode step must read.
 double kv_cache_bytes(const AttentionProblem& p);
 

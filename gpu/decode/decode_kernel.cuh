@@ -1,0 +1,345 @@
+#pragma once
+// decode-v1's kernels (decode_v1.cu describes the version): the append of k_new / v_new into the paged cache,
+// the split-KV attention over the cache, and the combine of the splits' partials.
+//
+// decode_split_kernel: a CTA per (packed row block, split, sequence x kv head). The group's query heads are
+// packed as rows (pack GQA: packed row r is query row r / group of head kv_head x group + r % group), so each
+// CTA reads its split's K and V once for all of them. Split s of sequence b holds key tiles
+// [s x per, (s + 1) x per) of its ceil(len_k / Bc), per = ceil(tiles / splits) (ref::forward_split_kv's rule),
+// narrowed to the tiles the window lets its rows see. A tile's rows come from the pages of the block table
+// (key j: row j % page_size of page block_table[b][j / page_size]) by 16-byte cp.async into a ring of stages
+// (kStages - 1 tiles in flight while one computes); then, on CUDA cores in fp32:
+//   S = scale Q K^T (+ softcap, ALiBi; -inf outside the window or past len_k)   (score_pipeline.cuh)
+//   m_new = max(m, rowmax(S)), P = exp(S - m_new), l = l exp(m - m_new) + rowsum(P)
+//   O = O exp(m - m_new) + P V
+// One split writes O / l and lse = m + log l; more write them in fp32 for the combine. A row without a visible
+// key has l = 0: O = 0, lse = -inf.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cp_async.cuh"
+#include "decode_kernel_limits.h"
+#include "decode_params.h"
+#include "decode_traits.h"
+#include "score_pipeline.cuh"
+
+namespace flashsim::gpu::decode {
+
+// The cache row of key j of sequence b.
+__device__ __forceinline__ int64_t cache_row(const DecodeParams& p, int b, int j) {
+  const int page = p.block_table[static_cast<int64_t>(b) * p.max_blocks + j / p.page_size];
+  return static_cast<int64_t>(page) * p.page_size + j % p.page_size;
+}
+
+// The slot of 16-byte chunk c of K row `key` in shared memory: c XOR (key x threads-a-key mod 8), so that the 8
+// threads of a quarter warp (8 / kTpk keys, kTpk chunk phases each) read 8 distinct bank groups.
+template <int kTpk>
+__device__ __forceinline__ int k_chunk_slot(int key, int c) {
+  return c ^ ((key * kTpk) & 7);
+}
+
+// Copies rows [k0, k0 + kBlockK) of one tensor of the cache (row stride kRowBytes in shared memory, key j at the
+// cache row of j; zero-filled past lk) by 16-byte cp.async. Each thread copies one chunk phase of kPasses keys;
+// their cache rows (block-table lookups) are read first, all together, so their latencies overlap.
+template <int kBlockK, int kRowBytes, int kKeysPerPass, int kTpk, bool kSwizzle>
+__device__ __forceinline__ void copy_rows(unsigned char* s, const void* cache, const DecodeParams& p, int b,
+                                          int hk, int k0, int lk, int tid) {
+  constexpr int kChunks = kRowBytes / 16, kPasses = kBlockK / kKeysPerPass;
+  const int chunk = tid % kChunks, first = tid / kChunks;
+  int64_t row[kPasses];
+#pragma unroll
+  for (int i = 0; i < kPasses; ++i) {
+    const int j = k0 + first + i * kKeysPerPass;
+    row[i] = j < lk ? cache_row(p, b, j) : -1;
+  }
+#pragma unroll
+  for (int i = 0; i < kPasses; ++i) {
+    const int jj = first + i * kKeysPerPass;
+    const unsigned char* src = static_cast<const unsigned char*>(cache);
+    if (row[i] >= 0) src += (row[i] * p.a.heads_kv + hk) * kRowBytes + chunk * 16;
+    const int slot = kSwizzle ? k_chunk_slot<kTpk>(jj, chunk) : chunk;
+    cp_async_16(smem_addr(s + jj * kRowBytes + slot * 16), src, row[i] >= 0 ? 16 : 0);
+  }
+}
+
+// The kVec elements of a 16-byte chunk in shared memory, as fp32.
+template <class T, int kVec>
+__device__ __forceinline__ void chunk_to_float(const unsigned char* chunk, float (&f)[kVec]) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(chunk);
+  const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < kVec; ++i) f[i] = to_float(e[i]);
+}
+
+template <class Op>
+__device__ __forceinline__ float warp_reduce(float x, Op op) {
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) x = op(x, __shfl_xor_sync(0xffffffffu, x, off));
+  return x;
+}
+struct Max {
+  __device__ float operator()(float x, float y) const { return fmaxf(x, y); }
+};
+struct Sum {
+  __device__ float operator()(float x, float y) const { return x + y; }
+};
+
+// k_new / v_new into the cache rows cache_seqlens[b] + t of sequence b, one thread a 16-byte chunk (head dims
+// are multiples of 8 bytes' worth of 16-byte chunks: d x sizeof(T) % 16 == 0, checked by the version).
+__global__ void decode_append_kernel(const DecodeParams p, int elem_bytes) {
+  const AttentionParams& a = p.a;
+  const int kc = a.head_dim * elem_bytes / 16, vc = a.head_dim_v * elem_bytes / 16;
+  const int64_t total = static_cast<int64_t>(a.batch) * p.seqlen_new * a.heads_kv * (kc + vc);
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int c = static_cast<int>(idx % (kc + vc));
+    int64_t rest = idx / (kc + vc);
+    const int hk = static_cast<int>(rest % a.heads_kv);
+    rest /= a.heads_kv;
+    const int t = static_cast<int>(rest % p.seqlen_new), b = static_cast<int>(rest / p.seqlen_new);
+    const int64_t row = cache_row(p, b, p.cache_seqlens[b] + t);
+    const int64_t src_row = (static_cast<int64_t>(b) * p.seqlen_new + t) * a.heads_kv + hk;
+    const bool is_k = c < kc;
+    const int chunks = is_k ? kc : vc, cc = is_k ? c : c - kc;
+    const uint4* src = static_cast<const uint4*>(is_k ? p.k_new : p.v_new) + src_row * chunks + cc;
+    uint4* dst = static_cast<uint4*>(is_k ? p.k_cache : p.v_cache) + (row * a.heads_kv + hk) * chunks + cc;
+    *dst = *src;
+  }
+}
+
+template <class T, int D, int DV, int kRows>
+__global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams p) {
+  using Tr = DecodeTraits<sizeof(T), D, DV, kRows>;
+  constexpr int kBlockK = Tr::kBlockK, kVec = Tr::kVec, kTpk = Tr::kThreadsPerKey;
+  constexpr int kKChunks = D * static_cast<int>(sizeof(T)) / 16, kVChunks = Tr::kVChunks;
+  static_assert(Tr::kThreads == 128, "the launch bounds and the row-per-warp loop assume 4 warps");
+  extern __shared__ __align__(16) unsigned char smem[];
+  unsigned char* sKV = smem;                                  // kStages x [K tile | V tile]
+  float* sQ = reinterpret_cast<float*>(smem + Tr::kKvBytes);  // [kRows, D]
+  float* sS = sQ + kRows * D;                                 // [kRows, kBlockK]: S, then P
+  float* sAlpha = sS + kRows * kBlockK;                       // [kRows] exp(m_old - m_new)
+  float* sM = sAlpha + kRows;                                 // [kRows] final m
+  float* sL = sM + kRows;                                     // [kRows] final l
+
+  const AttentionParams& a = p.a;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int split = blockIdx.y, b = blockIdx.z / a.heads_kv, hk = blockIdx.z % a.heads_kv;
+  const int g = a.group, lq = a.seqlen_q, lk = p.cache_seqlens[b] + p.seqlen_new;
+  const int r0 = blockIdx.x * kRows, rows = min(kRows, lq * g - r0);  // rows > 0: grid x = ceil(lq g / kRows)
+
+  // The split's key tiles [n0, n1), narrowed to the window of its rows' queries [i_lo, i_hi].
+  const int tiles = (lk + kBlockK - 1) / kBlockK;
+  const int per = max(1, (tiles + p.num_splits - 1) / p.num_splits);
+  int n0 = min(tiles, split * per), n1 = min(tiles, (split + 1) * per);
+  const int i_lo = r0 / g, i_hi = (r0 + rows - 1) / g;
+  if (a.window_left >= 0) n0 = max(n0, max(0, i_lo + lk - lq - a.window_left) / kBlockK);
+  if (a.window_right >= 0) {
+    const int j_max = i_hi + lk - lq + a.window_right;  // the last key a row sees
+    n1 = min(n1, j_max < 0 ? 0 : j_max / kBlockK + 1);
+  }
+  const int nt = max(0, n1 - n0);
+
+  // Tile n's K and V rows into stage `stage`; keys past len_k are zero-filled (their scores are -inf, and a
+  // zero V row keeps 0 x V finite).
+  const auto load_tile = [&](int n, int stage) {
+    unsigned char* sK = sKV + stage * Tr::kStageBytes;
+    copy_rows<kBlockK, Tr::kKStride, Tr::kKKeysPerPass, kTpk, true>(sK, p.k_cache, p, b, hk, n * kBlockK, lk,
+                                                                    tid);
+    copy_rows<kBlockK, Tr::kVStride, Tr::kVKeysPerPass, kTpk, false>(sK + kBlockK * Tr::kKStride, p.v_cache,
+                                                                     p, b, hk, n * kBlockK, lk, tid);
+  };
+
+#pragma unroll
+  for (int st = 0; st < Tr::kStages - 1; ++st) {  // the first tiles in flight, a commit group each
+    if (st < nt) load_tile(n0 + st, st);
+    cp_async_commit();
+  }
+  // Q of the packed rows in fp32 (rows past the pack are 0).
+  for (int idx = tid; idx < kRows * D; idx += Tr::kThreads) {
+    const int r = idx / D, c = idx % D;
+    float x = 0.f;
+    if (r < rows) {
+      const int pr = r0 + r, i = pr / g, h = hk * g + pr % g;
+      x = to_float(static_cast<const T*>(p.q)[((static_cast<int64_t>(b) * lq + i) * a.heads_q + h) * D + c]);
+    }
+    sQ[idx] = x;
+  }
+
+  float acc[kRows][kVec];  // O of this thread's column chunk, over its keys
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[r][e] = 0.f;
+  float m_run[kRows / 4], l_run[kRows / 4];  // rows warp, warp + 4, ... (every lane holds them)
+#pragma unroll
+  for (int q = 0; q < kRows / 4; ++q) {
+    m_run[q] = neg_inf();
+    l_run[q] = 0.f;
+  }
+  const int key = tid / kTpk, part = tid % kTpk;                  // S: this thread's key and chunk phase
+  const int vchunk = tid % kVChunks, key_group = tid / kVChunks;  // P V: its column chunk and keys
+
+  for (int t = 0; t < nt; ++t) {
+    const int stage = t % Tr::kStages, k0 = (n0 + t) * kBlockK;
+    const unsigned char* sK = sKV + stage * Tr::kStageBytes;
+    const unsigned char* sV = sK + kBlockK * Tr::kKStride;
+    cp_async_wait<Tr::kStages - 2>();  // tile t landed (the next kStages - 2 may be in flight)
+    __syncthreads();                   // ... for every thread; and tile t - 1's stage is free
+    // Tile t + kStages - 1 into tile t - 1's stage: kStages - 1 tiles load while this one computes.
+    if (t + Tr::kStages - 1 < nt) load_tile(n0 + t + Tr::kStages - 1, (t + Tr::kStages - 1) % Tr::kStages);
+    cp_async_commit();
+    {  // S = scale Q K^T, through the score pipeline
+      float s[kRows];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) s[r] = 0.f;
+      const unsigned char* krow = sK + key * Tr::kKStride;
+#pragma unroll 4
+      for (int it = 0; it < kKChunks / kTpk; ++it) {
+        const int chunk = it * kTpk + part;
+        float kf[kVec];
+        chunk_to_float<T, kVec>(krow + k_chunk_slot<kTpk>(key, chunk) * 16, kf);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const float* qr = sQ + r * D + chunk * kVec;
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) s[r] = fmaf(qr[e], kf[e], s[r]);
+        }
+      }
+#pragma unroll
+      for (int off = 1; off < kTpk; off *= 2)
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) s[r] += __shfl_xor_sync(0xffffffffu, s[r], off);
+      if (part == 0) {
+        const int j = k0 + key;
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          float x = neg_inf();
+          if (r < rows && j < lk) {
+            const int pr = r0 + r, i = pr / g, h = hk * g + pr % g;
+            if (window_visible(a, lq, lk, i, j))
+              x = biased_score(a, a.scale * s[r], 0.f, a.alibi ? p.slopes[h] : 0.f, i + lk - lq - j);
+          }
+          sS[r * kBlockK + key] = x;
+        }
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < kRows / 4; ++q) {  // the online softmax, a warp a row
+      const int r = warp + 4 * q;
+      float mx = neg_inf();
+      for (int jj = lane; jj < kBlockK; jj += 32) mx = fmaxf(mx, sS[r * kBlockK + jj]);
+      mx = warp_reduce(mx, Max{});
+      const float m_new = fmaxf(m_run[q], mx);               // m_new = max(m, rowmax(S))
+      const float m_use = m_new == neg_inf() ? 0.f : m_new;  // no visible key yet: P = 0, alpha = 0
+      const float alpha = expf(m_run[q] - m_use);            // exp(m - m_new)
+      float sum = 0.f;
+      for (int jj = lane; jj < kBlockK; jj += 32) {
+        const float pv = expf(sS[r * kBlockK + jj] - m_use);  // P = exp(S - m_new)
+        sS[r * kBlockK + jj] = pv;
+        sum += pv;
+      }
+      sum = warp_reduce(sum, Sum{});
+      l_run[q] = l_run[q] * alpha + sum;  // l = l exp(m - m_new) + rowsum(P)
+      m_run[q] = m_new;
+      if (lane == 0) sAlpha[r] = alpha;
+    }
+    __syncthreads();
+    {  // O = O exp(m - m_new) + P V
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        const float al = sAlpha[r];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[r][e] *= al;
+      }
+      for (int jj = key_group; jj < kBlockK; jj += Tr::kKeyGroups) {
+        float vf[kVec];
+        chunk_to_float<T, kVec>(sV + jj * Tr::kVStride + vchunk * 16, vf);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const float pr = sS[r * kBlockK + jj];
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) acc[r][e] = fmaf(pr, vf[e], acc[r][e]);
+        }
+      }
+    }
+    __syncthreads();  // S is free for the next tile
+  }
+  cp_async_wait<0>();
+  if (lane == 0)
+#pragma unroll
+    for (int q = 0; q < kRows / 4; ++q) {
+      sM[warp + 4 * q] = m_run[q];
+      sL[warp + 4 * q] = l_run[q];
+    }
+  __syncthreads();
+  // The key groups' partial O summed through shared memory (the stages are free), then O / l and lse.
+  float* sRed = reinterpret_cast<float*>(sKV);  // [kKeyGroups, kRows, DV]
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) sRed[(key_group * kRows + r) * DV + vchunk * kVec + e] = acc[r][e];
+  __syncthreads();
+  for (int idx = tid; idx < rows * DV; idx += Tr::kThreads) {
+    const int r = idx / DV, c = idx % DV;
+    float sum = 0.f;
+#pragma unroll
+    for (int kg = 0; kg < Tr::kKeyGroups; ++kg) sum += sRed[(kg * kRows + r) * DV + c];
+    const float l = sL[r];
+    const float ov = l > 0.f ? sum / l : 0.f;
+    const float lse = l > 0.f ? sM[r] + logf(l) : neg_inf();  // lse = m + log l
+    const int pr = r0 + r, i = pr / g, h = hk * g + pr % g;
+    const int64_t row =
+        (static_cast<int64_t>(b) * a.heads_q + h) * lq + i;  // lse's [batch, heads_q, seqlen_q]
+    if (p.num_splits == 1) {
+      static_cast<T*>(p.o)[((static_cast<int64_t>(b) * lq + i) * a.heads_q + h) * DV + c] = from_float<T>(ov);
+      if (c == 0) p.lse[row] = lse;
+    } else {
+      const int64_t srow = static_cast<int64_t>(split) * a.batch * a.heads_q * lq + row;
+      p.o_accum[srow * DV + c] = ov;
+      if (c == 0) p.lse_accum[srow] = lse;
+    }
+  }
+}
+
+// A warp an output row (b, h, i): lse = log sum_s exp(lse_s), O = sum_s exp(lse_s - lse) O_s.
+constexpr int kCombineWarps = 4;
+constexpr int kMaxSplits = kMaxCombinedSplits;  // the weights' shared buffer (decode_kernel_limits.h)
+template <class T>
+__global__ void __launch_bounds__(kCombineWarps * 32) decode_combine_kernel(const DecodeParams p) {
+  __shared__ float sW[kCombineWarps][kMaxSplits];
+  const AttentionParams& a = p.a;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t rows = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q;
+  const int64_t row = blockIdx.x * static_cast<int64_t>(kCombineWarps) + warp;
+  if (row >= rows) return;
+  const int S = p.num_splits, dv = a.head_dim_v;
+  float mx = neg_inf();
+  for (int s = lane; s < S; s += 32) mx = fmaxf(mx, p.lse_accum[s * rows + row]);
+  mx = warp_reduce(mx, Max{});
+  const int64_t i = row % a.seqlen_q, bh = row / a.seqlen_q, h = bh % a.heads_q, b = bh / a.heads_q;
+  T* o = static_cast<T*>(p.o) + ((b * a.seqlen_q + i) * a.heads_q + h) * dv;
+  if (mx == neg_inf()) {  // no split saw a key
+    for (int c = lane; c < dv; c += 32) o[c] = from_float<T>(0.f);
+    if (lane == 0) p.lse[row] = neg_inf();
+    return;
+  }
+  float sum = 0.f;
+  for (int s = lane; s < S; s += 32) sum += expf(p.lse_accum[s * rows + row] - mx);
+  sum = warp_reduce(sum, Sum{});
+  const float lse = mx + logf(sum);  // lse = max + log sum_s exp(lse_s - max)
+  for (int s = lane; s < S; s += 32) sW[warp][s] = expf(p.lse_accum[s * rows + row] - lse);
+  __syncwarp();
+  for (int c = lane; c < dv; c += 32) {
+    float x = 0.f;
+    for (int s = 0; s < S; ++s)
+      if (sW[warp][s] > 0.f) x = fmaf(sW[warp][s], p.o_accum[(s * rows + row) * dv + c], x);
+    o[c] = from_float<T>(x);
+  }
+  if (lane == 0) p.lse[row] = lse;
+}
+
+}  // namespace flashsim::gpu::decode

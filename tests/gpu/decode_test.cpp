@@ -1,0 +1,99 @@
+// decode-v1's host side, where no GPU is: which cases it takes and refuses (with the reason), its launch tile (the
+// compiled instance's, with the simulator's fastest split count), its workspace, and the harness's skips of the
+// decode suite's cases by versions without a paged cache.
+#include <gtest/gtest.h>
+
+#include "flashsim/error.h"
+#include "flashsim/gpu/harness.h"
+#include "flashsim/gpu/params.h"
+#include "flashsim/sim/hardware.h"
+#include "flashsim/sim/sweep.h"
+#include "problem_builder.h"
+
+using namespace flashsim;
+using flashsim::test::ProblemBuilder;
+
+namespace {
+
+// b sequences of `cache` cached keys each, 32 query heads over 8 kv heads, d128, page size 16, one query row.
+AttentionProblem decode_problem(int64_t b, int64_t cache, int64_t seqlen_q = 1) {
+  AttentionProblem p = ProblemBuilder().batch(b).heads(32, 8).seqlen(seqlen_q, cache).head_dim(128).build();
+  p.dtype = DType::BF16;
+  p.page_size = 16;
+  p.cache_seqlens.assign(static_cast<size_t>(b), cache);
+  p.validate();
+  return p;
+}
+
+const gpu::KernelVersion& decode() {
+  return gpu::kernel_version("decode-v1");
+}
+
+}  // namespace
+
+TEST(GpuDecode, TakesPagedCachesOnlyAndSaysWhyNot) {
+  const auto& v = decode();
+  EXPECT_TRUE(v.features & gpu::kFeatureKvCache);
+  const AttentionProblem p = decode_problem(4, 1000);
+  EXPECT_EQ(gpu::missing_gpu_feature(p, v.features), "");
+  EXPECT_EQ(v.unsupported(p, gpu::tile_for(v, p)), "");
+  // Every other version skips a paged cache, naming decode-v1.
+  for (const auto& other : gpu::kernel_versions()) {
+    if (other.features & gpu::kFeatureKvCache) continue;
+    EXPECT_NE(gpu::missing_gpu_feature(p, other.features).find("decode-v1"), std::string::npos) << other.name;
+  }
+  // A dense problem, a bias, a mask, fp64, an odd head dim: refused with a reason, never run.
+  AttentionProblem dense = ProblemBuilder().heads(8, 2).seqlen(1, 64).head_dim(128).build();
+  dense.dtype = DType::BF16;
+  EXPECT_NE(v.unsupported(dense, TileConfig{}).find("not a paged KV cache"), std::string::npos);
+  AttentionProblem biased = p;
+  biased.bias = BroadcastShape::BHQK;
+  EXPECT_NE(v.unsupported(biased, TileConfig{}).find("bias"), std::string::npos);
+  AttentionProblem f64 = p;
+  f64.dtype = DType::F64;
+  EXPECT_NE(v.unsupported(f64, TileConfig{}).find("dtype"), std::string::npos);
+  AttentionProblem d96 = p;
+  d96.head_dim = d96.head_dim_v = 96;
+  EXPECT_NE(v.unsupported(d96, TileConfig{}).find("head dims"), std::string::npos);
+  TileConfig many = gpu::tile_for(v, p);
+  many.num_splits = 129;
+  EXPECT_NE(v.unsupported(p, many).find("at most 128"), std::string::npos);
+}
+
+TEST(GpuDecode, LaunchTileIsTheInstancesWithTheModelsFastestSplits) {
+  const auto& v = decode();
+  const auto hw = sim::load_profile("H100-SXM5-80GB");  // no device here: the profile decode-v1 falls back on
+  for (const auto& [b, cache] : {std::pair<int64_t, int64_t>{1, 8192}, {8, 1024}, {64, 8192}}) {
+    const AttentionProblem p = decode_problem(b, cache);
+    const TileConfig c = gpu::tile_for(v, p);
+    EXPECT_EQ(c.block_q, 4);   // 1 query row x 4 query heads a kv head, packed
+    EXPECT_EQ(c.block_k, 64);  // a 32 KiB stage of d128 bf16 K and V
+    TileConfig one = c;
+    one.num_splits = 1;
+    EXPECT_EQ(c.num_splits, sim::fastest_splits(sim::sweep_splits_of_tile(p, hw, one))) << p.describe();
+  }
+  // A long single sequence splits (one CTA a kv head would stream 8K keys alone); more rows pack 8 or 16 a CTA.
+  EXPECT_GT(gpu::tile_for(v, decode_problem(1, 32768)).num_splits, 1);
+  EXPECT_EQ(gpu::tile_for(v, decode_problem(2, 100, 2)).block_q, 8);
+  EXPECT_EQ(gpu::tile_for(v, decode_problem(2, 100, 4)).block_q, 16);
+}
+
+TEST(GpuDecode, WorkspaceHoldsEverySplitsPartials) {
+  const auto& v = decode();
+  const AttentionProblem p = decode_problem(3, 500, 2);
+  TileConfig c = gpu::tile_for(v, p);
+  c.num_splits = 1;
+  EXPECT_EQ(v.workspace_bytes(p, c), 0u);  // one split writes o and lse directly
+  c.num_splits = 5;
+  // o_accum [5, 3, 32, 2, 128] and lse_accum [5, 3, 32, 2], fp32
+  EXPECT_EQ(v.workspace_bytes(p, c), static_cast<size_t>(5 * 3 * 32 * 2) * (128 + 1) * 4);
+}
+
+TEST(GpuDecode, OnlyTheSplitCountMayBeOverridden) {
+  const auto& v = decode();
+  const AttentionProblem p = decode_problem(2, 300);
+  TileConfig c = gpu::tile_for(v, p);
+  c.block_k = 128;
+  gpu::DeviceArgs none;
+  EXPECT_THROW(v.forward(p, c, none), InputError);
+}
