@@ -445,24 +445,30 @@ def cmd_decode(args):
     decode = g.golden("decode", "/tmp/golden-decode")
     if not args.no_check:
         default = g.golden("default", "/tmp/golden-default")
-        g.check(decode, "check_decode.txt", ["--kernel", "decode-v1"])
-        g.check(default, "check_default_decode.txt", ["--kernel", "decode-v1", "--case", "decode-*"])
+        g.check(decode, "check_decode.txt", ["--kernel", args.kernels])
+        g.check(default, "check_default_decode.txt", ["--kernel", args.kernels, "--case", "decode-*"])
         with open(os.path.join(decode, "manifest.json")) as f:
             small = [c["name"] for c in json.load(f)["cases"]
                      if os.path.getsize(os.path.join(decode, c["file"])) < 4 << 20]
         for tool in ("memcheck", "racecheck"):
             log = g.path(f"sanitizer_{tool}_decode_small.txt")
             rc = sh(["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", g.fg, "check", "--golden", decode,
-                     "--kernel", "decode-v1", "--quiet"] + [x for c in small for x in ("--case", c)],
+                     "--kernel", args.kernels, "--quiet"] + [x for c in small for x in ("--case", c)],
                     out=log, err=log, env=g.env)
             say(f"compute-sanitizer {tool} on {len(small)} small decode cases: exit {rc}")
             say("\n".join(tables.check_summary(read(log))))
     if args.no_bench:
         return 0
+    if args.no_sdpa:
+        args.sdpa_grid = None
     grid = args.grid.split() if args.grid else []
-    ours = g.path("decode_bench.csv")
-    say("flashsim-gpu decode-bench: exit", sh([g.fg, "decode-bench"] + grid, out=ours, env=g.env))
-    say(read(ours)[-3000:])
+    for kernel in args.kernels.split(","):
+        ours = g.path(f"decode_bench_{kernel}.csv")
+        say(f"flashsim-gpu decode-bench --kernel {kernel}: exit",
+            sh([g.fg, "decode-bench", "--kernel", kernel] + grid, out=ours, env=g.env))
+        say(read(ours)[-1500:])
+    if args.sdpa_grid is None:
+        return 0
     sdpa = g.path("decode_sdpa.csv")
     say("sdpa.py decode-grid: exit", sh([sys.executable, os.path.join(HERE, "sdpa.py"), "decode-grid"] +
                                          args.sdpa_grid.split(), out=sdpa))
@@ -539,7 +545,8 @@ def cmd_table(args):
     check LOG...                   the summary lines of flashsim-gpu check logs
     agree A.csv B.csv              two autotune CSVs of one plan, A taken as the prediction of B (the ceiling of
                                    sim tune --check's statistics)
-    peers PEERS.jsonl...           run.py peers' records: kernel x suite, skips by reason, failures"""
+    peers PEERS.jsonl...           run.py peers' records: kernel x suite, skips by reason, failures
+    decode BENCH.csv... [SDPA.csv] decode-bench's CSVs (one a version) beside sdpa.py decode-grid's"""
     f = args.files
     if args.what == "bench":
         lines = tables.bench_table(tables.read_bench_csv(f[0]), tables.read_bench_csv(f[1]))
@@ -554,6 +561,9 @@ def cmd_table(args):
     elif args.what == "peers":
         import peers
         lines = peers.table(*f)
+    elif args.what == "decode":
+        sdpa = [x for x in f if os.path.basename(x).startswith("decode_sdpa")]
+        lines = tables.decode_table([x for x in f if x not in sdpa], sdpa[0] if sdpa else None)
     else:
         lines = [line for path in f for line in [f"== {path}"] + tables.check_summary(read(path))]
     say("\n".join(lines))
@@ -655,8 +665,10 @@ def parser():
     p = verb("decode", cmd_decode, gpu=True, help="decode-v1: decode suites checked, sanitizers, decode-bench beside SDPA")
     p.add_argument("--grid", default="", help='flags for flashsim-gpu decode-bench ("--batches 1,64")')
     p.add_argument("--sdpa-grid", default="", help='flags for sdpa.py decode-grid ("--batches 1,64")')
+    p.add_argument("--kernels", default="decode-v1,decode-v2", help="the versions checked and timed")
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--no-bench", action="store_true")
+    p.add_argument("--no-sdpa", action="store_true")
 
     p = verb("sdpa", cmd_sdpa, help="PyTorch SDPA: bench, once, decode, decode-once, golden (sdpa.py)")
     p.add_argument("what", choices=["bench", "once", "decode", "decode-once", "decode-grid", "golden"])
@@ -678,7 +690,7 @@ def parser():
     p.add_argument("--budget-s", type=float, default=540, help="seconds the whole verb may take")
 
     p = verb("table", cmd_table, help="tables from recorded files")
-    p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree", "peers"])
+    p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree", "peers", "decode"])
     p.add_argument("files", nargs="+")
     p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
 

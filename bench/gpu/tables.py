@@ -273,3 +273,55 @@ def autotune_agreement(first, second):
         lines.append(f"{kernel:<8} {p:<4} {d:>4} {len(rhos):>7} {sum(rhos) / len(rhos):>9.3f} {min(rhos):>8.3f}")
     lines.append(f"the first's fastest within 5% of the second's fastest: {within} of {entries} entries")
     return lines
+
+
+def read_decode_csv(path):
+    """flashsim-gpu decode-bench's CSV: (copy bandwidth in B/s, rows as dicts with numbers)."""
+    copy, rows = 0.0, []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("# device copy bandwidth"):
+                copy = float(line.split(":")[1].split()[0]) * 1e9
+    with open(path) as f:
+        for r in csv.DictReader(line for line in f if not line.startswith("#")):
+            rows.append({k: (v if k == "kernel" else float(v)) for k, v in r.items()})
+    return copy, rows
+
+
+def decode_table(version_csvs, sdpa_csv=None):
+    """decode-bench over its grid, one line a (batch, cache length, page size): each version's time at the model's
+    split count, its share of the copy bandwidth and the prediction's ratio; the measured best count; SDPA's
+    backends (contiguous K/V) beside it. Then the issue's tallies: the share at each cell, the prediction within 10%,
+    the model's count within 5% of the best."""
+    sdpa = {}
+    if sdpa_csv:
+        with open(sdpa_csv) as f:
+            for r in csv.DictReader(f):
+                if r["ms"]:
+                    sdpa[(r["backend"], int(r["batch"]), int(r["cache_len"]))] = float(r["ms"])
+    lines = []
+    for path in version_csvs:
+        copy, rows = read_decode_csv(path)
+        cells = {}
+        for r in rows:
+            cells.setdefault((int(r["batch"]), int(r["cache_len"]), int(r["page_size"])), []).append(r)
+        name = rows[0]["kernel"] if rows else path
+        lines += [f"{name} (copy bandwidth {copy / 1e9:.0f} GB/s)", "",
+                  "| batch | cache | page | splits (model) | ms | share of copy | predicted ms | meas / pred "
+                  "| best splits | best ms | model's / best | SDPA flash ms | SDPA cuDNN ms |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        within10 = within5 = 0
+        for (b, n, page), rs in sorted(cells.items()):
+            chosen = next(r for r in rs if r["chosen"] == 1)
+            best = min(rs, key=lambda r: r["ms"])
+            ratio = chosen["ms"] / chosen["predicted_ms"]
+            within10 += abs(ratio - 1) <= 0.10
+            within5 += chosen["ms"] <= 1.05 * best["ms"]
+            fl, cu = sdpa.get(("sdpa-flash", b, n)), sdpa.get(("sdpa-cudnn", b, n))
+            lines.append(f"| {b} | {n} | {page} | {int(chosen['num_splits'])} | {chosen['ms']:.4f} | "
+                         f"{chosen['kv_bytes'] / (chosen['ms'] * 1e-3) / copy:.2f} | {chosen['predicted_ms']:.4f} | "
+                         f"{ratio:.2f} | {int(best['num_splits'])} | {best['ms']:.4f} | {chosen['ms'] / best['ms']:.2f} | "
+                         f"{fl if fl else '-'} | {cu if cu else '-'} |")
+        lines += ["", f"{name}: prediction within 10% in {within10} of {len(cells)} cells; the model's split count "
+                  f"within 5% of the measured best in {within5} of {len(cells)}", ""]
+    return lines

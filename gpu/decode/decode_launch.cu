@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cuda_launch.h"
-#include "decode_kernel.cuh"
 #include "decode_launch.h"
+#include "decode_v1_kernel.cuh"
+#include "decode_v2_kernel.cuh"
 
 namespace flashsim::gpu::decode {
 
@@ -49,6 +51,19 @@ DecodeTile tile_by_rows(int rows) {
   if (rows == 16) return tile_of<kB, kD, kDv, 16>();
   return {};
 }
+template <int kD, int kDv>
+DecodeTile mma_tile() {
+  using Tr = DecodeMmaTraits<kD, kDv>;
+  return {Tr::kRows, Tr::kBlockK, Tr::kThreads, Tr::kStages, Tr::kSmemBytes};
+}
+DecodeTile mma_tile_by_dims(int d, int dv) {
+  if (d == 64 && dv == 64) return mma_tile<64, 64>();
+  if (d == 128 && dv == 128) return mma_tile<128, 128>();
+  if (d == 128 && dv == 64) return mma_tile<128, 64>();
+  if (d == 256 && dv == 256) return mma_tile<256, 256>();
+  return {};
+}
+
 template <int kB>
 DecodeTile tile_by_dims(int d, int dv, int rows) {
   if (d == 64 && dv == 64) return tile_by_rows<kB, 64, 64>(rows);
@@ -72,12 +87,27 @@ void launch_split(const DecodeParams& p, int m_blocks, cudaStream_t stream) {
   FLASHSIM_CUDA_CHECK(cudaGetLastError());
 }
 
+template <class T, int D, int DV>
+void launch_mma_split(const DecodeParams& p, int m_blocks, cudaStream_t stream) {
+  using Tr = DecodeMmaTraits<D, DV>;
+  const auto kernel = decode_mma_split_kernel<T, D, DV>;
+  static const bool allowed =  // once an instance and process, as launch_split
+      (allow_dynamic_smem(reinterpret_cast<const void*>(kernel), Tr::kSmemBytes, "decode-v2"), true);
+  (void)allowed;
+  const dim3 grid(m_blocks, p.num_splits, p.a.batch * p.a.heads_kv);
+  kernel<<<grid, Tr::kThreads, Tr::kSmemBytes, stream>>>(p);
+  FLASHSIM_CUDA_CHECK(cudaGetLastError());
+}
+
 struct Launch {
   const DecodeParams& p;
+  Split split;
   cudaStream_t stream;
   template <class T, int D, int DV>
   void operator()() const {
-    const int packed = p.a.seqlen_q * p.a.group, rows = rows_per_cta(packed);
+    const bool mma = split == Split::TensorCores;
+    const int packed = p.a.seqlen_q * p.a.group,
+              rows = mma ? DecodeMmaTraits<D, DV>::kRows : rows_per_cta(packed);
     const int m_blocks = (packed + rows - 1) / rows;
     if (p.seqlen_new > 0) {
       // One thread a 16-byte chunk: 256 threads, at most 4096 CTAs (a grid-stride loop beyond).
@@ -87,9 +117,12 @@ struct Launch {
       decode_append_kernel<<<blocks, 256, 0, stream>>>(p, static_cast<int>(sizeof(T)));
       FLASHSIM_CUDA_CHECK(cudaGetLastError());
     }
-    if (rows == 4) launch_split<T, D, DV, 4>(p, m_blocks, stream);
-    if (rows == 8) launch_split<T, D, DV, 8>(p, m_blocks, stream);
-    if (rows == 16) launch_split<T, D, DV, 16>(p, m_blocks, stream);
+    if constexpr (!std::is_same_v<T, float>) {
+      if (mma) launch_mma_split<T, D, DV>(p, m_blocks, stream);
+    }
+    if (!mma && rows == 4) launch_split<T, D, DV, 4>(p, m_blocks, stream);
+    if (!mma && rows == 8) launch_split<T, D, DV, 8>(p, m_blocks, stream);
+    if (!mma && rows == 16) launch_split<T, D, DV, 16>(p, m_blocks, stream);
     if (p.num_splits > 1) {
       const int64_t out_rows = static_cast<int64_t>(p.a.batch) * p.a.heads_q * p.a.seqlen_q;
       const auto blocks = static_cast<unsigned>((out_rows + kCombineWarps - 1) / kCombineWarps);
@@ -115,14 +148,18 @@ bool instances_compiled(int elem_bytes, bool bf16, int d, int dv) {
   return head_dims_supported(d, dv) && with_instance(e, d, dv, NoOp{});
 }
 
-DecodeTile decode_tile(int elem_bytes, int d, int dv, int rows) {
+DecodeTile decode_tile(Split split, int elem_bytes, int d, int dv, int64_t packed_rows) {
+  if (split == Split::TensorCores) return elem_bytes == 2 ? mma_tile_by_dims(d, dv) : DecodeTile{};
+  const int rows = rows_per_cta(packed_rows);
   return elem_bytes == 2   ? tile_by_dims<2>(d, dv, rows)
          : elem_bytes == 4 ? tile_by_dims<4>(d, dv, rows)
                            : DecodeTile{};
 }
 
-void launch_decode(const DecodeParams& p, Elem elem, void* stream) {
-  if (!with_instance(elem, p.a.head_dim, p.a.head_dim_v, Launch{p, static_cast<cudaStream_t>(stream)}))
+void launch_decode(const DecodeParams& p, Split split, Elem elem, void* stream) {
+  if (split == Split::TensorCores && elem == Elem::F32)
+    throw std::runtime_error("decode-v2: fp32 has no mma.sync m16n8k16 (decode-v1 runs it)");
+  if (!with_instance(elem, p.a.head_dim, p.a.head_dim_v, Launch{p, split, static_cast<cudaStream_t>(stream)}))
     throw std::runtime_error("decode-v1: no compiled instance for head dims " + std::to_string(p.a.head_dim) +
                              "/" + std::to_string(p.a.head_dim_v));
 }

@@ -8,7 +8,8 @@
 
 namespace flashsim::gpu::decode {
 
-// The rows a CTA packs for `packed_rows` = seqlen_q x group: 4, 8 or 16 (more run as more CTAs).
+// The rows a decode-v1 CTA packs for `packed_rows` = seqlen_q x group: 4, 8 or 16 (more run as more CTAs);
+// decode-v2's always 16 (an m16 tile).
 inline int rows_per_cta(int64_t packed_rows) {
   return packed_rows <= 4 ? 4 : packed_rows <= 8 ? 8 : 16;
 }
@@ -29,12 +30,15 @@ bool head_dims_supported(int d, int dv);
 // Whether this build compiled the instances of (element bytes, d, dv) (FLASHSIM_DECODE_INSTANCES=ci compiles
 // bf16 d128 alone).
 bool instances_compiled(int elem_bytes, bool bf16, int d, int dv);
-// The tile of (element bytes, d, dv, rows); rows = 0 when no such instance exists.
-DecodeTile decode_tile(int elem_bytes, int d, int dv, int rows);
+// The split kernels: decode-v1's on CUDA cores (fp32, fp16, bf16) and decode-v2's on tensor cores (fp16, bf16).
+enum class Split { CudaCores, TensorCores };
+
+// The tile of (split kernel, element bytes, d, dv, packed rows); rows = 0 when no such instance exists.
+DecodeTile decode_tile(Split split, int elem_bytes, int d, int dv, int64_t packed_rows);
 
 // Element type of a launch.
 enum class Elem { F32, F16, BF16 };
 // Launches append (seqlen_new > 0), split and, with num_splits > 1, combine on `stream` (a cudaStream_t).
-void launch_decode(const DecodeParams& p, Elem elem, void* stream);
+void launch_decode(const DecodeParams& p, Split split, Elem elem, void* stream);
 
 }  // namespace flashsim::gpu::decode

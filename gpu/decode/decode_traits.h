@@ -67,10 +67,43 @@ struct DecodeTraits {
   // After the loop the stages hold the key groups' partial O (fp32) for their sum.
   static constexpr int kReduceBytes = kKeyGroups * kRows * DV * 4;
   static constexpr int kKvBytes = kStages * kStageBytes > kReduceBytes ? kStages* kStageBytes : kReduceBytes;
-  static constexpr int kQBytes = kRows * D * 4;        // Q in fp32
-  static constexpr int kSBytes = kRows * kBlockK * 4;  // the tile's scores, then P
-  static constexpr int kRowStatBytes = 3 * kRows * 4;  // alpha, m, l a row
-  static constexpr int kSmemBytes = kKvBytes + kQBytes + kSBytes + kRowStatBytes;
+  static constexpr int kQBytes = kRows * D * 4;               // Q in fp32
+  static constexpr int kSBytes = kRows * kBlockK * 4;         // the tile's scores, then P
+  static constexpr int kRowStatBytes = 3 * kRows * 4;         // alpha, m, l a row
+  static constexpr int kLookupBytes = kStages * kBlockK * 8;  // each stage's keys' cache rows (lookup_rows)
+  static constexpr int kSmemBytes = kKvBytes + kQBytes + kSBytes + kRowStatBytes + kLookupBytes;
+};
+
+}  // namespace flashsim::gpu::decode
+
+namespace flashsim::gpu::decode {
+
+// decode-v2's tile (tensor cores, fp16 / bf16): 16 packed rows (one m16 tile of mma.sync m16n8k16; rows past the
+// pack are zeros), 64 keys a tile split over the 4 warps (16 keys a warp: one k16 step of P V), each warp with
+// its own online softmax over its keys and the four merged once at the end, so a tile needs no barrier between
+// its products. K and V rows are unpadded, their 16-byte chunks XOR-swizzled by row (ldmatrix reads 8 rows of
+// one chunk).
+template <int D, int DV>
+struct DecodeMmaTraits {
+  static_assert(D % 64 == 0 && DV % 64 == 0,
+                "head dims are multiples of 64 (8 chunks a row: the swizzle's span)");
+  static constexpr int kThreads = 128, kWarps = 4;
+  static constexpr int kRows = 16;
+  static constexpr int kKeysPerWarp = 16;
+  static constexpr int kBlockK = kWarps * kKeysPerWarp;
+  // 3 stages (2 tiles in flight while one computes) where two CTAs an SM still fit: d128 K and V are 32 KiB a
+  // tile, 96 KiB a CTA; d256's 64 KiB tiles take 2 stages (one CTA an SM).
+  static constexpr int kStages = D + DV > 256 ? 2 : 3;
+  static constexpr int kKStride = D * 2, kVStride = DV * 2;
+  static constexpr int kStageBytes = kBlockK * (kKStride + kVStride);
+  static constexpr int kReduceBytes = kWarps * kRows * DV * 4;  // the warps' O, merged after the loop
+  static constexpr int kKvBytes = kStages * kStageBytes > kReduceBytes ? kStages* kStageBytes : kReduceBytes;
+  static constexpr int kQBytes = kRows * D * 2;
+  static constexpr int kStatBytes = 2 * kWarps * kRows * 4;   // each warp's m and l a row
+  static constexpr int kLookupBytes = kStages * kBlockK * 8;  // each stage's keys' cache rows (lookup_rows)
+  static constexpr int kSmemBytes = kKvBytes + kQBytes + kStatBytes + kLookupBytes;
+  static constexpr int kKKeysPerPass = kThreads / (kKStride / 16);
+  static constexpr int kVKeysPerPass = kThreads / (kVStride / 16);
 };
 
 }  // namespace flashsim::gpu::decode

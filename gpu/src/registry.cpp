@@ -13,7 +13,7 @@ namespace {
 std::vector<KernelVersion>& registry() {
   static std::vector<KernelVersion> all = {
       host_emulated_v1(),  // the CPU stand-in: checks the harness where no GPU is
-      naive_v1(),         fa2_v1(), three_pass_v1(), two_pass_v1(), decode_v1(),
+      naive_v1(),         fa2_v1(), three_pass_v1(), two_pass_v1(), decode_v1(), decode_v2(),
 #ifdef FLASHSIM_WITH_FA3
       fa3_v1(),  // built with CUTLASS's headers (gpu/fa3/CMakeLists.txt)
 #endif

@@ -1,6 +1,5 @@
 #pragma once
-// decode-v1's kernels (decode_v1.cu describes the version): the append of k_new / v_new into the paged cache,
-// the split-KV attention over the cache, and the combine of the splits' partials.
+// decode-v1's split kernel (decode_v1.cpp describes the family; append and combine: decode_common.cuh).
 //
 // decode_split_kernel: a CTA per (packed row block, split, sequence x kv head). The group's query heads are
 // packed as rows (pack GQA: packed row r is query row r / group of head kv_head x group + r % group), so each
@@ -20,95 +19,10 @@
 
 #include <cstdint>
 
-#include "cp_async.cuh"
-#include "decode_kernel_limits.h"
-#include "decode_params.h"
+#include "decode_common.cuh"
 #include "decode_traits.h"
-#include "score_pipeline.cuh"
 
 namespace flashsim::gpu::decode {
-
-// The cache row of key j of sequence b.
-__device__ __forceinline__ int64_t cache_row(const DecodeParams& p, int b, int j) {
-  const int page = p.block_table[static_cast<int64_t>(b) * p.max_blocks + j / p.page_size];
-  return static_cast<int64_t>(page) * p.page_size + j % p.page_size;
-}
-
-// The slot of 16-byte chunk c of K row `key` in shared memory: c XOR (key x threads-a-key mod 8), so that the 8
-// threads of a quarter warp (8 / kTpk keys, kTpk chunk phases each) read 8 distinct bank groups.
-template <int kTpk>
-__device__ __forceinline__ int k_chunk_slot(int key, int c) {
-  return c ^ ((key * kTpk) & 7);
-}
-
-// Copies rows [k0, k0 + kBlockK) of one tensor of the cache (row stride kRowBytes in shared memory, key j at the
-// cache row of j; zero-filled past lk) by 16-byte cp.async. Each thread copies one chunk phase of kPasses keys;
-// their cache rows (block-table lookups) are read first, all together, so their latencies overlap.
-template <int kBlockK, int kRowBytes, int kKeysPerPass, int kTpk, bool kSwizzle>
-__device__ __forceinline__ void copy_rows(unsigned char* s, const void* cache, const DecodeParams& p, int b,
-                                          int hk, int k0, int lk, int tid) {
-  constexpr int kChunks = kRowBytes / 16, kPasses = kBlockK / kKeysPerPass;
-  const int chunk = tid % kChunks, first = tid / kChunks;
-  int64_t row[kPasses];
-#pragma unroll
-  for (int i = 0; i < kPasses; ++i) {
-    const int j = k0 + first + i * kKeysPerPass;
-    row[i] = j < lk ? cache_row(p, b, j) : -1;
-  }
-#pragma unroll
-  for (int i = 0; i < kPasses; ++i) {
-    const int jj = first + i * kKeysPerPass;
-    const unsigned char* src = static_cast<const unsigned char*>(cache);
-    if (row[i] >= 0) src += (row[i] * p.a.heads_kv + hk) * kRowBytes + chunk * 16;
-    const int slot = kSwizzle ? k_chunk_slot<kTpk>(jj, chunk) : chunk;
-    cp_async_16(smem_addr(s + jj * kRowBytes + slot * 16), src, row[i] >= 0 ? 16 : 0);
-  }
-}
-
-// The kVec elements of a 16-byte chunk in shared memory, as fp32.
-template <class T, int kVec>
-__device__ __forceinline__ void chunk_to_float(const unsigned char* chunk, float (&f)[kVec]) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(chunk);
-  const T* e = reinterpret_cast<const T*>(&raw);
-#pragma unroll
-  for (int i = 0; i < kVec; ++i) f[i] = to_float(e[i]);
-}
-
-template <class Op>
-__device__ __forceinline__ float warp_reduce(float x, Op op) {
-#pragma unroll
-  for (int off = 16; off > 0; off /= 2) x = op(x, __shfl_xor_sync(0xffffffffu, x, off));
-  return x;
-}
-struct Max {
-  __device__ float operator()(float x, float y) const { return fmaxf(x, y); }
-};
-struct Sum {
-  __device__ float operator()(float x, float y) const { return x + y; }
-};
-
-// k_new / v_new into the cache rows cache_seqlens[b] + t of sequence b, one thread a 16-byte chunk (head dims
-// are multiples of 8 bytes' worth of 16-byte chunks: d x sizeof(T) % 16 == 0, checked by the version).
-__global__ void decode_append_kernel(const DecodeParams p, int elem_bytes) {
-  const AttentionParams& a = p.a;
-  const int kc = a.head_dim * elem_bytes / 16, vc = a.head_dim_v * elem_bytes / 16;
-  const int64_t total = static_cast<int64_t>(a.batch) * p.seqlen_new * a.heads_kv * (kc + vc);
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int c = static_cast<int>(idx % (kc + vc));
-    int64_t rest = idx / (kc + vc);
-    const int hk = static_cast<int>(rest % a.heads_kv);
-    rest /= a.heads_kv;
-    const int t = static_cast<int>(rest % p.seqlen_new), b = static_cast<int>(rest / p.seqlen_new);
-    const int64_t row = cache_row(p, b, p.cache_seqlens[b] + t);
-    const int64_t src_row = (static_cast<int64_t>(b) * p.seqlen_new + t) * a.heads_kv + hk;
-    const bool is_k = c < kc;
-    const int chunks = is_k ? kc : vc, cc = is_k ? c : c - kc;
-    const uint4* src = static_cast<const uint4*>(is_k ? p.k_new : p.v_new) + src_row * chunks + cc;
-    uint4* dst = static_cast<uint4*>(is_k ? p.k_cache : p.v_cache) + (row * a.heads_kv + hk) * chunks + cc;
-    *dst = *src;
-  }
-}
 
 template <class T, int D, int DV, int kRows>
 __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams p) {
@@ -123,6 +37,7 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
   float* sAlpha = sS + kRows * kBlockK;                       // [kRows] exp(m_old - m_new)
   float* sM = sAlpha + kRows;                                 // [kRows] final m
   float* sL = sM + kRows;                                     // [kRows] final l
+  int64_t* sRow = reinterpret_cast<int64_t*>(sL + kRows);     // [kStages, kBlockK]
 
   const AttentionParams& a = p.a;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -144,17 +59,25 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
 
   // Tile n's K and V rows into stage `stage`; keys past len_k are zero-filled (their scores are -inf, and a
   // zero V row keeps 0 x V finite).
-  const auto load_tile = [&](int n, int stage) {
-    unsigned char* sK = sKV + stage * Tr::kStageBytes;
-    copy_rows<kBlockK, Tr::kKStride, Tr::kKKeysPerPass, kTpk, true>(sK, p.k_cache, p, b, hk, n * kBlockK, lk,
-                                                                    tid);
-    copy_rows<kBlockK, Tr::kVStride, Tr::kVKeysPerPass, kTpk, false>(sK + kBlockK * Tr::kKStride, p.v_cache,
-                                                                     p, b, hk, n * kBlockK, lk, tid);
+  // Tile n's block-table lookups into sRow[n % kStages] (a tile ahead of its copy), and its K and V rows into
+  // stage n % kStages (keys past len_k zero-filled: their scores are -inf, and a zero V row keeps 0 x V finite).
+  const auto lookup = [&](int t) {
+    if (t < nt)
+      lookup_rows<kBlockK>(sRow + (t % Tr::kStages) * kBlockK, p, b, hk, (n0 + t) * kBlockK, lk, tid);
+  };
+  const auto load_tile = [&](int t) {
+    if (t >= nt) return;
+    unsigned char* sK = sKV + (t % Tr::kStages) * Tr::kStageBytes;
+    const int64_t* rows_of_tile = sRow + (t % Tr::kStages) * kBlockK;
+    copy_rows<kBlockK, Tr::kKStride, Tr::kKKeysPerPass, kTpk>(sK, p.k_cache, rows_of_tile, tid);
+    copy_rows<kBlockK, Tr::kVStride, Tr::kVKeysPerPass, 0>(sK + kBlockK * Tr::kKStride, p.v_cache,
+                                                           rows_of_tile, tid);
   };
 
-#pragma unroll
-  for (int st = 0; st < Tr::kStages - 1; ++st) {  // the first tiles in flight, a commit group each
-    if (st < nt) load_tile(n0 + st, st);
+  for (int t = 0; t < Tr::kStages; ++t) lookup(t);
+  __syncthreads();
+  for (int t = 0; t < Tr::kStages - 1; ++t) {  // the first tiles in flight, a commit group each
+    load_tile(t);
     cp_async_commit();
   }
   // Q of the packed rows in fp32 (rows past the pack are 0).
@@ -189,9 +112,11 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
     cp_async_wait<Tr::kStages - 2>();  // tile t landed (the next kStages - 2 may be in flight)
     __syncthreads();                   // ... for every thread; and tile t - 1's stage is free
     // Tile t + kStages - 1 into tile t - 1's stage: kStages - 1 tiles load while this one computes.
-    if (t + Tr::kStages - 1 < nt) load_tile(n0 + t + Tr::kStages - 1, (t + Tr::kStages - 1) % Tr::kStages);
+    load_tile(t + Tr::kStages -
+              1);  // into tile t - 1's stage: kStages - 1 tiles load while this one computes
     cp_async_commit();
-    {  // S = scale Q K^T, through the score pipeline
+    lookup(t + Tr::kStages);  // sRow[t % kStages] was tile t's, copied long ago; read after the next barrier
+    {                         // S = scale Q K^T, through the score pipeline
       float s[kRows];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) s[r] = 0.f;
@@ -200,7 +125,7 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
       for (int it = 0; it < kKChunks / kTpk; ++it) {
         const int chunk = it * kTpk + part;
         float kf[kVec];
-        chunk_to_float<T, kVec>(krow + k_chunk_slot<kTpk>(key, chunk) * 16, kf);
+        chunk_to_float<T, kVec>(krow + chunk_slot<kTpk>(key, chunk) * 16, kf);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
           const float* qr = sQ + r * D + chunk * kVec;
@@ -303,43 +228,6 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
       if (c == 0) p.lse_accum[srow] = lse;
     }
   }
-}
-
-// A warp an output row (b, h, i): lse = log sum_s exp(lse_s), O = sum_s exp(lse_s - lse) O_s.
-constexpr int kCombineWarps = 4;
-constexpr int kMaxSplits = kMaxCombinedSplits;  // the weights' shared buffer (decode_kernel_limits.h)
-template <class T>
-__global__ void __launch_bounds__(kCombineWarps * 32) decode_combine_kernel(const DecodeParams p) {
-  __shared__ float sW[kCombineWarps][kMaxSplits];
-  const AttentionParams& a = p.a;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t rows = static_cast<int64_t>(a.batch) * a.heads_q * a.seqlen_q;
-  const int64_t row = blockIdx.x * static_cast<int64_t>(kCombineWarps) + warp;
-  if (row >= rows) return;
-  const int S = p.num_splits, dv = a.head_dim_v;
-  float mx = neg_inf();
-  for (int s = lane; s < S; s += 32) mx = fmaxf(mx, p.lse_accum[s * rows + row]);
-  mx = warp_reduce(mx, Max{});
-  const int64_t i = row % a.seqlen_q, bh = row / a.seqlen_q, h = bh % a.heads_q, b = bh / a.heads_q;
-  T* o = static_cast<T*>(p.o) + ((b * a.seqlen_q + i) * a.heads_q + h) * dv;
-  if (mx == neg_inf()) {  // no split saw a key
-    for (int c = lane; c < dv; c += 32) o[c] = from_float<T>(0.f);
-    if (lane == 0) p.lse[row] = neg_inf();
-    return;
-  }
-  float sum = 0.f;
-  for (int s = lane; s < S; s += 32) sum += expf(p.lse_accum[s * rows + row] - mx);
-  sum = warp_reduce(sum, Sum{});
-  const float lse = mx + logf(sum);  // lse = max + log sum_s exp(lse_s - max)
-  for (int s = lane; s < S; s += 32) sW[warp][s] = expf(p.lse_accum[s * rows + row] - lse);
-  __syncwarp();
-  for (int c = lane; c < dv; c += 32) {
-    float x = 0.f;
-    for (int s = 0; s < S; ++s)
-      if (sW[warp][s] > 0.f) x = fmaf(sW[warp][s], p.o_accum[(s * rows + row) * dv + c], x);
-    o[c] = from_float<T>(x);
-  }
-  if (lane == 0) p.lse[row] = lse;
 }
 
 }  // namespace flashsim::gpu::decode
