@@ -30,20 +30,32 @@ __device__ __forceinline__ int chunk_slot(int row, int c) {
   return c ^ ((row * kSwz) & 7);
 }
 
-// The block-table lookups of a tile, done once a key and a tile ahead of its copy: threads [0, kBlockK) write
-// (cache row of key k0 + tid) x heads_kv + hk, the key's row in a [rows x heads_kv, dim] view of the cache, or -1
-// past lk. (Every copying thread doing its keys' lookups, integer division included, cost more instructions than
-// the products: the H100 issued one instruction every ~3 cycles a scheduler and streamed ~7 GB/s a CTA.)
-template <int kBlockK>
-__device__ __forceinline__ void lookup_rows(int64_t* sRow, const DecodeParams& p, int b, int hk, int k0,
-                                            int lk, int tid) {
-  if (tid < kBlockK) {
-    const int j = k0 + tid;
-    sRow[tid] = j < lk ? cache_row(p, b, j) * p.a.heads_kv + hk : -1;
-  }
-}
+// The block-table lookups of a CTA's tiles, once a key (threads [0, kBlockK), one key each) and ahead of the copy:
+// tile t's rows are loaded into a register (fetch) an iteration before they are stored to sRow[t % kStages]
+// (put), which the copy of tile t reads after the next barrier; so a lookup's load latency overlaps a tile's work
+// instead of holding the barrier. A row is (cache row of the key) x heads_kv + hk, the key's row in a
+// [rows x heads_kv, dim] view of the cache, or -1 past lk. (Every copying thread looking up its own keys, integer
+// division included, had cost more instructions than the products: the H100 issued one instruction every ~3
+// cycles a scheduler and streamed ~7 GB/s a CTA; storing the lookup at once held each barrier for a load's
+// latency, ~15 GB/s a CTA.)
+template <int kBlockK, int kStages>
+struct RowLookups {
+  int64_t* sRow;  // [kStages, kBlockK]
+  const DecodeParams& p;
+  int b, hk, n0, nt, lk, tid;
+  int64_t pending = -1;  // fetched, not yet put
 
-// Copies the rows of one tensor of the cache for a tile (sRow: lookup_rows's) into shared memory (row stride
+  __device__ __forceinline__ int64_t fetch(int t) const {
+    const int j = (n0 + t) * kBlockK + tid;
+    return t < nt && tid < kBlockK && j < lk ? cache_row(p, b, j) * p.a.heads_kv + hk : -1;
+  }
+  __device__ __forceinline__ void put(int t, int64_t row) const {
+    if (t < nt && tid < kBlockK) sRow[(t % kStages) * kBlockK + tid] = row;
+  }
+  __device__ __forceinline__ const int64_t* rows_of(int t) const { return sRow + (t % kStages) * kBlockK; }
+};
+
+// Copies the rows of one tensor of the cache for a tile (sRow: RowLookups::rows_of) into shared memory (row stride
 // kRowBytes, chunks placed by chunk_slot<kSwz>; zero-filled past lk) by 16-byte cp.async: each thread copies one
 // chunk phase of kPasses keys.
 template <int kBlockK, int kRowBytes, int kKeysPerPass, int kSwz>

@@ -59,22 +59,20 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
 
   // Tile n's K and V rows into stage `stage`; keys past len_k are zero-filled (their scores are -inf, and a
   // zero V row keeps 0 x V finite).
-  // Tile n's block-table lookups into sRow[n % kStages] (a tile ahead of its copy), and its K and V rows into
-  // stage n % kStages (keys past len_k zero-filled: their scores are -inf, and a zero V row keeps 0 x V finite).
-  const auto lookup = [&](int t) {
-    if (t < nt)
-      lookup_rows<kBlockK>(sRow + (t % Tr::kStages) * kBlockK, p, b, hk, (n0 + t) * kBlockK, lk, tid);
-  };
+  // Tile t's K and V rows into stage t % kStages (keys past len_k zero-filled: their scores are -inf, and a zero V
+  // row keeps 0 x V finite), at the rows its lookups put in shared memory.
+  RowLookups<kBlockK, Tr::kStages> lookups{sRow, p, b, hk, n0, nt, lk, tid};
   const auto load_tile = [&](int t) {
     if (t >= nt) return;
     unsigned char* sK = sKV + (t % Tr::kStages) * Tr::kStageBytes;
-    const int64_t* rows_of_tile = sRow + (t % Tr::kStages) * kBlockK;
+    const int64_t* rows_of_tile = lookups.rows_of(t);
     copy_rows<kBlockK, Tr::kKStride, Tr::kKKeysPerPass, kTpk>(sK, p.k_cache, rows_of_tile, tid);
     copy_rows<kBlockK, Tr::kVStride, Tr::kVKeysPerPass, 0>(sK + kBlockK * Tr::kKStride, p.v_cache,
                                                            rows_of_tile, tid);
   };
 
-  for (int t = 0; t < Tr::kStages; ++t) lookup(t);
+  for (int t = 0; t < Tr::kStages; ++t) lookups.put(t, lookups.fetch(t));
+  lookups.pending = lookups.fetch(Tr::kStages);
   __syncthreads();
   for (int t = 0; t < Tr::kStages - 1; ++t) {  // the first tiles in flight, a commit group each
     load_tile(t);
@@ -115,8 +113,9 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
     load_tile(t + Tr::kStages -
               1);  // into tile t - 1's stage: kStages - 1 tiles load while this one computes
     cp_async_commit();
-    lookup(t + Tr::kStages);  // sRow[t % kStages] was tile t's, copied long ago; read after the next barrier
-    {                         // S = scale Q K^T, through the score pipeline
+    lookups.put(t + Tr::kStages, lookups.pending);  // sRow[t % kStages] held tile t's rows, copied long ago
+    lookups.pending = lookups.fetch(t + Tr::kStages + 1);
+    {  // S = scale Q K^T, through the score pipeline
       float s[kRows];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) s[r] = 0.f;

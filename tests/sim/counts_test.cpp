@@ -522,6 +522,37 @@ TEST(Decode, SplitsHelpOnlyWhenFewCtas) {
   }
 }
 
+// A tile the profile has a measured step for (decode-v2's, calibration decode.cta_stream_h100) holds each CTA to
+// a tile's bytes a measured step: a lone CTA takes at least its tiles' steps; without the entry the in-flight
+// rule alone lets it stream several times faster. A launch that fills the GPU stays at the DRAM floor.
+TEST(Decode, MeasuredStepHoldsALoneCta) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  auto unmeasured = hw;
+  unmeasured.measured_steps.clear();
+  TileConfig tile;  // decode-v2's d128 bf16 tile
+  tile.block_q = 16;
+  tile.block_k = 64;
+  tile.warps = 4;
+  tile.stages = 3;
+  const MeasuredSteps* step = nullptr;
+  for (const auto& m : hw.measured_steps)
+    if (m.kernel == "fwd_splitkv" && m.block_q == 16 && m.block_k == 64 && m.stages == 3 && m.head_dim == 128)
+      step = &m;
+  ASSERT_NE(step, nullptr) << "the H100 profile has decode-v2's step";
+  const auto lone = paged_problem({131072}, 16, 4, 1, 128, DType::BF16);  // one CTA at 1 split, 2048 tiles
+  const auto measured = sweep_splits_of_tile(lone, hw, tile);
+  const auto plain = sweep_splits_of_tile(lone, unmeasured, tile);
+  ASSERT_EQ(measured.rows[0].num_splits, 1);
+  EXPECT_GE(measured.rows[0].split_time_s, 0.95 * 2048 * step->step_s());
+  EXPECT_LT(plain.rows[0].split_time_s, measured.rows[0].split_time_s / 2);
+  // so the model splits a lone sequence further than the in-flight rule alone would
+  EXPECT_GT(fastest_splits(measured), 1);
+  const auto full = paged_problem(std::vector<int64_t>(64, 8192), 16, 32, 8, 128, DType::BF16);
+  const auto r = sweep_splits_of_tile(full, hw, tile);
+  EXPECT_EQ(fastest_splits(r), 1);
+  EXPECT_LT(r.rows[0].time_s, 1.05 * sweep_splits_of_tile(full, unmeasured, tile).rows[0].time_s);
+}
+
 // --- Block-sparse: tiles whose block-mask tiles are all inactive move no K/V and do no work ---------------------
 
 namespace {

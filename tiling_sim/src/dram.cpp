@@ -101,14 +101,29 @@ static double list_schedule_imbalance(const std::vector<double>& pattern, int64_
   return makespan * static_cast<double>(resident) / total;
 }
 
+// A measured step time of the launch's streaming loop (a split-KV kernel's key tile), 0 where the profile has none.
+static double measured_step_s(const KernelLaunch& l, const HardwareProfile& hw) {
+  if (l.step_bytes <= 0 || !l.model) return 0;
+  for (const MeasuredSteps& m : hw.measured_steps)
+    if (m.kernel == l.model->name && m.head_dim == l.step_head_dim && m.block_q == l.step_block_q &&
+        m.block_k == l.step_block_k && m.stages == l.step_stages && !m.persistent)
+      return m.step_s();
+  return 0;
+}
+
 // The bytes a second one CTA can stream: its loads in flight over the DRAM latency (Little's law), at most an
-// SM's rate, as measured for the profile; without those measurements one SM's share of the bandwidth.
+// SM's rate, as measured for the profile; without those measurements one SM's share of the bandwidth. Where the
+// profile has the kernel's measured step (a CTA alone, calibration decode.cta_stream_h100), at most a step's
+// bytes a step: what a CTA whose loop issues too few loads, or waits on its own instructions, reaches.
 static double cta_dram_rate(const KernelLaunch& l, const HardwareProfile& hw) {
+  double r = dram_rate(hw) / static_cast<double>(std::max(1, hw.sms));
   if (hw.cta_dram_latency_s > 0 && l.inflight_bytes > 0) {
-    const double r = static_cast<double>(l.inflight_bytes) / hw.cta_dram_latency_s;
-    return hw.sm_dram_bytes_per_s > 0 ? std::min(r, hw.sm_dram_bytes_per_s) : r;
+    r = static_cast<double>(l.inflight_bytes) / hw.cta_dram_latency_s;
+    if (hw.sm_dram_bytes_per_s > 0) r = std::min(r, hw.sm_dram_bytes_per_s);
   }
-  return dram_rate(hw) / static_cast<double>(std::max(1, hw.sms));
+  if (const double step = measured_step_s(l, hw); step > 0)
+    r = std::min(r, static_cast<double>(l.step_bytes) / step);
+  return r;
 }
 
 // The DRAM time when each CTA streams at most at cta_dram_rate: the CTAs' bytes between L2 and the SM (scaled by

@@ -75,6 +75,11 @@ KernelLaunch splitkv_launch(const AttentionProblem& p, const TileConfig& c) {
   }
   // FA2 issues the next K (or V) tile's loads while it computes with the current one: a tile per stage in flight.
   l.inflight_bytes = std::max(k, v);
+  l.step_bytes = c.block_k * (d + dv) * e;
+  l.step_head_dim = d;
+  l.step_block_q = c.block_q;
+  l.step_block_k = c.block_k;
+  l.step_stages = c.stages;
   return l;
 }
 

@@ -83,8 +83,12 @@ struct KernelLaunch {
   int regs_per_thread = 0;        // 0: not modeled (occupancy from shared memory and threads only)
   int64_t accumulator_elems = 0;  // fp32 elements a CTA accumulates in registers (0: not modeled)
   int64_t inflight_bytes = 0;     // bytes of loads a CTA keeps in flight (dram_cta_share models)
-  CtaStep step;                   // the per-CTA time model's view of the main loop (warps 0: none)
-  WarpSpecializedWork ws;         // warp-specialized kernels' tiles and steps (tiles 0: none)
+  // A streaming main loop's step (the split-KV kernel's key tile): the bytes a step loads and the tile a measured
+  // per-step time is keyed by (HardwareProfile::measured_steps); a CTA then streams at most step_bytes a
+  // measured step. step_bytes 0: none.
+  int64_t step_bytes = 0, step_head_dim = 0, step_block_q = 0, step_block_k = 0, step_stages = 0;
+  CtaStep step;            // the per-CTA time model's view of the main loop (warps 0: none)
+  WarpSpecializedWork ws;  // warp-specialized kernels' tiles and steps (tiles 0: none)
   std::vector<SmemBuffer> smem;
   int64_t ctas() const { return grid_x * grid_y * grid_z; }
   int64_t smem_bytes() const;
