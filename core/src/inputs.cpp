@@ -114,6 +114,30 @@ void AttentionInputs::validate(const AttentionProblem& p) const {
   check_values("bias", bias, p.dtype);
 }
 
+AttentionInputs dequantized(const AttentionProblem& p, const AttentionInputs& in) {
+  AttentionInputs out = in;
+  out.q_descale.clear();
+  out.k_descale.clear();
+  out.v_descale.clear();
+  if (in.q_descale.empty()) return out;
+  const auto scale_rows = [&](std::vector<double>& t, const std::vector<double>& d, bool query_side,
+                              int64_t heads, int64_t dim) {
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const int64_t r0 = query_side ? p.offset_q(b) : p.offset_k(b);
+      const int64_t r1 = query_side ? p.offset_q(b + 1) : p.offset_k(b + 1);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t h = 0; h < heads; ++h) {
+          const double f = d[p.descale_index(b, query_side ? p.kv_head(h) : h)];
+          for (int64_t c = 0; c < dim; ++c) t[(r * heads + h) * dim + c] *= f;
+        }
+    }
+  };
+  scale_rows(out.q, in.q_descale, true, p.heads_q, p.head_dim);
+  scale_rows(out.k, in.k_descale, false, p.heads_kv, p.head_dim);
+  scale_rows(out.v, in.v_descale, false, p.heads_kv, p.head_dim_v);
+  return out;
+}
+
 std::vector<uint8_t> make_block_mask_tensor(const AttentionProblem& p, uint64_t seed) {
   const BlockMaskSpec spec = parse_block_mask_spec(p.block_mask_spec);
   const auto shape = p.block_mask_shape();

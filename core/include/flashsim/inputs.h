@@ -65,4 +65,8 @@ std::vector<uint8_t> make_block_mask_tensor(const AttentionProblem& p, uint64_t 
 
 AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, double magnitude = 1.0);
 
+// FP8 inputs' real values: q * q_descale, k * k_descale, v * v_descale of each (batch, kv head), exact in fp64, the
+// descale tensors cleared (a problem without descales then reads them as they are).
+AttentionInputs dequantized(const AttentionProblem& p, const AttentionInputs& in);
+
 }  // namespace flashsim

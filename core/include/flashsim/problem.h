@@ -96,6 +96,8 @@ struct AttentionProblem {
   bool dropout() const { return dropout_p > 0; }
   int64_t dropout_keep_elems() const { return dropout() ? broadcast_elems(BroadcastShape::BHQK) : 0; }
   bool fp8() const { return is_fp8(dtype); }
+  // Cases with no backward: decode (a paged KV cache) and FP8 inputs, as the kernels.
+  bool forward_only() const { return kv_cache() || fp8(); }
   // The dtype a kernel stores o in: bf16 for FP8 inputs (FlashAttention-3's FP8 forward), else the input's.
   DType output_dtype() const { return fp8() ? DType::BF16 : dtype; }
   int64_t descale_elems() const {
