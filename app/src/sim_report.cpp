@@ -32,6 +32,10 @@ PredictReport run_predict(const PredictRequest& r) {
         out.note = "no backward: the split-KV / paged-cache forward is an inference kernel (--pass fwd)";
         continue;
       }
+      if (pass == Pass::Backward && r.pass == "both" && p.fp8()) {
+        out.note = "no backward: FP8 inputs are forward only (FP8 attention kernels have none)";
+        continue;
+      }
       sim::check_supported(p, c, algo, pass);
       for (const auto* m : sim::kernels_for(p, c, algo, pass)) models.push_back(m);
     }
@@ -159,6 +163,10 @@ std::vector<std::string> sweep_passes(const AttentionProblem& p, const std::stri
   if (pass != "both") throw InputError("pass", fmt::format("'{}': expected fwd, bwd or both", pass));
   if (p.kv_cache()) {
     note = "no backward: the split-KV / paged-cache forward is an inference kernel (--pass fwd)";
+    return {"fwd"};
+  }
+  if (p.fp8()) {
+    note = "no backward: FP8 inputs are forward only (FP8 attention kernels have none)";
     return {"fwd"};
   }
   return {"fwd", "bwd"};
