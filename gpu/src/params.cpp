@@ -20,6 +20,7 @@ std::string missing_gpu_feature(const AttentionProblem& p) {
   if (p.block_mask != BroadcastShape::None) return "a block-sparse mask (no sparse kernel in gpu/ yet)";
   if (p.sinks) return "attention sinks (no kernel in gpu/ takes a sink logit yet)";
   if (p.dropout()) return "dropout (no kernel in gpu/ takes a keep mask yet)";
+  if (p.fp8()) return "FP8 inputs (no kernel in gpu/ reads e4m3 / e5m2 with descales yet)";
   return "";
 }
 
