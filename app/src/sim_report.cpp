@@ -42,10 +42,10 @@ PredictReport run_predict(const PredictRequest& r) {
   }
   out.kernels = sim::predict(p, c, out.hw, models, r.executed, r.max_memory_bytes, &data);
   // A one-pass prediction (split-KV is forward-only) shows that pass's knobs; both passes every knob (recorded).
-  out.config = !r.kernels.empty()             ? c.describe()
-               : out.split || r.pass == "fwd" ? sim::describe_pass(c, algo, Pass::Forward)
-               : r.pass == "bwd"              ? sim::describe_pass(c, algo, Pass::Backward)
-                                              : c.describe(algo);
+  out.config = !r.kernels.empty()                        ? c.describe()
+               : out.split || r.pass == "fwd" || p.fp8() ? sim::describe_pass(c, algo, Pass::Forward)
+               : r.pass == "bwd"                         ? sim::describe_pass(c, algo, Pass::Backward)
+                                                         : c.describe(algo);
   for (const auto& k : out.kernels) {
     if (!k.occ.fits && out.misfit.empty())
       out.misfit = fmt::format("{} does not fit: {}", k.name, k.occ.reason);

@@ -95,8 +95,8 @@ bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DTyp
 }
 
 std::vector<DType> tolerance_dtypes(DType case_dtype) {
-  // FP8: the FP8 pipeline, and fp32 for a kernel that dequantizes (a harness's reference path).
-  if (is_fp8(case_dtype)) return {case_dtype, DType::F32};
+  // FP8: the FP8 pipeline, then fp32, fp16, bf16 for a kernel that dequantizes the inputs and computes in them.
+  if (is_fp8(case_dtype)) return {case_dtype, DType::F32, DType::F16, DType::BF16};
   std::vector<DType> d = {DType::F32, DType::F16, DType::BF16};
   if (case_dtype == DType::F64) d.insert(d.begin(), DType::F64);
   return d;

@@ -1,8 +1,9 @@
 // Golden cases with FP8 inputs: q, k, v in F8_E4M3 / F8_E5M2 and the descale tensors round-trip through the file
 // and recompute to the same bytes; the case is forward only (o, lse; no do); other correct FP8 pipelines pass
-// (FA1's loop order, FA2 at other tiles, a kernel that dequantizes and computes in fp32); descales applied twice, a
-// per-tensor descale used where the case gives one per (batch, kv head), and P's 2^8 left in the lse fail; a file
-// missing a descale or holding the wrong shape is refused naming the tensor; cases without FP8 write no field.
+// (FA1's loop order, FA2 at other tiles, a kernel that dequantizes and computes in fp32, fp16 or bf16); descales
+// applied twice, a per-tensor descale used where the case gives one per (batch, kv head), and P's 2^8 left in the
+// lse fail; a file missing a descale or holding the wrong shape is refused naming the tensor; cases without FP8
+// write no field.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -72,8 +73,8 @@ TEST(Fp8Cases, InputsAndOutputsRoundTrip) {
     EXPECT_EQ(lc.metadata.contains("descale"), descaled) << name;
     EXPECT_EQ(lc.metadata.contains("amax_fraction"), p.amax_fraction != 1) << name;
     EXPECT_EQ(lc.metadata["reference"].contains("emulated_fp8"), p.fp8()) << name;
-    if (p.fp8()) {  // tolerances for the case's FP8 format and fp32; o's emulated storage is bf16
-      EXPECT_EQ(lc.tolerances.size(), 2u) << name;
+    if (p.fp8()) {  // tolerances for the case's FP8 format, fp32, fp16, bf16; o's emulated storage in FP8 is bf16
+      EXPECT_EQ(lc.tolerances.size(), 4u) << name;
       EXPECT_EQ(lc.tolerances.at(std::string(dtype_name(p.dtype))).at("o").storage, DType::BF16) << name;
     }
     const AttentionInputs drawn = make_random_inputs(p, c.seed, c.magnitude);
@@ -100,7 +101,8 @@ TEST(Fp8Cases, OtherCorrectPipelinesPass) {
     EXPECT_TRUE(verify_case(lc, candidate(lc, d, Algorithm::Fa1), {}).pass) << name << " fa1";
     EXPECT_TRUE(verify_case(lc, candidate(lc, d, Algorithm::Fa2, small), {}).pass) << name << " fa2 32x16";
     EXPECT_TRUE(verify_case(lc, candidate(lc, d, Algorithm::Fa1, small), {}).pass) << name << " fa1 32x16";
-    EXPECT_TRUE(verify_case(lc, candidate(lc, DType::F32), {}).pass) << name << " fp32";
+    for (DType up : {DType::F32, DType::F16, DType::BF16})  // a kernel that dequantizes and computes in `up`
+      EXPECT_TRUE(verify_case(lc, candidate(lc, up), {}).pass) << name << " " << dtype_name(up);
   }
 }
 

@@ -56,7 +56,7 @@ bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DTyp
                       Algorithm bwd = Algorithm::Fa2, const TileConfig& tile = {});
 
 // The compute dtypes a case's tolerance table covers: fp32, fp16, bf16 (and fp64 for an fp64 case); an FP8
-// case's own FP8 dtype and fp32.
+// case's own FP8 dtype first.
 std::vector<DType> tolerance_dtypes(DType case_dtype);
 
 // Everything a golden file holds, ready to serialize.
