@@ -44,7 +44,8 @@ void ProblemFlags::add_to(CLI::App* cmd) {
                   "longest sequence)");
   cmd->add_option("--head-dim", head_dim, "Head dimension of q and k")->capture_default_str();
   cmd->add_option("--head-dim-v", head_dim_v, "Head dimension of v (default: --head-dim)");
-  cmd->add_option("--dtype", dtype, "Input dtype: fp64, fp32, fp16, bf16")->capture_default_str();
+  cmd->add_option("--dtype", dtype, "Input dtype: fp64, fp32, fp16, bf16, e4m3, e5m2 (FP8: forward only)")
+      ->capture_default_str();
   cmd->add_option("--scale", scale, "Softmax scale (default: 1/sqrt(head_dim))");
   cmd->add_flag("--causal", causal, "Causal mask, aligned bottom-right");
   cmd->add_option("--window", window, "Sliding window LEFT,RIGHT (-1: unbounded), aligned bottom-right");
@@ -57,6 +58,16 @@ void ProblemFlags::add_to(CLI::App* cmd) {
   cmd->add_option(
       "--dropout-p", dropout_p,
       "Dropout probability p, 0 <= p < 1: P' = P o keep / (1 - p), the keep mask drawn from --seed");
+  cmd->add_option(
+         "--descale", descale,
+         "FP8 descale factors: none, per-tensor, per-head (one per batch and kv head); the real value of "
+         "a stored q, k, v element is stored * descale")
+      ->capture_default_str();
+  cmd->add_option(
+         "--amax-fraction", amax_fraction,
+         "FP8 with descales: the fraction of each group's amax drawn onto the FP8 max (< 1: the largest "
+         "values saturate)")
+      ->capture_default_str();
   cmd->add_flag("--sinks", sinks,
                 "Attention sinks: a logit per q head in every row's softmax denominator (no value vector)");
   cmd->add_option("--varlen", varlen,
@@ -111,6 +122,8 @@ AttentionProblem ProblemFlags::problem() const {
   p.alibi = alibi;
   p.sinks = sinks;
   p.dropout_p = dropout_p;
+  p.descale = parse_descale(descale, "descale");
+  p.amax_fraction = amax_fraction;
   if (!varlen.empty()) {
     p.seqlens_q.clear();
     p.seqlens_k.clear();

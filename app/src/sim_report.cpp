@@ -32,16 +32,20 @@ PredictReport run_predict(const PredictRequest& r) {
         out.note = "no backward: the split-KV / paged-cache forward is an inference kernel (--pass fwd)";
         continue;
       }
+      if (pass == Pass::Backward && r.pass == "both" && p.fp8()) {
+        out.note = "no backward: FP8 inputs are forward only (FP8 attention kernels have none)";
+        continue;
+      }
       sim::check_supported(p, c, algo, pass);
       for (const auto* m : sim::kernels_for(p, c, algo, pass)) models.push_back(m);
     }
   }
   out.kernels = sim::predict(p, c, out.hw, models, r.executed, r.max_memory_bytes, &data);
   // A one-pass prediction (split-KV is forward-only) shows that pass's knobs; both passes every knob (recorded).
-  out.config = !r.kernels.empty()             ? c.describe()
-               : out.split || r.pass == "fwd" ? sim::describe_pass(c, algo, Pass::Forward)
-               : r.pass == "bwd"              ? sim::describe_pass(c, algo, Pass::Backward)
-                                              : c.describe(algo);
+  out.config = !r.kernels.empty()                        ? c.describe()
+               : out.split || r.pass == "fwd" || p.fp8() ? sim::describe_pass(c, algo, Pass::Forward)
+               : r.pass == "bwd"                         ? sim::describe_pass(c, algo, Pass::Backward)
+                                                         : c.describe(algo);
   for (const auto& k : out.kernels) {
     if (!k.occ.fits && out.misfit.empty())
       out.misfit = fmt::format("{} does not fit: {}", k.name, k.occ.reason);
@@ -159,6 +163,10 @@ std::vector<std::string> sweep_passes(const AttentionProblem& p, const std::stri
   if (pass != "both") throw InputError("pass", fmt::format("'{}': expected fwd, bwd or both", pass));
   if (p.kv_cache()) {
     note = "no backward: the split-KV / paged-cache forward is an inference kernel (--pass fwd)";
+    return {"fwd"};
+  }
+  if (p.fp8()) {
+    note = "no backward: FP8 inputs are forward only (FP8 attention kernels have none)";
     return {"fwd"};
   }
   return {"fwd", "bwd"};

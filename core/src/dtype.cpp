@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "flashsim/error.h"
+#include "flashsim/fp8.h"
 
 namespace flashsim {
 
@@ -19,6 +20,10 @@ std::string_view dtype_name(DType t) {
       return "fp16";
     case DType::BF16:
       return "bf16";
+    case DType::E4M3:
+      return "e4m3";
+    case DType::E5M2:
+      return "e5m2";
   }
   return "?";
 }
@@ -33,6 +38,10 @@ std::string_view safetensors_name(DType t) {
       return "F16";
     case DType::BF16:
       return "BF16";
+    case DType::E4M3:
+      return "F8_E4M3";
+    case DType::E5M2:
+      return "F8_E5M2";
   }
   return "?";
 }
@@ -42,7 +51,10 @@ DType parse_dtype(std::string_view name) {
   if (name == "fp32" || name == "F32" || name == "float32") return DType::F32;
   if (name == "fp16" || name == "F16" || name == "float16") return DType::F16;
   if (name == "bf16" || name == "BF16" || name == "bfloat16") return DType::BF16;
-  throw InputError("dtype", "unknown dtype '" + std::string(name) + "' (expected fp64, fp32, fp16 or bf16)");
+  if (name == "e4m3" || name == "F8_E4M3" || name == "float8_e4m3fn") return DType::E4M3;
+  if (name == "e5m2" || name == "F8_E5M2" || name == "float8_e5m2") return DType::E5M2;
+  throw InputError(
+      "dtype", "unknown dtype '" + std::string(name) + "' (expected fp64, fp32, fp16, bf16, e4m3 or e5m2)");
 }
 
 int dtype_bytes(DType t) {
@@ -54,8 +66,19 @@ int dtype_bytes(DType t) {
     case DType::F16:
     case DType::BF16:
       return 2;
+    case DType::E4M3:
+    case DType::E5M2:
+      return 1;
   }
   return 0;
+}
+
+bool is_fp8(DType t) {
+  return t == DType::E4M3 || t == DType::E5M2;
+}
+
+static Fp8Format fp8_format(DType t) {
+  return t == DType::E4M3 ? Fp8Format::E4M3 : Fp8Format::E5M2;
 }
 
 double unit_roundoff(DType t) {
@@ -68,6 +91,10 @@ double unit_roundoff(DType t) {
       return std::ldexp(1.0, -11);
     case DType::BF16:
       return std::ldexp(1.0, -8);
+    case DType::E4M3:
+      return std::ldexp(1.0, -4);
+    case DType::E5M2:
+      return std::ldexp(1.0, -3);
   }
   return 0;
 }
@@ -82,6 +109,9 @@ double max_finite(DType t) {
       return 65504.0;
     case DType::BF16:
       return static_cast<double>(Eigen::NumTraits<Eigen::bfloat16>::highest());
+    case DType::E4M3:
+    case DType::E5M2:
+      return fp8_traits(fp8_format(t)).max_finite;
   }
   return 0;
 }
@@ -127,6 +157,9 @@ double round_to(double x, DType t) {
       return from_half_bits(to_half_bits(x));
     case DType::BF16:
       return from_bfloat16_bits(to_bfloat16_bits(x));
+    case DType::E4M3:
+    case DType::E5M2:
+      return fp8_round(x, fp8_format(t));
   }
   return x;
 }
@@ -140,6 +173,9 @@ float round_to_float(float x, DType t) {
       return static_cast<float>(Eigen::half(x));
     case DType::BF16:
       return static_cast<float>(Eigen::bfloat16(x));
+    case DType::E4M3:
+    case DType::E5M2:
+      return fp8_round(x, fp8_format(t));
   }
   return x;
 }

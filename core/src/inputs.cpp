@@ -38,6 +38,41 @@ std::vector<double> normal_tensor(int64_t n, uint64_t seed, InputStream stream, 
   return t;
 }
 
+void check_descale(const char* name, const std::vector<double>& d, const AttentionProblem& p) {
+  check_size(name, d.size(), p.descale_elems());
+  for (size_t g = 0; g < d.size(); ++g)
+    if (!(std::isfinite(d[g]) && d[g] > 0) || round_to(d[g], DType::F32) != d[g])
+      throw InputError(name, fmt::format("element {}: {} is not a finite fp32 value > 0", g, d[g]));
+}
+
+// FP8 inputs (inputs.h): a tensor of `heads` heads over the query rows (query_side) or key rows, drawn in fp64,
+// its descale factors from each group's largest |x|, stored = fp8(x / descale).
+void draw_fp8(const AttentionProblem& p, uint64_t seed, InputStream stream, double magnitude, bool query_side,
+              int64_t heads, int64_t dim, std::vector<double>& stored, std::vector<double>& descale) {
+  const int64_t rows = query_side ? p.total_q() : p.total_k();
+  stored = normal_tensor(rows * heads * dim, seed, stream, magnitude, DType::F64);
+  std::vector<int64_t> group(rows * heads, 0);  // the descale group of each (row, head)
+  for (int64_t b = 0; b < p.batch; ++b) {
+    const int64_t r0 = query_side ? p.offset_q(b) : p.offset_k(b);
+    const int64_t r1 = query_side ? p.offset_q(b + 1) : p.offset_k(b + 1);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        group[r * heads + h] = p.descale_index(b, query_side ? p.kv_head(h) : h);
+  }
+  descale.assign(p.descale_elems(), 1.0);
+  if (p.descale != Descale::None) {
+    std::vector<double> amax(descale.size(), 0.0);
+    for (int64_t n = 0; n < static_cast<int64_t>(stored.size()); ++n)
+      amax[group[n / dim]] = std::max(amax[group[n / dim]], std::fabs(stored[n]));
+    for (size_t g = 0; g < descale.size(); ++g)
+      if (amax[g] > 0) descale[g] = round_to(p.amax_fraction * amax[g] / max_finite(p.dtype), DType::F32);
+  }
+  const bool with_descale = p.descale != Descale::None;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < static_cast<int64_t>(stored.size()); ++n)
+    stored[n] = round_to(with_descale ? stored[n] / descale[group[n / dim]] : stored[n], p.dtype);
+}
+
 }  // namespace
 
 void AttentionInputs::validate(const AttentionProblem& p) const {
@@ -52,6 +87,9 @@ void AttentionInputs::validate(const AttentionProblem& p) const {
   check_size("block_mask", block_mask.size(), p.block_mask_elems());
   check_size("sinks", sinks.size(), p.sinks ? p.heads_q : 0);
   check_size("dropout_keep", dropout_keep.size(), p.dropout_keep_elems());
+  check_descale("q_descale", q_descale, p);
+  check_descale("k_descale", k_descale, p);
+  check_descale("v_descale", v_descale, p);
   for (size_t h = 0; h < sinks.size(); ++h)
     if (!std::isfinite(sinks[h]) || round_to(sinks[h], DType::F32) != sinks[h])
       throw InputError("sinks", fmt::format("head {}: {} is not a finite fp32 value", h, sinks[h]));
@@ -76,6 +114,30 @@ void AttentionInputs::validate(const AttentionProblem& p) const {
   check_values("bias", bias, p.dtype);
 }
 
+AttentionInputs dequantized(const AttentionProblem& p, const AttentionInputs& in) {
+  AttentionInputs out = in;
+  out.q_descale.clear();
+  out.k_descale.clear();
+  out.v_descale.clear();
+  if (in.q_descale.empty()) return out;
+  const auto scale_rows = [&](std::vector<double>& t, const std::vector<double>& d, bool query_side,
+                              int64_t heads, int64_t dim) {
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const int64_t r0 = query_side ? p.offset_q(b) : p.offset_k(b);
+      const int64_t r1 = query_side ? p.offset_q(b + 1) : p.offset_k(b + 1);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t h = 0; h < heads; ++h) {
+          const double f = d[p.descale_index(b, query_side ? p.kv_head(h) : h)];
+          for (int64_t c = 0; c < dim; ++c) t[(r * heads + h) * dim + c] *= f;
+        }
+    }
+  };
+  scale_rows(out.q, in.q_descale, true, p.heads_q, p.head_dim);
+  scale_rows(out.k, in.k_descale, false, p.heads_kv, p.head_dim);
+  scale_rows(out.v, in.v_descale, false, p.heads_kv, p.head_dim_v);
+  return out;
+}
+
 std::vector<uint8_t> make_block_mask_tensor(const AttentionProblem& p, uint64_t seed) {
   const BlockMaskSpec spec = parse_block_mask_spec(p.block_mask_spec);
   const auto shape = p.block_mask_shape();
@@ -93,7 +155,13 @@ AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, dou
   if (!(std::isfinite(magnitude) && magnitude > 0))
     throw InputError("magnitude", fmt::format("must be finite and > 0, got {}", magnitude));
   AttentionInputs in;
-  in.q = normal_tensor(p.q_elems(), seed, InputStream::Q, magnitude, p.dtype);
+  if (p.fp8()) {  // no cache, bias or dropout (validate), no dO (forward only)
+    draw_fp8(p, seed, InputStream::Q, magnitude, true, p.heads_q, p.head_dim, in.q, in.q_descale);
+    draw_fp8(p, seed, InputStream::K, magnitude, false, p.heads_kv, p.head_dim, in.k, in.k_descale);
+    draw_fp8(p, seed, InputStream::V, magnitude, false, p.heads_kv, p.head_dim_v, in.v, in.v_descale);
+  } else {
+    in.q = normal_tensor(p.q_elems(), seed, InputStream::Q, magnitude, p.dtype);
+  }
   if (p.kv_cache()) {
     in.cache.layout = kv_cache_layout(p, make_block_table(p, seed));
     const int64_t rows = in.cache.layout.num_blocks * p.page_size, new_rows = p.batch * p.seqlen_new;
@@ -106,11 +174,11 @@ AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, dou
     in.cache.v_new =
         normal_tensor(new_rows * p.heads_kv * p.head_dim_v, seed, InputStream::VNew, magnitude, p.dtype);
     gather_keys(in.cache, p, in.k, in.v);
-  } else {
+  } else if (!p.fp8()) {
     in.k = normal_tensor(p.k_elems(), seed, InputStream::K, magnitude, p.dtype);
     in.v = normal_tensor(p.v_elems(), seed, InputStream::V, magnitude, p.dtype);
   }
-  in.dout = normal_tensor(p.o_elems(), seed, InputStream::dO, magnitude, p.dtype);
+  if (!p.fp8()) in.dout = normal_tensor(p.o_elems(), seed, InputStream::dO, magnitude, p.dtype);
   in.bias = normal_tensor(p.bias_elems(), seed, InputStream::Bias, 1.0, p.dtype);
   in.mask.resize(p.mask_elems());
   for (int64_t i = 0; i < p.mask_elems(); ++i)

@@ -42,6 +42,9 @@ void NormInputSpec::validate(const NormProblem& p) const {
   if (!std::isfinite(offset)) throw InputError("offset", fmt::format("must be finite, got {}", offset));
   if (!(std::isfinite(outlier_scale) && outlier_scale > 0))
     throw InputError("outlier_scale", fmt::format("must be finite and > 0, got {}", outlier_scale));
+  if (is_fp8(p.dtype))
+    throw InputError("dtype",
+                     fmt::format("norm cases take fp64, fp32, fp16 or bf16, not {}", dtype_name(p.dtype)));
   if (zero_rows < 0) throw InputError("zero_rows", fmt::format("must be >= 0, got {}", zero_rows));
   if (outlier_rows < 0) throw InputError("outlier_rows", fmt::format("must be >= 0, got {}", outlier_rows));
   // |N(0,1)| from 53-bit uniforms stays under sqrt(-2 ln 2^-53) = 8.57: larger bounds could overflow the dtype

@@ -36,6 +36,25 @@ BroadcastShape parse_broadcast(std::string_view name, const std::string& field) 
                    "unknown shape '" + std::string(name) + "' (expected none, bhqk, 1hqk, b1qk or 11qk)");
 }
 
+std::string_view descale_name(Descale d) {
+  switch (d) {
+    case Descale::None:
+      return "none";
+    case Descale::PerTensor:
+      return "per-tensor";
+    case Descale::PerHead:
+      return "per-head";
+  }
+  return "?";
+}
+
+Descale parse_descale(std::string_view name, const std::string& field) {
+  for (auto d : {Descale::None, Descale::PerTensor, Descale::PerHead})
+    if (name == descale_name(d)) return d;
+  throw InputError(field,
+                   "unknown descale '" + std::string(name) + "' (expected none, per-tensor or per-head)");
+}
+
 namespace {
 
 // Largest element count any one tensor may have: products of dims are checked against it so that no size
@@ -99,6 +118,20 @@ void AttentionProblem::validate() const {
   if (!(mask_keep >= 0 && mask_keep <= 1)) throw InputError("mask_keep", "must be in [0, 1]");
   if (!(dropout_p >= 0 && dropout_p < 1))
     throw InputError("dropout_p", fmt::format("must be in [0, 1), got {}", dropout_p));
+  if (descale != Descale::None && !fp8())
+    throw InputError(
+        "descale", fmt::format("descale factors are for FP8 inputs (e4m3, e5m2), not {}", dtype_name(dtype)));
+  if (!(amax_fraction > 0 && amax_fraction <= 1))
+    throw InputError("amax_fraction", fmt::format("must be in (0, 1], got {}", amax_fraction));
+  if (amax_fraction != 1 && descale == Descale::None)
+    throw InputError("amax_fraction", "only inputs with descale factors (per-tensor, per-head) take it");
+  if (fp8()) {  // what FlashAttention-3's FP8 forward has no form for
+    if (bias != BroadcastShape::None)
+      throw InputError("bias", "FP8 inputs take no bias (FP8 attention kernels have none)");
+    if (dropout())
+      throw InputError("dropout_p", "FP8 inputs take no dropout (FP8 attention kernels have none)");
+    if (kv_cache()) throw InputError("page_size", "a paged KV cache in FP8 is not supported");
+  }
   // Every tensor's element count must fit: this also bounds every index computed from these dims.
   const int64_t tq = checked_mul(std::max<int64_t>(seqlen_q, 1), batch, "seqlen_q");
   const int64_t tk = checked_mul(std::max<int64_t>(seqlen_k, 1), batch, "seqlen_k");
@@ -301,6 +334,8 @@ std::string AttentionProblem::describe() const {
   if (alibi) s += " alibi";
   if (sinks) s += " sinks";
   if (dropout()) s += fmt::format(" dropout{}", dropout_p);
+  if (descale != Descale::None) s += fmt::format(" descale:{}", descale_name(descale));
+  if (amax_fraction != 1) s += fmt::format(" amax{}", amax_fraction);
   if (block_mask != BroadcastShape::None)
     s += fmt::format(" block_mask:{}:{}x{}:{}", broadcast_name(block_mask), block_mask_q, block_mask_k,
                      block_mask_spec);

@@ -18,7 +18,10 @@ SafetensorsFile candidate_file(const AttentionProblem& p, const AttentionOutputs
   f.metadata[kComputeDtypeKey] = std::string(dtype_name(compute));
   for (const auto& name : output_names(p)) {
     // lse stays fp32, as in FA2; dsinks too (the sinks are fp32 parameters)
-    const StDType st = name == "lse" || name == "dsinks" ? StDType::F32 : st_dtype_of(compute);
+    // an FP8 kernel stores o in bf16 (FlashAttention-3's)
+    const StDType st = name == "lse" || name == "dsinks"
+                           ? StDType::F32
+                           : st_dtype_of(is_fp8(compute) ? DType::BF16 : compute);
     f.add(name, Tensor::from_doubles(st, output_shape(p, name), out.get(name)));
   }
   return f;

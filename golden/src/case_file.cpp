@@ -24,7 +24,8 @@ std::string generator_version() {
 }
 
 std::vector<std::string> output_names(const AttentionProblem& p) {
-  if (p.kv_cache()) return {"o", "lse"};  // decode kernels have no backward: the forward is the golden
+  // decode and FP8 kernels have no backward: the forward is the golden
+  if (p.forward_only()) return {"o", "lse"};
   std::vector<std::string> n = {"o", "lse", "dq", "dk", "dv"};
   if (p.bias != BroadcastShape::None) n.emplace_back("dbias");
   if (p.sinks) n.emplace_back("dsinks");
@@ -58,7 +59,7 @@ AttentionOutputs compute_exact(const AttentionProblem& p, const AttentionInputs&
   AttentionOutputs out;
   const TileConfig tile;
   out.fwd = ref::forward(p, in, Algorithm::Fa2, tile, opt);
-  if (!p.kv_cache()) out.grads = ref::backward(p, in, out.fwd, Algorithm::Fa2, tile, opt);
+  if (!p.forward_only()) out.grads = ref::backward(p, in, out.fwd, Algorithm::Fa2, tile, opt);
   return out;
 }
 
@@ -72,6 +73,12 @@ bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DTyp
   AttentionProblem pc = p;
   pc.dtype = compute;
   AttentionInputs ic = in;
+  if (is_fp8(compute) && compute != p.dtype) return false;  // an FP8 kernel reads its own format only
+  if (p.fp8() && !is_fp8(compute)) {  // a kernel that computes on the dequantized inputs in `compute`
+    ic = dequantized(p, in);
+    pc.descale = Descale::None;
+    pc.amax_fraction = 1;
+  }
   if (!(round_all(ic.q, compute) && round_all(ic.k, compute) && round_all(ic.v, compute) &&
         round_all(ic.dout, compute) && round_all(ic.bias, compute) && round_all(ic.cache.k_cache, compute) &&
         round_all(ic.cache.v_cache, compute) && round_all(ic.cache.k_new, compute) &&
@@ -83,11 +90,13 @@ bool compute_emulated(const AttentionProblem& p, const AttentionInputs& in, DTyp
   out.fwd = tile.num_splits > 1
                 ? ref::forward_split_kv(pc, ic, static_cast<int>(tile.num_splits), tile, opt).combined
                 : ref::forward(pc, ic, fwd, tile, opt);
-  if (!p.kv_cache()) out.grads = ref::backward(pc, ic, out.fwd, bwd, tile, opt);
+  if (!p.forward_only()) out.grads = ref::backward(pc, ic, out.fwd, bwd, tile, opt);
   return true;
 }
 
 std::vector<DType> tolerance_dtypes(DType case_dtype) {
+  // FP8: the FP8 pipeline, then fp32, fp16, bf16 for a kernel that dequantizes the inputs and computes in them.
+  if (is_fp8(case_dtype)) return {case_dtype, DType::F32, DType::F16, DType::BF16};
   std::vector<DType> d = {DType::F32, DType::F16, DType::BF16};
   if (case_dtype == DType::F64) d.insert(d.begin(), DType::F64);
   return d;
@@ -171,7 +180,7 @@ SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOpti
   }
   for (auto& [name, m] : magnitude)
     if (shares_magnitude(name)) m = grad_magnitude;
-  if (p.sinks && !p.kv_cache()) magnitude["dsinks"] = dsinks_error_scale(p, in, exact, opt);
+  if (p.sinks && !p.forward_only()) magnitude["dsinks"] = dsinks_error_scale(p, in, exact, opt);
 
   // L: the longest sum of the case (over keys for o and dq, over queries for dk and dv, over the head dim for
   // S)
@@ -208,7 +217,12 @@ SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOpti
   } else {
     f.add("k", Tensor::from_doubles(st, p.k_shape(), in.k));
     f.add("v", Tensor::from_doubles(st, p.v_shape(), in.v));
-    f.add("do", Tensor::from_doubles(st, p.o_shape(), in.dout));
+    if (!p.forward_only()) f.add("do", Tensor::from_doubles(st, p.o_shape(), in.dout));
+  }
+  if (p.descale != Descale::None) {  // FP8 descale factors, fp32 as FlashAttention-3 takes them
+    f.add("q_descale", Tensor::from_doubles(StDType::F32, p.descale_shape(), in.q_descale));
+    f.add("k_descale", Tensor::from_doubles(StDType::F32, p.descale_shape(), in.k_descale));
+    f.add("v_descale", Tensor::from_doubles(StDType::F32, p.descale_shape(), in.v_descale));
   }
   if (p.bias != BroadcastShape::None)
     f.add("bias", Tensor::from_doubles(st, p.broadcast_shape(p.bias), in.bias));
@@ -250,6 +264,12 @@ SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOpti
         "max_h sum_i P_sink,i sum_c |dO_ic| (P |V|)_ic: how far rounding O moves D = dO.O, summed as dsinks "
         "sums; "
         "S is the compute dtype (O's storage); dsinks has no rel_l2 bound (it cancels)";
+  if (p.fp8())  // only FP8 cases carry it, so the other files stay byte-identical
+    meta["reference"]["emulated_fp8"] =
+        "S = q.k in fp32 times scale * q_descale * k_descale; P = 2^8 exp(S - m) rounded to the input's FP8 "
+        "format (FlashAttention-3's Max_offset), the row sum from the unrounded P; P V in fp32 on V * "
+        "v_descale; "
+        "o stored in bf16, lse in fp32";
   if (c.num_splits > 1)
     meta["reference"]["emulated_split_kv"] =
         "num_splits splits of whole key blocks, partial o and lse in fp32, combined with the lse rescaling";
@@ -289,7 +309,16 @@ AttentionInputs load_attention_inputs(const SafetensorsFile& f, const AttentionP
   } else {
     in.k = input(f, "k", p.k_shape(), p.dtype, source);
     in.v = input(f, "v", p.v_shape(), p.dtype, source);
-    in.dout = input(f, "do", p.o_shape(), p.dtype, source);
+    if (!p.forward_only()) in.dout = input(f, "do", p.o_shape(), p.dtype, source);
+  }
+  if (p.descale != Descale::None) {
+    for (auto [name, dst] : {std::pair{"q_descale", &in.q_descale}, std::pair{"k_descale", &in.k_descale},
+                             std::pair{"v_descale", &in.v_descale}}) {
+      const Tensor& t = need(f, name, source);
+      if (t.dtype != StDType::F32) throw InputError(source, fmt::format("tensor '{}' is not F32", name));
+      check_shape(t, p.descale_shape(), name, source);
+      *dst = t.to_doubles();
+    }
   }
   if (p.bias != BroadcastShape::None) in.bias = input(f, "bias", p.broadcast_shape(p.bias), p.dtype, source);
   if (p.mask != BroadcastShape::None) {

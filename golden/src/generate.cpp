@@ -22,7 +22,7 @@ double generation_work(const GoldenCase& c) {
   // one exact and tolerance_dtypes() emulated runs, each a forward and a backward (2.5x the forward; KV-cache
   // cases have no backward)
   const double runs = 1.0 + static_cast<double>(tolerance_dtypes(c.problem.dtype).size());
-  return runs * (c.problem.kv_cache() ? 1.0 : 3.5) * std::max(c.problem.forward_flops(), 1.0);
+  return runs * (c.problem.forward_only() ? 1.0 : 3.5) * std::max(c.problem.forward_flops(), 1.0);
 }
 
 int64_t generation_memory_bytes(const GoldenCase& c) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "flashsim/error.h"
+#include "flashsim/fp8.h"
 
 namespace flashsim::golden {
 
@@ -18,10 +19,11 @@ struct DTypeInfo {
   std::string_view name;
   int bytes;
 };
-constexpr DTypeInfo kTypes[] = {{StDType::F64, "F64", 8},   {StDType::F32, "F32", 4},
-                                {StDType::F16, "F16", 2},   {StDType::BF16, "BF16", 2},
-                                {StDType::BOOL, "BOOL", 1}, {StDType::U8, "U8", 1},
-                                {StDType::I32, "I32", 4},   {StDType::I64, "I64", 8}};
+constexpr DTypeInfo kTypes[] = {{StDType::F64, "F64", 8},         {StDType::F32, "F32", 4},
+                                {StDType::F16, "F16", 2},         {StDType::BF16, "BF16", 2},
+                                {StDType::BOOL, "BOOL", 1},       {StDType::U8, "U8", 1},
+                                {StDType::I32, "I32", 4},         {StDType::I64, "I64", 8},
+                                {StDType::F8_E4M3, "F8_E4M3", 1}, {StDType::F8_E5M2, "F8_E5M2", 1}};
 
 template <class T>
 T load_le(const uint8_t* p) {  // the data is little-endian, as is every platform flashsim builds on
@@ -63,7 +65,8 @@ int st_dtype_bytes(StDType t) {
   return 0;
 }
 bool st_is_float(StDType t) {
-  return t == StDType::F64 || t == StDType::F32 || t == StDType::F16 || t == StDType::BF16;
+  return t == StDType::F64 || t == StDType::F32 || t == StDType::F16 || t == StDType::BF16 ||
+         t == StDType::F8_E4M3 || t == StDType::F8_E5M2;
 }
 StDType st_dtype_of(DType t) {
   switch (t) {
@@ -75,6 +78,10 @@ StDType st_dtype_of(DType t) {
       return StDType::F16;
     case DType::BF16:
       return StDType::BF16;
+    case DType::E4M3:
+      return StDType::F8_E4M3;
+    case DType::E5M2:
+      return StDType::F8_E5M2;
   }
   return StDType::F64;
 }
@@ -88,6 +95,10 @@ DType float_dtype_of(StDType t) {
       return DType::F16;
     case StDType::BF16:
       return DType::BF16;
+    case StDType::F8_E4M3:
+      return DType::E4M3;
+    case StDType::F8_E5M2:
+      return DType::E5M2;
     default:
       break;
   }
@@ -115,6 +126,12 @@ std::vector<double> Tensor::to_doubles() const {
         break;
       case StDType::BF16:
         out[i] = from_bfloat16_bits(load_le<uint16_t>(p + 2 * i));
+        break;
+      case StDType::F8_E4M3:
+        out[i] = fp8_decode(p[i], Fp8Format::E4M3);
+        break;
+      case StDType::F8_E5M2:
+        out[i] = fp8_decode(p[i], Fp8Format::E5M2);
         break;
       case StDType::BOOL:
       case StDType::U8:
@@ -155,6 +172,12 @@ Tensor Tensor::from_doubles(StDType dtype, std::vector<int64_t> shape, const std
         break;
       case StDType::BF16:
         store_le<uint16_t>(p + 2 * i, to_bfloat16_bits(x));
+        break;
+      case StDType::F8_E4M3:
+        p[i] = fp8_encode(x, Fp8Format::E4M3);
+        break;
+      case StDType::F8_E5M2:
+        p[i] = fp8_encode(x, Fp8Format::E5M2);
         break;
       case StDType::BOOL:
         p[i] = x != 0 ? 1 : 0;

@@ -22,7 +22,8 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> f = {
       "batch", "heads_q", "heads_kv", "seqlen", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v", "scale",
       "causal", "window_left", "window_right", "softcap", "dtype", "bias", "mask", "mask_keep", "alibi",
-      "sinks", "dropout_p", "seqlens_q", "seqlens_k", "seed", "magnitude", "name", "description",
+      "sinks", "dropout_p", "descale", "amax_fraction", "seqlens_q", "seqlens_k", "seed", "magnitude", "name",
+      "description",
       // paged KV cache and split-KV (flashsim/kv_cache.h), block-sparse mask (flashsim/block_mask.h)
       "page_size", "num_blocks", "seqlen_new", "cache_seqlens", "num_splits", "block_mask", "block_q",
       "block_k", "block_mask_spec", "op"};
@@ -163,6 +164,8 @@ GoldenCase case_from_fields(const J& j, const std::string& where) {
     p.alibi = j["alibi"].template get<bool>();
   }
   if (has("dropout_p")) p.dropout_p = get_num(j["dropout_p"], "dropout_p", where);
+  if (has("descale")) p.descale = parse_descale(get_str(j["descale"], "descale", where), "descale");
+  if (has("amax_fraction")) p.amax_fraction = get_num(j["amax_fraction"], "amax_fraction", where);
   if (has("sinks")) {
     if (!j["sinks"].is_boolean()) throw InputError(where, "sinks must be true or false");
     p.sinks = j["sinks"].template get<bool>();
@@ -363,6 +366,8 @@ ojson case_to_json(const GoldenCase& c) {
   if (p.kv_cache() || c.num_splits != 1) j["num_splits"] = c.num_splits;
   if (p.sinks) j["sinks"] = true;
   if (p.dropout()) j["dropout_p"] = p.dropout_p;
+  if (p.descale != Descale::None) j["descale"] = std::string(descale_name(p.descale));
+  if (p.amax_fraction != 1) j["amax_fraction"] = p.amax_fraction;
   if (p.block_mask != BroadcastShape::None) {
     j["block_mask"] = std::string(broadcast_name(p.block_mask));
     j["block_q"] = p.block_mask_q;

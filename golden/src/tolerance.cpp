@@ -50,8 +50,11 @@ int64_t count_above(const std::vector<double>& exact, const std::vector<double>&
 
 double ulp(double x, DType t) {
   const double u = unit_roundoff(t);  // 2^-p: the spacing just above 1 is 2u
-  // Smallest exponent of normal numbers: fp64 -1022, fp32 -126, fp16 -14, bf16 -126.
-  const int emin = t == DType::F64 ? -1022 : t == DType::F16 ? -14 : -126;
+  // Smallest exponent of normal numbers: fp64 -1022, fp32 -126, fp16 -14, bf16 -126, e4m3 -6, e5m2 -14.
+  const int emin = t == DType::F64                       ? -1022
+                   : t == DType::F16 || t == DType::E5M2 ? -14
+                   : t == DType::E4M3                    ? -6
+                                                         : -126;
   const double ax = std::fabs(x);
   int e = ax > 0 ? std::ilogb(ax) : emin;
   if (e < emin) e = emin;
@@ -68,6 +71,7 @@ DType emulated_storage(std::string_view output, DType compute) {
   // the compute dtype (D = dO . O): its floor takes that dtype's ulp.
   if (output == "lse" || output == "rstd" || output == "mean")
     return compute == DType::F64 ? DType::F64 : DType::F32;
+  if (is_fp8(compute)) return DType::BF16;  // an FP8 kernel's o is bf16 (FlashAttention-3's)
   return compute;
 }
 

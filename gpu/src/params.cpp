@@ -25,6 +25,7 @@ std::string missing_gpu_feature(const AttentionProblem& p, unsigned features) {
     return "attention sinks (no kernel in gpu/ takes a sink logit yet)";
   if (p.dropout() && !(features & kFeatureDropout))
     return "dropout (no kernel in gpu/ takes a keep mask yet)";
+  if (p.fp8()) return "FP8 inputs (no kernel in gpu/ reads e4m3 / e5m2 with descales yet)";
   return "";
 }
 

@@ -29,6 +29,8 @@ def flex_kwargs(case: Any, like: Any) -> dict[str, Any]:
         raise ValueError(f"{case.name}: a KV-cache case has no flex_attention call (the cache is paged)")
     if {"sinks", "dropout_keep"} & set(names):  # a sink joins the denominator: no score_mod expresses it
         raise ValueError(f"{case.name}: flex_attention takes no attention sink and no dropout keep mask")
+    if c["dtype"] in ("e4m3", "e5m2"):
+        raise ValueError(f"{case.name}: flex_attention takes no FP8 inputs with descale factors")
     dev = like.device
     varlen = "cu_seqlens_q" in names
     if varlen:  # one packed sequence of batch 1; `seq` picks a sequence's mask, bias and block-mask slice

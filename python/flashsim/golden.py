@@ -149,6 +149,10 @@ def _features(case: dict[str, Any], has_gradients: bool) -> frozenset[str]:
         f.add("sinks")
     if case.get("dropout_p", 0) > 0:
         f.add("dropout")
+    if case["dtype"] in ("e4m3", "e5m2"):  # FP8 inputs (forward only); "descale" where factors are given
+        f.add("fp8")
+        if case.get("descale", "none") != "none":
+            f.add("descale")
     if case.get("seqlens_q"):
         f.add("varlen")
     if case.get("heads_kv", case["heads_q"]) != case["heads_q"]:
@@ -190,8 +194,8 @@ class Case:
     manifest) and kept.
 
     name, description, op (attention, rmsnorm, layernorm), problem (flashsim.Problem; attention cases), dtype,
-    features (causal window softcap bias mask block_mask alibi sinks dropout varlen gqa head_dim_v seqlen_q_ne_k
-    kv_cache paged append split_kv backward and the dtype name; rows_without_keys is computed on demand by
+    features (causal window softcap bias mask block_mask alibi sinks dropout fp8 descale varlen gqa head_dim_v
+    seqlen_q_ne_k kv_cache paged append split_kv backward and the dtype name; rows_without_keys is computed on demand by
     has_feature; a norm case's: its op, residual offset outlier_rows zero_rows, backward and the dtype name),
     tolerances.
     """
@@ -321,7 +325,10 @@ class Case:
         unsupported. Nor dropout: flash_attn_func's dropout_p draws its own mask, not the case's; a kernel that
         takes a keep mask reads inputs("dropout_keep") (bool [b, h, sq, sk]) and case_json["dropout_p"]; a kernel
         with only its own RNG declares "dropout" unsupported and checks its kept fraction with
-        flashsim.golden.check_keep_fraction.
+        flashsim.golden.check_keep_fraction. An FP8 case (feature "fp8"): inputs("q", "k", "v") are the e4m3 /
+        e5m2 codes as uint8 (view them as torch.float8_e4m3fn / float8_e5m2); style 'flash_attn' adds q_descale,
+        k_descale, v_descale as FlashAttention-3 takes them (float32 [batch, heads_kv], a per-tensor factor
+        broadcast); 'sdpa', 'jax' and 'flex' refuse it.
 
         style 'jax' (jax.nn.dot_product_attention): scale, and is_causal where it means flashsim's causal, else
         mask (bool, the visible keys) and bias (additive, the case dtype); the same refusals as 'sdpa'.
@@ -345,6 +352,12 @@ class Case:
             if "cu_seqlens_q" in names:
                 kw["cu_seqlens_q"], kw["cu_seqlens_k"] = self.inputs("cu_seqlens_q", "cu_seqlens_k", like=like)
                 kw["max_seqlen_q"], kw["max_seqlen_k"] = c["seqlen_q"], c["seqlen_k"]
+            if "q_descale" in names:  # [1] or [batch, heads_kv] -> [batch, heads_kv], as flash_attn_func takes them
+                shape = (c["batch"], c.get("heads_kv", c["heads_q"]))
+                for n in ("q_descale", "k_descale", "v_descale"):
+                    d = np.asarray(self.inputs(n))
+                    kw[n] = convert_like(np.ascontiguousarray(np.broadcast_to(d.reshape(-1)[0] if d.size == 1 else d,
+                                                                              shape)), like)
             return kw
         if style == "flex":
             from ._flex import flex_kwargs
@@ -352,7 +365,7 @@ class Case:
             return flex_kwargs(self, like)
         if style not in ("sdpa", "jax"):
             raise ValueError(f"style: '{style}': expected 'flash_attn', 'sdpa', 'jax' or 'flex'")
-        unsupported = sorted(self.features & {"softcap", "alibi", "sinks", "dropout", "varlen", "kv_cache"})
+        unsupported = sorted(self.features & {"softcap", "alibi", "sinks", "dropout", "fp8", "varlen", "kv_cache"})
         if unsupported:
             raise ValueError(f"{self.name}: {style.upper()} has no argument for {', '.join(unsupported)}")
         kw = {"scale": scale} if style == "jax" else \

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-
 #include <sys/mman.h>
 
 #include <cstdint>
 #include <cstring>
 
 #include "flashsim/error.h"
+#include "flashsim/fp8.h"
 
 namespace flashsim::py {
 
@@ -54,7 +54,8 @@ void advise_huge_pages(void* data, size_t bytes) {
   constexpr uintptr_t kPage = 4096;
   const auto begin = (reinterpret_cast<uintptr_t>(data) + kPage - 1) & ~(kPage - 1);
   const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kPage - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: errors ignored
+  if (end > begin)
+    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);  // a hint: errors ignored
 #else
   (void)data;
   (void)bytes;
@@ -120,6 +121,9 @@ std::vector<double> widen(const InArray& a, const std::string& name) {
     case DType::BF16:
       convert([p = data_as<uint16_t>(a)](int64_t i) { return from_bfloat16_bits(p[i]); });
       break;
+    case DType::E4M3:  // float_dtype never gives FP8: NumPy has no FP8 type
+    case DType::E5M2:
+      throw InputError(name, "FP8 arrays are not taken: pass the dequantized values");
   }
   return out;
 }
@@ -160,6 +164,13 @@ nb::object to_numpy(const std::vector<double>& values, const std::vector<int64_t
       nb::object a = own(std::move(bits), shape);
       // float16 has a NumPy type: view the bits as it; bfloat16 stays uint16 for the Python layer.
       return storage == DType::F16 ? a.attr("view")("float16") : a;
+    }
+    case DType::E4M3:  // FP8 codes as uint8
+    case DType::E5M2: {
+      std::vector<uint8_t> codes(values.size());
+      for (size_t i = 0; i < codes.size(); ++i)
+        codes[i] = fp8_encode(values[i], storage == DType::E4M3 ? Fp8Format::E4M3 : Fp8Format::E5M2);
+      return own(std::move(codes), shape);
     }
   }
   return nb::none();

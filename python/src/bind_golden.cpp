@@ -75,6 +75,8 @@ nb::object stored_tensor(const NativeCase& c, const std::string& name) {
       np = "bool";
       break;
     case StDType::U8:
+    case StDType::F8_E4M3:  // FP8 codes as uint8 (NumPy has no FP8 type; ml_dtypes views them)
+    case StDType::F8_E5M2:
       np = "uint8";
       break;
     case StDType::I32:

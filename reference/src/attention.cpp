@@ -1,4 +1,5 @@
 // forward() and backward(): validation, the memory guard and dispatch to the algorithms by accumulator type.
+#include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -102,6 +103,10 @@ Gradients backward(const AttentionProblem& p, const AttentionInputs& in, const F
   if (!has_backward(algo))
     throw InputError("algorithm", "the " + std::string(algorithm_name(algo)) +
                                       " algorithm has no backward of its own: use naive or fa2");
+  if (p.fp8())
+    throw InputError("dtype",
+                     fmt::format("{} inputs are forward only (FP8 attention kernels have no backward)",
+                                 dtype_name(p.dtype)));
   in.validate(p);
   tile.validate();
   if (in.dout.empty()) throw InputError("do", "the backward needs dO (the upstream gradient)");

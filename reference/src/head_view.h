@@ -39,8 +39,14 @@ class HeadView {
   void load_k(int64_t j0, int64_t m, Acc* dst) const {
     load(TensorId::K, ctx_.in.k, ctx_.cu_k[b], p_.heads_kv, hk, p_.head_dim, j0, m, dst);
   }
+  // FP8 inputs: V is dequantized as it is loaded (times v_descale, exact in fp64; one fp32 rounding when
+  // emulating, where FlashAttention-3 scales O by v_descale once at the end: 2^-24 apart, far below P's FP8
+  // rounding). Q and K stay as stored: their descales scale the scores (scores()).
   void load_v(int64_t j0, int64_t m, Acc* dst) const {
     load(TensorId::V, ctx_.in.v, ctx_.cu_k[b], p_.heads_kv, hk, p_.head_dim_v, j0, m, dst);
+    if (ctx_.in.v_descale.empty()) return;
+    const Acc vd = static_cast<Acc>(ctx_.in.v_descale[p_.descale_index(b, hk)]);
+    for (int64_t n = 0; n < m * p_.head_dim_v; ++n) dst[n] *= vd;
   }
   // Rows [i0, i0+n) of a [total_q, heads_q, dim_v] tensor of this head (o, or dq-like outputs).
   void load_o(const std::vector<double>& o, int64_t i0, int64_t n, Acc* dst) const {
@@ -99,13 +105,22 @@ class HeadView {
     return window_covers(i0, n, j0, m) && block_all(i0, n, j0, m);
   }
 
+  // The factor of q.k in the scores: the softmax scale, times q_descale * k_descale with FP8 inputs (as
+  // FlashAttention-3 folds them into softmax_scale_log2, hopper/flash_fwd_kernel_sm90.h).
+  Acc score_scale() const {
+    double a = ctx_.scale;
+    if (!ctx_.in.q_descale.empty())
+      a *= ctx_.in.q_descale[p_.descale_index(b, hk)] * ctx_.in.k_descale[p_.descale_index(b, hk)];
+    return static_cast<Acc>(a);
+  }
+
   // S (n x m, row-major) = the scores of query rows [i0, i0+n) (tile Qt) against keys [j0, j0+m) (tile Kt):
-  // scale * q.k, then softcap, + bias + ALiBi, then -inf where the window, the block mask or the mask hides
-  // the key. dcap (optional, n x m) receives d softcap(x)/dx = 1 - tanh^2(x / c).
+  // scale * q.k (times the FP8 descales), then softcap, + bias + ALiBi, then -inf where the window, the block
+  // mask or the mask hides the key. dcap (optional, n x m) receives d softcap(x)/dx = 1 - tanh^2(x / c).
   void scores(const Acc* qt, int64_t i0, int64_t n, const Acc* kt, int64_t j0, int64_t m, Acc* s,
               Acc* dcap = nullptr) const {
-    gemm<Acc>(ctx_.opt.use_blas, Trans::No, Trans::Yes, n, m, p_.head_dim, static_cast<Acc>(ctx_.scale), qt,
-              p_.head_dim, kt, p_.head_dim, Acc(0), s, m);
+    gemm<Acc>(ctx_.opt.use_blas, Trans::No, Trans::Yes, n, m, p_.head_dim, score_scale(), qt, p_.head_dim, kt,
+              p_.head_dim, Acc(0), s, m);
     const bool covered = fully_visible(i0, n, j0, m);
     if (!ctx_.elementwise_scores() && covered) return;
     if (auto* obs = ctx_.observer()) {

@@ -72,9 +72,23 @@ void softmax_grad_rows(const Acc* p, Acc* dp, int64_t n, int64_t m, const ColArr
 }
 
 // Round every element to the input dtype (the GPU's conversion of P or dS before a tensor-core product).
+// FP8 (P only: FP8 is forward only): FlashAttention-3 computes P as exp2(x - (m - 8)) = 2^8 e^(x - m), in
+// [0, 256], so that P uses more of the FP8 range (hopper/softmax.h, Max_offset = 8 for FP8), converts that to the
+// input's FP8 format, and divides the row sum by 2^8 at the end; here P in [0, 1] is rounded as 2^8 P and scaled
+// back (exact: powers of two), which is the same product.
 template <class Acc>
 void round_to_dtype(Acc* x, int64_t count, DType t) {
   if (t == DType::F64 || (t == DType::F32 && sizeof(Acc) == 4)) return;
+  if (is_fp8(t)) {
+    for (int64_t n = 0; n < count; ++n) {
+      if constexpr (sizeof(Acc) == 4) {
+        x[n] = round_to_float(x[n] * Acc(256), t) / Acc(256);
+      } else {
+        x[n] = round_to(x[n] * Acc(256), t) / Acc(256);
+      }
+    }
+    return;
+  }
   for (int64_t n = 0; n < count; ++n) {
     if constexpr (sizeof(Acc) == 4) {
       x[n] = round_to_float(x[n], t);
@@ -84,10 +98,11 @@ void round_to_dtype(Acc* x, int64_t count, DType t) {
   }
 }
 
-// The value an output element is stored as: rounded to the input dtype in emulated mode.
+// The value an output element is stored as: rounded to the output dtype in emulated mode (the input dtype; bf16
+// for FP8 inputs).
 template <class Acc>
 double stored_output(Acc x, const ProblemContext& ctx) {
-  return ctx.emulated() ? round_to(static_cast<double>(x), ctx.p.dtype) : static_cast<double>(x);
+  return ctx.emulated() ? round_to(static_cast<double>(x), ctx.p.output_dtype()) : static_cast<double>(x);
 }
 
 // Folds an attention sink's logit s (finite) into a row's max m and sum l of exp(x - m):

@@ -129,7 +129,7 @@ TEST(SuiteSpec, BuiltInSuitesCoverTheFeatures) {
     if (p.bias != BroadcastShape::None && p.heads_kv < p.heads_q && p.causal())
       dbias_shapes_gqa_causal.insert(p.bias);
   }
-  EXPECT_EQ(dtypes, (std::set<DType>{DType::F32, DType::F16, DType::BF16}));
+  EXPECT_EQ(dtypes, (std::set<DType>{DType::F32, DType::F16, DType::BF16, DType::E4M3, DType::E5M2}));
   EXPECT_TRUE(dims.count(32) && dims.count(256) && dims.count(17) && dims.count(111));
   EXPECT_EQ(min_len, 1);
   EXPECT_EQ(max_len, 8192);  // errors that grow with the length need long cases (issue 13)

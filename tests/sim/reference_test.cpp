@@ -56,6 +56,24 @@ TEST(Reference, ThreeAndTwoPassMatchSchedules) {
   check_forward(p, c, Algorithm::Naive, kernel_model("naive_pv"));
 }
 
+// FP8 inputs (1-byte q, k, v; a bf16 o): the forwards move what their schedules say.
+TEST(Reference, Fp8ForwardsMatchSchedules) {
+  const AttentionProblem p = ProblemBuilder()
+                                 .batch(2)
+                                 .heads(4, 2)
+                                 .seqlen(150, 230)
+                                 .head_dim(32)
+                                 .causal()
+                                 .fp8(DType::E4M3, Descale::PerHead)
+                                 .build();
+  TileConfig c;
+  check_forward(p, c, Algorithm::Fa2, kernel_model("fwd_fa2"));
+  check_forward(p, c, Algorithm::ThreePass, kernel_model("fwd_three_pass"));
+  check_forward(p, c, Algorithm::TwoPass, kernel_model("fwd_two_pass"));
+  check_forward(p, c, Algorithm::Fa1, kernel_model("fwd_fa1"));
+  check_forward(p, c, Algorithm::Naive, kernel_model("naive_pv"));
+}
+
 TEST(Reference, CountsMatchScheduleFull) {
   const AttentionProblem p =
       ProblemBuilder().batch(2).heads(2).seqlen(256).head_dim(32).dtype(DType::BF16).build();

@@ -16,6 +16,12 @@ OracleOutput oracle_forward(const AttentionProblem& p, const AttentionInputs& in
     const int64_t lk = p.varlen() ? p.seqlens_k[b] : p.seqlen_k;
     for (int64_t h = 0; h < p.heads_q; ++h) {
       const int64_t hk = h / (p.heads_q / p.heads_kv);
+      // FP8 descale factors: the real value of a stored element is stored * descale, one factor per tensor
+      // ([1]) or per (batch, kv head) ([batch, heads_kv]); 1 without descales.
+      auto descale = [&](const std::vector<double>& d) {
+        return d.empty() ? 1.0 : d[d.size() == 1 ? 0 : b * p.heads_kv + hk];
+      };
+      const double qd = descale(in.q_descale), kd = descale(in.k_descale), vd = descale(in.v_descale);
       for (int64_t i = 0; i < lq; ++i) {
         std::vector<double> s(lk);
         std::vector<bool> keep(lk);
@@ -23,8 +29,8 @@ OracleOutput oracle_forward(const AttentionProblem& p, const AttentionInputs& in
         for (int64_t j = 0; j < lk; ++j) {
           double dot = 0;
           for (int64_t c = 0; c < p.head_dim; ++c)
-            dot += in.q[((q_start + i) * p.heads_q + h) * p.head_dim + c] *
-                   in.k[((k_start + j) * p.heads_kv + hk) * p.head_dim + c];
+            dot += (in.q[((q_start + i) * p.heads_q + h) * p.head_dim + c] * qd) *
+                   (in.k[((k_start + j) * p.heads_kv + hk) * p.head_dim + c] * kd);
           double x = scale * dot;
           if (p.softcap > 0) x = p.softcap * std::tanh(x / p.softcap);
           auto idx = [&](BroadcastShape sh) {
@@ -73,7 +79,7 @@ OracleOutput oracle_forward(const AttentionProblem& p, const AttentionInputs& in
           const double pj = std::exp(s[j] - mx) / l * drop_scale;
           for (int64_t c = 0; c < p.head_dim_v; ++c)
             out.o[((q_start + i) * p.heads_q + h) * p.head_dim_v + c] +=
-                pj * in.v[((k_start + j) * p.heads_kv + hk) * p.head_dim_v + c];
+                pj * (in.v[((k_start + j) * p.heads_kv + hk) * p.head_dim_v + c] * vd);
         }
       }
     }

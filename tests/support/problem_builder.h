@@ -95,6 +95,14 @@ class ProblemBuilder {
     p_.dropout_p = p;
     return *this;
   }
+  // FP8 inputs: dtype e4m3 / e5m2 with descale factors of the granularity given (amax_fraction < 1: values
+  // beyond that fraction of a group's amax saturate).
+  ProblemBuilder& fp8(DType d, Descale g, double amax_fraction = 1.0) {
+    p_.dtype = d;
+    p_.descale = g;
+    p_.amax_fraction = amax_fraction;
+    return *this;
+  }
   ProblemBuilder& dtype(DType d) {
     p_.dtype = d;
     return *this;

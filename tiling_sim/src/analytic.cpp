@@ -94,21 +94,22 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
     const auto& tt = k.tensors[static_cast<size_t>(t)];
     return tt.load.bytes + tt.store.bytes + tt.reduce.bytes > 0;
   };
-  const std::pair<TensorId, int64_t> fp[] = {{TensorId::Q, tq * hq * p.head_dim * e},
-                                             {TensorId::K, tk * hk * p.head_dim * e},
-                                             {TensorId::V, tk * hk * p.head_dim_v * e},
-                                             {TensorId::O, tq * hq * p.head_dim_v * e},
-                                             {TensorId::dO, tq * hq * p.head_dim_v * e},
-                                             {TensorId::Lse, tq * hq * 4},
-                                             {TensorId::RowMax, tq * hq * 4},
-                                             {TensorId::Scores, score_elems * 4},
-                                             {TensorId::Probs, score_elems * 4},
-                                             {TensorId::Delta, tq * hq * 4},
-                                             {TensorId::RowSum, tq * hq * 4},
-                                             {TensorId::dQ, tq * hq * p.head_dim * e},
-                                             {TensorId::dK, tk * h_dkv * p.head_dim * e},
-                                             {TensorId::dV, tk * h_dkv * p.head_dim_v * e},
-                                             {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
+  const std::pair<TensorId, int64_t> fp[] = {
+      {TensorId::Q, tq * hq * p.head_dim * e},
+      {TensorId::K, tk * hk * p.head_dim * e},
+      {TensorId::V, tk * hk * p.head_dim_v * e},
+      {TensorId::O, tq * hq * p.head_dim_v * dtype_bytes(p.output_dtype())},
+      {TensorId::dO, tq * hq * p.head_dim_v * e},
+      {TensorId::Lse, tq * hq * 4},
+      {TensorId::RowMax, tq * hq * 4},
+      {TensorId::Scores, score_elems * 4},
+      {TensorId::Probs, score_elems * 4},
+      {TensorId::Delta, tq * hq * 4},
+      {TensorId::RowSum, tq * hq * 4},
+      {TensorId::dQ, tq * hq * p.head_dim * e},
+      {TensorId::dK, tk * h_dkv * p.head_dim * e},
+      {TensorId::dV, tk * h_dkv * p.head_dim_v * e},
+      {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
   for (const auto& [t, bytes] : fp)
     if (touched(t)) k.tensors[static_cast<size_t>(t)].unique_bytes = bytes;
   if (c.dq_strategy == DqStrategy::Partials) {  // each partial row is written once, then read once

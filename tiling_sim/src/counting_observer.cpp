@@ -23,7 +23,6 @@ int CountingObserver::elem_bytes(TensorId t) const {
     case TensorId::Q:
     case TensorId::K:
     case TensorId::V:
-    case TensorId::O:
     case TensorId::dO:
     case TensorId::dQ:
     case TensorId::dK:
@@ -31,6 +30,8 @@ int CountingObserver::elem_bytes(TensorId t) const {
     case TensorId::Bias:
     case TensorId::dBias:
       return dtype_bytes(p_.dtype);
+    case TensorId::O:  // bf16 for FP8 inputs
+      return dtype_bytes(p_.output_dtype());
     case TensorId::Mask:
       return 1;
     default:

@@ -36,6 +36,9 @@ void check_supported(const AttentionProblem& p, const TileConfig& c, Algorithm a
     throw InputError("pass",
                      "a paged KV cache is inference only (flash_attn_with_kvcache has no backward): use "
                      "--pass fwd");
+  if (pass == Pass::Backward && p.fp8())
+    throw InputError("pass",
+                     "FP8 inputs are forward only (FP8 attention kernels have no backward): use --pass fwd");
   if (pass == Pass::Backward && c.num_splits > 1)
     throw InputError("num-splits",
                      fmt::format("split-KV ({} splits) is a forward technique: the backward has "

@@ -20,6 +20,9 @@ struct AttentionInputs {
   std::vector<double> sinks;         // [heads_q] finite fp32 values with problem.sinks, else empty
   std::vector<uint8_t>
       dropout_keep;  // [batch, heads_q, seqlen_q, seqlen_k] with problem.dropout(), else empty
+  // FP8 descale factors (finite fp32 values > 0), problem.descale_shape() with a descale, else empty: the
+  // algorithms compute on q * q_descale, k * k_descale, v * v_descale (each of its (batch, kv head)).
+  std::vector<double> q_descale, k_descale, v_descale;
   // With a paged KV cache: the cache as stored (before the append) and k_new / v_new; k and v then hold the
   // keys gathered from it after the append (gather_keys), which is what the algorithms read.
   KvCache cache;
@@ -51,12 +54,19 @@ enum class InputStream : uint64_t {
 // probability problem.mask_keep; the block mask from problem.block_mask_spec (one pattern per head, the same for
 // every sequence unless random). With a KV cache every row of k_cache / v_cache is drawn (unused rows too, so a
 // kernel reading them is caught), k_new / v_new from their own streams, the block table from make_block_table, and
-// k / v gathered. Elements are indexed by their position in the tensor, so a tensor's values do not depend on the
+// k / v gathered. FP8 inputs: q, k, v drawn in fp64 as above, then per descale group (the whole tensor, or a
+// (batch, kv head): for q the q heads of that kv head) descale = fp32(amax_fraction * amax / fp8 max) of the group's
+// largest |x| (1 for a group of zeros or without descales) and stored = fp8(x / descale), saturating; no dO (FP8 is
+// forward only). Elements are indexed by their position in the tensor, so a tensor's values do not depend on the
 // thread count.
 // The block mask of problem p (p.block_mask_shape()): p.block_mask_spec's pattern per head (head 0's without a
 // heads dim), the same for every sequence; a random spec draws the whole tensor from `seed`.
 std::vector<uint8_t> make_block_mask_tensor(const AttentionProblem& p, uint64_t seed);
 
 AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, double magnitude = 1.0);
+
+// FP8 inputs' real values: q * q_descale, k * k_descale, v * v_descale of each (batch, kv head), exact in fp64, the
+// descale tensors cleared (a problem without descales then reads them as they are).
+AttentionInputs dequantized(const AttentionProblem& p, const AttentionInputs& in);
 
 }  // namespace flashsim

@@ -12,6 +12,9 @@
 //                  by 1 / (1 - dropout_p)); varlen: the top-left corner per sequence, as bias
 //   sinks        : [heads_q] (fp32 values): attention sinks, one logit per q head that joins every row's
 //                  softmax denominator (and lse) with no value vector (docs/design.md, "Attention sinks")
+//   q_descale, k_descale, v_descale : FP8 inputs' descale factors (fp32 values, > 0): [1] per tensor,
+//                  [batch, heads_kv] per (batch, kv head) as FlashAttention-3 takes them; the real value of a
+//                  stored element is stored * descale (docs/design.md, "FP8 inputs")
 // With a paged KV cache (page_size > 0, flashsim/kv_cache.h) the keys of sequence b are its cache_seqlens[b]
 // cached keys and seqlen_new appended ones; q, o, lse keep their plain layouts ([batch, seqlen_q] rows) and k, v
 // mean the keys gathered from the cache, packed as with variable lengths ([total_k, heads_kv, dim]).
@@ -33,6 +36,11 @@ namespace flashsim {
 enum class BroadcastShape { None, BHQK, OneHQK, BOneQK, OneOneQK };
 std::string_view broadcast_name(BroadcastShape s);  // "none", "bhqk", "1hqk", "b1qk", "11qk"
 BroadcastShape parse_broadcast(std::string_view name, const std::string& field);
+
+// FP8 descale factors' granularity: none (every factor 1: no tensors), one per tensor, one per (batch, kv head).
+enum class Descale { None, PerTensor, PerHead };
+std::string_view descale_name(Descale d);  // "none", "per-tensor", "per-head"
+Descale parse_descale(std::string_view name, const std::string& field);
 
 struct AttentionProblem {
   int64_t batch = 1;
@@ -56,6 +64,11 @@ struct AttentionProblem {
   // Dropout (FlashAttention-2's): P' = P o keep / (1 - dropout_p) after the softmax (lse without dropout),
   // O = P' V; the keep mask is an input (AttentionInputs::dropout_keep), so no result depends on an RNG.
   double dropout_p = 0.0;
+  // FP8 inputs (dtype e4m3 or e5m2): the descale factors' granularity, and the fraction of a group's largest
+  // |value| that the generator maps onto the FP8 maximum (1: nothing saturates; 0.5: values beyond half the
+  // group's amax saturate to +-max). Forward only; the emulated output is bf16 (FlashAttention-3's).
+  Descale descale = Descale::None;
+  double amax_fraction = 1.0;
   // Variable lengths: per-sequence lengths (empty: every sequence has seqlen_q / seqlen_k).
   std::vector<int64_t> seqlens_q;
   std::vector<int64_t> seqlens_k;
@@ -82,6 +95,21 @@ struct AttentionProblem {
   bool kv_cache() const { return page_size > 0; }
   bool dropout() const { return dropout_p > 0; }
   int64_t dropout_keep_elems() const { return dropout() ? broadcast_elems(BroadcastShape::BHQK) : 0; }
+  bool fp8() const { return is_fp8(dtype); }
+  // Cases with no backward: decode (a paged KV cache) and FP8 inputs, as the kernels.
+  bool forward_only() const { return kv_cache() || fp8(); }
+  // The dtype a kernel stores o in: bf16 for FP8 inputs (FlashAttention-3's FP8 forward), else the input's.
+  DType output_dtype() const { return fp8() ? DType::BF16 : dtype; }
+  int64_t descale_elems() const {
+    return descale == Descale::PerHead ? batch * heads_kv : descale == Descale::PerTensor ? 1 : 0;
+  }
+  std::vector<int64_t> descale_shape() const {  // {1} or {batch, heads_kv}
+    return descale == Descale::PerHead ? std::vector<int64_t>{batch, heads_kv} : std::vector<int64_t>{1};
+  }
+  // The descale factor of (batch b, kv head hk) in a descale tensor.
+  int64_t descale_index(int64_t b, int64_t hk) const {
+    return descale == Descale::PerHead ? b * heads_kv + hk : 0;
+  }
   bool keys_vary() const { return varlen() || kv_cache(); }  // packed key rows (cu_seqlens_k)
   double softmax_scale() const;
   int64_t group_size() const { return heads_q / heads_kv; }  // q heads per kv head

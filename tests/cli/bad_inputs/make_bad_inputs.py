@@ -147,7 +147,7 @@ def main():
     hdr["k"]["data_offsets"] = [60, 128]
     suite("offsets-overlap", raw_st(hdr, good[8 + n:]))
     hdr = json.loads(good[8:8 + n])
-    hdr["q"]["dtype"] = "F8_E4M3"
+    hdr["q"]["dtype"] = "F4_E2M1"
     suite("dtype-unknown", raw_st(hdr, good[8 + n:]))
 
     # --- the golden case inside a valid container

@@ -38,10 +38,10 @@ void fa1_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t) 
     for (const int64_t m : blocks) {
       const int64_t q0 = m * c.block_q, rq = std::min(c.block_q, sq - q0);
       x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
-      x.add(AccessKind::Load, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
+      x.add(AccessKind::Load, TensorId::O, b, h, q0, rq, p.head_dim_v, x.out_e());
       x.add(AccessKind::Load, TensorId::RowMax, b, h, q0, rq, 1, 4);
       x.add(AccessKind::Load, TensorId::RowSum, b, h, q0, rq, 1, 4);
-      x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
+      x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.out_e());
       x.add(AccessKind::Store, TensorId::RowMax, b, h, q0, rq, 1, 4);
       x.add(AccessKind::Store, TensorId::RowSum, b, h, q0, rq, 1, 4);
       // S = Q K^T and O += P V: 2 rq rk (d + dv)
@@ -79,7 +79,7 @@ void fa1_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfi
     x.load(TensorId::V, rk, dv, e);
     x.load(TensorId::Q, rq, d, e);
     for (auto dir : {&TensorTraffic::load, &TensorTraffic::store}) {
-      x.add(dir, TensorId::O, rq, dv, e);
+      x.add(dir, TensorId::O, rq, dv, dtype_bytes(p.output_dtype()));
       x.add(dir, TensorId::RowMax, rq, 1, 4);
       x.add(dir, TensorId::RowSum, rq, 1, 4);
     }

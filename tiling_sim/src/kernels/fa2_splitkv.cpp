@@ -197,7 +197,7 @@ void splitkv_cta(CtaBuilder& x, const TileConfig& c, int64_t y, int64_t z, int64
     const auto [i0, ni] = head_rows(r.r0, r.r1, g.g, gg);
     const int64_t h = hk * g.g + gg;
     if (g.splits == 1) {
-      x.add(AccessKind::Store, TensorId::O, b, h, i0, ni, dv, x.e);
+      x.add(AccessKind::Store, TensorId::O, b, h, i0, ni, dv, x.out_e());
       x.add(AccessKind::Store, TensorId::Lse, b, h, i0, ni, 1, 4);
     } else {
       x.add(AccessKind::Store, tensor::OAccum, b, h, s * lq + i0, ni, dv, 4);
@@ -285,7 +285,8 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
           const int64_t rows = r.r1 - r.r0;  // packed rows: query rows of the group's heads
           if (computed > 0) moved(kLoad, TensorId::Q, rows * dim * e, rows_of(rows, dim, e));
           if (g.splits == 1) {
-            moved(kStore, TensorId::O, rows * dv * e, rows_of(rows, dv, e));
+            const int eo = dtype_bytes(p.output_dtype());  // bf16 for FP8 inputs
+            moved(kStore, TensorId::O, rows * dv * eo, rows_of(rows, dv, eo));
             moved(kStore, TensorId::Lse, rows * 4, rows);
           } else {
             moved(kStore, tensor::OAccum, rows * dv * 4, rows_of(rows, dv, 4));
@@ -330,7 +331,7 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
   };
   const int64_t tq = p.total_q(), hq = p.heads_q;
   const std::pair<TensorId, int64_t> whole[] = {{TensorId::Q, tq * hq * dim * e},
-                                                {TensorId::O, tq * hq * dv * e},
+                                                {TensorId::O, tq * hq * dv * dtype_bytes(p.output_dtype())},
                                                 {TensorId::Lse, tq * hq * 4},
                                                 {TensorId::K, p.total_k() * hkv * dim * e},
                                                 {TensorId::V, p.total_k() * hkv * dv * e},
@@ -403,7 +404,7 @@ void combine_cta(CtaBuilder& x, const TileConfig& c, int64_t, int64_t, int64_t b
       x.add(AccessKind::Load, tensor::LseAccum, b, h, s * lq + i0, ni, 1, 4);
     for (int64_t s = 0; s < c.num_splits; ++s)
       x.add(AccessKind::Load, tensor::OAccum, b, h, s * lq + i0, ni, p.head_dim_v, 4);
-    x.add(AccessKind::Store, TensorId::O, b, h, i0, ni, p.head_dim_v, x.e);
+    x.add(AccessKind::Store, TensorId::O, b, h, i0, ni, p.head_dim_v, x.out_e());
     x.add(AccessKind::Store, TensorId::Lse, b, h, i0, ni, 1, 4);
     // Per row and split: the weight exp(lse_s - lse) (max, exp, sum) and dv multiply-adds.
     x.w->exp_ops += static_cast<double>(ni * c.num_splits);
@@ -413,7 +414,7 @@ void combine_cta(CtaBuilder& x, const TileConfig& c, int64_t, int64_t, int64_t b
 }
 
 void combine_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c, const ProblemData&) {
-  const int e = dtype_bytes(p.dtype);
+  const int e = dtype_bytes(p.output_dtype());  // O's (bf16 for FP8 inputs)
   const int64_t dv = p.head_dim_v, splits = c.num_splits;
   const int64_t rows = p.total_q() * p.heads_q;  // every (b, h, i)
   const auto set = [&](DirectionBytes TensorTraffic::*dir, TensorId t, int64_t r, int64_t cols, int eb) {

@@ -179,7 +179,7 @@ void fa3_tile(CtaBuilder& x, const Fa3Shape& s, const std::vector<int64_t>& cu_q
   // the whole sector: each sector is written by two stores of a sector each (ncu on the H100: 67.6 MB of global
   // stores for 33.5 MB of O at b2 h16 n4096 d128; calibration fa3.v1_on_h100).
   for (int half = 0; half < kOStoresPerSector; ++half)
-    x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
+    x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.out_e());
   x.add(AccessKind::Store, TensorId::Lse, b, h, q0, rq, 1, 4);
 }
 
@@ -224,7 +224,8 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
         one.exp_ops += pairs;
         one.vector_ops += 3.0 * pairs + static_cast<double>(rq * dv * (n1 - n0));
       }
-      for (int half = 0; half < kOStoresPerSector; ++half) x.store(TensorId::O, rq, dv, e);
+      for (int half = 0; half < kOStoresPerSector; ++half)
+        x.store(TensorId::O, rq, dv, dtype_bytes(p.output_dtype()));
       x.store(TensorId::Lse, rq, 1, 4);
     }
   }
@@ -263,7 +264,7 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
   footprint(TensorId::Q, p.total_q() * hq * d * e);
   footprint(TensorId::K, p.total_k() * p.heads_kv * d * e);
   footprint(TensorId::V, p.total_k() * p.heads_kv * dv * e);
-  footprint(TensorId::O, p.total_q() * hq * dv * e);
+  footprint(TensorId::O, p.total_q() * hq * dv * dtype_bytes(p.output_dtype()));
   footprint(TensorId::Lse, p.total_q() * hq * 4);
 }
 

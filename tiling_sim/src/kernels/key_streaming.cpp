@@ -55,7 +55,7 @@ void key_streaming_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h,
           x.w->vector_ops += 3.0 * static_cast<double>(rq * rk) + static_cast<double>(rq * p.head_dim_v);
       }
   }
-  x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.e);
+  x.add(AccessKind::Store, TensorId::O, b, h, q0, rq, p.head_dim_v, x.out_e());
   x.add(AccessKind::Store, TensorId::Lse, b, h, q0, rq, 1, 4);
 }
 
@@ -90,7 +90,7 @@ void key_streaming_sequence(SequenceCounter& x, const AttentionProblem& p, const
     x.k.exp_ops += pairs * (passes == 1 ? 1 : passes - 1);
     if (nb > 0) x.k.vector_ops += 3.0 * pairs + static_cast<double>(rq * dv * nb);
   }
-  x.store(TensorId::O, sq, dv, e);
+  x.store(TensorId::O, sq, dv, dtype_bytes(p.output_dtype()));
   x.store(TensorId::Lse, sq, 1, 4);
 }
 

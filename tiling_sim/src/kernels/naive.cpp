@@ -137,7 +137,9 @@ void naive_cta(CtaBuilder& x, const TileConfig&, int64_t b, int64_t h, int64_t) 
                          : m.cols == Cols::Keys     ? sk
                                                     : 1;
     x.add(m.kind, m.tensor, b, kv_input ? p.kv_head(h) : h, 0, m.rows == Rows::Query ? sq : sk, cols,
-          fp32 ? 4 : x.e);
+          fp32                      ? 4
+          : m.tensor == TensorId::O ? x.out_e()
+                                    : x.e);
   }
   const double pairs = static_cast<double>(sq) * static_cast<double>(sk);
   if (k.flops != Flops::None)  // 2 sq sk d (S, dQ, dK) or 2 sq sk dv (O, dP, dV)

@@ -15,7 +15,8 @@ struct ProblemFlags {
   int64_t batch = 1, heads = 8, heads_kv = 0, seqlen = 512, seqlen_q = 0, seqlen_k = 0, head_dim = 64,
           head_dim_v = 0;
   std::string dtype = "fp32";
-  double scale = 0, softcap = 0, mask_keep = 0.8, dropout_p = 0;
+  double scale = 0, softcap = 0, mask_keep = 0.8, dropout_p = 0, amax_fraction = 1;
+  std::string descale = "none";
   bool causal = false, alibi = false, sinks = false;
   std::string window, bias = "none", mask = "none", varlen;
   uint64_t seed = 0;
@@ -25,7 +26,8 @@ struct ProblemFlags {
       nullptr;  // --batch, to tell a given batch from the default (add_to sets it)
 
   // Adds --batch --heads --heads-kv --seqlen --seqlen-q --seqlen-k --head-dim --head-dim-v --dtype --scale
-  // --causal --window --softcap --bias --mask --mask-keep --alibi --sinks --dropout-p --varlen --seed, the
+  // --causal --window --softcap --bias --mask --mask-keep --alibi --sinks --dropout-p --descale --amax-fraction
+  // --varlen --seed, the
   // KV-cache flags (--page-size --cache-seqlens --seqlen-new --num-blocks) and the block-mask flags (--block-mask
   // --block-mask-shape --block-mask-tile) to cmd.
   void add_to(CLI::App* cmd);

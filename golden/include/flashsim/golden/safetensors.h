@@ -16,7 +16,7 @@
 
 namespace flashsim::golden {
 
-enum class StDType { F64, F32, F16, BF16, BOOL, U8, I32, I64 };
+enum class StDType { F64, F32, F16, BF16, BOOL, U8, I32, I64, F8_E4M3, F8_E5M2 };
 std::string_view st_dtype_name(StDType t);      // "F64", ...
 StDType parse_st_dtype(std::string_view name);  // throws InputError("dtype") for an unknown name
 int st_dtype_bytes(StDType t);

@@ -12,7 +12,8 @@
 // batch; one integer applies to every sequence; seqlen_k defaults to the longest), seqlen_new, num_blocks,
 // num_splits. A block-sparse mask: block_mask (its shape, as bias), block_q, block_k, block_mask_spec. Attention
 // sinks: sinks (true: a sink logit per q head; only such cases write the field). Dropout: dropout_p (> 0: a
-// keep mask drawn with 1 - p, stored as the dropout_keep input; only such cases write the field).
+// keep mask drawn with 1 - p, stored as the dropout_keep input; only such cases write the field). FP8 inputs:
+// dtype e4m3 or e5m2, descale (none, per-tensor, per-head) and amax_fraction (only such cases write them).
 //
 // `op` names the operation a case checks: attention (the default; its cases do not write the field, so their
 // files are those of before), rmsnorm or layernorm. A norm case's fields: rows, hidden, eps, residual, dtype,

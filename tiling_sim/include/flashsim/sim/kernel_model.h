@@ -19,6 +19,8 @@ namespace flashsim::sim {
 struct CtaBuilder {
   const AttentionProblem& p;
   int e;  // bytes of an input element (the problem's dtype)
+  // Bytes of an O element: the output dtype's (bf16 for FP8 inputs, whose q, k, v take 1 byte an element).
+  int out_e() const { return dtype_bytes(p.output_dtype()); }
   CtaWork* w;
   const ProblemData* data = nullptr;  // block table and block mask (set whenever the problem has them)
   void add(ref::AccessKind k, ref::TensorId t, int64_t b, int64_t h, int64_t row0, int64_t rows, int64_t cols,
