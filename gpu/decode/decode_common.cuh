@@ -30,6 +30,37 @@ __device__ __forceinline__ int chunk_slot(int row, int c) {
   return c ^ ((row * kSwz) & 7);
 }
 
+// What a split CTA works on: sequence b, kv head hk, split `split`, packed rows [r0, r0 + rows) (rows > 0: the
+// grid has ceil(seqlen_q x group / kRows) row blocks), lk keys; its key tiles [n0, n0 + nt): split s holds tiles
+// [s per, (s + 1) per) of ceil(lk / kBlockK), per = ceil(tiles / splits) (ref::forward_split_kv's rule), narrowed
+// to the window of its rows' queries.
+struct SplitCta {
+  int split, b, hk, lk, r0, rows, n0, nt;
+};
+template <int kRows, int kBlockK>
+__device__ __forceinline__ SplitCta split_cta(const DecodeParams& p) {
+  const AttentionParams& a = p.a;
+  SplitCta c;
+  c.split = blockIdx.y;
+  c.b = blockIdx.z / a.heads_kv;
+  c.hk = blockIdx.z % a.heads_kv;
+  c.lk = p.cache_seqlens[c.b] + p.seqlen_new;
+  c.r0 = blockIdx.x * kRows;
+  c.rows = min(kRows, a.seqlen_q * a.group - c.r0);
+  const int lq = a.seqlen_q, tiles = (c.lk + kBlockK - 1) / kBlockK;
+  const int per = max(1, (tiles + p.num_splits - 1) / p.num_splits);
+  int n0 = min(tiles, c.split * per), n1 = min(tiles, (c.split + 1) * per);
+  const int i_lo = c.r0 / a.group, i_hi = (c.r0 + c.rows - 1) / a.group;  // the rows' queries
+  if (a.window_left >= 0) n0 = max(n0, max(0, i_lo + c.lk - lq - a.window_left) / kBlockK);
+  if (a.window_right >= 0) {
+    const int j_max = i_hi + c.lk - lq + a.window_right;  // the last key a row sees
+    n1 = min(n1, j_max < 0 ? 0 : j_max / kBlockK + 1);
+  }
+  c.n0 = n0;
+  c.nt = max(0, n1 - n0);
+  return c;
+}
+
 // The block-table lookups of a CTA's tiles, once a key (threads [0, kBlockK), one key each) and ahead of the copy:
 // tile t's rows are loaded into a register (fetch) an iteration before they are stored to sRow[t % kStages]
 // (put), which the copy of tile t reads after the next barrier; so a lookup's load latency overlaps a tile's work

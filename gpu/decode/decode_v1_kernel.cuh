@@ -41,24 +41,10 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
 
   const AttentionParams& a = p.a;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int split = blockIdx.y, b = blockIdx.z / a.heads_kv, hk = blockIdx.z % a.heads_kv;
-  const int g = a.group, lq = a.seqlen_q, lk = p.cache_seqlens[b] + p.seqlen_new;
-  const int r0 = blockIdx.x * kRows, rows = min(kRows, lq * g - r0);  // rows > 0: grid x = ceil(lq g / kRows)
+  const SplitCta cta = split_cta<kRows, kBlockK>(p);
+  const int split = cta.split, b = cta.b, hk = cta.hk, lk = cta.lk, r0 = cta.r0, rows = cta.rows;
+  const int n0 = cta.n0, nt = cta.nt, g = a.group, lq = a.seqlen_q;
 
-  // The split's key tiles [n0, n1), narrowed to the window of its rows' queries [i_lo, i_hi].
-  const int tiles = (lk + kBlockK - 1) / kBlockK;
-  const int per = max(1, (tiles + p.num_splits - 1) / p.num_splits);
-  int n0 = min(tiles, split * per), n1 = min(tiles, (split + 1) * per);
-  const int i_lo = r0 / g, i_hi = (r0 + rows - 1) / g;
-  if (a.window_left >= 0) n0 = max(n0, max(0, i_lo + lk - lq - a.window_left) / kBlockK);
-  if (a.window_right >= 0) {
-    const int j_max = i_hi + lk - lq + a.window_right;  // the last key a row sees
-    n1 = min(n1, j_max < 0 ? 0 : j_max / kBlockK + 1);
-  }
-  const int nt = max(0, n1 - n0);
-
-  // Tile n's K and V rows into stage `stage`; keys past len_k are zero-filled (their scores are -inf, and a
-  // zero V row keeps 0 x V finite).
   // Tile t's K and V rows into stage t % kStages (keys past len_k zero-filled: their scores are -inf, and a zero V
   // row keeps 0 x V finite), at the rows its lookups put in shared memory.
   RowLookups<kBlockK, Tr::kStages> lookups{sRow, p, b, hk, n0, nt, lk, tid};

@@ -3,7 +3,8 @@
 // the split kernel, a CTA per packed row block, split and (sequence, kv head), the group's query heads packed as
 // rows so that K and V are read once a kv head. Two versions of the split kernel:
 //   decode-v1 (decode_v1_kernel.cuh): fp32 products on CUDA cores, 4 / 8 / 16 rows a CTA; fp32, fp16, bf16. Its
-//     instruction count per cache byte caps it near half the copy bandwidth on the H100 (bench/results).
+//     instructions per cache byte hold it to ~0.8 of the copy bandwidth on the H100 (calibration
+//     decode.bandwidth_h100; decode-v2 0.95-0.99).
 //   decode-v2 (decode_v2_kernel.cuh): mma.sync m16n8k16 with fp32 accumulation, 16 rows a CTA, the tile's keys
 //     split over the warps (each its own online softmax, merged once); fp16, bf16.
 // The number of splits is the simulator's choice for the launch (sim::sweep_splits_of_tile on the device's
