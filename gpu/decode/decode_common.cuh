@@ -103,6 +103,21 @@ __device__ __forceinline__ void copy_rows(unsigned char* s, const void* cache, c
   }
 }
 
+// Tile t (of nt) of a split CTA into stage t % kStages of sKV (a stage: Tr::kBlockK K rows, then as many V rows),
+// at the rows `lookups` put; K's chunks placed by chunk_slot<kSwzK>, V's by chunk_slot<kSwzV>. Keys past len_k
+// are zero-filled: their scores are -inf, and a zero V row keeps 0 x V finite.
+template <class Tr, int kSwzK, int kSwzV>
+__device__ __forceinline__ void load_kv_tile(unsigned char* sKV, const DecodeParams& p,
+                                             const RowLookups<Tr::kBlockK, Tr::kStages>& lookups, int t,
+                                             int nt, int tid) {
+  if (t >= nt) return;
+  unsigned char* sK = sKV + (t % Tr::kStages) * Tr::kStageBytes;
+  const int64_t* rows = lookups.rows_of(t);
+  copy_rows<Tr::kBlockK, Tr::kKStride, Tr::kKKeysPerPass, kSwzK>(sK, p.k_cache, rows, tid);
+  copy_rows<Tr::kBlockK, Tr::kVStride, Tr::kVKeysPerPass, kSwzV>(sK + Tr::kBlockK * Tr::kKStride, p.v_cache,
+                                                                 rows, tid);
+}
+
 // The kVec elements of a 16-byte chunk in shared memory, as fp32.
 template <class T, int kVec>
 __device__ __forceinline__ void chunk_to_float(const unsigned char* chunk, float (&f)[kVec]) {

@@ -45,17 +45,8 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
   const int split = cta.split, b = cta.b, hk = cta.hk, lk = cta.lk, r0 = cta.r0, rows = cta.rows;
   const int n0 = cta.n0, nt = cta.nt, g = a.group, lq = a.seqlen_q;
 
-  // Tile t's K and V rows into stage t % kStages (keys past len_k zero-filled: their scores are -inf, and a zero V
-  // row keeps 0 x V finite), at the rows its lookups put in shared memory.
   RowLookups<kBlockK, Tr::kStages> lookups{sRow, p, b, hk, n0, nt, lk, tid};
-  const auto load_tile = [&](int t) {
-    if (t >= nt) return;
-    unsigned char* sK = sKV + (t % Tr::kStages) * Tr::kStageBytes;
-    const int64_t* rows_of_tile = lookups.rows_of(t);
-    copy_rows<kBlockK, Tr::kKStride, Tr::kKKeysPerPass, kTpk>(sK, p.k_cache, rows_of_tile, tid);
-    copy_rows<kBlockK, Tr::kVStride, Tr::kVKeysPerPass, 0>(sK + kBlockK * Tr::kKStride, p.v_cache,
-                                                           rows_of_tile, tid);
-  };
+  const auto load_tile = [&](int t) { load_kv_tile<Tr, kTpk, 0>(sKV, p, lookups, t, nt, tid); };
 
   for (int t = 0; t < Tr::kStages; ++t) lookups.put(t, lookups.fetch(t));
   lookups.pending = lookups.fetch(Tr::kStages);
