@@ -1,5 +1,5 @@
 #pragma once
-// What decode-v1 and decode-v2 share (decode_v1.cpp describes the family): the cache row of a key, the paged copy
+// What decode-v1 and decode-v2 share (decode_versions.cpp describes the family): the cache row of a key, the paged copy
 // of a tile's rows into shared memory, warp reductions, the append of k_new / v_new into the cache, and the
 // combine of the splits' partials:
 //   lse = log sum_s exp(lse_s), O = sum_s exp(lse_s - lse) O_s   (a split without a visible key: lse_s = -inf)
@@ -116,6 +116,30 @@ __device__ __forceinline__ void load_kv_tile(unsigned char* sKV, const DecodePar
   copy_rows<Tr::kBlockK, Tr::kKStride, Tr::kKKeysPerPass, kSwzK>(sK, p.k_cache, rows, tid);
   copy_rows<Tr::kBlockK, Tr::kVStride, Tr::kVKeysPerPass, kSwzV>(sK + Tr::kBlockK * Tr::kKStride, p.v_cache,
                                                                  rows, tid);
+}
+
+// Column c of packed row r of a split CTA, from its unnormalized O sum, row sum l and row max m: O / l and
+// lse = m + log l (a row without a visible key: l = 0, O = 0, lse = -inf), into o and lse with one split, else
+// into the split's fp32 partials.
+template <class T>
+__device__ __forceinline__ void store_row(const DecodeParams& p, const SplitCta& cta, int r, int c,
+                                          float o_sum, float l, float m) {
+  const AttentionParams& a = p.a;
+  const int lq = a.seqlen_q, dv = a.head_dim_v, pr = cta.r0 + r, i = pr / a.group;
+  const int h = cta.hk * a.group + pr % a.group;
+  const float ov = l > 0.f ? o_sum / l : 0.f;
+  const float lse = l > 0.f ? m + logf(l) : neg_inf();
+  const int64_t row =
+      (static_cast<int64_t>(cta.b) * a.heads_q + h) * lq + i;  // lse's [batch, heads_q, seqlen_q]
+  if (p.num_splits == 1) {
+    static_cast<T*>(p.o)[((static_cast<int64_t>(cta.b) * lq + i) * a.heads_q + h) * dv + c] =
+        from_float<T>(ov);
+    if (c == 0) p.lse[row] = lse;
+  } else {
+    const int64_t srow = static_cast<int64_t>(cta.split) * a.batch * a.heads_q * lq + row;
+    p.o_accum[srow * dv + c] = ov;
+    if (c == 0) p.lse_accum[srow] = lse;
+  }
 }
 
 // The kVec elements of a 16-byte chunk in shared memory, as fp32.

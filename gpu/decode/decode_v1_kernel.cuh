@@ -1,5 +1,5 @@
 #pragma once
-// decode-v1's split kernel (decode_v1.cpp describes the family; append and combine: decode_common.cuh).
+// decode-v1's split kernel (decode_versions.cpp describes the family; append and combine: decode_common.cuh).
 //
 // decode_split_kernel: a CTA per (packed row block, split, sequence x kv head). The group's query heads are
 // packed as rows (pack GQA: packed row r is query row r / group of head kv_head x group + r % group), so each
@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
   const AttentionParams& a = p.a;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const SplitCta cta = split_cta<kRows, kBlockK>(p);
-  const int split = cta.split, b = cta.b, hk = cta.hk, lk = cta.lk, r0 = cta.r0, rows = cta.rows;
+  const int b = cta.b, hk = cta.hk, lk = cta.lk, r0 = cta.r0, rows = cta.rows;
   const int n0 = cta.n0, nt = cta.nt, g = a.group, lq = a.seqlen_q;
 
   RowLookups<kBlockK, Tr::kStages> lookups{sRow, p, b, hk, n0, nt, lk, tid};
@@ -189,20 +189,7 @@ __global__ void __launch_bounds__(128, 2) decode_split_kernel(const DecodeParams
     float sum = 0.f;
 #pragma unroll
     for (int kg = 0; kg < Tr::kKeyGroups; ++kg) sum += sRed[(kg * kRows + r) * DV + c];
-    const float l = sL[r];
-    const float ov = l > 0.f ? sum / l : 0.f;
-    const float lse = l > 0.f ? sM[r] + logf(l) : neg_inf();  // lse = m + log l
-    const int pr = r0 + r, i = pr / g, h = hk * g + pr % g;
-    const int64_t row =
-        (static_cast<int64_t>(b) * a.heads_q + h) * lq + i;  // lse's [batch, heads_q, seqlen_q]
-    if (p.num_splits == 1) {
-      static_cast<T*>(p.o)[((static_cast<int64_t>(b) * lq + i) * a.heads_q + h) * DV + c] = from_float<T>(ov);
-      if (c == 0) p.lse[row] = lse;
-    } else {
-      const int64_t srow = static_cast<int64_t>(split) * a.batch * a.heads_q * lq + row;
-      p.o_accum[srow * DV + c] = ov;
-      if (c == 0) p.lse_accum[srow] = lse;
-    }
+    store_row<T>(p, cta, r, c, sum, sL[r], sM[r]);
   }
 }
 

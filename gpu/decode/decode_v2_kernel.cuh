@@ -1,5 +1,5 @@
 #pragma once
-// decode-v2's split kernel (decode_v1.cpp describes the family; append and combine: decode_common.cuh): decode-v1's
+// decode-v2's split kernel (decode_versions.cpp describes the family; append and combine: decode_common.cuh): decode-v1's
 // CTAs, splits and paged copies, with the products on tensor cores (mma.sync m16n8k16, fp32 accumulation).
 //
 // A CTA packs up to 16 rows (seqlen_q x the group's query heads; zero rows pad the m16 tile) and streams its
@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(128) decode_mma_split_kernel(const DecodeParam
   const AttentionParams& a = p.a;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const SplitCta cta = split_cta<kRows, kBlockK>(p);
-  const int split = cta.split, b = cta.b, hk = cta.hk, lk = cta.lk, r0 = cta.r0, rows = cta.rows;
+  const int b = cta.b, hk = cta.hk, lk = cta.lk, r0 = cta.r0, rows = cta.rows;
   const int n0 = cta.n0, nt = cta.nt, g = a.group, lq = a.seqlen_q;
 
   RowLookups<kBlockK, Tr::kStages> lookups{sRow, p, b, hk, n0, nt, lk, tid};
@@ -177,18 +177,7 @@ __global__ void __launch_bounds__(128) decode_mma_split_kernel(const DecodeParam
         l += sL[w * kRows + r] * f;
         o += sO[(w * kRows + r) * DV + c] * f;
       }
-    const float ov = l > 0.f ? o / l : 0.f;
-    const float lse = l > 0.f ? m + logf(l) : neg_inf();  // lse = m + log l
-    const int pr = r0 + r, i = pr / g, h = hk * g + pr % g;
-    const int64_t row = (static_cast<int64_t>(b) * a.heads_q + h) * lq + i;
-    if (p.num_splits == 1) {
-      static_cast<T*>(p.o)[((static_cast<int64_t>(b) * lq + i) * a.heads_q + h) * DV + c] = from_float<T>(ov);
-      if (c == 0) p.lse[row] = lse;
-    } else {
-      const int64_t srow = static_cast<int64_t>(split) * a.batch * a.heads_q * lq + row;
-      p.o_accum[srow * DV + c] = ov;
-      if (c == 0) p.lse_accum[srow] = lse;
-    }
+    store_row<T>(p, cta, r, c, o, l, m);
   }
 }
 

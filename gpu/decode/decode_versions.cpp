@@ -18,6 +18,7 @@
 #include "cuda_launch.h"
 #include "decode_kernel_limits.h"
 #include "decode_launch.h"
+#include "device_profile.h"
 #include "flashsim/error.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/sim/hardware.h"
@@ -79,19 +80,6 @@ std::string unsupported_by(Split s, const AttentionProblem& p, const TileConfig&
 template <Split s>
 std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
   return unsupported_by(s, p, c);
-}
-
-// The device's hardware profile for the split choice: the built-in one its name matches, else the H100's (the
-// GPU the models are calibrated on).
-const sim::HardwareProfile& device_profile() {
-  static const sim::HardwareProfile hw = [] {
-    const std::string name = device_name();
-    for (const auto& [part, profile] : {std::pair{"H200", "H200"}, std::pair{"A100", "A100-SXM4-80GB"},
-                                        std::pair{"L4", "L4"}, std::pair{"A10", "A10"}})
-      if (name.find(part) != std::string::npos) return sim::load_profile(profile);
-    return sim::load_profile("H100-SXM5-80GB");
-  }();
-  return hw;
 }
 
 TileConfig tile_without_splits(Split s, const AttentionProblem& p) {
@@ -192,6 +180,17 @@ KernelVersion decode_version(Split s) {
 }
 
 }  // namespace
+
+const sim::HardwareProfile& device_profile() {
+  static const sim::HardwareProfile hw = [] {
+    const std::string name = device_name();
+    for (const auto& [part, profile] : {std::pair{"H200", "H200"}, std::pair{"A100", "A100-SXM4-80GB"},
+                                        std::pair{"L4", "L4"}, std::pair{"A10", "A10"}})
+      if (name.find(part) != std::string::npos) return sim::load_profile(profile);
+    return sim::load_profile("H100-SXM5-80GB");
+  }();
+  return hw;
+}
 
 KernelVersion decode_v1() {
   return decode_version(Split::CudaCores);

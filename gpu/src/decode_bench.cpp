@@ -8,6 +8,7 @@
 
 #include "device_fill.h"
 #include "device_memory.h"
+#include "device_profile.h"
 #include "flashsim/error.h"
 #include "flashsim/gpu/params.h"
 #include "flashsim/inputs.h"
@@ -64,7 +65,7 @@ std::vector<DecodeBenchRow> decode_bench(const KernelVersion& v, const Attention
       !why.empty())
     throw InputError("kernel", fmt::format("{} cannot run {}: {}", v.name, p.describe(), why));
   const sim::SplitSweepResult sweep =
-      sim::sweep_splits_of_tile(p, sim::load_profile("H100-SXM5-80GB"), launch);
+      sim::sweep_splits_of_tile(p, device_profile(), launch);  // the profile the launch chose with
   size_t workspace = 0;
   for (const auto& row : sweep.rows) {
     TileConfig c = launch;
