@@ -209,6 +209,12 @@ void add_decode_bench(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(3, 10000));
   cmd->add_option("--max-cache-gib", st->max_cache_gib, "Skip cells whose K and V exceed this (GiB)");
   cmd->callback([st, &exit_code] {
+    for (const auto& [flag, values] :
+         {std::pair{"batches", &st->batches}, std::pair{"cache-lens", &st->cache_lens},
+          std::pair{"page-sizes", &st->page_sizes}})
+      for (const int64_t v : *values)
+        if (v < 1) throw InputError(flag, fmt::format("every value must be >= 1, got {}", v));
+    const auto& v = gpu::kernel_version(st->kernel);  // an unknown name: an InputError listing the known ones
     std::vector<AttentionProblem> problems;
     for (const int64_t b : st->batches)
       for (const int64_t n : st->cache_lens)
@@ -228,7 +234,6 @@ void add_decode_bench(CLI::App& app, int& exit_code) {
         }
     std::string why;
     if (!gpu::cuda_available(&why)) throw InputError("decode-bench", "needs a CUDA device: " + why);
-    const auto& v = gpu::kernel_version(st->kernel);
     // Copy bandwidth of 2 GiB (40x L2): what "the share of the bandwidth" is measured against.
     const double copy = gpu::copy_bytes_per_s(2ll << 30);
     fmt::print("# device copy bandwidth (read + write of a 2 GiB cudaMemcpy): {:.1f} GB/s\n", copy / 1e9);
