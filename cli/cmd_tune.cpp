@@ -2,12 +2,14 @@
 // launch-table header gpu/ includes; --check compares the model's ranking with a measured autotune.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 
 #include "commands.h"
 #include "flashsim/error.h"
 #include "flashsim/sim/tune.h"
+#include "flashsim/sim/tune_splits.h"
 
 namespace flashsim::cli {
 
@@ -20,7 +22,58 @@ struct TuneState {
   std::string hw = "H100-SXM5-80GB", space = "instances", header, check, resources;
   int top = 3;
   bool json = false, progress = false;
+  // --kernel splitkv: the decode grid and the split kernel's tile ("Br,Bc,warps,stages"; empty: FA2's)
+  std::vector<int64_t> batches = {1, 8, 32, 64, 128}, cache_lens = {1024, 8192, 32768},
+                       page_sizes = {16, 256};
+  int64_t heads = 32, heads_kv = 8, seqlen_q = 1;
+  std::string split_tile;
 };
+
+// "16,64,4,3" -> Br16 Bc64 w4 st3 (InputError("split-tile") otherwise).
+TileConfig parse_split_tile(const std::string& text) {
+  std::vector<int64_t> v;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    try {
+      size_t used = 0;
+      v.push_back(std::stoll(text.substr(at, comma - at), &used));
+      if (used != comma - at) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      throw InputError("split-tile", fmt::format("'{}': expected Br,Bc,warps,stages (e.g. 16,64,4,3)", text));
+    }
+    at = comma + 1;
+  }
+  if (v.size() != 4)
+    throw InputError("split-tile", fmt::format("'{}': expected 4 numbers: Br,Bc,warps,stages", text));
+  TileConfig c;
+  c.block_q = v[0];
+  c.block_k = v[1];
+  c.warps = static_cast<int>(v[2]);
+  c.stages = static_cast<int>(v[3]);
+  c.validate();  // an InputError naming the field
+  return c;
+}
+
+// The split-count table: per entry the model's best count beside FA2's heuristic and one split.
+void print_tune_splits(const sim::TuneSplitsResult& r) {
+  fmt::print("splitkv on {}: {} query heads over {} kv heads, {} query row(s) a sequence; split tile {}\n",
+             r.hw.name, r.request.heads_q, r.request.heads_kv, r.request.seqlen_q,
+             r.request.tile
+                 ? fmt::format("Br{} Bc{} w{} st{}", r.request.tile->block_q, r.request.tile->block_k,
+                               r.request.tile->warps, r.request.tile->stages)
+                 : "FA2's split-KV tile");
+  fmt::print("{:>4} {:<5} {:>5} {:>6} {:>7}  {:>6} {:>9}  {:>9} {:>9}  {:>9} {:>9}\n", "d", "dtype", "page",
+             "batch", "cache", "splits", "best us", "FA2 heur", "heur us", "1-split", "floor us");
+  for (const sim::TuneSplitsEntry& e : r.entries)
+    fmt::print("{:>4} {:<5} {:>5} {:>6} {:>7}  {:>6} {:>9.1f}  {:>9} {:>9.1f}  {:>9.1f} {:>9.1f}\n",
+               e.problem.head_dim, dtype_name(e.problem.dtype), e.problem.page_size, e.problem.batch,
+               e.problem.seqlen_k, e.best, e.best_s * 1e6, e.sweep.heuristic, e.heuristic_s * 1e6,
+               e.one_split_s * 1e6, e.sweep.floor_s * 1e6);
+  fmt::print(
+      "splits: the count the model predicts fastest (gpu/'s decode versions launch it); FA2 heur: "
+      "FlashAttention-2's num_splits_heuristic; floor: K and V read once at the profile's DRAM rate\n");
+}
 
 constexpr const char* kHeaderCommand =
     "flashsim sim tune --kernel fa2-fwd,fa2-bwd --hw H100-SXM5-80GB --header "
@@ -170,7 +223,10 @@ void add_tune_command(CLI::App* sim) {
       "tune",
       "The model's tile choice for a kernel per head dim, dtype, features and seqlen; its launch table");
   auto st = std::make_shared<TuneState>();
-  tu->add_option("--kernel", st->kernels, "Kernels: fa2-fwd, fa2-bwd, fa3-fwd (Hopper; a list)")
+  tu->add_option(
+        "--kernel", st->kernels,
+        "Kernels: fa2-fwd, fa2-bwd, fa3-fwd (Hopper; a list); or splitkv alone: the decode split count "
+        "over a (batch, cache length) grid")
       ->delimiter(',')
       ->capture_default_str();
   tu->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)")->capture_default_str();
@@ -201,8 +257,55 @@ void add_tune_command(CLI::App* sim) {
       "fa2-v1's compiled registers (the CSV of bench/gpu/run.py resources; default: the built-in table "
       "of the profile's kernel_arch); with --check, give the table of the binary that was timed");
   tu->add_flag("--progress", st->progress, "Progress on stderr");
-  tu->callback([st] {
+  tu->add_option("--batches", st->batches, "--kernel splitkv: batch sizes")
+      ->delimiter(',')
+      ->capture_default_str();
+  tu->add_option("--cache-lens", st->cache_lens, "--kernel splitkv: cached keys a sequence")
+      ->delimiter(',')
+      ->capture_default_str();
+  tu->add_option("--page-sizes", st->page_sizes, "--kernel splitkv: rows a cache page")
+      ->delimiter(',')
+      ->capture_default_str();
+  tu->add_option("--heads", st->heads, "--kernel splitkv: query heads")->capture_default_str();
+  tu->add_option("--heads-kv", st->heads_kv, "--kernel splitkv: kv heads")->capture_default_str();
+  tu->add_option("--seqlen-q", st->seqlen_q, "--kernel splitkv: query rows a sequence (1: decode)")
+      ->capture_default_str();
+  tu->add_option("--split-tile", st->split_tile,
+                 "--kernel splitkv: the split kernel's tile Br,Bc,warps,stages (decode-v2's: 16,64,4,3; "
+                 "default: FA2's split-KV tile)");
+  tu->callback([st, tu] {
     const auto hw = sim::load_profile(st->hw);
+    if (std::find(st->kernels.begin(), st->kernels.end(), "splitkv") != st->kernels.end()) {
+      if (st->kernels.size() != 1)
+        throw InputError("kernel", "splitkv ranks split counts, not tiles: give it alone");
+      if (!st->header.empty() || !st->check.empty())
+        throw InputError("kernel",
+                         "--header and --check are for the tile kernels (fa2-fwd, fa2-bwd, fa3-fwd)");
+      sim::TuneSplitsRequest r;
+      if (tu->get_option("--head-dims")->count() > 0) r.head_dims = st->head_dims;
+      if (tu->get_option("--dtypes")->count() > 0) {
+        r.dtypes.clear();
+        for (const auto& d : st->dtypes) r.dtypes.push_back(parse_dtype(d));
+      }
+      r.batches = st->batches;
+      r.cache_lens = st->cache_lens;
+      r.page_sizes = st->page_sizes;
+      r.heads_q = st->heads;
+      r.heads_kv = st->heads_kv;
+      r.seqlen_q = st->seqlen_q;
+      if (!st->split_tile.empty()) r.tile = parse_split_tile(st->split_tile);
+      const auto progress = [](size_t done, size_t total) {
+        fmt::print(stderr, "\rtune splitkv [{:<40}] {}/{}", std::string(done * 40 / total, '#'), done, total);
+        if (done == total) fmt::print(stderr, "\n");
+      };
+      const sim::TuneSplitsResult res =
+          sim::tune_splits(r, hw, st->progress ? progress : std::function<void(size_t, size_t)>());
+      if (st->json)
+        fmt::print("{}\n", sim::to_json(res).dump(2));
+      else
+        print_tune_splits(res);
+      return;
+    }
     if (!st->check.empty()) {
       const auto compiled = st->resources.empty() ? sim::KernelResources::builtin(hw.kernel_arch)
                                                   : sim::KernelResources::from_file(st->resources);

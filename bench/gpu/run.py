@@ -10,6 +10,7 @@
   python3 bench/gpu/run.py tune-validate                                                         (GPU)
   python3 bench/gpu/run.py probe l2|launch|cta-rates|cta-stream [--probes NAME]                (GPU)
   python3 bench/gpu/run.py decode [--grid "..."] [--sdpa-grid "..."] [--no-check] [--no-bench]  (GPU, PyTorch)
+  python3 bench/gpu/run.py sparse [--tiles "..."] [--bench "..."] [--no-check] [--no-bench]     (GPU)
   python3 bench/gpu/run.py sdpa bench|once|decode|decode-once|golden ...                        (GPU, PyTorch)
   python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
   python3 bench/gpu/run.py peers [--kernels K] [--suites S] [--time N] [--budget-s S]           (GPU, PyTorch)
@@ -476,6 +477,42 @@ def cmd_decode(args):
     return 0
 
 
+def cmd_sparse(args):
+    """Block-sparse attention (issue 30): the sparse suite and the default suite's sparse cases checked on every
+    version that takes a block mask (fa2-v1 skips inactive tiles, its tile counts checked against the
+    reference's; naive-v1, three-pass-v1, two-pass-v1 mask them), extra check runs with tile flags (--tiles:
+    ';'-separated "--case GLOB ... tile flags" groups, for a build that lacks the launch tiles), compute-sanitizer
+    memcheck and racecheck on the small cases, then flashsim-gpu sparse-bench (time and prediction per density)."""
+    g = Gpu(args)
+    g.gpu_txt()
+    sparse = g.golden("sparse", "/tmp/golden-sparse")
+    if not args.no_check:
+        default = g.golden("default", "/tmp/golden-default")
+        g.check(sparse, "check_sparse.txt")
+        g.check(default, "check_default_sparse.txt", ["--case", "sparse-*"])
+        for i, flags in enumerate(t for t in args.tiles.split(";") if t.strip()):
+            g.check(sparse, f"check_sparse_tiles{i}.txt", ["--kernel", "fa2-v1"] + flags.split())
+            g.check(default, f"check_default_sparse_tiles{i}.txt", ["--kernel", "fa2-v1"] + flags.split())
+        with open(os.path.join(sparse, "manifest.json")) as f:
+            small = [c["name"] for c in json.load(f)["cases"]
+                     if os.path.getsize(os.path.join(sparse, c["file"])) < 1 << 20]
+        for tool in ("memcheck", "racecheck"):
+            log = g.path(f"sanitizer_{tool}_sparse_small.txt")
+            rc = sh(["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", g.fg, "check", "--golden", sparse,
+                     "--quiet"] + args.sanitize_flags.split() + [x for c in small for x in ("--case", c)],
+                    out=log, err=log, env=g.env)
+            say(f"compute-sanitizer {tool} on {len(small)} small sparse cases: exit {rc}")
+            say("\n".join(tables.check_summary(read(log))))
+    if args.no_bench:
+        return 0
+    for i, flags in enumerate(b for b in args.bench.split(";") if b.strip()):
+        out = g.path(f"sparse_bench{i}.csv")
+        say(f"flashsim-gpu sparse-bench {flags}: exit", sh([g.fg, "sparse-bench"] + flags.split(), out=out, err=out,
+                                                          env=g.env))
+        say(read(out)[-2500:])
+    return 0
+
+
 def cmd_sdpa(args):
     os.chdir(ROOT)
     return sh([sys.executable, os.path.join(HERE, "sdpa.py"), args.what] + args.rest)
@@ -670,6 +707,12 @@ def parser():
     p.add_argument("--no-bench", action="store_true")
     p.add_argument("--no-sdpa", action="store_true")
 
+    p = verb("sparse", cmd_sparse, gpu=True, help="block-sparse: sparse suites checked, sanitizers, sparse-bench")
+    p.add_argument("--tiles", default="", help='\';\'-separated extra fa2-v1 check runs ("--case d64* --block-q 128")')
+    p.add_argument("--sanitize-flags", default="", help="flags of the sanitizer check runs (--kernel, tile flags)")
+    p.add_argument("--bench", default="", help='\';\'-separated flashsim-gpu sparse-bench runs ("--seqlen 8192")')
+    p.add_argument("--no-check", action="store_true", help="time only")
+    p.add_argument("--no-bench", action="store_true", help="check only")
     p = verb("sdpa", cmd_sdpa, help="PyTorch SDPA: bench, once, decode, decode-once, golden (sdpa.py)")
     p.add_argument("what", choices=["bench", "once", "decode", "decode-once", "decode-grid", "golden"])
     p.add_argument("rest", nargs=argparse.REMAINDER)

@@ -29,6 +29,11 @@ std::string abs_bound_cell(const OutputVerdict& o) {
 // name_width: the output column's width (6, wider for a norm's dresidual)
 void output_row(std::string& out, const OutputVerdict& o, size_t name_width) {
   constexpr const char* kRow = "  {:<{}} {:<5} {:>10} {:>11} {:>10} {:>10} {:>20} {:>8} {:>7}  {}\n";
+  if (!o.summary.empty()) {
+    fmt::format_to(std::back_inserter(out), "  {:<{}} {}  {}\n", o.output, name_width, o.summary,
+                   o.pass ? "ok" : "FAIL " + o.note);
+    return;
+  }
   if (!o.present) {
     fmt::format_to(std::back_inserter(out), kRow, o.output, name_width, "-", "-", "-", "-", "-", "-", "-",
                    "-", "FAIL " + o.note);

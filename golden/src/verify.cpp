@@ -234,7 +234,8 @@ nlohmann::ordered_json output_json(const OutputVerdict& o) {
           {"mismatches", o.mismatches},
           {"nonfinite", o.stats.nonfinite + o.stats.inf_mismatch},
           {"ok", o.pass},
-          {"note", o.note}};
+          {"note", o.note},
+          {"summary", o.summary}};
 }
 
 }  // namespace

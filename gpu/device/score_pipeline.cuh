@@ -54,9 +54,10 @@ __device__ inline int64_t mask_index(const AttentionParams& a, int b, int h, int
 // The inputs of the pipeline besides the score, for sequence b (lengths lq, lk): pointers as DeviceArgs
 // (nullptr where the feature is off).
 struct ScoreInputs {
-  const void* bias = nullptr;     // [b|1, h|1, seqlen_q, seqlen_k], the problem's dtype T
-  const uint8_t* mask = nullptr;  // same shape, != 0 keeps the score
-  const float* slopes = nullptr;  // alibi slopes [heads_q]
+  const void* bias = nullptr;           // [b|1, h|1, seqlen_q, seqlen_k], the problem's dtype T
+  const uint8_t* mask = nullptr;        // same shape, != 0 keeps the score
+  const float* slopes = nullptr;        // alibi slopes [heads_q]
+  const uint8_t* block_mask = nullptr;  // [b|1, h|1, q blocks, k blocks] (a.has_block_mask): != 0 computed
 };
 
 // The score before the masks, from s = scale * q.k: softcap c: s = c tanh(s / c); + bias (the element's value,
@@ -76,14 +77,15 @@ __device__ inline float biased_score(const AttentionParams& a, float s, float bi
 }
 
 // The pipelined score of query i (query head h) and key j of sequence b, from s = scale * q.k: biased_score,
-// then -inf where the window or the mask hides key j.
+// then -inf where the window, the mask or the block mask hides key j.
 template <class T>
 __device__ inline float score_pipeline(const AttentionParams& a, const ScoreInputs& in, int b, int h, int lq,
                                        int lk, int i, int j, float s, float* dcap) {
   const float bias = a.has_bias ? to_float(static_cast<const T*>(in.bias)[bias_index(a, b, h, i, j)]) : 0.f;
   const float x = biased_score(a, s, bias, a.alibi ? in.slopes[h] : 0.f, i + lk - lq - j, dcap);
   const bool visible =
-      window_visible(a, lq, lk, i, j) && (!a.has_mask || in.mask[mask_index(a, b, h, i, j)] != 0);
+      window_visible(a, lq, lk, i, j) && (!a.has_mask || in.mask[mask_index(a, b, h, i, j)] != 0) &&
+      (!a.has_block_mask || block_mask_visible(a, block_mask_plane(a, in.block_mask, b, h), i, j));
   return visible ? x : neg_inf();
 }
 

@@ -9,8 +9,9 @@
 //   3. loads K and V once (cp.async, rows past the sequence zero-filled);
 //   4. for each query head h of kv head hk's group (GQA / MQA: dK and dV are the sums over the group, so
 //      the group's heads run in this CTA, in order, and nothing is reduced afterwards), for each visible
-//      query block from the last down, with the next block's Q, dO, lse shift and D streaming into the other
-//      buffer meanwhile:
+//      query block from the last down whose block-mask tiles with this key block are not all inactive
+//      (block-sparse: the others are skipped, no load, no work), with the next computed block's Q, dO, lse
+//      shift and D streaming into the other buffer meanwhile:
 //        dP^T = V_w dO^T, S^T = K_w Q^T            (mma, fp32)
 //        P = exp2((scale S^T - lse) log2 e)       (the forward's probabilities; score pipeline where needed)
 //        dS = P o (dP - D)  [dbias = dS]  [dS *= 1 - tanh^2 through the softcap]
@@ -29,6 +30,7 @@
 
 #include <cstdint>
 
+#include "fa2_block_mask.cuh"
 #include "fa2_bwd_params.cuh"
 #include "fa2_bwd_traits.h"
 #include "fa2_device.cuh"
@@ -82,6 +84,21 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
   // (h, q0) through the loop instead measured more spill bytes at d128: ptxas keeps both steps' live.)
   const auto step_head = [&](int s) { return hk * a.group + s / n_m; };
   const auto step_q0 = [&](int s) { return (m_last - 1 - s % n_m) * kBlockM; };
+  // Block-sparse: step s is computed when some block-mask tile of its (query block, key block) pair is active
+  // (the reference's tile_active): bit s of the shared bitmaps sBmAny (computed) and sBmAll (no element masked
+  // by the block mask), built once (fa2_block_mask.cuh); next_step(s) is the first computed step from s on
+  // (steps: none).
+  uint32_t* sBmAny = reinterpret_cast<uint32_t*>(sD + 2 * kBlockM);
+  uint32_t* sBmAll = sBmAny + bitmap_words(prm.bm_items);
+  if (a.has_block_mask)
+    build_block_bitmaps<Tr::kThreads>(sBmAny, sBmAll, steps, [&](int s, bool& any, bool& all) {
+      const int h = step_head(s), q0 = step_q0(s);
+      const uint8_t* plane = block_mask_plane(a, prm.block_mask, b, h);
+      any = block_mask_tiles(a, plane, q0, min_of(q0 + kBlockM, lq), k0, k0 + k_rows, true);
+      all = block_mask_tiles(a, plane, q0, min_of(q0 + kBlockM, lq), k0, k0 + k_rows, false);
+    });
+  const auto next_step = [&](int s) { return a.has_block_mask ? bitmap_next(sBmAny, s, steps) : s; };
+  const int s_first = next_step(0);
 
   // Row strides are read from the kernel parameters (constant-bank operands) where used: kept in registers
   // across the loop, they spilled at d128.
@@ -110,7 +127,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
 #pragma unroll
     for (int e = 0; e < 4; ++e) acc_dk[t][e] = acc_dv[t][e] = 0.f;
 
-  if (steps > 0) {
+  if (s_first < steps) {
     const int64_t kv_stride = prm.kv_stride;
     const Element* gK =
         static_cast<const Element*>(prm.k) + (off_k + k0) * kv_stride + int64_t{hk} * kHeadDim;
@@ -118,7 +135,7 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
         static_cast<const Element*>(prm.v) + (off_k + k0) * kv_stride + int64_t{hk} * kHeadDim;
     copy_tile<Tr, kBlockN>(sK, gK, kv_stride, k_rows, tid);
     copy_tile<Tr, kBlockN>(sV, gV, kv_stride, k_rows, tid);
-    load_step(0, 0);
+    load_step(s_first, 0);
     cp_async_commit();
   }
 
@@ -143,12 +160,14 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
 
   constexpr float kLog2e = 1.4426950408889634f;
   const float scale = a.scale;
-  for (int s = 0; s < steps; ++s) {
-    const int slot = s & 1;
+  int computed = 0;  // steps computed (block-sparse tile counts)
+  for (int s = s_first; s < steps; ++computed) {
+    const int slot = computed & 1;
     const int h = step_head(s), q0 = step_q0(s);
     cp_async_wait<0>();  // this step's Q, dO, lse shift, D (and K, V) landed
     __syncthreads();     // ... for every thread; every warp is done with the previous step's buffers and dS
-    if (s + 1 < steps) load_step(s + 1, slot ^ 1);
+    const int s_next = next_step(s + 1);
+    if (s_next < steps) load_step(s_next, slot ^ 1);
     cp_async_commit();
     const Element* sQc = sQ + slot * Tr::kQElems;
     const Element* sdOc = sdO + slot * Tr::kQElems;
@@ -182,9 +201,12 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
     // ---- P and dS, element-wise. Element (t, e): key j = k0 + kw0 + g + 8 (e / 2), query
     // i = q0 + 8 t + 2 t4 + e % 2 (the C fragment of S^T: rows are keys, columns queries).
     // Plain: masking only where the (query block, key block) pair crosses the window or the keys' end.
-    const bool crossing = k0 + kBlockN > lk ||
-                          (a.window_left >= 0 && k0 < q0 + kBlockM - 1 + shift - a.window_left) ||
-                          (a.window_right >= 0 && k0 + kBlockN - 1 > q0 + shift + a.window_right);
+    // A pair with an inactive block-mask tile among its rows and keys masks those elements (bm_partial).
+    const uint8_t* bm_partial =
+        a.has_block_mask && !bitmap_test(sBmAll, s) ? block_mask_plane(a, prm.block_mask, b, h) : nullptr;
+    const bool crossing =
+        k0 + kBlockN > lk || (a.window_left >= 0 && k0 < q0 + kBlockM - 1 + shift - a.window_left) ||
+        (a.window_right >= 0 && k0 + kBlockN - 1 > q0 + shift + a.window_right) || bm_partial;
     const int64_t bias_head = kPipeline ? b * a.bias_stride_b + h * a.bias_stride_h : 0;
     const int64_t mask_head = kPipeline ? b * a.mask_stride_b + h * a.mask_stride_h : 0;
     const float slope = kPipeline && a.alibi ? prm.slopes[h] : 0.f;
@@ -198,7 +220,8 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
         const float ls = (e & 1) ? lse.y : lse.x, dd = (e & 1) ? dsum.y : dsum.x;
         float p, dcap = 1.f;
         if constexpr (kPipeline) {
-          if (i >= lq || j >= lk || !window_visible(a, lq, lk, i, j)) {
+          if (i >= lq || j >= lk || !window_visible(a, lq, lk, i, j) ||
+              !block_mask_visible(a, bm_partial, i, j)) {
             p = 0.f;  // no bias or mask read outside the sequence
           } else {
             const float bias =
@@ -210,7 +233,8 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
             p = keep ? exp2_approx((x - ls) * kLog2e) : 0.f;  // P = exp(x - lse)
           }
         } else {
-          const bool hidden = crossing && (j >= lk || !window_visible(a, lq, lk, i, j));
+          const bool hidden = crossing && (j >= lk || !window_visible(a, lq, lk, i, j) ||
+                                           (i < lq && !block_mask_visible(a, bm_partial, i, j)));
           p = hidden ? 0.f : exp2_approx(fmaf(acc_s[t][e], scale, -ls) * kLog2e);  // P = exp(scale s - lse)
         }
         const float ds = p * (acc_dp[t][e] - dd);  // dS = P o (dP - D), from the unrounded P
@@ -285,6 +309,11 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_bwd_main_kernel(
           }
         }
     }
+    s = s_next;
+  }
+  if (a.has_block_mask && prm.tile_counts && tid == 0) {
+    atomicAdd(prm.tile_counts + 2, static_cast<unsigned long long>(computed));
+    atomicAdd(prm.tile_counts + 3, static_cast<unsigned long long>(steps - computed));
   }
   cp_async_wait<0>();  // only an empty group can be left
   __syncthreads();     // every warp is done with sK and sV (dQ's B operand): they stage dK and dV now

@@ -38,7 +38,8 @@ void run(const Fa2BwdParams& prm, const AttentionProblem& p, float* dbias, cudaS
   FLASHSIM_CUDA_CHECK(cudaGetLastError());
 
   const auto main = flashsim_fa2_bwd_main_kernel<kHeadDim, kBlockM, kBlockN, kNWarps, Element, kPipeline>;
-  constexpr size_t smem = Tr::kSmemBytes;
+  // + the block-sparse bitmaps (fa2_block_mask.cuh) after D
+  const size_t smem = Tr::kSmemBytes + (prm.a.has_block_mask ? block_mask_bitmap_bytes(prm.bm_items) : 0);
   allow_dynamic_smem(reinterpret_cast<const void*>(main), smem, "fa2-v1 backward");
   main<<<main_grid, Tr::kThreads, smem, stream>>>(prm);
   FLASHSIM_CUDA_CHECK(cudaGetLastError());

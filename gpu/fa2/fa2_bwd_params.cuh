@@ -24,6 +24,9 @@ struct Fa2BwdParams {
   const float* slopes = nullptr;
   const int32_t* cu_q = nullptr;
   const int32_t* cu_k = nullptr;
+  const uint8_t* block_mask = nullptr;        // DeviceArgs::block_mask (a.has_block_mask)
+  unsigned long long* tile_counts = nullptr;  // DeviceArgs::tile_counts: [2] computed, [3] skipped
+  int bm_items = 0;  // with a block mask: the most (query head, query block) steps a CTA walks (the bitmaps)
   // Workspace (the host's workspace_layout):
   float* lse_shift = nullptr;  // the lse P is recomputed from, P = exp(S - lse_shift): +inf where lse = -inf
   float* dsum = nullptr;       // D = rowsum(dO o O), lse_index layout

@@ -100,15 +100,18 @@ __global__ void __launch_bounds__(kNWarps * 32) flashsim_fa2_bwd_convert_kernel(
   constexpr int kChunks = kHeadDim / 8;  // 8-element chunks a row: two float4 of the accumulator, one store
   if (prm.deterministic) {
     // The partials of the key blocks that see this query block, added in key-block order (the main kernel
-    // wrote exactly these: queries_seeing and keys_seen agree).
+    // wrote exactly these: queries_seeing and keys_seen agree; block-sparse: those with an active tile).
     int j_lo, j_hi, n_first, n_last;
     keys_seen(a, lq, lk, q0, q0 + q_rows, j_lo, j_hi);
     block_range(j_lo, j_hi, kBlockN, n_first, n_last);
     const int64_t slab = prm.accum_rows * prm.q_stride;
+    const uint8_t* plane = block_mask_plane(a, prm.block_mask, b, h);
     for (int x = static_cast<int>(threadIdx.x); x < q_rows * kChunks; x += Tr::kThreads) {
       const int64_t at = (x / kChunks) * prm.q_stride + (x % kChunks) * 8;
       float4 lo = make_float4(0.f, 0.f, 0.f, 0.f), hi = lo;
       for (int nb = n_first; nb < n_last; ++nb) {
+        if (!block_mask_tiles(a, plane, q0, q0 + q_rows, nb * kBlockN, min(nb * kBlockN + kBlockN, lk), true))
+          continue;  // a pair the block mask skips wrote no partial
         lo = add4(lo, *reinterpret_cast<const float4*>(acc + nb * slab + at));
         hi = add4(hi, *reinterpret_cast<const float4*>(acc + nb * slab + at + 4));
       }

@@ -26,7 +26,8 @@
 #include <string>
 #include <utility>
 
-#include "cuda_launch.h"  // FLASHSIM_CUDA_CHECK, device_smem_optin
+#include "cuda_launch.h"       // FLASHSIM_CUDA_CHECK, device_smem_optin
+#include "fa2_block_mask.cuh"  // block_mask_bitmap_bytes
 #include "fa2_bwd_params.cuh"
 #include "fa2_launch.h"
 #include "fa2_v1.h"
@@ -81,6 +82,11 @@ void launch(const AttentionProblem& p, const TileConfig& c, const Fa2BwdParams& 
   if (!ran) throw std::logic_error("fa2-v1: head_dim passed backward_unsupported() but has no instance");
 }
 
+// The most (query head, query block) steps a main-kernel CTA walks: the block-sparse bitmaps' bits.
+int bwd_bitmap_items(const AttentionProblem& p, const TileConfig& c) {
+  return static_cast<int>((p.seqlen_q + c.bwd_block_q - 1) / c.bwd_block_q * p.group_size());
+}
+
 }  // namespace
 
 // What the backward lacks beyond the limits of both passes (problem_unsupported: dtype, heads, grid).
@@ -95,7 +101,9 @@ std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c)
            " (instantiated: " + fa2_bwd_instances_text(p.head_dim) + ")";
   if (!fa2_bwd_compiled(p.head_dim, c.bwd_block_q, c.bwd_block_k, c.warps))
     return tile + " is " + fa2_not_compiled_text(p.head_dim, false);
-  const int64_t smem = fa2_bwd_smem_bytes(p.head_dim, c.bwd_block_q, c.bwd_block_k);
+  const int64_t smem = fa2_bwd_smem_bytes(p.head_dim, c.bwd_block_q, c.bwd_block_k) +
+                       (p.block_mask != BroadcastShape::None ? block_mask_bitmap_bytes(bwd_bitmap_items(p, c))
+                                                             : 0);  // the block-sparse bitmaps
   if (const int64_t optin = device_smem_optin(); optin > 0 && smem > optin)
     return tile + " needs " + std::to_string(smem) + " bytes of shared memory a CTA; this device allows " +
            std::to_string(optin);
@@ -148,6 +156,7 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
   prm.dsum = reinterpret_cast<float*>(ws + w.dsum);
   prm.dq_accum = reinterpret_cast<float*>(ws + w.accum);
   prm.deterministic = c.dq_strategy == DqStrategy::Partials;
+  prm.bm_items = prm.a.has_block_mask ? bwd_bitmap_items(p, c) : 0;
   prm.accum_rows = accum_rows(prm.a);
   if (prm.a.has_bias) {
     // dS goes straight into dbias when the bias has the full [B, H, Sq, Sk] shape, else into the workspace and

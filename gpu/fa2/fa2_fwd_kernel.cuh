@@ -8,6 +8,7 @@
 //      none, it writes o = 0 and lse = -inf and loads nothing;
 //   3. loads its Q tile once (cp.async, rows past the sequence zero-filled);
 //   4. walks the key blocks from the last visible one down to the first (the masked diagonal block first),
+//      skipping those whose block-mask tiles are all inactive for its rows (block-sparse: no load, no work),
 //      each K and V block loaded once (cp.async, kStages buffers, rows past the sequence zero-filled):
 //        S = Q K^T (mma.m16n8k16, fp32)  -> score pipeline (only where needed)
 //        m_new = max(m_old, rowmax(S)); alpha = exp(m_old - m_new); l = alpha l + rowsum(P); O = alpha O
@@ -19,8 +20,8 @@
 // visible key gives o = 0, lse = -inf.
 //   - plain problems (no softcap, bias, mask, ALiBi; scale > 0): S stays unscaled and the scale is folded
 //     into the exponent, p = exp2((s - m) scale log2 e) (FADD + FMUL: FA2's single FFMA would cost the row max
-//     P = 1, below); window and
-//     sequence-end masking are applied only in the key blocks that straddle a limit;
+//     P = 1, below); window, sequence-end and block-mask masking are applied only in the key blocks that
+//     straddle a limit or hold an inactive block-mask tile;
 //   - otherwise every element goes through the whole pipeline in fp32, in naive-v1's order.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -28,6 +29,7 @@
 
 #include <cstdint>
 
+#include "fa2_block_mask.cuh"
 #include "fa2_device.cuh"
 #include "fa2_fwd_traits.h"
 #include "flashsim/gpu/params.h"
@@ -49,6 +51,9 @@ struct Fa2FwdParams {
   const float* slopes = nullptr;
   const int32_t* cu_q = nullptr;
   const int32_t* cu_k = nullptr;
+  const uint8_t* block_mask = nullptr;        // DeviceArgs::block_mask (a.has_block_mask)
+  unsigned long long* tile_counts = nullptr;  // DeviceArgs::tile_counts: [0] computed, [1] skipped
+  int bm_items = 0;  // with a block mask: key blocks of the longest sequence (the bitmaps' shared memory)
   bool pipeline = false;  // softcap, bias, mask, ALiBi or scale <= 0: the full per-element score pipeline
   // fa2-v1-heads-first (a planted traffic bug): CTAs take their work in launch order with the (batch, head)
   // index fastest, so the CTAs resident at once work on different heads and each reads its head's K/V from
@@ -103,7 +108,32 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   const int64_t hi = a.window_right < 0 ? lk : min_of<int64_t>(lk, q0 + kBlockM + shift + a.window_right);
   const int n_min = static_cast<int>(lo / kBlockN);
   const int n_max = hi <= 0 ? 0 : static_cast<int>((hi + kBlockN - 1) / kBlockN);
-  const int n_blocks = n_max > n_min ? n_max - n_min : 0;
+  const int q_rows = min_of(kBlockM, lq - q0);
+  // Block-sparse: key block n is computed when some block-mask tile its keys and this block's rows overlap is
+  // active (the reference's tile_active): bit n - n_min of the shared bitmaps sBmAny (computed) and sBmAll (no
+  // element masked by the block mask), built once (fa2_block_mask.cuh); prev_block(n) is the computed block the
+  // walk takes after n (below n_min: none).
+  const auto block_keys_end = [&](int n) { return min_of((n + 1) * kBlockN, lk); };
+  const int n_visible = n_max > n_min ? n_max - n_min : 0;
+  uint32_t* sBmAny = reinterpret_cast<uint32_t*>(sV + kStages * Tr::kKvElems);
+  uint32_t* sBmAll = sBmAny + bitmap_words(prm.bm_items);
+  const auto prev_block = [&](int n) {
+    return a.has_block_mask ? n_min + bitmap_prev(sBmAny, n - n_min) : n - 1;
+  };
+  int n_blocks = n_visible;
+  if (a.has_block_mask) {
+    const uint8_t* plane = block_mask_plane(a, prm.block_mask, b, h);
+    build_block_bitmaps<Tr::kThreads>(sBmAny, sBmAll, n_visible, [&](int k, bool& any, bool& all) {
+      const int n = n_min + k;
+      any = block_mask_tiles(a, plane, q0, q0 + q_rows, n * kBlockN, block_keys_end(n), true);
+      all = block_mask_tiles(a, plane, q0, q0 + q_rows, n * kBlockN, block_keys_end(n), false);
+    });
+    n_blocks = bitmap_count(sBmAny, n_visible);
+    if (prm.tile_counts && tid == 0) {
+      atomicAdd(prm.tile_counts, static_cast<unsigned long long>(n_blocks));
+      atomicAdd(prm.tile_counts + 1, static_cast<unsigned long long>(n_visible - n_blocks));
+    }
+  }
   // A key block needs element masking when it crosses the end of the keys or a window limit of some row:
   // the largest left limit (last row) or the smallest right limit (first row). Blocks n with
   // n_full_lo <= n < n_full_hi need none.
@@ -127,7 +157,6 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   const int64_t q_stride = prm.q_stride, kv_stride = prm.kv_stride;
   const Element* gK = static_cast<const Element*>(prm.k) + off_k * kv_stride + int64_t{hk} * kHeadDim;
   const Element* gV = static_cast<const Element*>(prm.v) + off_k * kv_stride + int64_t{hk} * kHeadDim;
-  const int q_rows = min_of(kBlockM, lq - q0);
   const auto load_k = [&](Element* dst, int n) {
     const int k0 = n * kBlockN;
     copy_tile<Tr, kBlockN>(dst, gK + k0 * kv_stride, kv_stride, min_of(kBlockN, lk - k0), tid);
@@ -170,26 +199,30 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
   }
 
   // ---- prologue: Q with the first block (groups count per thread; every thread commits the same groups).
+  int n_ahead = n_max;  // the last key block whose loads were issued (kStages > 1)
   if (n_blocks > 0) {
     const Element* gQ = static_cast<const Element*>(prm.q) + (off_q + q0) * q_stride + int64_t{h} * kHeadDim;
     copy_tile<Tr, kBlockM>(sQ, gQ, q_stride, q_rows, tid);
     if constexpr (kStages == 1) {
-      load_k(sK, n_max - 1);  // group: Q, K[last]
+      load_k(sK, prev_block(n_max));  // group: Q, K[last computed]
       cp_async_commit();
     } else {
 #pragma unroll
       for (int s = 0; s < kStages - 1; ++s) {  // groups: blocks 0 .. kStages - 2 of the walk (Q in the first)
         if (s < n_blocks) {
-          load_k(sK + s * Tr::kKvElems, n_max - 1 - s);
-          load_v(sV + s * Tr::kKvElems, n_max - 1 - s);
+          n_ahead = prev_block(n_ahead);
+          load_k(sK + s * Tr::kKvElems, n_ahead);
+          load_v(sV + s * Tr::kKvElems, n_ahead);
         }
         cp_async_commit();
       }
     }
   }
 
+  int n = n_max;  // the walk's current key block
   for (int it = 0; it < n_blocks; ++it) {
-    const int n = n_max - 1 - it, k0 = n * kBlockN;
+    n = prev_block(n);
+    const int k0 = n * kBlockN;
     const Element* sKc;
     const Element* sVc;
     if constexpr (kStages == 1) {
@@ -209,8 +242,9 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
       __syncthreads();               // ... for every thread; every warp is done with block it - 1's slot
       const int ahead = it + kStages - 1;
       if (ahead < n_blocks) {
-        load_k(sK + (ahead % kStages) * Tr::kKvElems, n_max - 1 - ahead);
-        load_v(sV + (ahead % kStages) * Tr::kKvElems, n_max - 1 - ahead);
+        n_ahead = prev_block(n_ahead);
+        load_k(sK + (ahead % kStages) * Tr::kKvElems, n_ahead);
+        load_v(sV + (ahead % kStages) * Tr::kKvElems, n_ahead);
       }
       cp_async_commit();
     }
@@ -247,12 +281,16 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
       cp_async_wait<0>();  // V[n] landed
       __syncthreads();     // ... for every thread; every warp is done with K[n]
       if (it + 1 < n_blocks) {
-        load_k(sK, n - 1);
+        load_k(sK, prev_block(n));
         cp_async_commit();
       }
     }
 
     // ---- score pipeline. Element (mt, nt, e): row i (mt, hf = e / 2), key j = k0 + nt * 8 + 2 t4 + e % 2.
+    // A computed block with an inactive block-mask tile among its rows and keys masks those elements.
+    const uint8_t* bm_partial = a.has_block_mask && !bitmap_test(sBmAll, n - n_min)
+                                    ? block_mask_plane(a, prm.block_mask, b, h)
+                                    : nullptr;
     if constexpr (kPipeline) {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
@@ -270,8 +308,8 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
             for (int e = 0; e < 2; ++e) {
               const int j = k0 + nt * 8 + 2 * t4 + e;
               float& s = acc_s[mt][nt][2 * hf + e];
-              if (j < jlo || j >= jhi) {  // window, sequence ends: no bias or mask read there
-                s = neg_inf();
+              if (j < jlo || j >= jhi || !block_mask_visible(a, bm_partial, i, j)) {
+                s = neg_inf();  // window, sequence ends, block mask: no bias or mask read there
                 continue;
               }
               const float bias =
@@ -281,19 +319,21 @@ __global__ void __launch_bounds__(kNWarps * 32, 1) flashsim_fa2_fwd_kernel(const
             }
         }
     } else {
-      if (n < n_full_lo || n >= n_full_hi) {
+      if (n < n_full_lo || n >= n_full_hi || bm_partial) {
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
           for (int hf = 0; hf < 2; ++hf) {
+            const int i = q0 + warp_row0 + mt * 16 + hf * 8 + g;
             int jlo, jhi;
-            row_keys(q0 + warp_row0 + mt * 16 + hf * 8 + g, jlo, jhi);
+            row_keys(i, jlo, jhi);
 #pragma unroll
             for (int nt = 0; nt < kST; ++nt)
 #pragma unroll
               for (int e = 0; e < 2; ++e) {
                 const int j = k0 + nt * 8 + 2 * t4 + e;
-                if (j < jlo || j >= jhi) acc_s[mt][nt][2 * hf + e] = neg_inf();
+                if (j < jlo || j >= jhi || !block_mask_visible(a, bm_partial, i, j))
+                  acc_s[mt][nt][2 * hf + e] = neg_inf();
               }
           }
       }

@@ -27,7 +27,8 @@ void run(const Fa2FwdParams& prm, cudaStream_t stream) {
                 "flashsim/families/fa2/instances.h's shared-memory formula is the traits'");
   const auto kernel =
       flashsim_fa2_fwd_kernel<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, Element, kPipeline>;
-  constexpr size_t smem = Tr::kSmemBytes;
+  // + the block-sparse bitmaps (fa2_block_mask.cuh) after K and V
+  const size_t smem = Tr::kSmemBytes + (prm.a.has_block_mask ? block_mask_bitmap_bytes(prm.bm_items) : 0);
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem, "fa2-v1");
   const dim3 grid(static_cast<unsigned>((prm.a.seqlen_q + kBlockM - 1) / kBlockM),
                   static_cast<unsigned>(prm.a.batch), static_cast<unsigned>(prm.a.heads_q));

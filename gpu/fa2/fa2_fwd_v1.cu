@@ -77,7 +77,11 @@ std::string unsupported_impl(const AttentionProblem& p, const TileConfig& c) {
            " (instantiated: " + fa2_fwd_instances_text(p.head_dim) + ")";
   if (!fa2::fa2_fwd_compiled(p.head_dim, c.block_q, c.block_k, c.warps))
     return "tile " + c.describe() + " is " + fa2::fa2_not_compiled_text(p.head_dim, true);
-  const int64_t smem = fa2_fwd_smem_bytes(p.head_dim, c.block_q, c.block_k, c.stages);
+  const int64_t smem =
+      fa2_fwd_smem_bytes(p.head_dim, c.block_q, c.block_k, c.stages) +
+      (p.block_mask != BroadcastShape::None
+           ? fa2::block_mask_bitmap_bytes(static_cast<int>((p.seqlen_k + c.block_k - 1) / c.block_k))
+           : 0);  // the block-sparse bitmaps
   if (const int64_t optin = device_smem_optin(); optin > 0 && smem > optin)
     return "tile " + c.describe() + " needs " + std::to_string(smem) +
            " bytes of shared memory a CTA; this device allows " + std::to_string(optin);
@@ -122,6 +126,7 @@ void forward_impl(const AttentionProblem& p, const TileConfig& c, const DeviceAr
   constexpr float kLog2e = 1.4426950408889634f;
   prm.exp2_scale = prm.pipeline ? kLog2e : prm.a.scale * kLog2e;
   prm.heads_first = heads_first;
+  prm.bm_items = prm.a.has_block_mask ? static_cast<int>((p.seqlen_k + c.block_k - 1) / c.block_k) : 0;
   launch(p, c, prm, static_cast<cudaStream_t>(args.stream));
 }
 }  // namespace

@@ -38,6 +38,7 @@ void require_inputs(const AttentionProblem& p, const DeviceArgs& args) {
   require(p.bias == BroadcastShape::None || args.bias, "bias");
   require(p.mask == BroadcastShape::None || args.mask, "mask");
   require(!p.alibi || args.alibi_slopes, "alibi_slopes");
+  require(p.block_mask == BroadcastShape::None || args.block_mask, "block_mask");
   require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
   require_aligned(args.q, "q");
   require_aligned(args.k, "k");
@@ -118,6 +119,8 @@ KernelVersion fa2_v1() {
       "registers); backward with a key block per CTA (dK, dV in registers, dQ by fp32 atomics or "
       "deterministic per-key-block partials); mma.sync m16n8k16";
   kv.sim_kernels = {"fwd_fa2", "bwd_dot_do_o_lse", "bwd_dq_dk_dv_group", "bwd_convert_dq"};
+  kv.features = kFeatureBlockMask |
+                kFeatureTileSkip;  // skips the (query block, key block) tiles the block mask leaves inactive
   kv.unsupported = fa2::forward_unsupported;
   kv.backward_unsupported = fa2::backward_unsupported;
   kv.workspace_bytes = fa2::backward_workspace_bytes;

@@ -50,6 +50,8 @@ void set_problem(Params& prm, const AttentionProblem& p, const DeviceArgs& args)
   prm.bias = prm.a.has_bias ? args.bias : nullptr;
   prm.mask = prm.a.has_mask ? args.mask : nullptr;
   prm.slopes = prm.a.alibi ? args.alibi_slopes : nullptr;
+  prm.block_mask = prm.a.has_block_mask ? args.block_mask : nullptr;
+  prm.tile_counts = prm.a.has_block_mask ? args.tile_counts : nullptr;
   prm.cu_q = p.varlen() ? args.cu_seqlens_q : nullptr;
   prm.cu_k = p.varlen() ? args.cu_seqlens_k : nullptr;
   prm.pipeline = uses_score_pipeline(prm.a);

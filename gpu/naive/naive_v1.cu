@@ -313,6 +313,7 @@ RowArgs row_args(const AttentionProblem& p, const AttentionParams& a, const Devi
   ra.lk = static_cast<int>(p.len_k(b));
   ra.in.bias = a.has_bias ? args.bias : nullptr;
   ra.in.mask = a.has_mask ? args.mask : nullptr;
+  ra.in.block_mask = a.has_block_mask ? args.block_mask : nullptr;
   ra.in.slopes = a.alibi ? args.alibi_slopes : nullptr;
   ra.lse = args.lse + p.lse_index(b, h0, 0);
   ra.lse_head_stride = p.varlen() ? p.total_q() : p.seqlen_q;  // lse(b, h + 1, i) - lse(b, h, i)
@@ -486,6 +487,7 @@ KernelVersion naive_v1() {
   // (the dK/dV conversion kernel runs as the epilogue of naive_bwd_dk and has no model of its own).
   kv.sim_kernels = {"naive_scores", "naive_softmax", "naive_pv",     "naive_bwd_scores", "naive_bwd_softmax",
                     "naive_bwd_dp", "naive_bwd_ds",  "naive_bwd_dv", "naive_bwd_dq",     "naive_bwd_dk"};
+  kv.features = kFeatureBlockMask;  // masks the scores of inactive tiles (computes every tile)
   kv.unsupported = unsupported;
   kv.workspace_bytes = workspace_bytes;
   kv.forward = forward;

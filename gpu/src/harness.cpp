@@ -6,11 +6,13 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "case_buffers.h"
 #include "flashsim/error.h"
 #include "flashsim/golden/manifest.h"
 #include "flashsim/gpu/params.h"
+#include "flashsim/ref/attention.h"
 #include "stored.h"
 
 namespace flashsim::gpu {
@@ -57,15 +59,26 @@ golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, c
 }
 
 golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, const TileConfig& fwd,
-                         const TileConfig& bwd) {
+                         const TileConfig& bwd, TileCounts* counts) {
   const AttentionProblem& p = lc.c.problem;
   const AttentionInputs& in = lc.inputs;
   const bool backward = why_no_backward(v, p, bwd).empty();
   DeviceMemory mem(v.backend);
-  const DeviceArgs a = upload_case(mem, p, in, v, bwd, backward);
+  DeviceArgs a = upload_case(mem, p, in, v, bwd, backward);
+  constexpr size_t kCountBytes = 4 * sizeof(unsigned long long);
+  if (counts && p.block_mask != BroadcastShape::None && (v.features & kFeatureTileSkip)) {
+    a.tile_counts = static_cast<unsigned long long*>(mem.alloc(kCountBytes));
+    mem.fill(a.tile_counts, 0, kCountBytes);
+  }
   v.forward(p, fwd, a);
   if (backward) v.backward(p, bwd, a);
   mem.synchronize();
+  if (a.tile_counts) {
+    const std::vector<uint8_t> bytes = mem.download(a.tile_counts, kCountBytes);
+    unsigned long long c[4];
+    std::memcpy(c, bytes.data(), kCountBytes);
+    for (int i = 0; i < 4; ++i) (*counts)[i] = static_cast<int64_t>(c[i]);
+  }
 
   golden::Outputs out;
   out.compute = p.dtype;  // kernels compute in their input dtype
@@ -76,6 +89,31 @@ golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, c
     out.tensors["dk"] = downloaded(mem, a.dk, p, "dk", p.dtype);
     out.tensors["dv"] = downloaded(mem, a.dv, p, "dv", p.dtype);
     if (a.dbias) out.tensors["dbias"] = downloaded(mem, a.dbias, p, "dbias", DType::F32);
+  }
+  return out;
+}
+
+std::vector<golden::OutputVerdict> tile_count_verdicts(const golden::LoadedCase& lc, const TileConfig& fwd,
+                                                       const TileConfig& bwd, bool backward,
+                                                       const TileCounts& counts) {
+  const AttentionProblem& p = lc.c.problem;
+  const ref::ForwardResult f = ref::forward(p, lc.inputs, Algorithm::Fa2, fwd);
+  const auto verdict = [](const char* name, int64_t computed, int64_t skipped, int64_t ref_computed,
+                          int64_t ref_skipped) {
+    golden::OutputVerdict o;
+    o.output = name;
+    o.present = true;
+    o.pass = computed == ref_computed && skipped == ref_skipped;
+    o.summary = fmt::format("{} of {} tiles skipped (reference {} of {})", skipped, computed + skipped,
+                            ref_skipped, ref_computed + ref_skipped);
+    if (!o.pass) o.note = "tile counts differ from the reference's";
+    return o;
+  };
+  std::vector<golden::OutputVerdict> out{
+      verdict("tiles_fwd", counts[0], counts[1], f.tiles_computed, f.tiles_skipped)};
+  if (backward) {
+    const ref::Gradients g = ref::backward(p, lc.inputs, f, Algorithm::Fa2, bwd);
+    out.push_back(verdict("tiles_bwd", counts[2], counts[3], g.tiles_computed, g.tiles_skipped));
   }
   return out;
 }
@@ -124,8 +162,16 @@ std::vector<VersionReport> check(const CheckOptions& opt) {
         vo.outputs = {"o", "lse"};
         if (r.version->backward) r.forward_only.emplace_back(e.name, why);
       }
-      golden::CaseVerdict cv = golden::verify_case(lc, run_case(*r.version, lc, c, cb), vo);
+      TileCounts counts{};
+      golden::CaseVerdict cv = golden::verify_case(lc, run_case(*r.version, lc, c, cb, &counts), vo);
       cv.file = e.file;
+      if (lc.c.problem.block_mask != BroadcastShape::None && (r.version->features & kFeatureTileSkip)) {
+        const bool backward = why_no_backward(*r.version, lc.c.problem, cb).empty();
+        for (golden::OutputVerdict& o : tile_count_verdicts(lc, c, cb, backward, counts)) {
+          cv.pass = cv.pass && o.pass;
+          cv.outputs.push_back(std::move(o));
+        }
+      }
       r.report.outputs_checked += static_cast<int64_t>(cv.outputs.size());
       for (const auto& o : cv.outputs) r.report.outputs_failed += o.pass ? 0 : 1;
       r.report.cases_failed += cv.pass ? 0 : 1;

@@ -26,6 +26,7 @@ AttentionInputs read_inputs(const AttentionProblem& p, const DeviceArgs& a) {
   if (a.bias) in.bias = from_stored(a.bias, p.bias_elems(), p.dtype);
   if (a.mask) in.mask.assign(a.mask, a.mask + p.mask_elems());
   if (a.alibi_slopes) in.alibi_slopes = from_stored(a.alibi_slopes, p.heads_q, DType::F32);
+  if (a.block_mask) in.block_mask.assign(a.block_mask, a.block_mask + p.block_mask_elems());
   return in;
 }
 
@@ -39,6 +40,10 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   const auto r = ref::forward(p, read_inputs(p, a), Algorithm::Fa2, c, emulated());
   to_stored(r.o, a.o, p.dtype);
   to_stored(r.lse, a.lse, DType::F32);
+  if (a.tile_counts) {  // the reference's loop skips tiles as a block-sparse kernel does
+    a.tile_counts[0] += static_cast<unsigned long long>(r.tiles_computed);
+    a.tile_counts[1] += static_cast<unsigned long long>(r.tiles_skipped);
+  }
 }
 
 void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a) {
@@ -49,6 +54,10 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
   to_stored(g.dk, a.dk, p.dtype);
   to_stored(g.dv, a.dv, p.dtype);
   if (a.dbias) to_stored(g.dbias, a.dbias, DType::F32);
+  if (a.tile_counts) {
+    a.tile_counts[2] += static_cast<unsigned long long>(g.tiles_computed);
+    a.tile_counts[3] += static_cast<unsigned long long>(g.tiles_skipped);
+  }
 }
 
 }  // namespace
@@ -59,6 +68,7 @@ KernelVersion host_emulated_v1() {
   v.algorithm = Algorithm::Fa2;
   v.backend = Backend::Host;
   v.summary = "the CPU reference's emulated FA2 pipeline on host buffers: the harness's stand-in for a GPU";
+  v.features = kFeatureBlockMask | kFeatureTileSkip;
   v.unsupported = unsupported;
   v.forward = forward;
   v.backward = backward;

@@ -2,6 +2,7 @@
 #include "flashsim/gpu/params.h"
 
 #include <limits>
+#include <vector>
 
 #include "flashsim/error.h"
 #include "flashsim/gpu/kernel.h"  // GpuFeature
@@ -20,7 +21,9 @@ std::string missing_gpu_feature(const AttentionProblem& p, unsigned features) {
   if (p.kv_cache() && !(features & kFeatureKvCache))
     return "a paged KV cache (this version reads dense k / v; decode-v1 reads paged caches)";
   if (p.block_mask != BroadcastShape::None && !(features & kFeatureBlockMask))
-    return "a block-sparse mask (no sparse kernel in gpu/ yet)";
+    return "a block-sparse mask (this version takes none; fa2-v1 skips inactive tiles, naive-v1, "
+           "three-pass-v1 "
+           "and two-pass-v1 mask them)";
   if (p.sinks && !(features & kFeatureSinks))
     return "attention sinks (no kernel in gpu/ takes a sink logit yet)";
   if (p.dropout() && !(features & kFeatureDropout))
@@ -61,6 +64,15 @@ AttentionParams make_params(const AttentionProblem& p) {
   };
   strides(p.bias, a.bias_stride_b, a.bias_stride_h, a.bias_stride_q);
   strides(p.mask, a.mask_stride_b, a.mask_stride_h, a.mask_stride_q);
+  if (p.block_mask != BroadcastShape::None) {
+    const std::vector<int64_t> s = p.block_mask_shape();  // {b|1, h|1, q blocks, k blocks}
+    a.has_block_mask = true;
+    a.bm_block_q = narrow(p.block_mask_q, "block_mask_q");
+    a.bm_block_k = narrow(p.block_mask_k, "block_mask_k");
+    a.bm_k_blocks = narrow(s[3], "block_mask_k");
+    a.bm_stride_h = s[1] == 1 ? 0 : s[2] * s[3];
+    a.bm_stride_b = s[0] == 1 ? 0 : s[1] * s[2] * s[3];
+  }
   return a;
 }
 

@@ -307,6 +307,7 @@ void forward(const char* name, const AttentionProblem& p, const TileConfig& c, c
   prm.lse = args.lse;
   prm.in.bias = prm.a.has_bias ? args.bias : nullptr;
   prm.in.mask = prm.a.has_mask ? args.mask : nullptr;
+  prm.in.block_mask = prm.a.has_block_mask ? args.block_mask : nullptr;
   prm.in.slopes = prm.a.alibi ? args.alibi_slopes : nullptr;
   prm.cu_q = p.varlen() ? args.cu_seqlens_q : nullptr;
   prm.cu_k = p.varlen() ? args.cu_seqlens_k : nullptr;
@@ -336,6 +337,7 @@ KernelVersion make_version(Algorithm algorithm, std::string summary, std::string
   kv.backend = Backend::Cuda;
   kv.summary = std::move(summary);
   kv.sim_kernels = {std::move(sim_kernel)};
+  kv.features = kFeatureBlockMask;  // masks the scores of inactive tiles (loads and computes every tile)
   kv.unsupported = [](const AttentionProblem& p, const TileConfig& c) { return unsupported(kName, p, c); };
   kv.forward = [](const AttentionProblem& p, const TileConfig& c, const DeviceArgs& args) {
     forward<kPasses>(kName, p, c, args);

@@ -13,12 +13,14 @@
 #include "flashsim/app/help_format.h"
 #include "flashsim/app/problem_flags.h"
 #include "flashsim/app/suggest.h"
+#include "flashsim/block_mask.h"
 #include "flashsim/error.h"
 #include "flashsim/golden/report.h"
 #include "flashsim/gpu/autotune.h"
 #include "flashsim/gpu/bench.h"
 #include "flashsim/gpu/decode_bench.h"
 #include "flashsim/gpu/harness.h"
+#include "flashsim/gpu/sparse_bench.h"
 #include "flashsim/gpu/test_versions.h"
 
 namespace {
@@ -262,6 +264,84 @@ void add_decode_bench(CLI::App& app, int& exit_code) {
   });
 }
 
+// The block-sparse table (issue 30): one problem timed forward and backward under each block mask, beside the
+// simulator's prediction for the same mask. Random masks of keep 1, 1/2, 1/4, 1/8 over 128 x 128 tiles (S2's and
+// FlashAttention's tile) on a non-causal d128 bf16 problem of 8K keys by default.
+void add_sparse_bench(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "sparse-bench",
+      "Time a block-sparse version (fa2-v1) forward and backward under several block masks; CSV with the "
+      "tiles computed and skipped and the simulator's predicted times");
+  struct State {
+    std::string kernel = "fa2-v1";
+    std::vector<std::string> specs{"none", "random:keep=1", "random:keep=0.5", "random:keep=0.25",
+                                   "random:keep=0.125"};
+    int64_t batch = 2, heads = 16, heads_kv = 16, seqlen = 8192, head_dim = 128, mask_tile = 128;
+    std::string dtype = "bf16", block_mask = "1hqk";
+    bool causal = false;
+    int repeats = 10;
+    flashsim::app::TileFlags tile;
+  };
+  auto st = std::make_shared<State>();
+  cmd->add_option("--kernel", st->kernel, "The version timed");
+  cmd->add_option(
+         "--specs", st->specs,
+         "Block-mask patterns, ';'-separated (random:keep=P, s2:local=L,stride=S, local-sink:...; none: "
+         "no block mask, the dense baseline)")
+      ->delimiter(';');
+  cmd->add_option("--batch", st->batch, "Batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--heads", st->heads, "Query heads")->check(CLI::PositiveNumber);
+  cmd->add_option("--heads-kv", st->heads_kv, "Key/value heads")->check(CLI::PositiveNumber);
+  cmd->add_option("--seqlen", st->seqlen, "Query and key rows a sequence")->check(CLI::PositiveNumber);
+  cmd->add_option("--head-dim", st->head_dim, "Head dim (d = dv)")->check(CLI::PositiveNumber);
+  cmd->add_option("--mask-tile", st->mask_tile, "Rows and keys of a block-mask tile")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--block-mask", st->block_mask, "The mask's dims: bhqk, 1hqk, b1qk or 11qk")
+      ->check(CLI::IsMember({"bhqk", "1hqk", "b1qk", "11qk"}));
+  cmd->add_flag("--causal", st->causal, "Causal (ANDed with the block mask)");
+  cmd->add_option("--dtype", st->dtype, "Input dtype");
+  cmd->add_option("--repeats", st->repeats, "Timed launches (the median is reported)")
+      ->check(CLI::Range(3, 10000));
+  st->tile.add_to(cmd, true);
+  cmd->callback([st, &exit_code] {
+    std::vector<AttentionProblem> problems;  // each checked before anything runs
+    for (const std::string& spec : st->specs) {
+      AttentionProblem p;
+      p.batch = st->batch;
+      p.heads_q = st->heads;
+      p.heads_kv = st->heads_kv;
+      p.seqlen_q = p.seqlen_k = st->seqlen;
+      p.head_dim = p.head_dim_v = st->head_dim;
+      p.dtype = parse_dtype(st->dtype);
+      if (st->causal) p.window_right = 0;
+      if (spec != "none") {  // "none": the dense problem, the baseline
+        p.block_mask = parse_broadcast(st->block_mask, "block-mask");
+        p.block_mask_q = p.block_mask_k = st->mask_tile;
+        p.block_mask_spec = parse_block_mask_spec(spec).text();  // an InputError naming what is wrong
+      }
+      p.validate();
+      problems.push_back(p);
+    }
+    const auto& v = gpu::kernel_version(st->kernel);
+    st->tile.over(TileConfig{});  // bad tile flags: an InputError before anything runs
+    std::string why;
+    if (!gpu::cuda_available(&why)) throw InputError("sparse-bench", "needs a CUDA device: " + why);
+    fmt::print(
+        "kernel,problem,spec,tile,fwd_tiles,fwd_skipped,fwd_ms,fwd_predicted_ms,bwd_tiles,bwd_skipped,bwd_ms,"
+        "bwd_predicted_ms\n");
+    for (const auto& p : problems) {
+      gpu::BenchOptions o;
+      o.repeats = st->repeats;
+      const gpu::SparseBenchRow r = gpu::sparse_bench(v, p, o, user_tiles(st->tile));
+      fmt::print("{},\"{}\",\"{}\",\"{}\",{},{},{:.4f},{:.4f},{},{},{:.4f},{:.4f}\n", v.name, p.describe(),
+                 r.spec, r.tile, r.fwd_tiles, r.fwd_skipped, r.fwd_ms, r.fwd_predicted_ms, r.bwd_tiles,
+                 r.bwd_skipped, r.bwd_ms, r.bwd_predicted_ms);
+      std::fflush(stdout);
+    }
+    exit_code = 0;
+  });
+}
+
 // The measured autotune (gpu/src/autotune.cpp): every tile config a version is built for (fa2-v1's instances.h,
 // fa3-v1's; families/) on a grid of problems, the forward's and the backward's configs each timed alone.
 void add_autotune(CLI::App& app, int& exit_code) {
@@ -370,6 +450,7 @@ int main(int argc, char** argv) {
   add_check(app, exit_code);
   add_bench(app, exit_code);
   add_decode_bench(app, exit_code);
+  add_sparse_bench(app, exit_code);
   add_autotune(app, exit_code);
   try {
     app.parse(argc, argv);

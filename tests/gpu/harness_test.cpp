@@ -20,6 +20,7 @@
 #include "flashsim/golden/files.h"
 #include "flashsim/golden/manifest.h"
 #include "flashsim/golden/safetensors.h"
+#include "flashsim/golden/suite.h"
 #include "flashsim/gpu/test_versions.h"
 #include "flashsim/sim/kernel_model.h"
 #include "problem_builder.h"
@@ -441,4 +442,81 @@ TEST(GpuRegistry, Fa2RunsEveryInstanceAndRefusesTheRest) {
   static_assert(fa2_fwd_instantiated(64, 128, 128, 4, 2) && !fa2_fwd_instantiated(96, 128, 128, 4, 1));
   static_assert(fa2_bwd_instantiated(256, 64, 32, 4) && !fa2_bwd_instantiated(256, 64, 64, 2));
   static_assert(fa2_fwd_smem_bytes(256, 128, 64, 2) == 192 * 1024);  // the largest forward: fits 227 KB
+}
+
+namespace {
+
+// A small block-sparse case: mask tiles (48 x 80) that neither divide the sequences nor match a kernel tile.
+golden::LoadedCase block_sparse_case(const std::string& block_mask, bool causal) {
+  const golden::SuiteSpec spec = golden::parse_suite_spec(
+      fmt::format(R"({{"name": "bs", "cases": [{{"name": "bs", "batch": 2, "heads_q": 4, "heads_kv": 2,
+          "seqlen_q": 150, "seqlen_k": 230, "head_dim": 16, "dtype": "bf16", "causal": {}, "block_mask": "{}",
+          "block_q": 48, "block_k": 80, "block_mask_spec": "random:keep=0.5"}}]}})",
+                  causal ? "true" : "false", block_mask),
+      "bs");
+  return golden::load_case(golden::make_case_file(spec.cases[0], {}), "bs");
+}
+
+}  // namespace
+
+TEST(GpuParams, BlockMaskTilesAreTheProblemsElementMask) {
+  // The kernels' block-mask arithmetic (params.h) against the problem's element rule, for every broadcast
+  // shape: block_mask_visible per element, block_mask_tiles (any / all) over rectangles as the elements say.
+  for (const char* shape : {"bhqk", "1hqk", "b1qk", "11qk"}) {
+    const auto lc = block_sparse_case(shape, false);
+    const AttentionProblem& p = lc.c.problem;
+    const auto a = gpu::make_params(p);
+    ASSERT_TRUE(a.has_block_mask);
+    const auto& m = lc.inputs.block_mask;
+    int64_t inactive = 0;
+    for (int b = 0; b < p.batch; ++b)
+      for (int h = 0; h < p.heads_q; ++h) {
+        const uint8_t* plane = gpu::block_mask_plane(a, m.data(), b, h);
+        for (int i = 0; i < p.seqlen_q; ++i)
+          for (int j = 0; j < p.seqlen_k; ++j) {
+            const bool on = p.block_mask_active(m, b, h, i, j);
+            inactive += on ? 0 : 1;
+            ASSERT_EQ(gpu::block_mask_visible(a, plane, i, j), on) << shape << " " << b << h << " " << i << j;
+          }
+        for (const auto& [i0, i1, j0, j1] : {std::tuple{0, 64, 0, 64}, std::tuple{40, 100, 70, 170},
+                                             std::tuple{128, 150, 192, 230}, std::tuple{5, 5, 0, 10}}) {
+          bool any = false, all = true;
+          for (int i = i0; i < i1; ++i)
+            for (int j = j0; j < j1; ++j) {
+              any = any || p.block_mask_active(m, b, h, i, j);
+              all = all && p.block_mask_active(m, b, h, i, j);
+            }
+          EXPECT_EQ(gpu::block_mask_tiles(a, plane, i0, i1, j0, j1, true), any) << shape << i0 << j0;
+          EXPECT_EQ(gpu::block_mask_tiles(a, plane, i0, i1, j0, j1, false), all) << shape << i0 << j0;
+        }
+      }
+    EXPECT_GT(inactive, 0) << shape;  // keep=0.5: the mask hides something
+  }
+}
+
+TEST(GpuHarness, BlockSparseTileCountsAreCheckedAgainstTheReference) {
+  const auto v = stand_in();
+  ASSERT_TRUE(v.features & gpu::kFeatureTileSkip);
+  for (const bool causal : {false, true}) {
+    const auto lc = block_sparse_case("bhqk", causal);
+    TileConfig c;
+    c.block_q = c.bwd_block_q = 32;
+    c.block_k = c.bwd_block_k = 64;
+    gpu::TileCounts counts{};
+    const auto out = gpu::run_case(v, lc, c, c, &counts);
+    EXPECT_TRUE(golden::verify_case(lc, out, {}).pass);
+    EXPECT_GT(counts[1], 0);  // keep=0.5 over 48 x 80 tiles: some 32 x 64 tiles see only inactive ones
+    EXPECT_GT(counts[0], 0);
+    for (const auto& o : gpu::tile_count_verdicts(lc, c, c, true, counts)) EXPECT_TRUE(o.pass) << o.summary;
+    // A kernel that computes one skippable tile (or miscounts) fails the check, forward and backward.
+    for (const int at : {1, 3}) {
+      gpu::TileCounts off = counts;
+      off[at] -= 1;
+      off[at - 1] += 1;
+      const auto verdicts = gpu::tile_count_verdicts(lc, c, c, true, off);
+      ASSERT_EQ(verdicts.size(), 2u);
+      EXPECT_FALSE(verdicts[at / 2].pass);
+      EXPECT_TRUE(verdicts[1 - at / 2].pass);
+    }
+  }
 }

@@ -55,6 +55,9 @@ struct OutputVerdict {
   std::string worst_index;  // axes named by the layout: "[b1,s37,h0,d27]"; "-" without a finite error
   bool pass = false;
   std::string note;  // why it failed, when not by numbers
+  // A check that compares no tensor (a block-sparse kernel's tile counts against the reference's): the report
+  // shows this line in place of the error columns.
+  std::string summary;
 };
 
 struct CaseVerdict {

@@ -1,6 +1,7 @@
 #pragma once
 // The harness: every kernel version on every case of a golden suite it supports, judged in process by the
 // golden library's verifier (the rule and report of `flashsim golden verify`; no files in between).
+#include <array>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -43,9 +44,19 @@ std::string why_no_backward(const KernelVersion& v, const AttentionProblem& p, c
 // Runs the version on one case: inputs uploaded in their stored dtypes, outputs NaN-filled, forward (and
 // backward when the version has one), outputs downloaded as the verifier's candidate.
 golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, const TileConfig& c);
-// The same with the forward at tile fwd and the backward at tile bwd (the backward's workspace too).
+// The tiles a block-sparse version reported (DeviceArgs::tile_counts): forward computed, forward skipped,
+// backward computed, backward skipped.
+using TileCounts = std::array<int64_t, 4>;
+// The same with the forward at tile fwd and the backward at tile bwd (the backward's workspace too); with a
+// block mask and a version that skips tiles (kFeatureTileSkip), the tiles it reported into *counts.
 golden::Outputs run_case(const KernelVersion& v, const golden::LoadedCase& lc, const TileConfig& fwd,
-                         const TileConfig& bwd);
+                         const TileConfig& bwd, TileCounts* counts = nullptr);
+// The check of reported tile counts against the reference's at the same tiles (ref::forward / ref::backward by
+// FA2's loops at fwd's block_q x block_k and bwd's bwd_block_q x bwd_block_k): "tiles_fwd" (and "tiles_bwd"
+// with `backward`) verdicts, each passing when computed and skipped both match.
+std::vector<golden::OutputVerdict> tile_count_verdicts(const golden::LoadedCase& lc, const TileConfig& fwd,
+                                                       const TileConfig& bwd, bool backward,
+                                                       const TileCounts& counts);
 
 // Throws InputError for a bad suite folder, an unknown version, or a CUDA version where no device is.
 std::vector<VersionReport> check(const CheckOptions& opt);

@@ -38,6 +38,11 @@ struct DeviceArgs {
   const void *k_new = nullptr, *v_new = nullptr;
   // A block-sparse mask (flashsim/block_mask.h): one byte per block_mask_q x block_mask_k tile, != 0 computed.
   const uint8_t* block_mask = nullptr;
+  // With a block mask, a version that skips tiles (kFeatureTileSkip) adds the (query tile, key tile, query
+  // head) pairs its loops visit to tile_counts when given: [0] forward computed, [1] forward skipped, [2]
+  // backward computed, [3] backward skipped (zeroed by the harness), as the reference counts them
+  // (flashsim/ref/attention.h, at the launch's tiles).
+  unsigned long long* tile_counts = nullptr;
   void* workspace = nullptr;  // workspace_bytes(...) bytes, zeroed before each launch
   void* stream = nullptr;     // cudaStream_t of the launch (nullptr: the default stream)
 };
@@ -50,7 +55,10 @@ enum GpuFeature : unsigned {
   kFeatureKvCache = 1u,
   kFeatureBlockMask = 2u,
   kFeatureSinks = 4u,
-  kFeatureDropout = 8u
+  kFeatureDropout = 8u,
+  // With a block mask: skips the tiles it leaves inactive and reports them (DeviceArgs::tile_counts), checked
+  // against the reference's counts (kFeatureBlockMask alone: the scores of inactive tiles are masked).
+  kFeatureTileSkip = 16u
 };
 
 struct KernelVersion {

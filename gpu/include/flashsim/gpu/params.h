@@ -23,6 +23,11 @@ struct AttentionParams {
   bool has_bias = false, has_mask = false, alibi = false;
   int64_t bias_stride_b = 0, bias_stride_h = 0, bias_stride_q = 0;  // key stride 1
   int64_t mask_stride_b = 0, mask_stride_h = 0, mask_stride_q = 0;
+  // A block-sparse mask (flashsim/block_mask.h): [b|1, h|1, bm_q_blocks, bm_k_blocks], one byte a
+  // bm_block_q x bm_block_k tile (!= 0: computed), strides 0 along its broadcast dims.
+  bool has_block_mask = false;
+  int bm_block_q = 1, bm_block_k = 1, bm_k_blocks = 0;
+  int64_t bm_stride_b = 0, bm_stride_h = 0;
 };
 
 // Why a version taking `features` (GpuFeature bits, kernel.h) cannot run p ("" when it may): a paged KV cache,
@@ -54,6 +59,27 @@ FLASHSIM_HD bool window_visible(const AttentionParams& a, int lq, int lk, int i,
   const int diag = i + lk - lq;
   return (a.window_left < 0 || j >= diag - a.window_left) &&
          (a.window_right < 0 || j <= diag + a.window_right);
+}
+
+// The block mask's tiles of (batch b, head h): plane [q blocks, k blocks]; nullptr without a block mask.
+FLASHSIM_HD const uint8_t* block_mask_plane(const AttentionParams& a, const uint8_t* block_mask, int b,
+                                            int h) {
+  return a.has_block_mask ? block_mask + b * a.bm_stride_b + h * a.bm_stride_h : nullptr;
+}
+// Whether some (any) / every (!any) block-mask tile that rows [i0, i1) x keys [j0, j1) overlap is active, as
+// the reference's block_any / block_all (an empty rectangle: !any); true without a block mask.
+FLASHSIM_HD bool block_mask_tiles(const AttentionParams& a, const uint8_t* plane, int i0, int i1, int j0,
+                                  int j1, bool any) {
+  if (!plane) return true;
+  if (i1 <= i0 || j1 <= j0) return !any;
+  for (int qb = i0 / a.bm_block_q; qb <= (i1 - 1) / a.bm_block_q; ++qb)
+    for (int kb = j0 / a.bm_block_k; kb <= (j1 - 1) / a.bm_block_k; ++kb)
+      if ((plane[int64_t{qb} * a.bm_k_blocks + kb] != 0) == any) return any;
+  return !any;
+}
+// Whether query i, key j lies in an active tile of the plane (true without a block mask).
+FLASHSIM_HD bool block_mask_visible(const AttentionParams& a, const uint8_t* plane, int i, int j) {
+  return !plane || plane[int64_t{i / a.bm_block_q} * a.bm_k_blocks + j / a.bm_block_k] != 0;
 }
 
 }  // namespace flashsim::gpu
