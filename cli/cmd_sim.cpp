@@ -16,6 +16,7 @@
 #include "flashsim/sim/dram_interval.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/ncu.h"
+#include "flashsim/sim/problem_data.h"
 #include "flashsim/sim/sweep.h"
 
 namespace flashsim::cli {
@@ -484,7 +485,10 @@ void add_traffic(CLI::App& app) {
         st->ncu_dram.empty() &&
         (st->replayed == "yes" || (st->replayed == "auto" && sim::dram_counters_replayed(kernels)));
     const auto hw = sim::load_profile(st->hw);
-    const auto c = sim::compare_ncu(kernels, st->pf.problem(), hw, replayed);
+    const AttentionProblem p = st->pf.problem();
+    // the block table and block mask of the profiled run's inputs (--seed: flashsim-gpu's are seed 1)
+    const sim::ProblemData data = sim::problem_data(p, st->pf.seed);
+    const auto c = sim::compare_ncu(kernels, p, hw, replayed, &data);
     if (st->json) {
       auto j = sim::to_json(c);
       j["dram_counters"] = !st->ncu_dram.empty() ? "one-pass report (--ncu-dram)"

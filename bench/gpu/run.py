@@ -458,6 +458,22 @@ def cmd_decode(args):
                     out=log, err=log, env=g.env)
             say(f"compute-sanitizer {tool} on {len(small)} small decode cases: exit {rc}")
             say("\n".join(tables.check_summary(read(log))))
+    if args.ncu:  # ncu on decode-bench's launches of one cell (every split count), then `flashsim traffic compare`
+        b, n, page = args.ncu.split(",")
+        for kernel in args.kernels.split(","):
+            program = [g.fg, "decode-bench", "--kernel", kernel, "--batches", b, "--cache-lens", n, "--page-sizes",
+                       page, "--repeats", "3"]
+            csv_path = g.path(f"ncu_decode_{kernel}.csv")
+            rc = sh(ncu.command("traffic", program, kernel_regex="decode_", launch_count=args.ncu_launches),
+                    out=csv_path, err=csv_path[:-4] + ".err", env=g.env)
+            cmd = [g.flashsim, "traffic", "compare", "--ncu", csv_path, "--heads", "32", "--heads-kv", "8",
+                   "--head-dim", "128", "--seqlen-q", "1", "--seqlen-k", n, "--page-size", page, "--batch", b,
+                   "--cache-seqlens", n]
+            out = subprocess.run(cmd, capture_output=True, text=True, env=g.env)
+            with open(g.path(f"traffic_compare_decode_{kernel}.txt"), "w") as f:
+                f.write(out.stdout + out.stderr)
+            say(f"== ncu {kernel}: rc={rc}; traffic compare: exit {out.returncode}\n{out.stdout[-4000:]}"
+                f"{out.stderr[-1000:]}")
     if args.no_bench:
         return 0
     if args.no_sdpa:
@@ -503,6 +519,22 @@ def cmd_sparse(args):
                     out=log, err=log, env=g.env)
             say(f"compute-sanitizer {tool} on {len(small)} small sparse cases: exit {rc}")
             say("\n".join(tables.check_summary(read(log))))
+    if args.ncu:  # ncu on one block-sparse problem, then `flashsim traffic compare` of each pass
+        b, h, hkv, n, d, causal, spec = args.ncu.split(",", 6)
+        problem = (int(b), int(h), int(hkv), int(n), int(d), causal == "1")
+        flags = ["--batch", b, "--heads", h, "--heads-kv", hkv, "--seqlen", n, "--head-dim", d] + \
+            (["--causal"] if causal == "1" else []) + args.ncu_tiles.split()
+        program = [g.fg, "sparse-bench", "--specs", spec, "--repeats", "3"] + flags
+        mask = ["--block-mask", spec, "--block-mask-shape", "1hqk", "--block-mask-tile", "128,128", "--seed", "1"]
+        for pass_, count in (("fwd", 1), ("bwd", 3)):
+            csv_path = g.path(f"ncu_sparse_{pass_}.csv")
+            rc = sh(ncu.command("traffic", program, kernel_regex=f"flashsim_fa2_{pass_}_", launch_count=count),
+                    out=csv_path, err=csv_path[:-4] + ".err", env=g.env)
+            cmd = [g.flashsim, "traffic", "compare", "--ncu", csv_path] + ncu.problem_flags(problem) + mask
+            out = subprocess.run(cmd, capture_output=True, text=True, env=g.env)
+            with open(g.path(f"traffic_compare_sparse_{pass_}.txt"), "w") as f:
+                f.write(out.stdout + out.stderr)
+            say(f"== ncu {pass_}: rc={rc}; traffic compare: exit {out.returncode}\n{out.stdout[-3000:]}{out.stderr[-1000:]}")
     if args.no_bench:
         return 0
     for i, flags in enumerate(b for b in args.bench.split(";") if b.strip()):
@@ -703,6 +735,8 @@ def parser():
     p.add_argument("--grid", default="", help='flags for flashsim-gpu decode-bench ("--batches 1,64")')
     p.add_argument("--sdpa-grid", default="", help='flags for sdpa.py decode-grid ("--batches 1,64")')
     p.add_argument("--kernels", default="decode-v1,decode-v2", help="the versions checked and timed")
+    p.add_argument("--ncu", default="", help="ncu and traffic compare of one cell: batch,cache_len,page_size")
+    p.add_argument("--ncu-launches", type=int, default=60, help="decode kernels ncu profiles (every split count's)")
     p.add_argument("--no-check", action="store_true")
     p.add_argument("--no-bench", action="store_true")
     p.add_argument("--no-sdpa", action="store_true")
@@ -713,6 +747,8 @@ def parser():
     p.add_argument("--bench", default="", help='\';\'-separated flashsim-gpu sparse-bench runs ("--seqlen 8192")')
     p.add_argument("--no-check", action="store_true", help="time only")
     p.add_argument("--no-bench", action="store_true", help="check only")
+    p.add_argument("--ncu", default="", help="ncu and traffic compare of one problem: b,h,hkv,n,d,causal,spec")
+    p.add_argument("--ncu-tiles", default="", help="tile flags of the --ncu run (a build without the launch tiles)")
     p = verb("sdpa", cmd_sdpa, help="PyTorch SDPA: bench, once, decode, decode-once, golden (sdpa.py)")
     p.add_argument("what", choices=["bench", "once", "decode", "decode-once", "decode-grid", "golden"])
     p.add_argument("rest", nargs=argparse.REMAINDER)

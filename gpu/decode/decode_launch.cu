@@ -44,35 +44,6 @@ bool with_instance(Elem elem, int d, int dv, F&& f) {
   return false;
 }
 
-template <int kB, int kD, int kDv>
-DecodeTile tile_by_rows(int rows) {
-  if (rows == 4) return tile_of<kB, kD, kDv, 4>();
-  if (rows == 8) return tile_of<kB, kD, kDv, 8>();
-  if (rows == 16) return tile_of<kB, kD, kDv, 16>();
-  return {};
-}
-template <int kD, int kDv>
-DecodeTile mma_tile() {
-  using Tr = DecodeMmaTraits<kD, kDv>;
-  return {Tr::kRows, Tr::kBlockK, Tr::kThreads, Tr::kStages, Tr::kSmemBytes};
-}
-DecodeTile mma_tile_by_dims(int d, int dv) {
-  if (d == 64 && dv == 64) return mma_tile<64, 64>();
-  if (d == 128 && dv == 128) return mma_tile<128, 128>();
-  if (d == 128 && dv == 64) return mma_tile<128, 64>();
-  if (d == 256 && dv == 256) return mma_tile<256, 256>();
-  return {};
-}
-
-template <int kB>
-DecodeTile tile_by_dims(int d, int dv, int rows) {
-  if (d == 64 && dv == 64) return tile_by_rows<kB, 64, 64>(rows);
-  if (d == 128 && dv == 128) return tile_by_rows<kB, 128, 128>(rows);
-  if (d == 128 && dv == 64) return tile_by_rows<kB, 128, 64>(rows);
-  if (d == 256 && dv == 256) return tile_by_rows<kB, 256, 256>(rows);
-  return {};
-}
-
 template <class T, int D, int DV, int kRows>
 void launch_split(const DecodeParams& p, int m_blocks, cudaStream_t stream) {
   using Tr = DecodeTraits<sizeof(T), D, DV, kRows>;
@@ -139,21 +110,9 @@ struct NoOp {
 
 }  // namespace
 
-bool head_dims_supported(int d, int dv) {
-  return (d == 64 && dv == 64) || (d == 128 && (dv == 128 || dv == 64)) || (d == 256 && dv == 256);
-}
-
 bool instances_compiled(int elem_bytes, bool bf16, int d, int dv) {
   const Elem e = elem_bytes == 4 ? Elem::F32 : bf16 ? Elem::BF16 : Elem::F16;
   return head_dims_supported(d, dv) && with_instance(e, d, dv, NoOp{});
-}
-
-DecodeTile decode_tile(Split split, int elem_bytes, int d, int dv, int64_t packed_rows) {
-  if (split == Split::TensorCores) return elem_bytes == 2 ? mma_tile_by_dims(d, dv) : DecodeTile{};
-  const int rows = rows_per_cta(packed_rows);
-  return elem_bytes == 2   ? tile_by_dims<2>(d, dv, rows)
-         : elem_bytes == 4 ? tile_by_dims<4>(d, dv, rows)
-                           : DecodeTile{};
 }
 
 void launch_decode(const DecodeParams& p, Split split, Elem elem, void* stream) {

@@ -20,7 +20,7 @@
 #include <cstdint>
 
 #include "decode_common.cuh"
-#include "decode_traits.h"
+#include "flashsim/families/decode/traits.h"
 
 namespace flashsim::gpu::decode {
 

@@ -11,7 +11,7 @@
 // O = sum_w O_w exp(m_w - m) / l, lse = m + log l. One split writes O and lse; more write fp32 partials.
 #include "../fa2/fa2_device.cuh"  // ldmatrix, mma16816, c_to_a: the FA2 kernels' warp-level primitives
 #include "decode_common.cuh"
-#include "decode_traits.h"
+#include "flashsim/families/decode/traits.h"
 
 namespace flashsim::gpu::decode {
 

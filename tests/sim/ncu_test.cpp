@@ -121,6 +121,70 @@ TEST(Ncu, RecognizesFa2) {
       recognize_kernel("void flashsim::gpu::fa2::flashsim_fa2_bwd_dbias_kernel<128, 64, 128, 8>(P)"));
 }
 
+// gpu/decode's kernels: the split kernels' tile from their template arguments and the family's spec, the split
+// count from the report's grid y; the combine takes the split count of the split kernel before it.
+TEST(Ncu, RecognizesDecodeKernelsAndTheirSplitCount) {
+  const auto v2 = recognize_kernel(
+      "void flashsim::gpu::decode::decode_mma_split_kernel<__nv_bfloat16, 128, 128>"
+      "(flashsim::gpu::decode::DecodeParams)");
+  ASSERT_TRUE(v2);
+  EXPECT_EQ(v2->model, &kernel_model("fwd_splitkv"));
+  EXPECT_EQ(v2->config.block_q,
+            16);  // decode-v2: an m16 tile of packed rows, 64 keys a tile, 3 stages at d128
+  EXPECT_EQ(v2->config.block_k, 64);
+  EXPECT_EQ(v2->config.stages, 3);
+  EXPECT_EQ(v2->config.warps, 4);
+  const auto v1 = recognize_kernel(
+      "void flashsim::gpu::decode::decode_split_kernel<float, 64, 64, "
+      "8>(flashsim::gpu::decode::DecodeParams)");
+  ASSERT_TRUE(v1);
+  EXPECT_EQ(v1->model, &kernel_model("fwd_splitkv"));
+  EXPECT_EQ(v1->config.block_q, 8);
+  EXPECT_EQ(v1->config.block_k, 64);  // fp32 d64: K and V rows of 512 bytes, 32 KiB a stage
+  EXPECT_THROW(recognize_kernel("void flashsim::gpu::decode::decode_split_kernel<__half, 128, 128, 5>(P)"),
+               InputError);  // 5 rows: no instance
+  const auto combine =
+      recognize_kernel("void flashsim::gpu::decode::decode_combine_kernel<__nv_bfloat16>(P)");
+  ASSERT_TRUE(combine);
+  EXPECT_EQ(combine->model, &kernel_model("fwd_splitkv_combine"));
+
+  // A decode step of 8 sequences of 2K cached keys, 32 query heads over 8 kv heads, at 4 splits: the launch
+  // check passes only with the grid's split count (4 x 8 x 8 CTAs), and the combine reads 4 partials a row.
+  AttentionProblem p =
+      ProblemBuilder().batch(8).heads(32, 8).seqlen(1, 2048).head_dim(128).dtype(DType::BF16).build();
+  p.page_size = 16;
+  p.cache_seqlens.assign(8, 2048);
+  p.validate();
+  const auto report = [](const std::string& grid) {
+    NcuKernel split, comb;
+    split.id = "0";
+    split.name = "void flashsim::gpu::decode::decode_mma_split_kernel<__nv_bfloat16, 128, 128>(P)";
+    split.grid = grid;
+    split.block = "(128, 1, 1)";
+    split.metrics["l1tex__m_xbar2l1tex_read_bytes.sum"] = 1;
+    comb.id = "1";
+    comb.name = "void flashsim::gpu::decode::decode_combine_kernel<__nv_bfloat16>(P)";
+    comb.grid = "(64, 1, 1)";  // 8 x 32 output rows, 4 a CTA
+    comb.block = "(128, 1, 1)";
+    comb.metrics["l1tex__m_xbar2l1tex_read_bytes.sum"] = 1;
+    // O (256 bytes a row) and lse, a lone 4-byte store a row that the LSU moves as a 32-byte sector (as measured)
+    comb.metrics["l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum"] = 8.0 * 32 * (256 + 32);
+    return std::vector<NcuKernel>{split, comb};
+  };
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const Comparison c = compare_ncu(report("(1, 4, 64)"), p, hw);
+  ASSERT_EQ(c.kernels.size(), 2u);
+  ASSERT_TRUE(c.kernels[0].recognized && c.kernels[1].recognized);
+  // The combine's predicted L2 -> SM bytes: every split's fp32 partial O and lse of the 8 x 32 rows.
+  const auto loads = c.kernels[1].metrics.at(0);
+  ASSERT_EQ(loads.metric, "l1tex__m_xbar2l1tex_read_bytes.sum");
+  EXPECT_EQ(loads.predicted, 4.0 * 8 * 32 * (128 + 1) * 4);
+  const auto stores = c.kernels[1].metrics.at(1);
+  ASSERT_EQ(stores.metric, "l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum");
+  EXPECT_TRUE(stores.ok) << stores.predicted;
+  EXPECT_THROW(compare_ncu(report("(1, 4, 32)"), p, hw), InputError);  // not this problem's grid
+}
+
 // A DRAM figure is held within its interval widened by the counters' run-to-run spread (the profile's
 // ncu_dram_repeatability, a share of the kernel's measured DRAM bytes).
 TEST(Ncu, DramIntervalHasTheCountersSpreadAsFloor) {

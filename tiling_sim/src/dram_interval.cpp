@@ -51,7 +51,7 @@ double adverse_l2_base_bytes(const HardwareProfile& hw) {
 
 DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
                            const KernelPrediction& pr, const HardwareProfile& hw,
-                           double spill_store_bytes_per_cta) {
+                           double spill_store_bytes_per_cta, const ProblemData* data) {
   const KernelCounts& k = pr.counts;
   DramInterval r;
   const auto dirty = static_cast<double>(k.unique_dirty());
@@ -88,7 +88,7 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   if (pr.occ.fits && lines > 0 && executed_schedule_bytes(k, p, c) <= default_memory_limit()) {
     HardwareProfile adverse = hw;
     adverse.l2_effective_bytes = lines * hw.line_bytes;
-    const L2Result res = simulate_l2(schedule(m, p, c), p, adverse, pr.occ.resident_ctas);
+    const L2Result res = simulate_l2(schedule(m, p, c, data), p, adverse, pr.occ.resident_ctas);
     exec_read = static_cast<double>(res.dram_read);
     exec_write = static_cast<double>(res.dram_write);
     r.executed = true;

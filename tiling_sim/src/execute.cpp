@@ -58,6 +58,11 @@ int64_t KernelCounts::store_bytes() const {
   for (const auto& t : tensors) s += t.store.bytes;
   return s;
 }
+int64_t KernelCounts::store_sectors() const {
+  int64_t s = 0;
+  for (const auto& t : tensors) s += t.store.sectors;
+  return s;
+}
 int64_t KernelCounts::reduce_bytes() const {
   int64_t s = 0;
   for (const auto& t : tensors) s += t.reduce.bytes;

@@ -311,16 +311,23 @@ void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool read
 }  // namespace
 
 Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
-                       const HardwareProfile& hw, bool replayed) {
+                       const HardwareProfile& hw, bool replayed, const ProblemData* data) {
   Comparison c;
+  int64_t last_splits = 1;  // the split count of the last split kernel recognized (NcuSplits::PreviousKernel)
   for (size_t i = 0; i < kernels.size(); ++i) {
     const NcuKernel& k = kernels[i];
     KernelComparison kc;
     kc.name = k.name;
-    const auto rec = recognize_kernel(k.name);
+    auto rec = recognize_kernel(k.name);
     kc.recognized = rec.has_value();
     if (rec) {
-      const KernelCounts counts = analytic_counts(*rec->model, p, rec->config);
+      if (rec->model->ncu_splits == KernelModel::NcuSplits::GridY) {
+        if (const auto grid = parse_dim3(k.grid); !grid.empty()) rec->config.num_splits = grid[1];
+        last_splits = rec->config.num_splits;
+      } else if (rec->model->ncu_splits == KernelModel::NcuSplits::PreviousKernel) {
+        rec->config.num_splits = last_splits;
+      }
+      const KernelCounts counts = analytic_counts(*rec->model, p, rec->config, data);
       check_launch(k, counts.launch, rec->model->name);
       L2Context ctx;
       if (auto it = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"); it != k.metrics.end())
@@ -334,14 +341,17 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
         pr.dram_write += static_cast<int64_t>(hw.ncu_replay_write_bytes);
       }
       kc.name = rec->model->name + " (" + k.name.substr(0, k.name.find('<')) + ")";
-      DramInterval range = dram_interval(*rec->model, p, rec->config, pr, hw, ctx.spill_store_bytes_per_cta);
+      DramInterval range =
+          dram_interval(*rec->model, p, rec->config, pr, hw, ctx.spill_store_bytes_per_cta, data);
       // The replay's dirty data is ncu's, not the kernel's: it raises the upper bound only (its amount varies
       // between kernels: 1.9 .. 3.4 MB on SDPA's, less on fa2-v1's).
       range.write.upper += kc.replay_write_bytes;
       // dQ by bulk copies: the TMA unit's, not the LSU's; its reduces are the L2's reduce sectors.
       const TensorTraffic& dq = counts.tensors[static_cast<size_t>(ref::TensorId::DqAccum)];
       const bool bulk = rec->model->dq_by_bulk_copy;
-      const double lsu_stores = static_cast<double>(counts.store_bytes() - (bulk ? dq.store.bytes : 0));
+      const double lsu_stores = rec->model->lsu_store_sectors
+                                    ? 32.0 * static_cast<double>(counts.store_sectors())
+                                    : static_cast<double>(counts.store_bytes() - (bulk ? dq.store.bytes : 0));
       const double lsu_reduces = static_cast<double>(counts.reduce_bytes() - (bulk ? dq.reduce.bytes : 0));
       const std::pair<const char*, std::pair<double, double>> rows[] = {
           {"l1tex__m_xbar2l1tex_read_bytes.sum", {static_cast<double>(counts.load_bytes()), 0.02}},

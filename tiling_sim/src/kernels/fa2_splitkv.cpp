@@ -11,12 +11,18 @@
 // every CTA whose split holds them (as FA2's Append_KV), then read back with the tile. One split writes O and
 // lse; more write fp32 partials (o_accum, lse_accum) for the combine. The MMA runs on the whole Br-row tile.
 //
-// fwd_splitkv_combine: a CTA per kBlockM rows of the flattened (batch, query head, query row) outputs
-// (kBlockM = 4 for head dims that are multiples of 128, 8 of 64, else 16), reading every split's lse and O
-// partial of its rows and writing O (the problem's dtype) and lse (fp32).
+// fwd_splitkv_combine: a CTA per 4 rows of the flattened (batch, query head, query row) outputs (gpu/decode's
+// combine), reading every split's lse and O partial of its rows and writing O (the problem's dtype) and lse
+// (fp32).
+//
+// traffic compare recognizes gpu/decode's kernels: decode_split_kernel<T, d, dv, rows> (decode-v1) and
+// decode_mma_split_kernel<T, d, dv> (decode-v2), their tile from the family's spec (families/decode/), the split
+// count from the report's grid y; decode_combine_kernel<T> with the split count of the split kernel before it.
 #include <algorithm>
 #include <vector>
 
+#include "flashsim/error.h"
+#include "flashsim/families/decode/tiles.h"
 #include "kernels.h"
 
 namespace flashsim::sim::kernels {
@@ -60,9 +66,11 @@ KernelLaunch splitkv_launch(const AttentionProblem& p, const TileConfig& c) {
   const Geometry g = geometry(p, c);
   KernelLaunch l;
   l.grid_x = g.m_blocks;
-  // FA2's grid: (m blocks, batch, heads) with one split, (m blocks, splits, batch x heads) with more.
-  l.grid_y = g.splits == 1 ? p.batch : g.splits;
-  l.grid_z = g.splits == 1 ? p.heads_kv : p.batch * p.heads_kv;
+  // gpu/decode's grid, (m blocks, splits, batch x kv heads), at any split count (FA2's flash_fwd_splitkv_kernel
+  // takes (m blocks, batch, kv heads) with one split: the same CTAs in another order, which no byte of a
+  // decode step depends on, each (sequence, kv head) reading its own keys).
+  l.grid_y = g.splits;
+  l.grid_z = p.batch * p.heads_kv;
   l.threads = c.warps * 32;
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
   l.regs_per_thread = 255;
@@ -142,8 +150,7 @@ std::pair<int64_t, int64_t> table_span(const AttentionProblem& p, int64_t k0, in
 void splitkv_cta(CtaBuilder& x, const TileConfig& c, int64_t y, int64_t z, int64_t m) {
   const auto& p = x.p;
   const Geometry g = geometry(p, c);
-  const int64_t s = g.splits == 1 ? 0 : y, b = g.splits == 1 ? y : z / p.heads_kv,
-                hk = g.splits == 1 ? z : z % p.heads_kv;
+  const int64_t s = y, b = z / p.heads_kv, hk = z % p.heads_kv;  // grid (m blocks, splits, batch x kv heads)
   const CtaRange r = cta_range(p, c, g, b, m, s);
   if (r.r1 <= r.r0) return;  // a query block past the sequence: the CTA exits at once
   const int64_t lk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v, lq = p.len_q(b);
@@ -297,7 +304,7 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
         }
     }
   }
-  // The CTAs in launch order: (m, b, hk) with one split, hk outermost; (m, s, b x hk) with more, b outermost.
+  // The CTAs in launch order (m, s, b x hk): b outermost.
   std::vector<double> work, bytes;
   const auto push = [&](int64_t b, int64_t hk, size_t i) {
     const auto& v = ctas[static_cast<size_t>(b * hkv + hk)][i];
@@ -305,16 +312,10 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
     bytes.push_back(v.second);
   };
   const auto per = static_cast<size_t>(g.m_blocks);
-  if (g.splits == 1) {
+  for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t hk = 0; hk < hkv; ++hk)
-      for (int64_t b = 0; b < p.batch; ++b)
-        for (size_t m = 0; m < per; ++m) push(b, hk, m);
-  } else {
-    for (int64_t b = 0; b < p.batch; ++b)
-      for (int64_t hk = 0; hk < hkv; ++hk)
-        for (int64_t s = 0; s < g.splits; ++s)
-          for (size_t m = 0; m < per; ++m) push(b, hk, static_cast<size_t>(s) * per + m);
-  }
+      for (int64_t s = 0; s < g.splits; ++s)
+        for (size_t m = 0; m < per; ++m) push(b, hk, static_cast<size_t>(s) * per + m);
   const auto uneven = [](const std::vector<double>& v) {
     return std::any_of(v.begin(), v.end(), [&](double x) { return x != v.front(); });
   };
@@ -370,8 +371,10 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
 }
 
 // The combine kernel's rows per CTA (FA2's kBlockM).
-int64_t combine_rows(const AttentionProblem& p) {
-  return p.head_dim_v % 128 == 0 ? 4 : p.head_dim_v % 64 == 0 ? 8 : 16;
+// gpu/decode's combine: a warp an output row, 4 warps (FA2's takes 4 rows of head dims that are multiples of 128,
+// 8 of 64: the same bytes in other CTAs).
+int64_t combine_rows(const AttentionProblem&) {
+  return 4;
 }
 
 // Smallest power of two >= n, at least 2 (FA2 instantiates the combine for 2^1 .. 2^7 splits).
@@ -434,6 +437,35 @@ void combine_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
   k.tensors[static_cast<size_t>(TensorId::Lse)].unique_bytes = rows * 4;
 }
 
+// gpu/decode's split kernels, by their template arguments: element type, d, dv (and decode-v1's packed rows).
+int decode_elem_bytes(const std::string& type) {
+  return type == "float" ? 4 : 2;  // __half, __nv_bfloat16
+}
+TileConfig decode_config(gpu::decode::Split split, const std::smatch& m, const std::string& name) {
+  const int d = static_cast<int>(ncu_template_int(m[2], name)),
+            dv = static_cast<int>(ncu_template_int(m[3], name));
+  const int64_t rows = split == gpu::decode::Split::CudaCores ? ncu_template_int(m[4], name) : 16;
+  const gpu::decode::DecodeTile t =
+      gpu::decode::decode_tile(split, decode_elem_bytes(m[1].str()), d, dv, rows);
+  if (t.rows == 0 || (split == gpu::decode::Split::CudaCores && t.rows != rows))
+    throw InputError("ncu", "kernel '" + name.substr(0, 200) + "' is no instance of gpu/decode's tiles");
+  TileConfig c;
+  c.block_q = t.rows;
+  c.block_k = t.block_k;
+  c.warps = t.threads / 32;
+  c.stages = t.stages;
+  return checked_ncu_config(c, name);
+}
+TileConfig from_decode_v1(const std::smatch& m, const std::string& name) {
+  return decode_config(gpu::decode::Split::CudaCores, m, name);
+}
+TileConfig from_decode_v2(const std::smatch& m, const std::string& name) {
+  return decode_config(gpu::decode::Split::TensorCores, m, name);
+}
+TileConfig from_combine(const std::smatch&, const std::string&) {
+  return TileConfig{};  // the split count comes from the split kernel before it (NcuSplits::PreviousKernel)
+}
+
 }  // namespace
 
 KernelModel fa2_splitkv_forward() {
@@ -444,6 +476,13 @@ KernelModel fa2_splitkv_forward() {
       "heads packed, fp32 partials with > 1 split";
   m.block_sparse = true;
   m.dram_cta_share = true;
+  m.ncu_names = {
+      {R"(decode_split_kernel\s*<\s*(float|__half|__nv_bfloat16)\s*,\s*(?:\(int\))?(\d+)\s*,\s*(?:\(int\))?(\d+)\s*,\s*(?:\(int\))?(\d+)\s*>)",
+       from_decode_v1},
+      {R"(decode_mma_split_kernel\s*<\s*(__half|__nv_bfloat16)\s*,\s*(?:\(int\))?(\d+)\s*,\s*(?:\(int\))?(\d+)\s*>)",
+       from_decode_v2}};
+  m.ncu_splits = KernelModel::NcuSplits::GridY;
+  m.lsu_store_sectors = true;
   m.launch = splitkv_launch;
   m.cta = splitkv_cta;
   m.counts = splitkv_counts;
@@ -455,6 +494,9 @@ KernelModel fa2_splitkv_combine() {
   m.name = "fwd_splitkv_combine";
   m.summary = "FA2 split-KV combine: every split's lse and fp32 O partial of kBlockM rows, O and lse stored";
   m.block_sparse = true;  // reads partials, no keys: nothing to skip
+  m.ncu_names = {{R"(decode_combine_kernel\s*<)", from_combine}};
+  m.ncu_splits = KernelModel::NcuSplits::PreviousKernel;
+  m.lsu_store_sectors = true;
   m.launch = combine_launch;
   m.cta = combine_cta;
   m.counts = combine_counts;

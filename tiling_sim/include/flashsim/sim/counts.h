@@ -70,6 +70,7 @@ struct KernelCounts {
 
   int64_t load_bytes() const;
   int64_t store_bytes() const;
+  int64_t store_sectors() const;  // the stores' 32-byte sectors (each row's stores apart)
   int64_t reduce_bytes() const;
   int64_t unique_loaded() const;  // footprint of tensors only loaded or reduced (read from DRAM when cold)
   int64_t unique_dirty() const;   // footprint of stored or reduced tensors

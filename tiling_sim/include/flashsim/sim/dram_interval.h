@@ -42,6 +42,6 @@ double adverse_l2_base_bytes(const HardwareProfile& hw);
 // local-memory store bytes over the CTAs (0 when the report has none). No ncu replay term: the caller adds it.
 DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
                            const KernelPrediction& prediction, const HardwareProfile& hw,
-                           double spill_store_bytes_per_cta);
+                           double spill_store_bytes_per_cta, const ProblemData* data = nullptr);
 
 }  // namespace flashsim::sim

@@ -116,6 +116,17 @@ struct KernelModel {
   // after an earlier kernel of an ncu report, the memset's dirty lines that ncu's replay leaves in L2 come out
   // as this kernel's DRAM writes (traffic compare allows them, calibration h100.ncu_replay_write_bytes).
   bool follows_memset = false;
+  // Where traffic compare reads a profiled launch's split count (the template arguments do not carry it): the
+  // report's grid y (gpu/decode's split kernels: grid (m blocks, splits, batch x kv heads)), or the split
+  // kernel recognized before it in the report (the combine).
+  enum class NcuSplits { None, GridY, PreviousKernel };
+  NcuSplits ncu_splits = NcuSplits::None;
+  // Each row's stores are instructions of their own (gpu/decode: a warp a row, its lse written by one lane):
+  // the load/store unit moves every store as whole 32-byte sectors, so traffic compare holds its store bytes
+  // (l1tex__t_bytes_pipe_lsu_mem_global_op_st) to the stores' sectors x 32 (a 4-byte lse: 32 bytes), not
+  // their bytes. Measured on the H100: decode-v2's and its combine's stores exceed the bytes by exactly 28 a
+  // row (bench/results/decode_h100_2026-11-27/run7_ncu).
+  bool lsu_store_sectors = false;
   // Grid, threads, registers and shared-memory buffers (launch() sets the model).
   KernelLaunch (*launch)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   // The moves and work of CTA (b, h, block) of the grid (b < grid_y, h < grid_z, block < grid_x; h a kv head

@@ -65,9 +65,10 @@ struct Comparison {
 };
 
 // replayed: the report's DRAM counters come from a replayed (multi-pass) ncu run; every kernel after the
-// first then gets the profile's ncu_replay_write_bytes added to its predicted DRAM writes.
+// first then gets the profile's ncu_replay_write_bytes added to its predicted DRAM writes. data: the block
+// table and block mask of the profiled run (nullptr: those of seed 0).
 Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
-                       const HardwareProfile& hw, bool replayed = false);
+                       const HardwareProfile& hw, bool replayed = false, const ProblemData* data = nullptr);
 // Whether ncu collected a report's DRAM counters in a replayed run: some kernel has DRAM counters and a
 // metric other than dram__*, lts__* and gpu__time_duration* (on the H100, the DRAM counters alone and with
 // the L2 sector counters and the time were collected in one pass; with the L1 and launch metrics, replayed).
