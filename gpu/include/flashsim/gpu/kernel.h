@@ -50,7 +50,9 @@ enum GpuFeature : unsigned {
   kFeatureKvCache = 1u,
   kFeatureBlockMask = 2u,
   kFeatureSinks = 4u,
-  kFeatureDropout = 8u
+  kFeatureDropout = 8u,
+  kFeatureMla =
+      16u  // DeepSeek MLA (problem.mla: V a view of K's first head_dim_v columns); no version has it yet
 };
 
 struct KernelVersion {
@@ -61,7 +63,7 @@ struct KernelVersion {
   // The simulator's kernel models of its launches, in launch order (sim::kernel_model names), forward then
   // backward: `flashsim traffic compare` recognizes them by their ncu names.
   std::vector<std::string> sim_kernels;
-  unsigned features = 0;  // GpuFeature bits: the paged cache, block mask, sinks, dropout it takes
+  unsigned features = 0;  // GpuFeature bits: the paged cache, block mask, sinks, dropout, MLA it takes
   // Why the version cannot run this case ("" when it can): dtype, head dim, a feature it lacks.
   std::string (*unsupported)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   // Why the backward cannot run a case the forward runs ("" when it can; nullptr: never): the harness then
