@@ -284,6 +284,8 @@ def attention(t, case, dv_product=None, bug=None):
             l_lse = keys if bug == "sink_missing_from_lse" else l
             with np.errstate(divide="ignore"):  # log(0) = -inf: a row with no key and no sink
                 lse[h, q0:q1] = np.where(empty, -np.inf, m[:, 0] + np.log(l_lse[:, 0]))
+            if cache:  # a KV-cache case is forward only
+                continue
             # backward: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO o O))
             dv[k0:k1, hkv] += p_kept.T @ dO if dv_product is None else dv_product(p_kept, dO)
             dp = dO @ V.T  # dP' of p'; dP = dP' z
