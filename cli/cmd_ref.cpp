@@ -79,7 +79,7 @@ double print_reference_table(const AttentionProblem& p, uint64_t seed, const Til
   }
   if (backward) {
     const Gradients g_exact = ref::backward(p, in, exact, Algorithm::Naive, tile, exact_opt);
-    // With sinks a last column: dsinks (the other problems' tables are as before).
+    // With sinks a last column: dsinks (the other problems' tables are as before); MLA's dv is "-" (in dk).
     fmt::print("\n{:<12} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}{}\n", "backward", "max|Δdq|", "max|Δdk|",
                "max|Δdv|", "max|Δdbias|", "time s", "GFLOP/s",
                p.sinks ? fmt::format(" {:>12}", "max|Δdsinks|") : "");
@@ -91,8 +91,8 @@ double print_reference_table(const AttentionProblem& p, uint64_t seed, const Til
       const Diff db = max_diff(g.dbias, g_exact.dbias), ds = max_diff(g.dsinks, g_exact.dsinks);
       for (const Diff* d : {&dq, &dk, &dv, &db, &ds}) track(*d);
       fmt::print("{:<12} {:>10} {:>10} {:>10} {:>10} {:>9.3f} {:>9.2f}{}\n", algorithm_name(algo), cell(dq),
-                 cell(dk), cell(dv), g.dbias.empty() ? "-" : cell(db), t, p.backward_flops() / t * 1e-9,
-                 p.sinks ? fmt::format(" {:>12}", cell(ds)) : "");
+                 cell(dk), g.dv.empty() ? "-" : cell(dv), g.dbias.empty() ? "-" : cell(db), t,
+                 p.backward_flops() / t * 1e-9, p.sinks ? fmt::format(" {:>12}", cell(ds)) : "");
     }
   }
   fmt::print("\nlargest difference relative to the largest exact value: {:.2e}\n", worst);

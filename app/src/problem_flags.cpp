@@ -42,8 +42,10 @@ void ProblemFlags::add_to(CLI::App* cmd) {
                   "Key sequence length (default: --seqlen); with --cache-seqlens, the block table's capacity "
                   "(default: the "
                   "longest sequence)");
-  cmd->add_option("--head-dim", head_dim, "Head dimension of q and k")->capture_default_str();
-  cmd->add_option("--head-dim-v", head_dim_v, "Head dimension of v (default: --head-dim)");
+  head_dim_option = cmd->add_option("--head-dim", head_dim, "Head dimension of q and k (--mla: 576)")
+                        ->capture_default_str();
+  cmd->add_option("--head-dim-v", head_dim_v,
+                  "Head dimension of v (default: --head-dim; --mla: --head-dim - 64)");
   cmd->add_option("--dtype", dtype, "Input dtype: fp64, fp32, fp16, bf16, e4m3, e5m2 (FP8: forward only)")
       ->capture_default_str();
   cmd->add_option("--scale", scale, "Softmax scale (default: 1/sqrt(head_dim))");
@@ -70,6 +72,10 @@ void ProblemFlags::add_to(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_flag("--sinks", sinks,
                 "Attention sinks: a logit per q head in every row's softmax denominator (no value vector)");
+  cmd->add_flag(
+      "--mla", mla,
+      "DeepSeek multi-head latent attention: one latent KV head (--heads-kv 1) of d_latent + d_rope "
+      "columns (--head-dim, default 576), V its first d_latent (--head-dim-v, default --head-dim - 64)");
   cmd->add_option("--varlen", varlen,
                   "Variable lengths: L1,L2,... (queries = keys) or Q1:K1,Q2:K2,...; sets the batch size");
   cmd->add_option("--seed", seed, "Seed of the input generator")->capture_default_str();
@@ -95,12 +101,20 @@ AttentionProblem ProblemFlags::problem() const {
   AttentionProblem p;
   p.batch = batch;
   p.heads_q = heads;
-  p.heads_kv = heads_kv > 0 ? heads_kv : heads;
+  p.mla = mla;
+  p.heads_kv = heads_kv > 0 ? heads_kv : mla ? 1 : heads;
   if (heads_kv < 0) throw InputError("heads-kv", "must be >= 1");
   p.seqlen_q = seqlen_q != 0 ? seqlen_q : seqlen;
   p.seqlen_k = seqlen_k != 0 ? seqlen_k : seqlen;
-  p.head_dim = head_dim;
-  p.head_dim_v = head_dim_v != 0 ? head_dim_v : head_dim;
+  // MLA's defaults: DeepSeek's d_latent 512 + d_rope 64
+  p.head_dim = mla && !(head_dim_option && head_dim_option->count() > 0) ? 576 : head_dim;
+  p.head_dim_v = head_dim_v != 0 ? head_dim_v : mla ? p.head_dim - 64 : p.head_dim;
+  if (mla && head_dim_v == 0 && p.head_dim <= 64)
+    throw InputError(
+        "head-dim-v",
+        fmt::format("--mla with --head-dim {} needs --head-dim-v (the latent columns; the default "
+                    "leaves 64 rotary ones)",
+                    p.head_dim));
   p.dtype = parse_dtype(dtype);
   if (scale != 0) p.scale = scale;
   p.softcap = softcap;

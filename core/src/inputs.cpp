@@ -73,7 +73,28 @@ void draw_fp8(const AttentionProblem& p, uint64_t seed, InputStream stream, doub
     stored[n] = round_to(with_descale ? stored[n] / descale[group[n / dim]] : stored[n], p.dtype);
 }
 
+// MLA: v must be the first head_dim_v columns of k, bit for bit (NaN where k has NaN).
+void check_latent_view(const char* name, const std::vector<double>& v, const std::vector<double>& k,
+                       const AttentionProblem& p) {
+  const std::vector<double> want = latent_values(k, p.head_dim, p.head_dim_v);
+  check_size(name, v.size(), static_cast<int64_t>(want.size()));
+  for (size_t n = 0; n < v.size(); ++n)
+    if (!(v[n] == want[n] || (std::isnan(v[n]) && std::isnan(want[n]))))
+      throw InputError(name,
+                       fmt::format("an MLA problem's values are a view of the keys (their first {} columns): "
+                                   "element {} is {}, the key's is {}",
+                                   p.head_dim_v, n, v[n], want[n]));
+}
+
 }  // namespace
+
+std::vector<double> latent_values(const std::vector<double>& k, int64_t head_dim, int64_t head_dim_v) {
+  const int64_t rows = static_cast<int64_t>(k.size()) / head_dim;
+  std::vector<double> v(rows * head_dim_v);
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(k.begin() + r * head_dim, head_dim_v, v.begin() + r * head_dim_v);
+  return v;
+}
 
 void AttentionInputs::validate(const AttentionProblem& p) const {
   p.validate();
@@ -106,7 +127,12 @@ void AttentionInputs::validate(const AttentionProblem& p) const {
     check_values("v_cache", cache.v_cache, p.dtype);
     check_values("k_new", cache.k_new, p.dtype);
     check_values("v_new", cache.v_new, p.dtype);
+    if (p.mla) {
+      check_latent_view("v_cache", cache.v_cache, cache.k_cache, p);
+      check_latent_view("v_new", cache.v_new, cache.k_new, p);
+    }
   }
+  if (p.mla) check_latent_view("v", v, k, p);
   check_values("q", q, p.dtype);
   check_values("k", k, p.dtype);
   check_values("v", v, p.dtype);
@@ -167,16 +193,22 @@ AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, dou
     const int64_t rows = in.cache.layout.num_blocks * p.page_size, new_rows = p.batch * p.seqlen_new;
     in.cache.k_cache =
         normal_tensor(rows * p.heads_kv * p.head_dim, seed, InputStream::K, magnitude, p.dtype);
-    in.cache.v_cache =
-        normal_tensor(rows * p.heads_kv * p.head_dim_v, seed, InputStream::V, magnitude, p.dtype);
     in.cache.k_new =
         normal_tensor(new_rows * p.heads_kv * p.head_dim, seed, InputStream::KNew, magnitude, p.dtype);
-    in.cache.v_new =
-        normal_tensor(new_rows * p.heads_kv * p.head_dim_v, seed, InputStream::VNew, magnitude, p.dtype);
+    if (p.mla) {  // one compressed cache: the values are the keys' first head_dim_v columns
+      in.cache.v_cache = latent_values(in.cache.k_cache, p.head_dim, p.head_dim_v);
+      in.cache.v_new = latent_values(in.cache.k_new, p.head_dim, p.head_dim_v);
+    } else {
+      in.cache.v_cache =
+          normal_tensor(rows * p.heads_kv * p.head_dim_v, seed, InputStream::V, magnitude, p.dtype);
+      in.cache.v_new =
+          normal_tensor(new_rows * p.heads_kv * p.head_dim_v, seed, InputStream::VNew, magnitude, p.dtype);
+    }
     gather_keys(in.cache, p, in.k, in.v);
   } else if (!p.fp8()) {
     in.k = normal_tensor(p.k_elems(), seed, InputStream::K, magnitude, p.dtype);
-    in.v = normal_tensor(p.v_elems(), seed, InputStream::V, magnitude, p.dtype);
+    in.v = p.mla ? latent_values(in.k, p.head_dim, p.head_dim_v)
+                 : normal_tensor(p.v_elems(), seed, InputStream::V, magnitude, p.dtype);
   }
   if (!p.fp8()) in.dout = normal_tensor(p.o_elems(), seed, InputStream::dO, magnitude, p.dtype);
   in.bias = normal_tensor(p.bias_elems(), seed, InputStream::Bias, 1.0, p.dtype);

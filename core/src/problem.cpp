@@ -132,6 +132,19 @@ void AttentionProblem::validate() const {
       throw InputError("dropout_p", "FP8 inputs take no dropout (FP8 attention kernels have none)");
     if (kv_cache()) throw InputError("page_size", "a paged KV cache in FP8 is not supported");
   }
+  if (mla) {  // one latent KV head whose first head_dim_v columns are the values
+    if (heads_kv != 1)
+      throw InputError(
+          "heads_kv",
+          fmt::format("an MLA problem has one latent KV head shared by every q head, got {}", heads_kv));
+    if (head_dim_v >= head_dim)
+      throw InputError(
+          "head_dim_v",
+          fmt::format("an MLA problem's values are the first head_dim_v (d_latent) of the head_dim "
+                      "(d_latent + d_rope) key columns: head_dim_v ({}) must be < head_dim ({})",
+                      head_dim_v, head_dim));
+    if (fp8()) throw InputError("mla", "MLA with FP8 inputs is not supported");
+  }
   // Every tensor's element count must fit: this also bounds every index computed from these dims.
   const int64_t tq = checked_mul(std::max<int64_t>(seqlen_q, 1), batch, "seqlen_q");
   const int64_t tk = checked_mul(std::max<int64_t>(seqlen_k, 1), batch, "seqlen_k");
@@ -332,6 +345,7 @@ std::string AttentionProblem::describe() const {
   if (bias != BroadcastShape::None) s += fmt::format(" bias:{}", broadcast_name(bias));
   if (mask != BroadcastShape::None) s += fmt::format(" mask:{}", broadcast_name(mask));
   if (alibi) s += " alibi";
+  if (mla) s += " mla";
   if (sinks) s += " sinks";
   if (dropout()) s += fmt::format(" dropout{}", dropout_p);
   if (descale != Descale::None) s += fmt::format(" descale:{}", descale_name(descale));

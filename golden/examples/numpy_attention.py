@@ -10,6 +10,10 @@ FP8 cases (dtype e4m3 / e5m2; forward only) follow an FP8 kernel's pipeline (Fla
 float32 times scale * q_descale * k_descale; P = 2^8 e^(s - m) rounded to the case's FP8 format (round to nearest
 even, saturating; ml_dtypes when installed, else round_fp8 below); P V in float32, times v_descale / l with l the
 row sum of the unrounded P; lse = m + log(l / 2^8); o rounded to bfloat16.
+
+MLA cases (case["mla"]: DeepSeek's latent attention) store no v, v_cache or v_new: V is the first head_dim_v
+columns of K (k, k_cache, k_new), as FlashMLA reads one compressed cache; dK then holds V's gradient too (dV added
+into its first head_dim_v columns) and there is no dv output.
 """
 import numpy as np
 
@@ -95,7 +99,19 @@ BUGS = {
     "descale_applied_twice": "FP8: q, k and v multiplied by their descales twice (S by (q_d k_d)^2, O by v_d^2)",
     "per_tensor_descale_for_per_head": "FP8: the first descale (a per-tensor kernel's) used for every (batch, kv head)",
     "p_offset_not_undone": "FP8: P = 2^8 e^(s - m) but the row sum not divided by 2^8 in the lse (lse + 8 ln 2)",
+    "mla_rope_dropped": "MLA: scores from the latent part alone, q[:, :d_latent] . k[:, :d_latent] (the rotary part "
+                        "dropped)",
 }
+
+
+def _mla_values(t, case):
+    """An MLA case's tensors with V as the view of K the case means: v (v_cache, v_new) = k[..., :head_dim_v]."""
+    t = dict(t)
+    dv = case["head_dim_v"]
+    for kn, vn in (("k", "v"), ("k_cache", "v_cache"), ("k_new", "v_new")):
+        if kn in t:
+            t[vn] = t[kn][..., :dv]
+    return t
 
 
 def _descale(t, name, b, hkv, bug):
@@ -177,6 +193,9 @@ def attention(t, case, dv_product=None, bug=None):
         raise ValueError(f"unknown bug '{bug}' (known: {', '.join(BUGS)})")
     if case["dtype"] in ("e4m3", "e5m2"):
         return _attention_fp8(t, case, bug)
+    mla = case.get("mla", False)
+    if mla:
+        t = _mla_values(t, case)
     f32 = np.float32
     cache = "k_cache" in t
     if cache:
@@ -229,7 +248,10 @@ def attention(t, case, dv_product=None, bug=None):
         for h in range(hq):
             hkv = h // group
             Q, K, V, dO = q4[q0:q1, h], k4[k0:k1, hkv], v4[k0:k1, hkv], do4[q0:q1, h]
-            raw = scale * (Q @ K.T)
+            if bug == "mla_rope_dropped":
+                raw = scale * (Q[:, : V.shape[1]] @ K[:, : V.shape[1]].T)
+            else:
+                raw = scale * (Q @ K.T)
             s = cap * np.tanh(raw / cap) if cap > 0 else raw
             if bias is not None:
                 s = s + _slice(bias, b, h, lq, lk).astype(f32)
@@ -262,6 +284,8 @@ def attention(t, case, dv_product=None, bug=None):
             l_lse = keys if bug == "sink_missing_from_lse" else l
             with np.errstate(divide="ignore"):  # log(0) = -inf: a row with no key and no sink
                 lse[h, q0:q1] = np.where(empty, -np.inf, m[:, 0] + np.log(l_lse[:, 0]))
+            if cache:  # a KV-cache case is forward only
+                continue
             # backward: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO o O))
             dv[k0:k1, hkv] += p_kept.T @ dO if dv_product is None else dv_product(p_kept, dO)
             dp = dO @ V.T  # dP' of p'; dP = dP' z
@@ -289,6 +313,9 @@ def attention(t, case, dv_product=None, bug=None):
         dk, dv = dk.reshape(B, Sk, hk, -1), dv.reshape(B, Sk, hk, -1)
         lse = lse.reshape(hq, B, Sq).transpose(1, 0, 2)
     out = {"o": o, "lse": np.ascontiguousarray(lse), "dq": dq, "dk": dk, "dv": dv}
+    if mla:  # V is K's first head_dim_v columns: K's gradient is dK + [dV, 0]
+        dk[..., : dv.shape[-1]] += dv
+        del out["dv"]
     if dbias is not None:
         out["dbias"] = dbias
     if dsinks is not None:

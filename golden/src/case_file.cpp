@@ -26,7 +26,8 @@ std::string generator_version() {
 std::vector<std::string> output_names(const AttentionProblem& p) {
   // decode and FP8 kernels have no backward: the forward is the golden
   if (p.forward_only()) return {"o", "lse"};
-  std::vector<std::string> n = {"o", "lse", "dq", "dk", "dv"};
+  std::vector<std::string> n = {"o", "lse", "dq", "dk"};
+  if (!p.mla) n.emplace_back("dv");  // MLA: V is a view of K, whose dk holds V's gradient too
   if (p.bias != BroadcastShape::None) n.emplace_back("dbias");
   if (p.sinks) n.emplace_back("dsinks");
   return n;
@@ -205,18 +206,19 @@ SafetensorsFile make_attention_case_file(const GoldenCase& c, const ref::RunOpti
   if (p.kv_cache()) {  // the cache as stored before the append, as flash_attn_with_kvcache takes it
     const KvCacheLayout& l = in.cache.layout;
     f.add("k_cache", Tensor::from_doubles(st, p.k_cache_shape(), in.cache.k_cache));
-    f.add("v_cache", Tensor::from_doubles(st, p.v_cache_shape(), in.cache.v_cache));
+    // MLA: one compressed cache, read as K and (its first head_dim_v columns) as V: no v_cache, no v_new
+    if (!p.mla) f.add("v_cache", Tensor::from_doubles(st, p.v_cache_shape(), in.cache.v_cache));
     f.add("block_table",
           Tensor::from_int64(StDType::I32, {p.batch, l.max_blocks_per_seq},
                              std::vector<int64_t>(l.block_table.begin(), l.block_table.end())));
     f.add("cache_seqlens", Tensor::from_int64(StDType::I32, {p.batch}, p.cache_seqlens));
     if (p.seqlen_new > 0) {
       f.add("k_new", Tensor::from_doubles(st, new_keys_shape(p, p.head_dim), in.cache.k_new));
-      f.add("v_new", Tensor::from_doubles(st, new_keys_shape(p, p.head_dim_v), in.cache.v_new));
+      if (!p.mla) f.add("v_new", Tensor::from_doubles(st, new_keys_shape(p, p.head_dim_v), in.cache.v_new));
     }
   } else {
     f.add("k", Tensor::from_doubles(st, p.k_shape(), in.k));
-    f.add("v", Tensor::from_doubles(st, p.v_shape(), in.v));
+    if (!p.mla) f.add("v", Tensor::from_doubles(st, p.v_shape(), in.v));  // MLA: v is k[..., :head_dim_v]
     if (!p.forward_only()) f.add("do", Tensor::from_doubles(st, p.o_shape(), in.dout));
   }
   if (p.descale != Descale::None) {  // FP8 descale factors, fp32 as FlashAttention-3 takes them
@@ -291,10 +293,13 @@ AttentionInputs load_attention_inputs(const SafetensorsFile& f, const AttentionP
   in.q = input(f, "q", p.q_shape(), p.dtype, source);
   if (p.kv_cache()) {
     in.cache.k_cache = input(f, "k_cache", p.k_cache_shape(), p.dtype, source);
-    in.cache.v_cache = input(f, "v_cache", p.v_cache_shape(), p.dtype, source);
+    // MLA: the values are the latent cache's first head_dim_v columns (the file has no v_cache, v_new)
+    in.cache.v_cache = p.mla ? latent_values(in.cache.k_cache, p.head_dim, p.head_dim_v)
+                             : input(f, "v_cache", p.v_cache_shape(), p.dtype, source);
     if (p.seqlen_new > 0) {
       in.cache.k_new = input(f, "k_new", new_keys_shape(p, p.head_dim), p.dtype, source);
-      in.cache.v_new = input(f, "v_new", new_keys_shape(p, p.head_dim_v), p.dtype, source);
+      in.cache.v_new = p.mla ? latent_values(in.cache.k_new, p.head_dim, p.head_dim_v)
+                             : input(f, "v_new", new_keys_shape(p, p.head_dim_v), p.dtype, source);
     }
     const auto table = int_input(f, "block_table", {p.batch, p.max_blocks_per_seq()}, source);
     in.cache.layout = kv_cache_layout(p, std::vector<int32_t>(table.begin(), table.end()));
@@ -308,7 +313,8 @@ AttentionInputs load_attention_inputs(const SafetensorsFile& f, const AttentionP
     }
   } else {
     in.k = input(f, "k", p.k_shape(), p.dtype, source);
-    in.v = input(f, "v", p.v_shape(), p.dtype, source);
+    in.v =
+        p.mla ? latent_values(in.k, p.head_dim, p.head_dim_v) : input(f, "v", p.v_shape(), p.dtype, source);
     if (!p.forward_only()) in.dout = input(f, "do", p.o_shape(), p.dtype, source);
   }
   if (p.descale != Descale::None) {

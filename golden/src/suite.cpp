@@ -22,8 +22,8 @@ const std::set<std::string>& known_fields() {
   static const std::set<std::string> f = {
       "batch", "heads_q", "heads_kv", "seqlen", "seqlen_q", "seqlen_k", "head_dim", "head_dim_v", "scale",
       "causal", "window_left", "window_right", "softcap", "dtype", "bias", "mask", "mask_keep", "alibi",
-      "sinks", "dropout_p", "descale", "amax_fraction", "seqlens_q", "seqlens_k", "seed", "magnitude", "name",
-      "description",
+      "sinks", "dropout_p", "descale", "amax_fraction", "mla", "seqlens_q", "seqlens_k", "seed", "magnitude",
+      "name", "description",
       // paged KV cache and split-KV (flashsim/kv_cache.h), block-sparse mask (flashsim/block_mask.h)
       "page_size", "num_blocks", "seqlen_new", "cache_seqlens", "num_splits", "block_mask", "block_q",
       "block_k", "block_mask_spec", "op"};
@@ -135,12 +135,25 @@ GoldenCase case_from_fields(const J& j, const std::string& where) {
   auto has = [&](const char* f) { return j.contains(f) && !j[f].is_null(); };
   if (has("batch")) p.batch = get_int(j["batch"], "batch", where);
   if (has("heads_q")) p.heads_q = get_int(j["heads_q"], "heads_q", where);
-  p.heads_kv = has("heads_kv") ? get_int(j["heads_kv"], "heads_kv", where) : p.heads_q;
+  if (has("mla")) {
+    if (!j["mla"].is_boolean()) throw InputError(where, "mla must be true or false");
+    p.mla = j["mla"].template get<bool>();
+  }
+  // MLA's defaults: one latent KV head, d_latent 512 + d_rope 64 (DeepSeek-V2/V3's, FlashMLA's)
+  p.heads_kv = has("heads_kv") ? get_int(j["heads_kv"], "heads_kv", where) : p.mla ? 1 : p.heads_q;
   if (has("seqlen")) p.seqlen_q = p.seqlen_k = get_int(j["seqlen"], "seqlen", where);
   if (has("seqlen_q")) p.seqlen_q = get_int(j["seqlen_q"], "seqlen_q", where);
   if (has("seqlen_k")) p.seqlen_k = get_int(j["seqlen_k"], "seqlen_k", where);
+  if (p.mla) p.head_dim = 576;
   if (has("head_dim")) p.head_dim = get_int(j["head_dim"], "head_dim", where);
-  p.head_dim_v = has("head_dim_v") ? get_int(j["head_dim_v"], "head_dim_v", where) : p.head_dim;
+  if (p.mla && !has("head_dim_v") && p.head_dim <= 64)
+    throw InputError(where,
+                     fmt::format("mla with head_dim {} needs head_dim_v (the latent columns; the default "
+                                 "leaves 64 rotary ones)",
+                                 p.head_dim));
+  p.head_dim_v = has("head_dim_v") ? get_int(j["head_dim_v"], "head_dim_v", where)
+                 : p.mla           ? p.head_dim - 64
+                                   : p.head_dim;
   if (has("scale")) p.scale = get_num(j["scale"], "scale", where);
   if (has("window_left")) p.window_left = get_int(j["window_left"], "window_left", where);
   if (has("window_right")) p.window_right = get_int(j["window_right"], "window_right", where);
@@ -365,6 +378,7 @@ ojson case_to_json(const GoldenCase& c) {
   }
   if (p.kv_cache() || c.num_splits != 1) j["num_splits"] = c.num_splits;
   if (p.sinks) j["sinks"] = true;
+  if (p.mla) j["mla"] = true;
   if (p.dropout()) j["dropout_p"] = p.dropout_p;
   if (p.descale != Descale::None) j["descale"] = std::string(descale_name(p.descale));
   if (p.amax_fraction != 1) j["amax_fraction"] = p.amax_fraction;

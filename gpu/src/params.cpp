@@ -18,6 +18,9 @@ int narrow(int64_t v, const char* field) {
 }  // namespace
 
 std::string missing_gpu_feature(const AttentionProblem& p, unsigned features) {
+  if (p.mla &&
+      !(features & kFeatureMla))  // first: an MLA decode case's paged cache is not what decode-v1 reads
+    return "MLA (no latent-attention kernel in gpu/ yet: one KV head whose first head_dim_v columns are V)";
   if (p.kv_cache() && !(features & kFeatureKvCache))
     return "a paged KV cache (this version reads dense k / v; decode-v1 reads paged caches)";
   if (p.block_mask != BroadcastShape::None && !(features & kFeatureBlockMask))

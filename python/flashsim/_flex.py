@@ -31,6 +31,8 @@ def flex_kwargs(case: Any, like: Any) -> dict[str, Any]:
         raise ValueError(f"{case.name}: flex_attention takes no attention sink and no dropout keep mask")
     if c["dtype"] in ("e4m3", "e5m2"):
         raise ValueError(f"{case.name}: flex_attention takes no FP8 inputs with descale factors")
+    if c.get("mla"):  # flex_attention's value tensor is its own input, not a view of the keys
+        raise ValueError(f"{case.name}: an MLA case has no v input (V is k's first head_dim_v columns)")
     dev = like.device
     varlen = "cu_seqlens_q" in names
     if varlen:  # one packed sequence of batch 1; `seq` picks a sequence's mask, bias and block-mask slice

@@ -13,7 +13,8 @@ class Problem:
     Problem(batch=2, heads_q=16, heads_kv=4, seqlen=4096, head_dim=128, causal=True, dtype="bf16"); also
     window_left / window_right, softcap, bias / mask ("bhqk", "1hqk", "b1qk", "11qk"), alibi, seqlens_q /
     seqlens_k (variable lengths), page_size / cache_seqlens / seqlen_new / num_blocks (a paged KV cache),
-    block_mask / block_q / block_k / block_mask_spec, and seed (of the generated inputs and block mask).
+    block_mask / block_q / block_k / block_mask_spec, mla (DeepSeek's latent attention: heads_kv 1, head_dim 576,
+    head_dim_v 512 unless given), and seed (of the generated inputs and block mask).
     Unset fields take their defaults; the completed fields are `fields`, read as attributes.
     """
 

@@ -153,6 +153,8 @@ def _features(case: dict[str, Any], has_gradients: bool) -> frozenset[str]:
         f.add("fp8")
         if case.get("descale", "none") != "none":
             f.add("descale")
+    if case.get("mla"):  # DeepSeek MLA: V is k[..., :head_dim_v] (no v input), dk holds V's gradient (no dv)
+        f.add("mla")
     if case.get("seqlens_q"):
         f.add("varlen")
     if case.get("heads_kv", case["heads_q"]) != case["heads_q"]:
@@ -194,7 +196,7 @@ class Case:
     manifest) and kept.
 
     name, description, op (attention, rmsnorm, layernorm), problem (flashsim.Problem; attention cases), dtype,
-    features (causal window softcap bias mask block_mask alibi sinks dropout fp8 descale varlen gqa head_dim_v
+    features (causal window softcap bias mask block_mask alibi sinks dropout fp8 descale mla varlen gqa head_dim_v
     seqlen_q_ne_k kv_cache paged append split_kv backward and the dtype name; rows_without_keys is computed on demand by
     has_feature; a norm case's: its op, residual offset outlier_rows zero_rows, backward and the dtype name),
     tolerances.
@@ -328,7 +330,10 @@ class Case:
         flashsim.golden.check_keep_fraction. An FP8 case (feature "fp8"): inputs("q", "k", "v") are the e4m3 /
         e5m2 codes as uint8 (view them as torch.float8_e4m3fn / float8_e5m2); style 'flash_attn' adds q_descale,
         k_descale, v_descale as FlashAttention-3 takes them (float32 [batch, heads_kv], a per-tensor factor
-        broadcast); 'sdpa', 'jax' and 'flex' refuse it.
+        broadcast); 'sdpa', 'jax' and 'flex' refuse it. An MLA case (feature "mla", DeepSeek's latent attention as
+        FlashMLA takes it): no v, v_cache or v_new input: V is the first case_json["head_dim_v"] columns of k
+        (k_cache, k_new: one compressed cache, FlashMLA's head_dim_v argument), and dk is K's whole gradient (V's
+        part in its first head_dim_v columns; no dv output); 'sdpa', 'jax' and 'flex' refuse it.
 
         style 'jax' (jax.nn.dot_product_attention): scale, and is_causal where it means flashsim's causal, else
         mask (bool, the visible keys) and bias (additive, the case dtype); the same refusals as 'sdpa'.
@@ -365,7 +370,8 @@ class Case:
             return flex_kwargs(self, like)
         if style not in ("sdpa", "jax"):
             raise ValueError(f"style: '{style}': expected 'flash_attn', 'sdpa', 'jax' or 'flex'")
-        unsupported = sorted(self.features & {"softcap", "alibi", "sinks", "dropout", "fp8", "varlen", "kv_cache"})
+        unsupported = sorted(self.features & {"softcap", "alibi", "sinks", "dropout", "fp8", "mla", "varlen",
+                                              "kv_cache"})
         if unsupported:
             raise ValueError(f"{self.name}: {style.upper()} has no argument for {', '.join(unsupported)}")
         kw = {"scale": scale} if style == "jax" else \

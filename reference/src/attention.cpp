@@ -133,6 +133,12 @@ Gradients backward(const AttentionProblem& p, const AttentionInputs& in, const F
   } else {
     detail::backward_tiled<float>(ctx, tile, fwd, out);
   }
+  if (p.mla) {  // V is K's first head_dim_v columns: K's gradient is dK + [dV, 0], and there is no V to differentiate
+    const int64_t rows = p.total_k() * p.heads_kv;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < p.head_dim_v; ++c) out.dk[r * p.head_dim + c] += out.dv[r * p.head_dim_v + c];
+    out.dv.clear();
+  }
   return out;
 }
 

@@ -10,7 +10,8 @@ passes every case and every bug fails at least one.
 --feature picks the suite (of the same name) and the bugs: sinks (the sink missing from the lse, missing from
 o's denominator, dsinks with the wrong sign), dropout (P scaled by (1 - p) instead of 1 / (1 - p), the keep mask
 missing from the backward's dP), fp8 (the descales applied twice, the first descale used for every (batch, kv
-head) where the case gives one per head, the lse without P's 2^8 offset undone). --generate writes the suite into G first (replacing it). Each
+head) where the case gives one per head, the lse without P's 2^8 offset undone), mla (the rotary part dropped from
+the scores: q.k over the latent columns alone). --generate writes the suite into G first (replacing it). Each
 variant's candidate folder is removed once verified unless --keep.
 """
 import argparse
@@ -28,6 +29,7 @@ FEATURES = {
     "sinks": ["sink_missing_from_lse", "sink_missing_from_output", "dsinks_sign"],
     "dropout": ["dropout_scaled_by_1_minus_p", "dropout_missing_in_backward"],
     "fp8": ["descale_applied_twice", "per_tensor_descale_for_per_head", "p_offset_not_undone"],
+    "mla": ["mla_rope_dropped"],
 }
 
 

@@ -155,6 +155,39 @@ TEST(SuiteSpec, BuiltInSuitesCoverTheFeatures) {
   EXPECT_TRUE(splits.count(1) && splits.count(16));
   EXPECT_TRUE(groups.count(8) && groups.count(1));
   EXPECT_EQ(longest_cache, 32768);
+  // The mla suite (FlashMLA's shapes): decode from a latent cache of pages 64 and 1 with a length off the page,
+  // batch 1 to 4, 16 and 128 query heads, bf16 and fp16, DeepSeek's 576 / 512; causal prefill with a backward.
+  // The default suite has one MLA decode and one MLA prefill.
+  std::set<int64_t> mla_pages, mla_heads, mla_batches;
+  std::set<DType> mla_dtypes;
+  bool mla_off_page = false, mla_prefill = false, mla_deepseek = false;
+  for (const auto& c : load_suite_spec("mla").cases) {
+    const AttentionProblem& p = c.problem;
+    ASSERT_TRUE(p.mla) << c.name;
+    EXPECT_EQ(p.heads_kv, 1) << c.name;
+    mla_deepseek |= p.head_dim == 576 && p.head_dim_v == 512;
+    if (p.kv_cache()) {
+      mla_pages.insert(p.page_size);
+      mla_heads.insert(p.heads_q);
+      mla_batches.insert(p.batch);
+      mla_dtypes.insert(p.dtype);
+      for (const int64_t l : p.cache_seqlens) mla_off_page |= l > p.page_size && l % p.page_size != 0;
+    } else {
+      mla_prefill |= p.causal() && p.seqlen_q == p.seqlen_k && !p.forward_only() && p.seqlen_q > 1;
+    }
+  }
+  EXPECT_TRUE(mla_pages.count(64) && mla_pages.count(1));
+  EXPECT_TRUE(mla_heads.count(16) && mla_heads.count(128));
+  EXPECT_TRUE(mla_batches.count(1) && mla_batches.count(4));
+  EXPECT_TRUE(mla_dtypes.count(DType::BF16) && mla_dtypes.count(DType::F16));
+  EXPECT_TRUE(mla_off_page && mla_prefill && mla_deepseek);
+  int default_mla_decode = 0, default_mla_prefill = 0;
+  for (const auto& c : d.cases) {
+    default_mla_decode += c.problem.mla && c.problem.kv_cache();
+    default_mla_prefill += c.problem.mla && !c.problem.forward_only();
+  }
+  EXPECT_EQ(default_mla_decode, 1);
+  EXPECT_EQ(default_mla_prefill, 1);
   std::set<std::string> patterns;
   std::set<BroadcastShape> shapes;
   bool sparse_causal = false, sparse_gqa = false;

@@ -31,6 +31,27 @@ const gpu::KernelVersion& decode() {
 
 }  // namespace
 
+// No version takes DeepSeek's MLA (V a view of K's first head_dim_v columns): the harness skips an MLA decode and
+// an MLA prefill case for every version, the reason naming MLA, not the paged cache decode-v1 would read.
+TEST(GpuDecode, EveryVersionSkipsMla) {
+  AttentionProblem decode = ProblemBuilder().batch(2).heads(16, 1).seqlen(1, 1000).head_dim(576, 512).build();
+  decode.dtype = DType::BF16;
+  decode.mla = true;
+  decode.page_size = 64;
+  decode.cache_seqlens = {100, 1000};
+  decode.validate();
+  AttentionProblem prefill = ProblemBuilder().heads(16, 1).seqlen(64).head_dim(576, 512).causal().build();
+  prefill.dtype = DType::BF16;
+  prefill.mla = true;
+  prefill.validate();
+  for (const auto& v : gpu::kernel_versions()) {
+    EXPECT_FALSE(v.features & gpu::kFeatureMla) << v.name;
+    for (const AttentionProblem* p : {&decode, &prefill})
+      EXPECT_EQ(gpu::missing_gpu_feature(*p, v.features).rfind("MLA", 0), 0u)
+          << v.name << " " << p->describe();
+  }
+}
+
 TEST(GpuDecode, TakesPagedCachesOnlyAndSaysWhyNot) {
   const auto& v = decode();
   EXPECT_TRUE(v.features & gpu::kFeatureKvCache);

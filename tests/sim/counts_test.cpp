@@ -459,6 +459,52 @@ TEST(Decode, AppendReadsNewKeysAndWritesThemIntoTheCache) {
   EXPECT_EQ(tensor_of(k, tensor::KCache).dirty_bytes, appended);  // written back; the rest only read
 }
 
+// MLA (one latent KV head, V its first head_dim_v columns): the split kernel reads each key's latent row once,
+// as FlashMLA reads its compressed cache: no V-cache or v_new traffic, the K cache's bytes those of the same
+// problem without MLA, each row once (the 16 query heads packed into one tile); appended rows read from k_new
+// and written once; V takes no shared memory of its own; the decode floor counts the row once, and a cold L2's
+// DRAM reads stay within it and the table and q; closed form == executed.
+TEST(Decode, MlaReadsTheLatentCacheOnce) {
+  const int64_t d = 96, dv = 64, e = 2;
+  for (const int64_t fresh : {0, 2}) {
+    AttentionProblem p = paged_problem({100, 1000, 63}, 64, 16, 1, d, DType::BF16, 1, fresh);
+    p.head_dim_v = dv;
+    p.mla = true;
+    p.validate();
+    AttentionProblem plain = p;
+    plain.mla = false;
+    TileConfig c = splitkv_tile(p);
+    c.num_splits = 3;
+    ASSERT_GE(c.block_q, p.heads_q);  // every query head in one tile: a latent row is read once per split
+    const auto data = problem_data(p, 3);
+    expect_decode_agrees(p, c, data, p.describe() + " " + c.describe());
+    const auto k = analytic_counts(kernel_model("fwd_splitkv"), p, c, &data);
+    const auto kp = analytic_counts(kernel_model("fwd_splitkv"), plain, c, &data);
+    for (const auto t : {tensor::VCache, tensor::VNew, ref::TensorId::V}) {
+      EXPECT_EQ(tensor_of(k, t).load.bytes, 0) << fresh;
+      EXPECT_EQ(tensor_of(k, t).store.bytes, 0) << fresh;
+    }
+    EXPECT_GT(tensor_of(kp, tensor::VCache).load.bytes, 0);
+    const int64_t keys = 100 + 1000 + 63 + 3 * fresh;
+    EXPECT_EQ(tensor_of(k, tensor::KCache).load.bytes, keys * d * e) << fresh;
+    EXPECT_EQ(tensor_of(k, tensor::KCache).load.bytes, tensor_of(kp, tensor::KCache).load.bytes);
+    EXPECT_EQ(tensor_of(k, tensor::KNew).load.bytes, 3 * fresh * d * e);
+    EXPECT_EQ(tensor_of(k, tensor::KCache).store.bytes, 3 * fresh * d * e);
+    EXPECT_EQ(kv_cache_bytes(p), static_cast<double>(keys * d * e));
+    EXPECT_EQ(kv_cache_bytes(plain), static_cast<double>(keys * (d + dv) * e));
+    const KernelLaunch l = kernel_model("fwd_splitkv").launch(p, c);
+    for (const auto& buf : l.smem) EXPECT_NE(buf.name, "V");
+    EXPECT_LT(l.smem_bytes(), kernel_model("fwd_splitkv").launch(plain, c).smem_bytes());
+    const auto hw = load_profile("H100-SXM5-80GB");
+    const auto ks = predict(p, c, hw, kernels_for(p, c, Algorithm::Fa2, Pass::Forward), true, 0, &data);
+    EXPECT_GE(static_cast<double>(ks[0].dram_read),
+              kv_cache_bytes(p) - static_cast<double>(3 * fresh * d * e))
+        << fresh;
+    EXPECT_LE(static_cast<double>(ks[0].dram_read), kv_cache_bytes(p) + 64 * 1024)
+        << fresh;  // + q, the table
+  }
+}
+
 // With one split (and no cache) the split kernel reads the plain forward's K and V: query heads one a CTA
 // (MHA); with GQA it packs the group and reads them once per kv head.
 TEST(Decode, OneSplitReadsThePlainForwardsKv) {

@@ -94,7 +94,9 @@ int64_t splitkv_heuristic(const AttentionProblem& p, const TileConfig& c, const 
 double kv_cache_bytes(const AttentionProblem& p) {
   double keys = 0;
   for (int64_t b = 0; b < p.batch; ++b) keys += static_cast<double>(p.len_k(b));
-  return keys * static_cast<double>(p.heads_kv * (p.head_dim + p.head_dim_v) * dtype_bytes(p.dtype));
+  // MLA: V is the latent cache's first head_dim_v columns, read with K
+  const int64_t row = p.mla ? p.head_dim : p.head_dim + p.head_dim_v;
+  return keys * static_cast<double>(p.heads_kv * row * dtype_bytes(p.dtype));
 }
 
 SplitSweepResult sweep_splits(const AttentionProblem& p, const HardwareProfile& hw, const ProblemData* data,

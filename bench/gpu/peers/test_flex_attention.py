@@ -12,7 +12,7 @@ flex = torch.compile(flex_attention, dynamic=False)
 
 
 # Its bias is a captured tensor: dbias is not asked for. No KV cache, sink or keep mask: Case.kwargs("flex").
-@pytest.mark.flashsim(kernel="flex", unsupported=["kv_cache", "sinks", "dropout"])
+@pytest.mark.flashsim(kernel="flex", unsupported=["kv_cache", "sinks", "dropout", "mla"])
 def test_flex(flashsim_case):
     like = torch.empty(0, device="cuda")
     varlen = flashsim_case.has_feature("varlen")

@@ -12,7 +12,8 @@ IMPLEMENTATIONS = ["cudnn", "xla", "xla-highest"]
 
 
 # Its arguments have no softcap, ALiBi, packed variable lengths or KV cache (Case.kwargs("jax"); block masks: a mask).
-@pytest.mark.flashsim(kernel="jax", unsupported=["softcap", "alibi", "sinks", "dropout", "varlen", "kv_cache"])
+@pytest.mark.flashsim(kernel="jax", unsupported=["softcap", "alibi", "sinks", "dropout", "mla", "varlen",
+                                                 "kv_cache"])
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_jax(flashsim_case, implementation):
     like = jnp.zeros(0)

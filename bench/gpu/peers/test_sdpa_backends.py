@@ -9,8 +9,10 @@ BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTEN
             "efficient": SDPBackend.EFFICIENT_ATTENTION, "math": SDPBackend.MATH}
 
 
-# SDPA takes no softcap, ALiBi, packed variable lengths or KV cache (Case.kwargs("sdpa"); block masks: its mask).
-@pytest.mark.flashsim(kernel="sdpa", unsupported=["softcap", "alibi", "sinks", "dropout", "varlen", "kv_cache"])
+# SDPA takes no softcap, ALiBi, packed variable lengths, KV cache or MLA (no v input) (Case.kwargs("sdpa"); block
+# masks: its mask).
+@pytest.mark.flashsim(kernel="sdpa", unsupported=["softcap", "alibi", "sinks", "dropout", "mla", "varlen",
+                                                  "kv_cache"])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sdpa(flashsim_case, backend):
     like = torch.empty(0, device="cuda")

@@ -57,13 +57,18 @@ enum class InputStream : uint64_t {
 // k / v gathered. FP8 inputs: q, k, v drawn in fp64 as above, then per descale group (the whole tensor, or a
 // (batch, kv head): for q the q heads of that kv head) descale = fp32(amax_fraction * amax / fp8 max) of the group's
 // largest |x| (1 for a group of zeros or without descales) and stored = fp8(x / descale), saturating; no dO (FP8 is
-// forward only). Elements are indexed by their position in the tensor, so a tensor's values do not depend on the
+// forward only). MLA: no V stream is drawn, v (v_cache, v_new) is latent_values of k (k_cache, k_new). Elements are indexed by their position in the tensor, so a tensor's values do not depend on the
 // thread count.
 // The block mask of problem p (p.block_mask_shape()): p.block_mask_spec's pattern per head (head 0's without a
 // heads dim), the same for every sequence; a random spec draws the whole tensor from `seed`.
 std::vector<uint8_t> make_block_mask_tensor(const AttentionProblem& p, uint64_t seed);
 
 AttentionInputs make_random_inputs(const AttentionProblem& p, uint64_t seed, double magnitude = 1.0);
+
+// MLA (problem.mla): the values of a latent key tensor [..., head_dim] (k, k_cache or k_new), its first head_dim_v
+// columns [..., head_dim_v]: V is a view of K. make_random_inputs builds v, v_cache and v_new so, and validate()
+// refuses an MLA input whose v is not exactly this view of k.
+std::vector<double> latent_values(const std::vector<double>& k, int64_t head_dim, int64_t head_dim_v);
 
 // FP8 inputs' real values: q * q_descale, k * k_descale, v * v_descale of each (batch, kv head), exact in fp64, the
 // descale tensors cleared (a problem without descales then reads them as they are).

@@ -69,6 +69,13 @@ struct AttentionProblem {
   // group's amax saturate to +-max). Forward only; the emulated output is bf16 (FlashAttention-3's).
   Descale descale = Descale::None;
   double amax_fraction = 1.0;
+  // DeepSeek's multi-head latent attention (MLA), as FlashMLA and FlashInfer's MLA take it: one latent KV head
+  // (heads_kv = 1) shared by every q head, head_dim = d_latent + d_rope (q and k: the latent part, then the
+  // rotary part), head_dim_v = d_latent < head_dim, and V a view of K: v = k[..., :head_dim_v] (with a paged
+  // cache one compressed cache [num_blocks, page_size, 1, head_dim] read as both). AttentionInputs::v holds
+  // that view (validated equal), golden files store no v, and the backward's dk is the gradient of the one K
+  // tensor: dV folded into its first head_dim_v columns, dv empty (docs/design.md, "MLA").
+  bool mla = false;
   // Variable lengths: per-sequence lengths (empty: every sequence has seqlen_q / seqlen_k).
   std::vector<int64_t> seqlens_q;
   std::vector<int64_t> seqlens_k;
@@ -96,7 +103,7 @@ struct AttentionProblem {
   bool dropout() const { return dropout_p > 0; }
   int64_t dropout_keep_elems() const { return dropout() ? broadcast_elems(BroadcastShape::BHQK) : 0; }
   bool fp8() const { return is_fp8(dtype); }
-  // Cases with no backward: decode (a paged KV cache) and FP8 inputs, as the kernels.
+  // Cases with no backward: decode (a paged KV cache) and FP8 inputs, as the kernels (MLA prefill has one).
   bool forward_only() const { return kv_cache() || fp8(); }
   // The dtype a kernel stores o in: bf16 for FP8 inputs (FlashAttention-3's FP8 forward), else the input's.
   DType output_dtype() const { return fp8() ? DType::BF16 : dtype; }

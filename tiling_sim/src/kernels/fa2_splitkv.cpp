@@ -10,6 +10,8 @@
 // entries are read; appended keys (seqlen_new > 0) are read from k_new / v_new and written into the cache by
 // every CTA whose split holds them (as FA2's Append_KV), then read back with the tile. One split writes O and
 // lse; more write fp32 partials (o_accum, lse_accum) for the combine. The MMA runs on the whole Br-row tile.
+// MLA (problem.mla, one latent KV head whose first head_dim_v columns are V): the key tile is the value tile, as
+// FlashMLA reads the compressed cache once: no V (v_cache, v_new) loads or stores, V's shared memory is K's.
 //
 // fwd_splitkv_combine: a CTA per 4 rows of the flattened (batch, query head, query row) outputs (gpu/decode's
 // combine), reading every split's lse and O partial of its rows and writing O (the problem's dtype) and lse
@@ -75,15 +77,18 @@ KernelLaunch splitkv_launch(const AttentionProblem& p, const TileConfig& c) {
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
   l.regs_per_thread = 255;
   l.accumulator_elems = c.block_q * (dv + c.block_k);
-  const int64_t q = c.block_q * d * e, k = c.block_k * d * e * c.stages, v = c.block_k * dv * e * c.stages;
-  if (c.kv_shared_buffer) {
+  const int64_t q = c.block_q * d * e, k = c.block_k * d * e * c.stages,
+                v = p.mla ? 0 : c.block_k * dv * e * c.stages;  // MLA: V is the K tile's first dv columns
+  if (p.mla) {
+    l.smem = {{"Q", q}, {"K", k}};
+  } else if (c.kv_shared_buffer) {
     l.smem = {{"Q", q}, {"KV", std::max(k, v)}};
   } else {
     l.smem = {{"Q", q}, {"K", k}, {"V", v}};
   }
   // FA2 issues the next K (or V) tile's loads while it computes with the current one: a tile per stage in flight.
   l.inflight_bytes = std::max(k, v);
-  l.step_bytes = c.block_k * (d + dv) * e;
+  l.step_bytes = c.block_k * (p.mla ? d : d + dv) * e;
   l.step_head_dim = d;
   l.step_block_q = c.block_q;
   l.step_block_k = c.block_k;
@@ -164,6 +169,7 @@ void splitkv_cta(CtaBuilder& x, const TileConfig& c, int64_t y, int64_t z, int64
     x.add_table(b, t0, tn);
     x.add(AccessKind::Load, tensor::KNew, b, hk, j0 - cached, j1 - j0, d, x.e);
     x.add_paged(AccessKind::Store, tensor::KCache, b, hk, j0, j1 - j0, d);
+    if (p.mla) continue;  // the latent row is K and V
     x.add(AccessKind::Load, tensor::VNew, b, hk, j0 - cached, j1 - j0, dv, x.e);
     x.add_paged(AccessKind::Store, tensor::VCache, b, hk, j0, j1 - j0, dv);
   }
@@ -188,10 +194,10 @@ void splitkv_cta(CtaBuilder& x, const TileConfig& c, int64_t y, int64_t z, int64
         const auto [t0, tn] = table_span(p, k0, rk);
         x.add_table(b, t0, tn);
         x.add_paged(AccessKind::Load, tensor::KCache, b, hk, k0, rk, d);
-        x.add_paged(AccessKind::Load, tensor::VCache, b, hk, k0, rk, dv);
+        if (!p.mla) x.add_paged(AccessKind::Load, tensor::VCache, b, hk, k0, rk, dv);
       } else {
         x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, d, x.e);
-        x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, dv, x.e);
+        if (!p.mla) x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, dv, x.e);
       }
       x.w->mma_flops += tile_mma(p, c, rk);
       x.w->exp_ops += tile_exp(c, rk);
@@ -261,9 +267,10 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
             const auto [tb, ts] = table(n * c.block_k, std::min(c.block_k, lk - n * c.block_k));
             moved(kLoad, tensor::BlockTable, tb, ts);
             moved(kLoad, tensor::KNew, (j1 - j0) * dim * e, rows_of(j1 - j0, dim, e));
-            moved(kLoad, tensor::VNew, (j1 - j0) * dv * e, rows_of(j1 - j0, dv, e));
             moved(kStore, tensor::KCache, (j1 - j0) * dim * e,
                   paged_sectors(p, d, b, hk, j0, j1 - j0, dim, e));
+            if (p.mla) continue;  // the latent row is K and V
+            moved(kLoad, tensor::VNew, (j1 - j0) * dv * e, rows_of(j1 - j0, dv, e));
             moved(kStore, tensor::VCache, (j1 - j0) * dv * e, paged_sectors(p, d, b, hk, j0, j1 - j0, dv, e));
           }
           int64_t computed = 0;
@@ -280,10 +287,11 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
               const auto [tb, ts] = table(k0, rk);
               moved(kLoad, tensor::BlockTable, tb, ts);
               moved(kLoad, tensor::KCache, rk * dim * e, paged_sectors(p, d, b, hk, k0, rk, dim, e));
-              moved(kLoad, tensor::VCache, rk * dv * e, paged_sectors(p, d, b, hk, k0, rk, dv, e));
+              if (!p.mla)
+                moved(kLoad, tensor::VCache, rk * dv * e, paged_sectors(p, d, b, hk, k0, rk, dv, e));
             } else {
               moved(kLoad, TensorId::K, rk * dim * e, rows_of(rk, dim, e));
-              moved(kLoad, TensorId::V, rk * dv * e, rows_of(rk, dv, e));
+              if (!p.mla) moved(kLoad, TensorId::V, rk * dv * e, rows_of(rk, dv, e));
             }
             work += tile_mma(p, c, rk);
             k.exp_ops += tile_exp(c, rk);

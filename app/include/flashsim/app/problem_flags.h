@@ -17,17 +17,18 @@ struct ProblemFlags {
   std::string dtype = "fp32";
   double scale = 0, softcap = 0, mask_keep = 0.8, dropout_p = 0, amax_fraction = 1;
   std::string descale = "none";
-  bool causal = false, alibi = false, sinks = false;
+  bool causal = false, alibi = false, sinks = false, mla = false;
   std::string window, bias = "none", mask = "none", varlen;
   uint64_t seed = 0;
   int64_t page_size = 0, num_blocks = 0, seqlen_new = 0;
   std::string cache_seqlens, block_mask, block_mask_shape = "1hqk", block_mask_tile = "128,128";
   const CLI::Option* batch_option =
       nullptr;  // --batch, to tell a given batch from the default (add_to sets it)
+  const CLI::Option* head_dim_option = nullptr;  // --head-dim, likewise (--mla's default is 576)
 
   // Adds --batch --heads --heads-kv --seqlen --seqlen-q --seqlen-k --head-dim --head-dim-v --dtype --scale
   // --causal --window --softcap --bias --mask --mask-keep --alibi --sinks --dropout-p --descale --amax-fraction
-  // --varlen --seed, the
+  // --mla --varlen --seed, the
   // KV-cache flags (--page-size --cache-seqlens --seqlen-new --num-blocks) and the block-mask flags (--block-mask
   // --block-mask-shape --block-mask-tile) to cmd.
   void add_to(CLI::App* cmd);

@@ -3,8 +3,10 @@
 // block_mask cu_seqlens_q cu_seqlens_k where the case has them, sinks [heads_q] in F32 with attention sinks,
 // dropout_keep [batch, heads_q, seqlen_q, seqlen_k] in BOOL with dropout; a KV-cache case has k_cache v_cache
 // block_table cache_seqlens, and k_new v_new when it appends, in place of k v, and no do; an FP8 case has q k v
-// in F8_E4M3 / F8_E5M2, q_descale k_descale v_descale in F32 with descales, and no do), exact outputs in F64
-// (o lse dq dk dv, dbias with a bias, dsinks [heads_q] with sinks; o lse only for a KV-cache or FP8 case), and
+// in F8_E4M3 / F8_E5M2, q_descale k_descale v_descale in F32 with descales, and no do; an MLA case has no v,
+// v_cache or v_new: V is the first head_dim_v columns of k / k_cache / k_new), exact outputs in F64
+// (o lse dq dk dv, dbias with a bias, dsinks [heads_q] with sinks; o lse only for a KV-cache or FP8 case; no dv
+// for MLA, whose dk is the whole gradient of K, V's part added into its first head_dim_v columns), and
 // __metadata__["flashsim.case"]: the case (golden::case_to_json), the generator version, the reference algorithms
 // used and the tolerance table.
 // A norm case (op rmsnorm / layernorm) holds its own tensors instead (golden/norm_case.h); the functions
@@ -27,8 +29,8 @@ constexpr const char* kFormatMetadataKey = "format";
 constexpr const char* kFormatName = "flashsim.golden/1";
 std::string generator_version();  // "flashsim 0.1.0, golden format 1"
 
-// Output names in file order; dbias only when the problem has a bias, dsinks only with sinks; o and lse only for
-// a forward-only case (a KV cache, FP8 inputs).
+// Output names in file order; dbias only when the problem has a bias, dsinks only with sinks, dv only without MLA;
+// o and lse only for a forward-only case (a KV cache, FP8 inputs).
 std::vector<std::string> output_names(const AttentionProblem& p);
 std::vector<int64_t> output_shape(const AttentionProblem& p, const std::string& name);
 // The same for a case of any op.

@@ -13,7 +13,9 @@
 // num_splits. A block-sparse mask: block_mask (its shape, as bias), block_q, block_k, block_mask_spec. Attention
 // sinks: sinks (true: a sink logit per q head; only such cases write the field). Dropout: dropout_p (> 0: a
 // keep mask drawn with 1 - p, stored as the dropout_keep input; only such cases write the field). FP8 inputs:
-// dtype e4m3 or e5m2, descale (none, per-tensor, per-head) and amax_fraction (only such cases write them).
+// dtype e4m3 or e5m2, descale (none, per-tensor, per-head) and amax_fraction (only such cases write them). MLA:
+// mla (true: DeepSeek's latent attention, V a view of K's first head_dim_v columns; only such cases write the
+// field), whose unset heads_kv is 1, head_dim 576 (d_latent 512 + d_rope 64) and head_dim_v head_dim - 64.
 //
 // `op` names the operation a case checks: attention (the default; its cases do not write the field, so their
 // files are those of before), rmsnorm or layernorm. A norm case's fields: rows, hidden, eps, residual, dtype,

@@ -58,7 +58,9 @@ enum GpuFeature : unsigned {
   kFeatureDropout = 8u,
   // With a block mask: skips the tiles it leaves inactive and reports them (DeviceArgs::tile_counts), checked
   // against the reference's counts (kFeatureBlockMask alone: the scores of inactive tiles are masked).
-  kFeatureTileSkip = 16u
+  kFeatureTileSkip = 16u,
+  kFeatureMla =
+      32u  // DeepSeek MLA (problem.mla: V a view of K's first head_dim_v columns); no version has it yet
 };
 
 struct KernelVersion {
@@ -69,7 +71,7 @@ struct KernelVersion {
   // The simulator's kernel models of its launches, in launch order (sim::kernel_model names), forward then
   // backward: `flashsim traffic compare` recognizes them by their ncu names.
   std::vector<std::string> sim_kernels;
-  unsigned features = 0;  // GpuFeature bits: the paged cache, block mask, sinks, dropout it takes
+  unsigned features = 0;  // GpuFeature bits: the paged cache, block mask, sinks, dropout, MLA it takes
   // Why the version cannot run this case ("" when it can): dtype, head dim, a feature it lacks.
   std::string (*unsupported)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   // Why the backward cannot run a case the forward runs ("" when it can; nullptr: never): the harness then

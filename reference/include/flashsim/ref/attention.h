@@ -35,6 +35,8 @@ struct ForwardResult {
 };
 
 struct Gradients {
+  // MLA (problem.mla): dk is the gradient of the one latent K tensor, dV added into its first head_dim_v
+  // columns (V is a view of K), and dv is empty.
   std::vector<double> dq, dk, dv;
   std::vector<double> dbias;   // problem.bias shape (reduced over broadcast dims), empty without a bias
   std::vector<double> dsinks;  // [heads_q]: d loss / d sink_h (problem.sinks), empty without sinks

@@ -98,7 +98,8 @@ SplitSweepResult sweep_splits_of_tile(const AttentionProblem& p, const HardwareP
                                       const TileConfig& tile, const ProblemData* data = nullptr);
 // The split count of the sweep's fastest row (the fewest splits among equal times).
 int64_t fastest_splits(const SplitSweepResult& r);
-// K and V bytes of every sequence's keys (cache and appended): what a decode step must read.
+// K and V bytes of every sequence's keys (cache and appended): what a decode step must read (MLA: K's alone, V
+// being its first head_dim_v columns).
 double kv_cache_bytes(const AttentionProblem& p);
 
 // FlashAttention's lower bound on HBM traffic: every input read and every output written once (forward: q, k,
