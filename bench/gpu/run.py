@@ -103,6 +103,20 @@ class Gpu:
         return rc, read(log)
 
 
+def sanitize_small(g, golden, tag, flags, max_bytes):
+    """compute-sanitizer memcheck and racecheck on the cases of a suite whose file is under max_bytes, each tool's
+    log sanitizer_<tool>_<tag>_small.txt, its summary printed."""
+    with open(os.path.join(golden, "manifest.json")) as f:
+        small = [c["name"] for c in json.load(f)["cases"]
+                 if os.path.getsize(os.path.join(golden, c["file"])) < max_bytes]
+    for tool in ("memcheck", "racecheck"):
+        log = g.path(f"sanitizer_{tool}_{tag}_small.txt")
+        rc = sh(["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", g.fg, "check", "--golden", golden,
+                 "--quiet"] + list(flags) + [x for c in small for x in ("--case", c)], out=log, err=log, env=g.env)
+        say(f"compute-sanitizer {tool} on {len(small)} small {tag} cases: exit {rc}")
+        say("\n".join(tables.check_summary(read(log))))
+
+
 def kernels_flag(args):
     return ["--kernel", args.kernels] if args.kernels else []
 
@@ -448,16 +462,7 @@ def cmd_decode(args):
         default = g.golden("default", "/tmp/golden-default")
         g.check(decode, "check_decode.txt", ["--kernel", args.kernels])
         g.check(default, "check_default_decode.txt", ["--kernel", args.kernels, "--case", "decode-*"])
-        with open(os.path.join(decode, "manifest.json")) as f:
-            small = [c["name"] for c in json.load(f)["cases"]
-                     if os.path.getsize(os.path.join(decode, c["file"])) < 4 << 20]
-        for tool in ("memcheck", "racecheck"):
-            log = g.path(f"sanitizer_{tool}_decode_small.txt")
-            rc = sh(["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", g.fg, "check", "--golden", decode,
-                     "--kernel", args.kernels, "--quiet"] + [x for c in small for x in ("--case", c)],
-                    out=log, err=log, env=g.env)
-            say(f"compute-sanitizer {tool} on {len(small)} small decode cases: exit {rc}")
-            say("\n".join(tables.check_summary(read(log))))
+        sanitize_small(g, decode, "decode", ["--kernel", args.kernels], 4 << 20)
     if args.ncu:  # ncu on decode-bench's launches of one cell (every split count), then `flashsim traffic compare`
         b, n, page = args.ncu.split(",")
         for kernel in args.kernels.split(","):
@@ -509,16 +514,7 @@ def cmd_sparse(args):
         for i, flags in enumerate(t for t in args.tiles.split(";") if t.strip()):
             g.check(sparse, f"check_sparse_tiles{i}.txt", ["--kernel", "fa2-v1"] + flags.split())
             g.check(default, f"check_default_sparse_tiles{i}.txt", ["--kernel", "fa2-v1"] + flags.split())
-        with open(os.path.join(sparse, "manifest.json")) as f:
-            small = [c["name"] for c in json.load(f)["cases"]
-                     if os.path.getsize(os.path.join(sparse, c["file"])) < 1 << 20]
-        for tool in ("memcheck", "racecheck"):
-            log = g.path(f"sanitizer_{tool}_sparse_small.txt")
-            rc = sh(["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", g.fg, "check", "--golden", sparse,
-                     "--quiet"] + args.sanitize_flags.split() + [x for c in small for x in ("--case", c)],
-                    out=log, err=log, env=g.env)
-            say(f"compute-sanitizer {tool} on {len(small)} small sparse cases: exit {rc}")
-            say("\n".join(tables.check_summary(read(log))))
+        sanitize_small(g, sparse, "sparse", args.sanitize_flags.split(), 1 << 20)
     if args.ncu:  # ncu on one block-sparse problem, then `flashsim traffic compare` of each pass
         b, h, hkv, n, d, causal, spec = args.ncu.split(",", 6)
         problem = (int(b), int(h), int(hkv), int(n), int(d), causal == "1")
