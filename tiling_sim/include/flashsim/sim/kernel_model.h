@@ -125,7 +125,7 @@ struct KernelModel {
   // the load/store unit moves every store as whole 32-byte sectors, so traffic compare holds its store bytes
   // (l1tex__t_bytes_pipe_lsu_mem_global_op_st) to the stores' sectors x 32 (a 4-byte lse: 32 bytes), not
   // their bytes. Measured on the H100: decode-v2's and its combine's stores exceed the bytes by exactly 28 a
-  // row (bench/results/decode_h100_2026-11-27/run7_ncu).
+  // row (calibration decode.lsu_stores_h100).
   bool lsu_store_sectors = false;
   // Grid, threads, registers and shared-memory buffers (launch() sets the model).
   KernelLaunch (*launch)(const AttentionProblem& p, const TileConfig& c) = nullptr;
