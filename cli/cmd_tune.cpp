@@ -26,26 +26,11 @@ struct TuneState {
   std::vector<int64_t> batches = {1, 8, 32, 64, 128}, cache_lens = {1024, 8192, 32768},
                        page_sizes = {16, 256};
   int64_t heads = 32, heads_kv = 8, seqlen_q = 1;
-  std::string split_tile;
+  std::vector<int64_t> split_tile;
 };
 
-// "16,64,4,3" -> Br16 Bc64 w4 st3 (InputError("split-tile") otherwise).
-TileConfig parse_split_tile(const std::string& text) {
-  std::vector<int64_t> v;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    try {
-      size_t used = 0;
-      v.push_back(std::stoll(text.substr(at, comma - at), &used));
-      if (used != comma - at) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-      throw InputError("split-tile", fmt::format("'{}': expected Br,Bc,warps,stages (e.g. 16,64,4,3)", text));
-    }
-    at = comma + 1;
-  }
-  if (v.size() != 4)
-    throw InputError("split-tile", fmt::format("'{}': expected 4 numbers: Br,Bc,warps,stages", text));
+// The split kernel's tile from --split-tile's Br, Bc, warps, stages (CLI11 took exactly four integers).
+TileConfig split_tile_of(const std::vector<int64_t>& v) {
   TileConfig c;
   c.block_q = v[0];
   c.block_k = v[1];
@@ -272,7 +257,9 @@ void add_tune_command(CLI::App* sim) {
       ->capture_default_str();
   tu->add_option("--split-tile", st->split_tile,
                  "--kernel splitkv: the split kernel's tile Br,Bc,warps,stages (decode-v2's: 16,64,4,3; "
-                 "default: FA2's split-KV tile)");
+                 "default: FA2's split-KV tile)")
+      ->delimiter(',')
+      ->expected(4);
   tu->callback([st, tu] {
     const auto hw = sim::load_profile(st->hw);
     if (std::find(st->kernels.begin(), st->kernels.end(), "splitkv") != st->kernels.end()) {
@@ -293,7 +280,7 @@ void add_tune_command(CLI::App* sim) {
       r.heads_q = st->heads;
       r.heads_kv = st->heads_kv;
       r.seqlen_q = st->seqlen_q;
-      if (!st->split_tile.empty()) r.tile = parse_split_tile(st->split_tile);
+      if (!st->split_tile.empty()) r.tile = split_tile_of(st->split_tile);
       const auto progress = [](size_t done, size_t total) {
         fmt::print(stderr, "\rtune splitkv [{:<40}] {}/{}", std::string(done * 40 / total, '#'), done, total);
         if (done == total) fmt::print(stderr, "\n");

@@ -283,19 +283,20 @@ void add_sparse_bench(CLI::App& app, int& exit_code) {
     flashsim::app::TileFlags tile;
   };
   auto st = std::make_shared<State>();
+  // 1 .. 16M: past any batch, head count, sequence or mask tile a GPU holds, with a one-line error outside
+  const auto positive = CLI::Range(int64_t{1}, int64_t{1} << 24);
   cmd->add_option("--kernel", st->kernel, "The version timed");
   cmd->add_option(
          "--specs", st->specs,
          "Block-mask patterns, ';'-separated (random:keep=P, s2:local=L,stride=S, local-sink:...; none: "
          "no block mask, the dense baseline)")
       ->delimiter(';');
-  cmd->add_option("--batch", st->batch, "Batch")->check(CLI::PositiveNumber);
-  cmd->add_option("--heads", st->heads, "Query heads")->check(CLI::PositiveNumber);
-  cmd->add_option("--heads-kv", st->heads_kv, "Key/value heads")->check(CLI::PositiveNumber);
-  cmd->add_option("--seqlen", st->seqlen, "Query and key rows a sequence")->check(CLI::PositiveNumber);
-  cmd->add_option("--head-dim", st->head_dim, "Head dim (d = dv)")->check(CLI::PositiveNumber);
-  cmd->add_option("--mask-tile", st->mask_tile, "Rows and keys of a block-mask tile")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", st->batch, "Batch")->check(positive);
+  cmd->add_option("--heads", st->heads, "Query heads")->check(positive);
+  cmd->add_option("--heads-kv", st->heads_kv, "Key/value heads")->check(positive);
+  cmd->add_option("--seqlen", st->seqlen, "Query and key rows a sequence")->check(positive);
+  cmd->add_option("--head-dim", st->head_dim, "Head dim (d = dv)")->check(positive);
+  cmd->add_option("--mask-tile", st->mask_tile, "Rows and keys of a block-mask tile")->check(positive);
   cmd->add_option("--block-mask", st->block_mask, "The mask's dims: bhqk, 1hqk, b1qk or 11qk")
       ->check(CLI::IsMember({"bhqk", "1hqk", "b1qk", "11qk"}));
   cmd->add_flag("--causal", st->causal, "Causal (ANDed with the block mask)");
