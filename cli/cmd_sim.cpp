@@ -85,6 +85,11 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
         "      the FA2 main loops by the per-CTA model instead of MMA + exp + vector work: mma.sync, shared "
         "memory and softmax combined, or the CTAs' step chain when longer (docs/simulator.md, `sim predict "
         "--json`: cta_model)\n");
+  if (std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.cta.bound == "measured steps"; }))
+    fmt::print(
+        "      measured steps: the kernel's CTAs dealt to the SMs at its instance's measured per-CTA costs "
+        "(the "
+        "profile's measured_steps, docs/simulator.md)\n");
 }
 
 void print_row(const std::string& name, int64_t load, int64_t store, int64_t reduce, int64_t dram_read,

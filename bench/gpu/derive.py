@@ -456,3 +456,163 @@ def fa3_heldout(flashsim, results=FA3_CALIB):
         print(f"{name}: {len(r)} shapes, measured / predicted {min(r):.3f} .. {max(r):.3f}, median |error| "
               f"{statistics.median(dev):.1%}, within 15%: {sum(d <= 0.15 for d in dev)} of {len(r)}")
     print(f"SM-side byte metrics out of 2%: {byte_fails}")
+
+
+# --- fa2.step_costs_h100 (issue 31): the FA2 backward main kernels' per-CTA costs, and the held-out check
+FA2_MODEL = os.path.join(RESULTS, "fa2_model_h100_2026-11-27")
+# the main backward kernels: simulator model -> the ncu name's prefix and the traits' first four integers
+FA2_BWD_MAIN = {"bwd_dq_dk_dv_group": (r"flashsim_fa2_bwd_main_kernel<\s*([\d\s,]+)", "ours"),
+                "bwd_dq_dk_dv": (r"flash_bwd_dq_dk_dv\w*<.*?Flash_bwd_kernel_traits<\s*([\d\s,]+)", "sdpa")}
+
+
+def fa2_reports(archive):
+    """The CSVs of a recorded fa2-steps / fa2-heldout archive, unpacked into a temporary folder: name -> path."""
+    tmp = tempfile.mkdtemp()
+    with tarfile.open(archive) as t:
+        t.extractall(tmp, filter="data")
+    return {n: os.path.join(tmp, n) for n in os.listdir(tmp) if n.endswith(".csv")}
+
+
+# the forward kernels: simulator model -> the ncu name's traits (head dim, Br, Bc, warps) and whose report
+FA2_FWD = {"fwd_fa2_v1": (r"flashsim_fa2_fwd_kernel<\s*([\d\s,]+)", "ours"),
+           "fwd_fa2": (r"flash_fwd_kernel<Flash_fwd_kernel_traits<\s*([\d\s,]+)", "sdpa")}
+
+
+def fa2_kernel_time(path, pattern):
+    """(seconds, (head dim, Br, Bc, warps)) of the report's kernel whose name matches `pattern`."""
+    import re
+    metrics, names = read_metrics(path)
+    for k, name in names.items():
+        m = re.search(pattern, name)
+        if m:
+            traits = tuple(int(x) for x in m[1].replace(" ", "").split(",")[:4])
+            return metrics[k]["gpu__time_duration.sum"] * 1e-9, traits
+    raise ValueError(f"{path}: no kernel matching {pattern}")
+
+
+def fa2_main_kernel(path, model):
+    """(seconds, (head dim, Br, Bc, warps)) of a report's main backward kernel of `model`."""
+    return fa2_kernel_time(path, FA2_BWD_MAIN[model][0])
+
+
+def fa2_forward_ctas(b, h, n, br, bc):
+    """A square causal forward's CTAs in launch order (query blocks fastest): (key-block steps, masked steps), as
+    the fwd_fa2 models list them (tiling_sim/src/kernels/fa2_forward.cpp: the diagonal's blocks masked)."""
+    one = []
+    for m in range(-(-n // br)):
+        q0 = m * br
+        n_max = -(-min(n, q0 + br) // bc)
+        full_hi = 0 if q0 + 1 < bc else (q0 + 1) // bc
+        one.append((n_max, sum(1 for j in range(n_max) if j >= full_hi)))
+    return one * (b * h)
+
+
+def measured_makespan(ctas, points, masked_s, slots=FA3_SMS):
+    """tiling_sim/src/kernels/measured_steps.cpp's makespan: CTAs dealt in launch order to the SMs."""
+    import heapq
+    pts = sorted(points)
+
+    def tile(steps):  # linear between the points, the last two's slope past them, the first two's below
+        (a, ta), (b_, tb) = (pts[0], pts[1]) if steps < pts[0][0] else next(
+            ((p, q) for p, q in zip(pts, pts[1:]) if steps <= q[0]), (pts[-2], pts[-1]))
+        return max(0.0, ta + (tb - ta) * (steps - a) / (b_ - a))
+
+    heap = [0.0] * slots
+    for steps, masked in ctas:
+        heapq.heappush(heap, heapq.heappop(heap) + (tile(steps) + masked * masked_s if steps else 0.0))
+    return max(heap)
+
+
+def fa2_steps(results=FA2_MODEL):
+    """The profile's measured_steps of the FA2 kernels (flashsim's and FlashAttention-2's, as PyTorch's SDPA builds
+    it) from `run.py traffic fa2-steps`' reports: square non-causal problems of 1056 CTAs at 128-row tiles (2112 at
+    64), every CTA walking n / Br query blocks (backward) or n / Bc key blocks (forward); an SM's seconds for a CTA
+    of that many steps = (time - kernel_latency_s) x SMs / CTAs. The forward's masked step: what makes the model's
+    makespan of the n4096 causal problem its measured time (the n1024 one checks it)."""
+    from ncu import FA2_STEPS
+    latency = fa3_profile_latency()
+    reports = fa2_reports(os.path.join(results, "steps", "fa2-steps_csvs.tar.gz"))
+
+    def report(who, pass_, name):
+        return reports[f"ncu_ours_{pass_}_{name}.csv" if who == "ours" else f"ncu_sdpa_{name}.csv"]
+
+    points = collections.defaultdict(list)  # (model, (d, Br, Bc)) -> [(steps, seconds)]
+    for name, (b, h, hkv, n, d, causal) in FA2_STEPS.items():
+        if causal:
+            continue
+        for model, (pattern, who) in FA2_BWD_MAIN.items():
+            t, (hd, br, bc, warps) = fa2_kernel_time(report(who, "bwd", name), pattern)
+            points[(model, (hd, br, bc))].append((n // br, (t - latency) * FA3_SMS / (-(-n // bc) * b * h)))
+        for model, (pattern, who) in FA2_FWD.items():
+            t, (hd, br, bc, warps) = fa2_kernel_time(report(who, "fwd", name), pattern)
+            points[(model, (hd, br, bc))].append((n // bc, (t - latency) * FA3_SMS / (-(-n // br) * b * h)))
+    entries = []
+    for (model, (hd, br, bc)), pts in sorted(points.items()):
+        pts = [(s, float(f"{t:.4g}")) for s, t in sorted(pts)]
+        e = {"kernel": model, "head_dim": hd, "block_q": br, "block_k": bc, "stages": 1, "persistent": False,
+             "tile_s_by_steps": [list(p) for p in pts]}
+        if model in FA2_FWD:
+            pattern, who = FA2_FWD[model]
+            fit, check = (f"steps_d{hd}_n4096_causal", f"steps_d{hd}_n1024_causal")
+            b, h, _, n, _, _ = FA2_STEPS[fit]
+            t = fa2_kernel_time(report(who, "fwd", fit), pattern)[0] - latency
+            ctas = fa2_forward_ctas(b, h, n, br, bc)
+            lo, hi = -pts[-1][1], 100 * pts[-1][1]  # bisection: the makespan grows with the masked step's cost
+            for _ in range(60):
+                mid = (lo + hi) / 2
+                lo, hi = (mid, hi) if measured_makespan(ctas, pts, mid) < t else (lo, mid)
+            e["masked_step_s"] = float(f"{lo:.4g}")
+            b, h, _, n, _, _ = FA2_STEPS[check]
+            tc = fa2_kernel_time(report(who, "fwd", check), pattern)[0] - latency
+            pc = measured_makespan(fa2_forward_ctas(b, h, n, br, bc), pts, lo)
+            print(f"# {model} d{hd}: masked step {lo * 1e6:.2f} us (a step {(pts[-1][1] - pts[-2][1]) / (pts[-1][0] - pts[-2][0]) * 1e6:.2f}); "
+                  f"{check}: measured / predicted {tc / pc:.3f}", file=sys.stderr)
+        entries.append(e)
+    print(json.dumps(entries).replace("}, {", "},\n {"))
+    return entries
+
+
+def fa2_heldout(flashsim, results=FA2_MODEL):
+    """The held-out problems (bench/gpu/data/fa2_heldout.txt, drawn before the run) against the model, by
+    `flashsim traffic compare` of every recorded report: fa2-v1's forward and backward, SDPA's flash forward and
+    backward. The forward's and the main backward kernel's time, the SM-side bytes (2%), the DRAM ranges."""
+    from run import heldout_problems
+    reports = fa2_reports(os.path.join(results, "heldout", "fa2-heldout_csvs.tar.gz"))
+    times = collections.defaultdict(list)  # (who, fwd | bwd) -> [measured / predicted]
+    byte_fails, dram_in, dram_all, misses = [], 0, 0, []
+    for name, (b, h, hkv, n, d, causal) in heldout_problems().items():
+        flags = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim",
+                 str(d), "--dtype", "bf16"] + (["--causal"] if causal else [])
+        line = f"{name:40s}"
+        for who, files in (("fa2-v1", (f"ncu_ours_fwd_{name}.csv", f"ncu_ours_bwd_{name}.csv")),
+                           ("sdpa", (f"ncu_sdpa_{name}.csv",))):
+            for f in files:
+                out = subprocess.run([flashsim, "traffic", "compare", "--ncu", reports[f], "--json"] + flags,
+                                     capture_output=True, text=True)
+                if out.returncode not in (0, 1):
+                    raise RuntimeError(f"{f}: {out.stderr.strip()}")
+                for k in json.loads(out.stdout)["kernels"]:
+                    main = k["name"].startswith("fwd_") or k["name"].startswith("bwd_dq_dk_dv")
+                    for m in k["metrics"]:
+                        metric = m["metric"]
+                        if metric == "gpu__time_duration.sum" and main:
+                            kind = "fwd" if k["name"].startswith("fwd_") else "bwd"
+                            times[(who, kind)].append(m["ratio"])
+                            line += f"  {who} {kind} {m['ratio']:.3f}"
+                        elif metric.startswith("dram__"):
+                            dram_all += 1
+                            dram_in += m["ok"]
+                            if not m["ok"]:
+                                misses.append(f"{name} {k['name']} {metric}: {m['verdict']}")
+                        elif metric.startswith(("l1tex__m_", "l1tex__t_bytes_pipe_lsu_mem_global")) and not m["ok"]:
+                            byte_fails.append(f"{name} {k['name']} {metric}: {m['ratio']:.4f}")
+        print(line)
+    for (who, kind), r in sorted(times.items()):
+        dev = sorted(abs(x - 1) for x in r)
+        print(f"{who} {kind}: {len(r)} problems, measured / predicted {min(r):.3f} .. {max(r):.3f}, median |error| "
+              f"{statistics.median(dev):.1%}, within 15%: {sum(x <= 0.15 for x in dev)} of {len(r)}")
+    print(f"SM-side byte figures out of 2%: {len(byte_fails)}")
+    print("\n".join("  " + x for x in byte_fails))
+    print(f"DRAM figures inside their range: {dram_in} of {dram_all} ({dram_in / max(1, dram_all):.1%})")
+    print("\n".join("  " + x for x in misses))
+    return 0

@@ -82,6 +82,18 @@ OWN_RUNS = {
 }
 
 
+# The FA2 backward's (and forward's) per-CTA costs (calibration fa2.step_costs_h100, issue 31): square problems whose
+# grids are 1056 CTAs (8 waves of one CTA an SM, 4 of two) at 128-row tiles, the CTAs' step counts going 2 .. 64
+# with the length; causal ones for the masked steps. Never one of the held-out problems (bench/gpu/data/).
+FA2_STEPS = {f"steps_d{d}_n{n}{'_causal' if c else ''}": (4096 // n, 33, 33, n, d, c)
+             for d in (64, 96, 128, 256) for n in (256, 512, 1024, 2048, 4096) for c in (False,)}
+FA2_STEPS.update({f"steps_d{d}_n{n}_causal": (4096 // n, 33, 33, n, d, True) for d in (64, 96, 128, 256)
+                  for n in (1024, 4096)})
+# ncu's count of executed warp instructions beside the traffic set: what an instruction-chain model is checked on.
+STEPS = TRAFFIC + ",smsp__inst_executed.sum"
+SETS["steps"] = STEPS
+
+
 def all_shapes():
     """Every named problem of every set (SDPA's and ours): name -> (batch, heads, heads_kv, seqlen, d, causal)."""
     out = {}

@@ -15,7 +15,7 @@
   python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
   python3 bench/gpu/run.py peers [--kernels K] [--suites S] [--time N] [--budget-s S]           (GPU, PyTorch)
   python3 bench/gpu/run.py table bench|l2|launch|spread|check|agree|peers FILES...              (anywhere)
-  python3 bench/gpu/run.py derive l2-adverse|dram-coverage|l2-reuse-models [...]                (here)
+  python3 bench/gpu/run.py derive l2-adverse|dram-coverage|l2-reuse-models|fa2-steps|fa2-heldout [...] (here)
   python3 bench/gpu/run.py resources|spills BINARY [...]                                         (where nvcc is)
 
 On the GPU machine the bundle (`--bundle`, default .gpu-bundle) is unpacked once and its libraries put on the
@@ -26,6 +26,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -211,6 +212,42 @@ def ncu_ours(g, kernel, pass_, problem, metrics, csv_path):
     return sh(cmd, out=csv_path, err=csv_path[:-4] + ".err", env=g.env)
 
 
+def heldout_problems():
+    """bench/gpu/data/fa2_heldout.txt: name -> (b, h, hkv, n, d, causal)."""
+    out = {}
+    with open(os.path.join(HERE, "data", "fa2_heldout.txt")) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                b, h, hkv, n, d, c = (int(x) for x in line.split())
+                out[f"heldout_b{b}_h{h}_{hkv}_n{n}_d{d}{'_causal' if c else ''}"] = (b, h, hkv, n, d, bool(c))
+    return out
+
+
+def traffic_fa2_models(g, what, only):
+    """fa2-steps: the calibration problems (ncu.FA2_STEPS); fa2-heldout: the held-out ones (fa2_heldout.py). Each
+    under ncu with the traffic set and the instruction count: fa2-v1's forward, its backward's three kernels, and
+    SDPA's flash forward and backward (one call). Archived as <what>_csvs.tar.gz."""
+    g.gpu_txt()
+    problems = ncu.FA2_STEPS if what == "fa2-steps" else heldout_problems()
+    start = time.time()
+    for i, (name, problem) in enumerate(problems.items()):
+        if only and not re.search(only, name):
+            continue
+        for pass_ in ("fwd", "bwd"):
+            rc = ncu_ours(g, "fa2-v1", pass_, problem, "steps", g.path(f"ncu_ours_{pass_}_{name}.csv"))
+            if rc:
+                say(f"{name} fa2-v1 {pass_}: ncu exit {rc}")
+        b, h, hkv, n, d, causal = problem
+        program = [sys.executable, os.path.join(HERE, "sdpa.py"), "once", str(b), str(h), str(hkv), str(n), str(d),
+                   str(int(causal))]
+        csv_path = g.path(f"ncu_sdpa_{name}.csv")
+        rc = sh(ncu.command("steps", program, kernel_regex="flash"), out=csv_path, err=csv_path[:-4] + ".err")
+        say(f"[{i + 1}/{len(problems)}, {time.time() - start:.0f} s] {name}: sdpa rc={rc}, "
+            f"{read(csv_path).count('void flash')} rows")
+    say(f"{archive(g.out, what + '_csvs.tar.gz', 'ncu_*')} files in {what}_csvs.tar.gz")
+    return 0
+
+
 def cmd_traffic(args):
     """Nsight Compute runs (metric sets and problems: ncu.py).
     fa2:            our fa2-v1's forward and backward on ncu.FA2_SHAPES, then `flashsim traffic compare` of each
@@ -220,7 +257,9 @@ def cmd_traffic(args):
     tiles:          fa2-v1's forward at every instantiated tile (stages 1), tile metric set (h100.warp_cpi)
     autotune-tiles: every fa2-v1 forward instance through `flashsim-gpu autotune` (bias problems too)
     layouts:        one SDPA problem in each CSV layout ncu writes (tests/data/ncu/csv_layouts)
-    metric-sets:    SDPA d96 and the L2 probe's mimics with 2, 5 and 16 metrics (h100.ncu_replay_write_bytes)"""
+    metric-sets:    SDPA d96 and the L2 probe's mimics with 2, 5 and 16 metrics (h100.ncu_replay_write_bytes)
+    fa2-steps:      fa2-v1's and SDPA's forward and backward on ncu.FA2_STEPS (fa2.step_costs_h100), instructions too
+    fa2-heldout:    the same on bench/gpu/data/fa2_heldout.txt's problems, drawn before any was measured"""
     g = Gpu(args)
     what = args.what
     if what in ("fa2", "own"):
@@ -254,6 +293,8 @@ def cmd_traffic(args):
         name = "ncu_fa2_gpu_csvs.tar.gz" if what == "own" else "ncu_fa2_v1_csvs.tar.gz"
         say(f"{archive(g.out, name, 'ncu_*fa2_*')} files in {name}")
         return 0
+    if what in ("fa2-steps", "fa2-heldout"):
+        return traffic_fa2_models(g, what, args.only)
     if what == "sdpa":
         shapes = ncu.SHAPES[args.shapes]
         prefix = "ncu_dram" if args.metrics == "dram" else "ncu"
@@ -645,6 +686,10 @@ def cmd_derive(args):
         derive.fa3_heldout(args.flashsim, args.results or derive.FA3_CALIB)
     elif args.what == "fa3-steps":
         derive.fa3_steps(args.results or derive.FA3_CALIB)
+    elif args.what == "fa2-steps":
+        derive.fa2_steps(args.results or derive.FA2_MODEL)
+    elif args.what == "fa2-heldout":
+        derive.fa2_heldout(args.flashsim, args.results or derive.FA2_MODEL)
     else:
         derive.l2_reuse_models()
     return 0
@@ -688,11 +733,13 @@ def parser():
     p.add_argument("--tag", default="", help="a suffix of the output files")
 
     p = verb("traffic", cmd_traffic, gpu=True, help="Nsight Compute runs (ncu.py's metric sets and problems)")
-    p.add_argument("what", choices=["fa2", "own", "sdpa", "tiles", "autotune-tiles", "layouts", "metric-sets"])
+    p.add_argument("what", choices=["fa2", "own", "sdpa", "tiles", "autotune-tiles", "layouts", "metric-sets",
+                                    "fa2-steps", "fa2-heldout"])
     p.add_argument("--shapes", default="first", choices=sorted(ncu.SHAPES), help="sdpa: the shape set")
     p.add_argument("--metrics", default="traffic", choices=["traffic", "dram"], help="sdpa: the metric set")
     p.add_argument("--runs", type=int, default=1, help="sdpa: repeats, each into OUT/runN/SET")
-    p.add_argument("--only", default="", help="sdpa: only shapes whose name contains this")
+    p.add_argument("--only", default="", help="sdpa: only shapes whose name contains this; fa2-steps, fa2-heldout: "
+                   "whose name matches this regular expression")
     p.add_argument("--head-dims", default="64,128", help="tiles, autotune-tiles")
     p.add_argument("--features", default="bias,plain", help="autotune-tiles")
     p.add_argument("--seqlen", type=int, default=4096, help="tiles, autotune-tiles")
@@ -770,9 +817,10 @@ def parser():
     p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
-    p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout"])
+    p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout",
+                                    "fa2-steps", "fa2-heldout"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
-    p.add_argument("results", nargs="?", default="", help="l2-adverse, fa3-steps, fa3-heldout: the results folder")
+    p.add_argument("results", nargs="?", default="", help="l2-adverse, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout: the results folder")
 
     for name, what in (("resources", "fa2-v1's compiled resources as CSV (gpu/tools/sass.py)"),
                        ("spills", "LDL / STL of every kernel's SASS (gpu/tools/sass.py)")):

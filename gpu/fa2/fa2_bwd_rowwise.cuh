@@ -119,14 +119,13 @@ __global__ void __launch_bounds__(kNWarps * 32) flashsim_fa2_bwd_convert_kernel(
     }
     return;
   }
-  // Atomic strategy: the whole Br-row tile of the padded accumulator is read (rows past the sequence hold
-  // the main kernel's unpredicated additions of zeros); only the dQ store is predicated.
-  const int rows = min(kBlockM, static_cast<int>((lq + 127) / 128 * 128) - q0);
-  for (int x = static_cast<int>(threadIdx.x); x < rows * kChunks; x += Tr::kThreads) {
+  // Atomic strategy: the accumulator's rows of the sequence (the rows past it, the padding the main kernel's
+  // unpredicated additions land in, are not read: the sim model bwd_convert_dq_rows).
+  for (int x = static_cast<int>(threadIdx.x); x < q_rows * kChunks; x += Tr::kThreads) {
     const int r = x / kChunks;
     const float* src = acc + r * prm.q_stride + (x % kChunks) * 8;
     const float4 lo = *reinterpret_cast<const float4*>(src), hi = *reinterpret_cast<const float4*>(src + 4);
-    if (r < q_rows) store8(dq + r * prm.q_stride + (x % kChunks) * 8, lo, hi);
+    store8(dq + r * prm.q_stride + (x % kChunks) * 8, lo, hi);
   }
 }
 

@@ -118,7 +118,7 @@ KernelVersion fa2_v1() {
       "FlashAttention-2: forward with a query block per CTA (K/V streamed by cp.async, online softmax in "
       "registers); backward with a key block per CTA (dK, dV in registers, dQ by fp32 atomics or "
       "deterministic per-key-block partials); mma.sync m16n8k16";
-  kv.sim_kernels = {"fwd_fa2", "bwd_dot_do_o_lse", "bwd_dq_dk_dv_group", "bwd_convert_dq"};
+  kv.sim_kernels = {"fwd_fa2_v1", "bwd_dot_do_o_lse", "bwd_dq_dk_dv_group", "bwd_convert_dq_rows"};
   kv.features = kFeatureBlockMask |
                 kFeatureTileSkip;  // skips the (query block, key block) tiles the block mask leaves inactive
   kv.unsupported = fa2::forward_unsupported;

@@ -16,7 +16,7 @@ KernelVersion fa2_v1_heads_first() {
   kv.summary =
       "planted traffic bug: fa2-v1's forward with CTAs taking (batch, head) fastest, so K/V are re-read from "
       "DRAM per query block (forward only)";
-  kv.sim_kernels = {"fwd_fa2"};
+  kv.sim_kernels = {"fwd_fa2_v1"};
   kv.unsupported = fa2::forward_unsupported;
   kv.launch_tile = fa2::launch_tile;
   kv.forward = fa2::forward_heads_first;

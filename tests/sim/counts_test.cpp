@@ -63,6 +63,7 @@ TEST(Counts, AnalyticEqualsExecutedGrid) {
             auto bwd = kernels_of(Algorithm::Fa2, Pass::Backward);
             bwd.push_back(&kernel_model("bwd_dq_dk_dv_group"));
             bwd.push_back(&kernel_model("bwd_dot_do_o_lse"));
+            bwd.push_back(&kernel_model("bwd_convert_dq_rows"));
             for (const KernelModel* k : bwd) {
               expect_same_counts(analytic_counts(*k, p, partials), execute_counts(schedule(*k, p, partials)),
                                  p.describe() + " " + partials.describe() + " " + k->name);
@@ -643,7 +644,8 @@ std::vector<const KernelModel*> sparse_kernels() {
   return {
       &kernel_model("fwd_fa2"),      &kernel_model("fwd_three_pass"),     &kernel_model("fwd_two_pass"),
       &kernel_model("fwd_fa1"),      &kernel_model("bwd_dot_do_o"),       &kernel_model("bwd_dot_do_o_lse"),
-      &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_dq_dk_dv_group"), &kernel_model("bwd_convert_dq")};
+      &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_dq_dk_dv_group"), &kernel_model("bwd_convert_dq"),
+      &kernel_model("bwd_convert_dq_rows")};
 }
 
 AttentionProblem with_mask(AttentionProblem p, BroadcastShape shape, const std::string& spec, int64_t tq,

@@ -205,7 +205,9 @@ TEST(Fa3Model, RecognizesItsNcuNames) {
   want("flashsim_fa3_fwd_kernel<Fa3FwdTraits<256,128,64,2,cutlass::half_t>,true>", 128, 64, 2);
   want("flashsim_fa3_fwd_kernel< Fa3FwdTraits<(int)96, (int)128, (int)128, (int)2, bfloat16_t>, (bool)0>",
        128, 128, 2);
-  EXPECT_EQ(recognize_kernel("void flashsim_fa2_fwd_kernel<128, 128, 64, 4, false>")->model->name, "fwd_fa2");
+  EXPECT_EQ(
+      recognize_kernel("void flashsim_fa2_fwd_kernel<128, 128, 64, 4, 1, __nv_bfloat16, false>")->model->name,
+      "fwd_fa2_v1");
   EXPECT_THROW(recognize_kernel("flashsim_fa3_fwd_kernel<Fa3FwdTraits<128, 96, 128, 2, half_t>, false>"),
                InputError);  // a query tile of 1.5 warpgroups
 }

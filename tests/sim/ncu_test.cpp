@@ -100,14 +100,16 @@ TEST(Ncu, RecognizesFa2) {
       "void flashsim::gpu::(anonymous namespace)::flashsim_fa2_fwd_kernel<96, 64, 32, 2, 2, "
       "__nv_bfloat16>(Params)");
   ASSERT_TRUE(ours);
-  EXPECT_EQ(ours->model, &kernel_model("fwd_fa2"));
+  EXPECT_EQ(ours->model, &kernel_model("fwd_fa2_v1"));
   EXPECT_EQ(ours->config.block_q, 64);
   EXPECT_EQ(ours->config.block_k, 32);
   EXPECT_EQ(ours->config.warps, 2);
+  EXPECT_EQ(ours->config.stages, 2);  // fa2-v1's fifth template argument
   // Its backward's three kernels: template arguments <d, Br, Bc, warps (twice the forward's), ...>.
-  const std::pair<const char*, const char*> bwd[] = {{"flashsim_fa2_bwd_dot_kernel", "bwd_dot_do_o_lse"},
-                                                     {"flashsim_fa2_bwd_main_kernel", "bwd_dq_dk_dv_group"},
-                                                     {"flashsim_fa2_bwd_convert_kernel", "bwd_convert_dq"}};
+  const std::pair<const char*, const char*> bwd[] = {
+      {"flashsim_fa2_bwd_dot_kernel", "bwd_dot_do_o_lse"},
+      {"flashsim_fa2_bwd_main_kernel", "bwd_dq_dk_dv_group"},
+      {"flashsim_fa2_bwd_convert_kernel", "bwd_convert_dq_rows"}};
   for (const auto& [kernel, model] : bwd) {
     auto k = recognize_kernel(std::string("void flashsim::gpu::fa2::") + kernel +
                               "<128, 64, 128, 8, __nv_bfloat16, false>(flashsim::gpu::fa2::Fa2BwdParams)");

@@ -244,6 +244,7 @@ TEST(KernelResources, MalformedTablesAreInputErrors) {
 TEST(CtaModel, NotModelledWithoutTheProfileRates) {
   auto hw = load_profile("H100-SXM5-80GB");
   hw.mma_sync_flops = 0;
+  hw.measured_steps.clear();  // the instance's measured costs (fa2.step_costs_h100) need no rates
   const auto& m = kernel_model("fwd_fa2");
   const auto k = predict_kernel(analytic_counts(m, issue_problem(), TileConfig{}), hw);
   EXPECT_FALSE(k.cta.modelled);

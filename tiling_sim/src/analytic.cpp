@@ -112,9 +112,12 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
       {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
   for (const auto& [t, bytes] : fp)
     if (touched(t)) k.tensors[static_cast<size_t>(t)].unique_bytes = bytes;
+  auto& acc = k.tensors[static_cast<size_t>(TensorId::DqAccum)];
   if (c.dq_strategy == DqStrategy::Partials) {  // each partial row is written once, then read once
-    auto& acc = k.tensors[static_cast<size_t>(TensorId::DqAccum)];
     acc.unique_bytes = acc.load.bytes + acc.store.bytes;
+  } else if (touched(
+                 TensorId::DqAccum)) {  // a kernel moving fewer bytes touches the rows it moves, once each
+    acc.unique_bytes = std::min(acc.unique_bytes, acc.load.bytes + acc.store.bytes + acc.reduce.bytes);
   }
 }
 

@@ -80,6 +80,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
       m.stages = e.at("stages").get<int>();
       m.persistent = e.at("persistent").get<bool>();
       m.tile_s_by_steps = e.at("tile_s_by_steps").get<std::vector<std::pair<double, double>>>();
+      m.masked_step_s = e.value("masked_step_s", 0.0);
       p.measured_steps.push_back(m);
     }
     p.measured_steps_source = j.value("measured_steps_source", std::string());
@@ -158,6 +159,11 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
         throw InputError(
             "hw", fmt::format("profile {}: {}: tile_s_by_steps' step counts must increase", p.name, what));
     }
+    // a masked step may cost less than a plain one, but not less than nothing
+    if (!std::isfinite(m.masked_step_s) || m.masked_step_s + m.step_s() < 0)
+      throw InputError(
+          "hw", fmt::format("profile {}: {}: masked_step_s {} makes a masked step cost less than 0", p.name,
+                            what, m.masked_step_s));
   }
   positive("schedulers_per_sm", p.schedulers_per_sm);
   if (p.ncu_dram_repeatability >= 1)
@@ -192,7 +198,8 @@ static nlohmann::json measured_steps_json(const std::vector<MeasuredSteps>& step
                    {"block_k", m.block_k},
                    {"stages", m.stages},
                    {"persistent", m.persistent},
-                   {"tile_s_by_steps", m.tile_s_by_steps}});
+                   {"tile_s_by_steps", m.tile_s_by_steps},
+                   {"masked_step_s", m.masked_step_s}});
   return out;
 }
 

@@ -275,6 +275,30 @@ void check_launch(const NcuKernel& k, const KernelLaunch& l, const std::string& 
 // kernel naming the tensor whose traffic the schedule says grows fastest (and, for writes of a kernel that
 // spills, its spill frames); below, fewer bytes than the compulsory ones. spill_bytes: ncu's local-memory store
 // bytes, < 0 when the report has no such counter.
+// The bytes a kernel's row-statistic stores (lse, D, the row sum: 4-byte rows in [batch, heads, seqlen], varlen
+// [heads, total rows]) move through the LSU beyond their own: each store instruction writes `group` contiguous
+// rows and the LSU moves every sector it touches whole (KernelModel::lsu_row_stat_rows).
+double row_stat_store_excess(const KernelCounts& counts, const AttentionProblem& p, int group) {
+  int tensors = 0;
+  for (const ref::TensorId t : {ref::TensorId::Lse, ref::TensorId::Delta, ref::TensorId::RowSum})
+    tensors += counts.tensors[static_cast<size_t>(t)].store.bytes > 0 ? 1 : 0;
+  if (tensors == 0 || group <= 0) return 0;
+  const std::vector<int64_t> cu = p.cu_seqlens_q();
+  const int64_t total = cu.back();
+  double excess = 0;
+  for (int64_t h = 0; h < p.heads_q; ++h)
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const int64_t len = p.len_q(b);
+      const int64_t start =
+          p.varlen() ? h * total + cu[static_cast<size_t>(b)] : (b * p.heads_q + h) * p.seqlen_q;
+      for (int64_t r = 0; r < len; r += group) {
+        const int64_t a = (start + r) * 4, bytes = std::min<int64_t>(group, len - r) * 4;
+        excess += static_cast<double>(((a + bytes - 1) / 32 - a / 32 + 1) * 32 - bytes);
+      }
+    }
+  return excess * tensors;
+}
+
 void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool reads, double spill_bytes) {
   m.interval = true;
   m.lower = b.lower;
@@ -349,9 +373,13 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
       // dQ by bulk copies: the TMA unit's, not the LSU's; its reduces are the L2's reduce sectors.
       const TensorTraffic& dq = counts.tensors[static_cast<size_t>(ref::TensorId::DqAccum)];
       const bool bulk = rec->model->dq_by_bulk_copy;
-      const double lsu_stores = rec->model->lsu_store_sectors
-                                    ? 32.0 * static_cast<double>(counts.store_sectors())
-                                    : static_cast<double>(counts.store_bytes() - (bulk ? dq.store.bytes : 0));
+      const double lsu_stores =
+          (rec->model->lsu_store_sectors
+               ? 32.0 * static_cast<double>(counts.store_sectors())
+               : static_cast<double>(counts.store_bytes() - (bulk ? dq.store.bytes : 0))) +
+          (rec->model->lsu_row_stat_rows
+               ? row_stat_store_excess(counts, p, rec->model->lsu_row_stat_rows(rec->config))
+               : 0.0);
       const double lsu_reduces = static_cast<double>(counts.reduce_bytes() - (bulk ? dq.reduce.bytes : 0));
       const std::pair<const char*, std::pair<double, double>> rows[] = {
           {"l1tex__m_xbar2l1tex_read_bytes.sum", {static_cast<double>(counts.load_bytes()), 0.02}},

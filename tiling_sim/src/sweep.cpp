@@ -71,8 +71,17 @@ bool ranks_before(const SweepRow& x, const SweepRow& y) {
          std::tie(y.time_s, x.ctas_per_sm, y.dram_bytes, y.load_bytes, y.smem_bytes);
 }
 
-SweepResult sweep(const AttentionProblem& p, const HardwareProfile& hw, Algorithm a, Pass pass,
+HardwareProfile ranking_profile(const HardwareProfile& hw) {
+  HardwareProfile out = hw;
+  std::erase_if(out.measured_steps, [](const MeasuredSteps& m) {
+    return m.kernel == "fwd_fa2" || m.kernel == "fwd_fa2_v1" || m.kernel.starts_with("bwd_dq_dk_dv");
+  });
+  return out;
+}
+
+SweepResult sweep(const AttentionProblem& p, const HardwareProfile& profile, Algorithm a, Pass pass,
                   const std::function<void(size_t, size_t)>& progress, const ProblemData* data) {
+  const HardwareProfile hw = ranking_profile(profile);
   const auto configs = sweep_space(pass);
   const auto kernels = kernels_of(a, pass);
   ProblemData storage;

@@ -267,6 +267,7 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
       if (f.bias || f.mask || f.alibi)
         throw InputError("features",
                          fmt::format("fa3-fwd: fa3-v1 runs no {} (its features: causal, softcap)", f.name()));
+  const HardwareProfile rank_hw = ranking_profile(hw);
   for (int64_t d : r.head_dims)
     for (DType t : r.dtypes)
       for (const TuneFeatures& f : r.features)
@@ -288,7 +289,7 @@ TuneResult tune(const TuneRequest& r, const HardwareProfile& hw,
                      ->softcap)
               continue;
             bool fits = true;
-            TuneRow row = predict_row(r.kernel, e.problem, c, hw, compiled, fits);
+            TuneRow row = predict_row(r.kernel, e.problem, c, rank_hw, compiled, fits);
             if (fits) e.ranked.push_back(std::move(row));
           }
           std::stable_sort(e.ranked.begin(), e.ranked.end(), ranks_before);
@@ -481,7 +482,7 @@ TuneCheck check_tune(const std::vector<MeasuredRow>& rows, const HardwareProfile
     double hand_ms = 0, table_ms = 0;
     for (const MeasuredRow* r : list) {
       bool fits = true;
-      TuneRow row = predict_row(first.kernel, p, r->config, hw, compiled, fits);
+      TuneRow row = predict_row(first.kernel, p, r->config, ranking_profile(hw), compiled, fits);
       if (!fits) row.time_s = 1e30;
       rows_predicted.push_back(std::move(row));
       measured.push_back(r->ms);

@@ -17,6 +17,9 @@ KernelLaunch convert_launch(const AttentionProblem& p, const TileConfig& c) {
   return l;
 }
 
+// kSequenceRows: the accumulator's rows of the sequence alone are read (flashsim's kernel), else the whole
+// Br-row tile of the padded accumulator (FlashAttention-2's: through shared memory, only dQ's store predicated).
+template <bool kSequenceRows>
 void convert_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t m) {
   const auto& p = x.p;
   const int64_t sq = p.len_q(b), q0 = m * c.bwd_block_q;
@@ -36,12 +39,12 @@ void convert_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64
     x.add(AccessKind::Store, TensorId::dQ, b, h, q0, rq, p.head_dim, x.e);
     return;
   }
-  // The whole Br-row tile of the padded accumulator is read; only the dQ store is predicated.
-  x.add(AccessKind::Load, TensorId::DqAccum, b, h, q0, std::min(c.bwd_block_q, dq_accum_padded_rows(sq) - q0),
-        p.head_dim, 4);
+  const int64_t rows = kSequenceRows ? rq : std::min(c.bwd_block_q, dq_accum_padded_rows(sq) - q0);
+  x.add(AccessKind::Load, TensorId::DqAccum, b, h, q0, rows, p.head_dim, 4);
   x.add(AccessKind::Store, TensorId::dQ, b, h, q0, rq, p.head_dim, x.e);
 }
 
+template <bool kSequenceRows>
 void convert_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
   const int e = dtype_bytes(p.dtype);
   const int64_t sq = p.len_q(b), d = p.head_dim;
@@ -63,7 +66,8 @@ void convert_sequence(SequenceCounter& x, const AttentionProblem& p, const TileC
     x.store(TensorId::dQ, sq, d, e);
     return;
   }
-  x.load(TensorId::DqAccum, std::min(dq_accum_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q),
+  x.load(TensorId::DqAccum,
+         kSequenceRows ? sq : std::min(dq_accum_padded_rows(sq), ceil_div(sq, c.bwd_block_q) * c.bwd_block_q),
          d, 4);
   x.store(TensorId::dQ, sq, d, e);
 }
@@ -74,12 +78,28 @@ KernelModel fa2_backward_convert_dq() {
   KernelModel m = fa2_backward_model(
       "bwd_convert_dq",
       "FA2 backward 3/3: the fp32 dQ accumulator (or the partials, summed) converted and stored",
-      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_convert_dq_kernel"),
-      FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_convert_kernel"));
+      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_convert_dq_kernel"));
   m.block_sparse = true;  // reads only the partials of computed tiles
   m.launch = convert_launch;
-  m.cta = convert_cta;
-  m.sequence = convert_sequence;
+  m.cta = convert_cta<false>;
+  m.sequence = convert_sequence<false>;
+  return m;
+}
+
+// fa2-v1's convert kernel reads the accumulator's rows of the sequence: it once read the padded tile's rows
+// without using them and nvcc dropped those loads (ncu: 0.96 .. 0.98x the padded tile's bytes at lengths off
+// the tile, issue 31), and now loads only the rows it stores.
+KernelModel fa2_backward_convert_dq_rows() {
+  KernelModel m = fa2_backward_model("bwd_convert_dq_rows",
+                                     "flashsim's FA2 backward 3/3 (gpu/fa2): the fp32 dQ accumulator's "
+                                     "sequence rows (or the partials, summed) "
+                                     "converted and stored",
+                                     FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_convert_kernel"));
+  m.algorithm.reset();  // not a step of the reference's FA2 backward: by name only (sim predict --kernel)
+  m.block_sparse = true;
+  m.launch = convert_launch;
+  m.cta = convert_cta<true>;
+  m.sequence = convert_sequence<true>;
   return m;
 }
 

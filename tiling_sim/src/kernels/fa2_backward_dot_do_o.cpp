@@ -73,6 +73,12 @@ KernelModel fa2_backward_dot_do_o_lse() {
       "dQ accumulator cleared",
       FLASHSIM_GPU_BWD_NCU_PATTERN("flashsim_fa2_bwd_dot_kernel")));
   m.algorithm.reset();  // not a step of the reference's FA2 backward: by name only (sim predict --kernel)
+  // D and the lse shift: threads / Br lanes a row, the first of them stores: 32 Br / threads rows a warp's
+  // instruction, in the lse's own [batch, heads, seqlen] layout (FlashAttention-2's dot kernel writes D in rows
+  // rounded up to 128: aligned).
+  m.lsu_row_stat_rows = [](const TileConfig& c) {
+    return static_cast<int>(std::max<int64_t>(1, 32 * c.bwd_block_q / fa2_backward_threads(c)));
+  };
   return m;
 }
 

@@ -7,6 +7,7 @@
 
 #include "fa2_backward_ncu.h"
 #include "flashsim/sim/cta_model.h"
+#include "measured_steps.h"
 
 namespace flashsim::sim::kernels {
 
@@ -52,6 +53,42 @@ CtaStep backward_step(const AttentionProblem& p, const TileConfig& c) {
   return s;
 }
 
+// The launch's CTAs in launch order (key blocks fastest, then the batch, then the grid's heads), each with the
+// query-block steps it walks (`group` query heads' for flashsim's kernel), for the measured time model
+// (measured_or_chain_time). A block mask is data the launch does not see: its problems list none (the per-CTA chain times
+// them), as do launches of more than kMaxListedCtas CTAs (their totals alone).
+void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c, int64_t group) {
+  WarpSpecializedWork& w = l.ws;
+  if (p.block_mask != BroadcastShape::None) return;
+  w.block_q = c.bwd_block_q;
+  w.block_k = c.bwd_block_k;
+  w.head_dim = p.head_dim;
+  w.head_dim_v = p.head_dim_v;
+  w.stages = 1;  // Q and dO double-buffered in every instance: the measured entries' key
+  const bool listed = l.ctas() <= WarpSpecializedWork::kMaxListedCtas;
+  const int64_t batches = p.keys_vary() ? p.batch : 1;  // equal sequences: one pattern for every (b, h)
+  std::vector<std::vector<double>> steps(static_cast<size_t>(batches));
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t n = 0; n < l.grid_x; ++n) {
+      const int64_t k0 = n * c.bwd_block_k;
+      const auto [m0, m1] = k0 < p.len_k(b)
+                                ? visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, c.bwd_block_q)
+                                : std::pair<int64_t, int64_t>{0, 0};
+      steps[static_cast<size_t>(b)].push_back(static_cast<double>((m1 - m0) * group));
+    }
+  for (int64_t z = 0; z < l.grid_z; ++z)
+    for (int64_t b = 0; b < l.grid_y; ++b)
+      for (const double s : steps[static_cast<size_t>(batches > 1 ? b : 0)]) {
+        w.tiles += s > 0 ? 1 : 0;
+        w.steps += s;
+        if (!listed) continue;
+        w.cta_tiles.push_back(s > 0 ? 1 : 0);
+        w.cta_steps.push_back(s);
+        w.cta_masked.push_back(
+            0);  // a masked step costs a step here (the causal calibration problems: within 3%)
+      }
+}
+
 KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
   const int64_t br = c.bwd_block_q, bc = c.bwd_block_k;
@@ -65,6 +102,7 @@ KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
             {"V", bc * dv * e},
             {"dS", br * bc * e},
             {"P", br * bc * e}};
+  list_steps(l, p, c, 1);
   return l;
 }
 
@@ -155,6 +193,8 @@ void group_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t hk, int64_
 KernelLaunch group_launch(const AttentionProblem& p, const TileConfig& c) {
   KernelLaunch l = main_launch(p, c);
   l.grid_z = p.heads_kv;
+  l.ws = WarpSpecializedWork();
+  list_steps(l, p, c, p.group_size());
   return l;
 }
 
@@ -214,6 +254,7 @@ KernelModel fa2_backward_dq_dk_dv() {
   m.launch = main_launch;
   m.cta = main_cta;
   m.sequence = main_sequence;
+  m.time_model = measured_or_chain_time;
   return m;
 }
 
@@ -230,6 +271,7 @@ KernelModel fa2_backward_dq_dk_dv_group() {
   m.per_kv_head = true;
   m.launch = group_launch;
   m.cta = group_cta;  // no closed form: the key blocks of one (sequence, kv head) are built and counted
+  m.time_model = measured_or_chain_time;
   return m;
 }
 

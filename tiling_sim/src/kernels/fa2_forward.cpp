@@ -4,6 +4,7 @@
 
 #include "flashsim/sim/cta_model.h"
 #include "key_streaming.h"
+#include "measured_steps.h"
 
 namespace flashsim::sim::kernels {
 
@@ -14,6 +15,12 @@ TileConfig from_fwd_traits(const std::smatch& m, const std::string& name) {
   c.block_q = ncu_template_int(m[2], name);
   c.block_k = ncu_template_int(m[3], name);
   c.warps = static_cast<int>(ncu_template_int(m[4], name));
+  return checked_ncu_config(c, name);
+}
+// flashsim_fa2_fwd_kernel<kHeadDim, kBlockM, kBlockN, kNWarps, kStages, ...>: FA2's four, then the stages.
+TileConfig from_fwd_v1_traits(const std::smatch& m, const std::string& name) {
+  TileConfig c = from_fwd_traits(m, name);
+  c.stages = static_cast<int>(ncu_template_int(m[5], name));
   return checked_ncu_config(c, name);
 }
 // A key block of one CTA as gpu/fa2's forward (FlashAttention-2's warp partition) runs it: warp w owns Br / warps
@@ -59,10 +66,60 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   return s;
 }
 
+// A query block's key-block steps and those that mask scores element by element, as gpu/fa2's forward decides
+// them: the visible key blocks [n_min, n_max) of rows [q0, q0 + Br), the blocks outside [n_full_lo, n_full_hi)
+// crossing a window limit of some row or the end of the keys.
+std::pair<int64_t, int64_t> query_block_steps(const AttentionProblem& p, const TileConfig& c, int64_t b,
+                                              int64_t q0) {
+  const auto [n_min, n_max] = visible_key_blocks(p, b, q0, q0 + c.block_q, c.block_k);
+  const int64_t lk = p.len_k(b), shift = lk - p.len_q(b), bc = c.block_k;
+  const int64_t left_max = p.window_left < 0 ? 0 : q0 + c.block_q - 1 + shift - p.window_left;
+  const int64_t right_min = p.window_right < 0 ? lk : std::min(lk, q0 + shift + p.window_right + 1);
+  const int64_t full_lo = left_max <= 0 ? 0 : std::min(ceil_div(left_max, bc), n_max);
+  const int64_t full_hi = right_min < bc ? 0 : right_min / bc;
+  int64_t masked = 0;
+  for (int64_t n = n_min; n < n_max; ++n) masked += n < full_lo || n >= full_hi ? 1 : 0;
+  return {n_max - n_min, masked};
+}
+
+// The launch's CTAs in launch order (query blocks fastest, then the batch, then the heads) with their key-block
+// steps and masked steps, for the measured time model (measured_or_chain_time). A block mask is data the launch
+// does not see: its problems list none (the per-CTA chain times them), as do launches of more than
+// kMaxListedCtas CTAs (their totals alone).
+void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c) {
+  WarpSpecializedWork& w = l.ws;
+  if (p.block_mask != BroadcastShape::None) return;
+  w.block_q = c.block_q;
+  w.block_k = c.block_k;
+  w.head_dim = p.head_dim;
+  w.head_dim_v = p.head_dim_v;
+  w.stages = c.stages;
+  const bool listed = l.ctas() <= WarpSpecializedWork::kMaxListedCtas;
+  const int64_t batches = p.keys_vary() ? p.batch : 1;  // equal sequences: one pattern for every (b, h)
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> steps(static_cast<size_t>(batches));
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t m = 0; m < l.grid_x; ++m)
+      steps[static_cast<size_t>(b)].push_back(m * c.block_q < p.len_q(b)
+                                                  ? query_block_steps(p, c, b, m * c.block_q)
+                                                  : std::pair<int64_t, int64_t>{0, 0});
+  for (int64_t z = 0; z < l.grid_z; ++z)
+    for (int64_t b = 0; b < l.grid_y; ++b)
+      for (const auto& [s, masked] : steps[static_cast<size_t>(batches > 1 ? b : 0)]) {
+        w.tiles += s > 0 ? 1 : 0;
+        w.steps += static_cast<double>(s);
+        w.masked_steps += static_cast<double>(masked);
+        if (!listed) continue;
+        w.cta_tiles.push_back(s > 0 ? 1 : 0);
+        w.cta_steps.push_back(static_cast<double>(s));
+        w.cta_masked.push_back(static_cast<double>(masked));
+      }
+}
+
 KernelLaunch forward_launch(const AttentionProblem& p, const TileConfig& c) {
   KernelLaunch l = key_streaming_launch(p, c);
   l.step = forward_step(p, c);
   l.regs_per_thread = l.step.regs;
+  list_steps(l, p, c);
   return l;
 }
 
@@ -71,12 +128,27 @@ KernelLaunch forward_launch(const AttentionProblem& p, const TileConfig& c) {
 KernelModel fa2_forward() {
   KernelModel m = key_streaming_model<1>(
       "fwd_fa2", Algorithm::Fa2, "FA2 forward: Q block resident, K/V blocks streamed, O and lse stored once");
-  // Dao-AILab's kernel (PyTorch's SDPA flash backend builds the same), and ours (gpu/fa2/), whose first four
-  // template arguments are the same: head dim, Br, Bc, warps.
+  // Dao-AILab's kernel (PyTorch's SDPA flash backend builds the same): head dim, Br, Bc, warps.
   m.launch = forward_launch;
+  // lse: the lanes of a warp's m16 tile's first column, 8 rows a store instruction
+  m.lsu_row_stat_rows = [](const TileConfig&) { return 8; };
+  m.time_model = measured_or_chain_time;
   m.ncu_names = {
-      {R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits},
-      {R"(flashsim_fa2_fwd_kernel<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits}};
+      {R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits}};
+  return m;
+}
+
+// flashsim's forward (gpu/fa2), whose first four template arguments are FA2's (head dim, Br, Bc, warps): the same
+// moves and chain, its own measured costs (its masked steps cost 1.4 .. 9x a plain step, FA2's 0.6 .. 1.5x:
+// calibration fa2.step_costs_h100).
+KernelModel fa2_v1_forward() {
+  KernelModel m = fa2_forward();
+  m.name = "fwd_fa2_v1";
+  m.summary =
+      "flashsim's FA2 forward (gpu/fa2): Q block resident, K/V blocks streamed, O and lse stored once";
+  m.algorithm.reset();  // by name only (sim predict --kernel), as the other gpu/ kernels' models
+  m.ncu_names = {
+      {R"(flashsim_fa2_fwd_kernel<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_v1_traits}};
   return m;
 }
 

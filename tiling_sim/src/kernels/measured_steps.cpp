@@ -43,4 +43,18 @@ double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, d
   return *std::max_element(heap.begin(), heap.end());
 }
 
+CtaTime measured_or_chain_time(const KernelCounts& k, int ctas_per_sm, double imbalance,
+                               const HardwareProfile& hw) {
+  CtaTime t = cta_time(k, ctas_per_sm, imbalance, hw);
+  const WarpSpecializedWork& w = k.launch.ws;
+  const MeasuredSteps* m = w.tiles > 0 ? find_measured_steps(hw, k.launch.name(), w) : nullptr;
+  if (!m) return t;
+  t.modelled = true;
+  t.time_s = measured_makespan(w, *m, 0.0, m->masked_step_s, std::max(1, hw.sms), imbalance);
+  t.chain_step_s = m->step_s();
+  t.t_chain = t.time_s;
+  t.bound = "measured steps";
+  return t;
+}
+
 }  // namespace flashsim::sim::kernels

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "flashsim/sim/counts.h"
+#include "flashsim/sim/cta_model.h"
 #include "flashsim/sim/hardware.h"
 #include "flashsim/sim/schedule.h"
 
@@ -21,5 +23,13 @@ const MeasuredSteps* find_measured_steps(const HardwareProfile& hw, std::string_
 // them all at once. Without w's per-CTA lists: the totals over the slots, times `imbalance`.
 double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, double step_extra_s,
                          double masked_extra_s, int64_t slots, double imbalance);
+
+// The time of a kernel whose launch lists its CTAs' steps (KernelLaunch::ws): where the profile has the
+// instance's measured costs (an SM's seconds for a CTA of n steps, measured with every SM full: the FA2 family's
+// forward and backward main kernels, calibration fa2.step_costs_h100), the CTAs dealt in launch order to the
+// SMs, each taking the next CTA when its last one ends, a masked step adding masked_step_s; else the per-CTA
+// chain (cta_model.h).
+CtaTime measured_or_chain_time(const KernelCounts& k, int ctas_per_sm, double imbalance,
+                               const HardwareProfile& hw);
 
 }  // namespace flashsim::sim::kernels

@@ -12,10 +12,13 @@ namespace flashsim::sim {
 // One compiled kernel instance's measured costs (HardwareProfile::measured_steps): an SM's seconds for a tile (a
 // CTA's work unit) of n steps at a few n, tile_s_by_steps = {{n, seconds}, ...} in increasing n (two at least).
 struct MeasuredSteps {
-  std::string kernel;  // the kernel model's name: "fwd_fa3", "bwd_fa3"
+  std::string kernel;  // the kernel model's name: "fwd_fa3", "bwd_fa3", "fwd_fa2_v1", "bwd_dq_dk_dv"
   int head_dim = 0, block_q = 0, block_k = 0, stages = 0;
   bool persistent = false;  // the grid it was measured with: persistent CTAs, or one CTA a tile
   std::vector<std::pair<double, double>> tile_s_by_steps;
+  // What a step that masks scores element by element (a causal diagonal's, a window edge's, the keys' end) adds
+  // to a tile, measured on causal problems (may be negative: a masked step that skips work); 0: not measured.
+  double masked_step_s = 0;
   // A tile of n steps: linear between the measured n, the last two's slope past them, the first two's below
   // (at least 0).
   double tile_s(double steps) const;

@@ -127,6 +127,12 @@ struct KernelModel {
   // their bytes. Measured on the H100: decode-v2's and its combine's stores exceed the bytes by exactly 28 a
   // row (calibration decode.lsu_stores_h100).
   bool lsu_store_sectors = false;
+  // Rows of a 4-byte row statistic (lse, D) one warp's store instruction writes, contiguous (FlashAttention-2's
+  // forward: the 8 lanes of an m16 tile's first column); nullptr: not modelled. The LSU moves each
+  // instruction's sectors whole, so where a (batch, head) plane of the [batch, heads, seqlen] statistic does not
+  // start on a 32-byte boundary (a length not a multiple of 8) a group straddles two sectors: traffic compare
+  // adds those sectors' bytes (ncu: 1.026x the bytes at d64 and odd lengths without them, issue 31).
+  int (*lsu_row_stat_rows)(const TileConfig& c) = nullptr;
   // Grid, threads, registers and shared-memory buffers (launch() sets the model).
   KernelLaunch (*launch)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   // The moves and work of CTA (b, h, block) of the grid (b < grid_y, h < grid_z, block < grid_x; h a kv head

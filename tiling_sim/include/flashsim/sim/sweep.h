@@ -31,6 +31,11 @@ struct SweepRow {
 SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const HardwareProfile& hw,
                         const std::vector<const KernelModel*>& kernels, const ProblemData* data, bool& fits,
                         const KernelResources* compiled = nullptr);
+// The profile sweep and tune rank tiles on: the FA2 kernels' measured costs (calibration fa2.step_costs_h100:
+// fwd_fa2, fwd_fa2_v1 and the main backward kernels) left out, as they cover one tile a head dim (FlashAttention-2's
+// and fa2-v1's launch tiles) and would set it apart from the chain-modelled others; fa3's kept (every instance
+// of its family is measured).
+HardwareProfile ranking_profile(const HardwareProfile& hw);
 // The ranking order of sweep and tune: faster first; equal times by more resident CTAs an SM (independent CTAs
 // fill each other's stalls: a CTA alone on its SM issues ~1.2x slower, lockstep_cpi_factor), then less DRAM
 // traffic, fewer L2 bytes, less shared memory.

@@ -1,0 +1,222 @@
+// The FA2 models' issue-31 parts (tiling_sim/src/kernels/fa2_forward.cpp, fa2_backward_*.cpp): the forward's and
+// the main backward kernels' CTAs listed with their steps (and the forward's masked steps) in launch order, their
+// time from the instance's measured costs (calibration fa2.step_costs_h100) where the profile has them and the
+// per-CTA chain elsewhere, and the convert kernels' rows at a length off the tile (flashsim's reads the sequence's
+// rows, FlashAttention-2's the tile's).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "flashsim/sim/counts.h"
+#include "flashsim/sim/hardware.h"
+#include "flashsim/sim/kernel_model.h"
+#include "flashsim/sim/model.h"
+#include "problem_builder.h"
+
+using namespace flashsim;
+using namespace flashsim::sim;
+using flashsim::test::ProblemBuilder;
+using ref::TensorId;
+
+namespace {
+
+// fa2-v1's and FlashAttention-2's d64 .. d128 backward tile: Br 64, Bc 128, 8 warps (twice the forward's 4).
+TileConfig bwd_tile(int64_t br = 64, int64_t bc = 128) {
+  TileConfig c;
+  c.bwd_block_q = br;
+  c.bwd_block_k = bc;
+  c.warps = 4;
+  return c;
+}
+
+const MeasuredSteps* entry(const HardwareProfile& hw, const std::string& kernel, int d, int br, int bc) {
+  for (const MeasuredSteps& m : hw.measured_steps)
+    if (m.kernel == kernel && m.head_dim == d && m.block_q == br && m.block_k == bc) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(Fa2BackwardModel, LaunchListsEachCtasQueryBlockSteps) {
+  // b2, 8 query heads over 2 kv heads, n1000 causal: 8 key blocks of 128; key block n sees the query blocks from
+  // 128 n / 64 = 2n to ceil(1000 / 64) = 16.
+  const AttentionProblem p =
+      ProblemBuilder().batch(2).heads(8, 2).seqlen(1000).head_dim(128).causal().dtype(DType::BF16).build();
+  const TileConfig c = bwd_tile();
+  // flashsim's kernel: a CTA per (key block, sequence, kv head) walking its 4 query heads' blocks
+  const KernelLaunch group = launch(kernel_model("bwd_dq_dk_dv_group"), p, c);
+  ASSERT_EQ(group.ws.cta_steps.size(), 8u * 2 * 2);
+  // FlashAttention-2's: a CTA per (key block, sequence, query head)
+  const KernelLaunch fa2 = launch(kernel_model("bwd_dq_dk_dv"), p, c);
+  ASSERT_EQ(fa2.ws.cta_steps.size(), 8u * 2 * 8);
+  for (size_t i = 0; i < group.ws.cta_steps.size(); ++i) {
+    const double n = static_cast<double>(i % 8);
+    EXPECT_EQ(group.ws.cta_steps[i], 4 * (16 - 2 * n)) << i;
+    EXPECT_EQ(group.ws.cta_tiles[i], 1) << i;
+  }
+  for (size_t i = 0; i < fa2.ws.cta_steps.size(); ++i)
+    EXPECT_EQ(fa2.ws.cta_steps[i], 16 - 2 * static_cast<double>(i % 8)) << i;
+  // both walk the same (query block, key block, query head) steps
+  EXPECT_EQ(group.ws.steps, fa2.ws.steps);
+  EXPECT_EQ(group.ws.steps, std::accumulate(group.ws.cta_steps.begin(), group.ws.cta_steps.end(), 0.0));
+  EXPECT_EQ(group.ws.block_q, 64);
+  EXPECT_EQ(group.ws.block_k, 128);
+  EXPECT_EQ(group.ws.head_dim, 128);
+}
+
+TEST(Fa2BackwardModel, VarlenCtasPastTheirSequenceHaveNoSteps) {
+  // sequences of 300 and 700 keys in a grid of ceil(700 / 128) = 6 key blocks: the first's blocks 3 .. 5 exit
+  const AttentionProblem p = ProblemBuilder()
+                                 .batch(2)
+                                 .heads(2)
+                                 .varlen({300, 700}, {300, 700})
+                                 .head_dim(64)
+                                 .dtype(DType::BF16)
+                                 .build();
+  const KernelLaunch l = launch(kernel_model("bwd_dq_dk_dv_group"), p, bwd_tile());
+  ASSERT_EQ(l.ws.cta_steps.size(), 6u * 2 * 2);
+  for (size_t i = 0; i < l.ws.cta_steps.size(); ++i) {
+    const bool first = (i / 6) % 2 == 0;
+    const double expected = first ? (i % 6 < 3 ? 5 : 0) : 11;  // ceil(300 / 64) = 5, ceil(700 / 64) = 11
+    EXPECT_EQ(l.ws.cta_steps[i], expected) << i;
+    EXPECT_EQ(l.ws.cta_tiles[i], expected > 0 ? 1 : 0) << i;
+  }
+  EXPECT_EQ(l.ws.tiles, 2 * (3 + 6));
+}
+
+TEST(Fa2BackwardModel, BlockMaskedProblemsListNoSteps) {
+  // the mask is data the launch does not see: the per-CTA chain times them
+  AttentionProblem p = ProblemBuilder().batch(1).heads(2).seqlen(512).head_dim(64).dtype(DType::BF16).build();
+  p.block_mask = BroadcastShape::BHQK;
+  p.block_mask_spec = "random:keep=0.5";
+  p.block_mask_q = p.block_mask_k = 64;
+  p.validate();
+  const KernelLaunch l = launch(kernel_model("bwd_dq_dk_dv_group"), p, bwd_tile());
+  EXPECT_EQ(l.ws.tiles, 0);
+  EXPECT_TRUE(l.ws.cta_steps.empty());
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto pr = predict_kernel(analytic_counts(kernel_model("bwd_dq_dk_dv_group"), p, bwd_tile()), hw);
+  EXPECT_NE(pr.cta.bound, "measured steps");
+}
+
+TEST(Fa2BackwardModel, MeasuredStepsTimeTheMainKernels) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const TileConfig c = bwd_tile();
+  for (const std::string kernel : {"bwd_dq_dk_dv_group", "bwd_dq_dk_dv"}) {
+    const MeasuredSteps* m = entry(hw, kernel, 128, 64, 128);
+    ASSERT_TRUE(m) << kernel;
+    // b1 h264 n1024 d128: 8 key blocks x 264 heads = 2112 CTAs, 16 an SM, each 16 query blocks
+    const AttentionProblem p =
+        ProblemBuilder().batch(1).heads(264).seqlen(1024).head_dim(128).dtype(DType::BF16).build();
+    const auto pr = predict_kernel(analytic_counts(kernel_model(kernel), p, c), hw);
+    EXPECT_EQ(pr.cta.bound, "measured steps") << kernel;
+    EXPECT_NEAR(pr.cta.time_s, 16 * m->tile_s(16), 1e-12) << kernel;
+    EXPECT_NEAR(pr.time_s, hw.kernel_latency_s + pr.cta.time_s, 1e-12) << kernel;
+    // 8 CTAs more (one more head): 8 SMs take a 17th CTA, and the kernel ends with them
+    const AttentionProblem more =
+        ProblemBuilder().batch(1).heads(265).seqlen(1024).head_dim(128).dtype(DType::BF16).build();
+    EXPECT_NEAR(predict_kernel(analytic_counts(kernel_model(kernel), more, c), hw).cta.time_s,
+                17 * m->tile_s(16), 1e-12)
+        << kernel;
+    // Causal: CTAs of 16 .. 2 steps, dealt in launch order: between the even share and the first SM's list
+    const AttentionProblem causal =
+        ProblemBuilder().batch(1).heads(264).seqlen(1024).head_dim(128).causal().dtype(DType::BF16).build();
+    const double t = predict_kernel(analytic_counts(kernel_model(kernel), causal, c), hw).cta.time_s;
+    double even = 0;
+    for (int n = 0; n < 8; ++n) even += 264 * m->tile_s(16 - 2 * n);
+    EXPECT_GE(t, even / 132 - 1e-12) << kernel;
+    EXPECT_LT(t, pr.cta.time_s * 0.7) << kernel;
+  }
+  // A tile the profile has no costs of: the per-CTA chain
+  const AttentionProblem p =
+      ProblemBuilder().batch(1).heads(264).seqlen(1024).head_dim(128).dtype(DType::BF16).build();
+  const auto other =
+      predict_kernel(analytic_counts(kernel_model("bwd_dq_dk_dv_group"), p, bwd_tile(64, 64)), hw);
+  EXPECT_NE(other.cta.bound, "measured steps");
+  EXPECT_GT(other.cta.time_s, 0);
+}
+
+TEST(Fa2BackwardModel, ConvertRowsOffTheTile) {
+  // n1000, d64, Br64: 16 query blocks; the padded accumulator has ceil(1000 / 128) x 128 = 1024 rows
+  const AttentionProblem p =
+      ProblemBuilder().batch(2).heads(4).seqlen(1000).head_dim(64).dtype(DType::BF16).build();
+  const TileConfig c = bwd_tile();
+  for (const auto& [kernel, rows] : {std::pair<std::string, int64_t>{"bwd_convert_dq_rows", 1000},
+                                     std::pair<std::string, int64_t>{"bwd_convert_dq", 1024}}) {
+    const KernelModel& m = kernel_model(kernel);
+    const KernelCounts a = analytic_counts(m, p, c);
+    const KernelCounts x = execute_counts(schedule(m, p, c));
+    const auto& acc = a.tensors[static_cast<size_t>(TensorId::DqAccum)];
+    EXPECT_EQ(acc.load.bytes, 2 * 4 * rows * 64 * 4) << kernel;
+    EXPECT_EQ(acc.load, x.tensors[static_cast<size_t>(TensorId::DqAccum)].load) << kernel;
+    EXPECT_EQ(a.tensors[static_cast<size_t>(TensorId::dQ)].store.bytes, 2 * 4 * 1000 * 64 * 2) << kernel;
+  }
+  // n1090 at Br128: FlashAttention-2's reads 9 whole tiles (1152 rows, the padded accumulator), flashsim's 1090
+  const AttentionProblem q =
+      ProblemBuilder().batch(1).heads(1).seqlen(1090).head_dim(64).dtype(DType::BF16).build();
+  EXPECT_EQ(analytic_counts(kernel_model("bwd_convert_dq"), q, bwd_tile(128, 128))
+                .tensors[static_cast<size_t>(TensorId::DqAccum)]
+                .load.bytes,
+            1152 * 64 * 4);
+  EXPECT_EQ(analytic_counts(kernel_model("bwd_convert_dq_rows"), q, bwd_tile(128, 128))
+                .tensors[static_cast<size_t>(TensorId::DqAccum)]
+                .load.bytes,
+            1090 * 64 * 4);
+}
+
+TEST(Fa2ForwardModel, LaunchListsStepsAndMaskedSteps) {
+  TileConfig c;  // fa2-v1's d96 / d128 forward tile: Br 128, Bc 64
+  c.block_q = 128;
+  c.block_k = 64;
+  c.warps = 4;
+  // n1000 causal: query block m sees key blocks [0, ceil(min(1000, 128 m + 128) / 64)); those from
+  // (128 m + 1) / 64 on cross the diagonal (or the keys' end) and mask element by element
+  const AttentionProblem causal =
+      ProblemBuilder().batch(2).heads(3).seqlen(1000).head_dim(128).causal().dtype(DType::BF16).build();
+  for (const std::string kernel : {"fwd_fa2", "fwd_fa2_v1"}) {
+    const KernelLaunch l = launch(kernel_model(kernel), causal, c);
+    ASSERT_EQ(l.ws.cta_steps.size(), 8u * 2 * 3) << kernel;
+    for (size_t i = 0; i < l.ws.cta_steps.size(); ++i) {
+      const int64_t m = static_cast<int64_t>(i % 8),
+                    n_max = (std::min<int64_t>(1000, 128 * m + 128) + 63) / 64;
+      EXPECT_EQ(l.ws.cta_steps[i], static_cast<double>(n_max)) << i;
+      EXPECT_EQ(l.ws.cta_masked[i], static_cast<double>(n_max - (128 * m + 1) / 64)) << i;
+    }
+  }
+  // not causal: every query block walks all 16 key blocks, the last (keys 960 .. 999) masked
+  const AttentionProblem full =
+      ProblemBuilder().batch(2).heads(3).seqlen(1000).head_dim(128).dtype(DType::BF16).build();
+  const KernelLaunch l = launch(kernel_model("fwd_fa2_v1"), full, c);
+  EXPECT_EQ(l.ws.steps, 16.0 * 8 * 6);
+  EXPECT_EQ(l.ws.masked_steps, 8.0 * 6);
+}
+
+TEST(Fa2ForwardModel, MeasuredStepsAndMaskedStepsTimeTheForward) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  TileConfig c;
+  c.block_q = 128;
+  c.block_k = 64;
+  c.warps = 4;
+  for (const std::string kernel : {"fwd_fa2", "fwd_fa2_v1"}) {
+    const MeasuredSteps* m = entry(hw, kernel, 128, 128, 64);
+    ASSERT_TRUE(m) << kernel;
+    ASSERT_NE(m->masked_step_s, 0) << kernel;
+    // b1 h264 n1024: 8 query blocks x 264 heads = 2112 CTAs, 16 an SM, each 16 key blocks, none masked
+    const AttentionProblem p =
+        ProblemBuilder().batch(1).heads(264).seqlen(1024).head_dim(128).dtype(DType::BF16).build();
+    const auto pr = predict_kernel(analytic_counts(kernel_model(kernel), p, c), hw);
+    EXPECT_EQ(pr.cta.bound, "measured steps") << kernel;
+    EXPECT_NEAR(pr.cta.time_s, 16 * m->tile_s(16), 1e-12) << kernel;
+    // n1000: the same CTAs' last key block masks the keys' end
+    const AttentionProblem odd =
+        ProblemBuilder().batch(1).heads(264).seqlen(1000).head_dim(128).dtype(DType::BF16).build();
+    EXPECT_NEAR(predict_kernel(analytic_counts(kernel_model(kernel), odd, c), hw).cta.time_s,
+                16 * (m->tile_s(16) + m->masked_step_s), 1e-12)
+        << kernel;
+  }
+  // fa2-v1's masked steps cost more than FlashAttention-2's (its element masking: the recorded causal problems)
+  EXPECT_GT(entry(hw, "fwd_fa2_v1", 64, 128, 128)->masked_step_s,
+            5 * entry(hw, "fwd_fa2", 64, 128, 128)->masked_step_s);
+}
