@@ -157,7 +157,7 @@ def dram_spread(folders):
     return lines
 
 
-CHECK_SUMMARY = re.compile(r"^== |cases passed|ALL PASS|SOME OUTPUTS FAILED|^skipped|ERROR SUMMARY|RACECHECK SUMMARY")
+CHECK_SUMMARY = re.compile(r"^== |cases passed|ALL PASS|NOTHING CHECKED|SOME OUTPUTS FAILED|^skipped|ERROR SUMMARY|RACECHECK SUMMARY")
 
 
 def check_summary(text):

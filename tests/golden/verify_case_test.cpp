@@ -7,6 +7,7 @@
 
 #include "flashsim/error.h"
 #include "flashsim/golden/case_file.h"
+#include "flashsim/golden/report.h"
 #include "flashsim/golden/verify.h"
 #include "golden_test_util.h"
 #include "run_cli.h"
@@ -207,6 +208,20 @@ TEST(VerifyReportCli, TableNamesAxesAndShowsUndefinedBounds) {
   const std::string line = help.substr(at + 1, help.find('\n', at + 1) - at - 1);
   for (const char* sub : {"generate", "merge", "list", "check", "verify", "candidate"})
     EXPECT_NE(line.find(sub), std::string::npos) << sub << ": " << line;
+}
+
+// A report that checked no output says so instead of ALL PASS (flashsim-gpu check when every case is skipped).
+TEST(VerifyReportText, NothingCheckedIsNotAllPass) {
+  VerifyReport none;
+  none.cases_skipped = 3;
+  const std::string text = format_report(none, false);
+  EXPECT_NE(text.find("NOTHING CHECKED"), std::string::npos) << text;
+  EXPECT_EQ(text.find("ALL PASS"), std::string::npos) << text;
+  VerifyReport one;
+  one.outputs_checked = 1;
+  EXPECT_NE(format_report(one, false).find("ALL PASS"), std::string::npos);
+  one.outputs_failed = 1;
+  EXPECT_NE(format_report(one, false).find("SOME OUTPUTS FAILED"), std::string::npos);
 }
 
 }  // namespace

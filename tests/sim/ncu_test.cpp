@@ -387,3 +387,64 @@ TEST(Ncu, RecordedH100MemoryBoundKernelTimes) {
   EXPECT_EQ(checked, 32);
   EXPECT_GT(short_without_latency, 10);  // the latency term is what brings them within 40%
 }
+
+// The flags against what the report says (issue 32): the head dim the kernels were compiled for, FA2's Is_causal
+// flag, the grid's batch and heads, and the GPU's compute capability against --hw's profile: each a one-line
+// InputError naming the flag, before any figure is compared.
+TEST(Ncu, FlagsThatDisagreeWithTheReportAreNamed) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto calibration =
+      read_report(FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv");  // b2 h16 n4096 d128
+  const auto causal_report = read_report(FLASHSIM_TEST_DATA "/ncu/ncu_causal_d128_n4096.csv");
+  const AttentionProblem right = recorded_problem(kCalibration);
+  EXPECT_NO_THROW(compare_ncu(calibration, right, hw));
+  EXPECT_NO_THROW(compare_ncu(causal_report, recorded_problem(kRecorded[0]), hw));
+  const auto expect = [&](const std::vector<NcuKernel>& report, const AttentionProblem& p,
+                          const HardwareProfile& h, const std::string& field, const std::string& says) {
+    try {
+      compare_ncu(report, p, h);
+      ADD_FAILURE() << "no error; expected " << says;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.field(), field) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  const auto with = [&](auto change) {
+    ProblemBuilder b;
+    b.batch(2).heads(16).seqlen(4096).head_dim(128).dtype(DType::BF16);
+    change(b);
+    return b.build();
+  };
+  expect(calibration, with([](ProblemBuilder& b) { b.head_dim(64); }), hw, "head-dim",
+         "was compiled for head dim 128; --head-dim says 64");
+  // FlashAttention-2 runs a d100 problem on its d128 kernel: those flags pass the head-dim check (and fail on
+  // the bytes, not here)
+  expect(calibration, with([](ProblemBuilder& b) { b.head_dim(96); }), hw, "head-dim",
+         "was compiled for head dim 128; --head-dim says 96");
+  try {
+    compare_ncu(calibration, with([](ProblemBuilder& b) { b.head_dim(100); }), hw);
+  } catch (const InputError& e) {
+    EXPECT_NE(e.field(), "head-dim") << e.what();
+  }
+  expect(calibration, with([](ProblemBuilder& b) { b.causal(); }), hw, "causal",
+         "was compiled without a causal mask; the flags say --causal");
+  expect(causal_report, with([](ProblemBuilder&) {}), hw, "causal",
+         "was compiled with a causal mask; the flags say no mask");
+  expect(calibration, with([](ProblemBuilder& b) { b.window(256, 0); }), hw, "window",
+         "was compiled without a sliding window (Is_local); the flags say --window");
+  expect(calibration, with([](ProblemBuilder& b) { b.batch(1); }), hw, "ncu",
+         "--batch says 1, the report ran 2");
+  expect(calibration, with([](ProblemBuilder& b) { b.heads(8); }), hw, "ncu",
+         "--heads says 8, the report ran 16");
+  expect(calibration, with([](ProblemBuilder& b) { b.seqlen(2048); }), hw, "ncu",
+         "--seqlen-q (or --seqlen) gives 16 query blocks, the report ran 32");
+  expect(calibration, right, load_profile("A100-SXM4-80GB"), "hw",
+         "ran on a compute capability 9.0 GPU; --hw A100-SXM4-80GB profiles an sm_80 GPU");
+  // flashsim's backward main kernel: a CTA per kv head, so its grid tells --heads-kv apart
+  const auto own = read_report(FLASHSIM_TEST_DATA "/ncu/own/ncu_fa2_bwd_d64_n8192.csv");  // b1 h16 n8192 d64
+  const AttentionProblem own_problem =
+      ProblemBuilder().batch(1).heads(16).seqlen(8192).head_dim(64).dtype(DType::BF16).build();
+  EXPECT_NO_THROW(compare_ncu(own, own_problem, hw));
+  expect(own, ProblemBuilder().batch(1).heads(16, 4).seqlen(8192).head_dim(64).dtype(DType::BF16).build(), hw,
+         "ncu", "--heads-kv says 4, the report ran 16 kv heads");
+}

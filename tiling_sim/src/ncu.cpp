@@ -2,6 +2,7 @@
 #include "flashsim/sim/ncu.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -135,6 +136,7 @@ std::vector<NcuKernel> parse_ncu_csv(std::istream& in) {
     k.name = f[col["Kernel Name"]];
     if (col.count("Block Size")) k.block = f[col["Block Size"]];
     if (col.count("Grid Size")) k.grid = f[col["Grid Size"]];
+    if (col.count("CC")) k.compute_capability = f[col["CC"]];
     out.push_back(std::move(k));
     return out.back();
   };
@@ -195,7 +197,19 @@ std::optional<RecognizedKernel> recognize_kernel(const std::string& name) {
       auto it = compiled.find(n.pattern);
       if (it == compiled.end()) it = compiled.emplace(n.pattern, std::regex(n.pattern)).first;
       std::smatch match;
-      if (std::regex_search(name, match, it->second)) return RecognizedKernel{m, n.config(match, name)};
+      if (!std::regex_search(name, match, it->second)) continue;
+      RecognizedKernel r;
+      r.model = m;
+      r.config = n.config(match, name);
+      if (n.head_dim_group > 0) r.head_dim = ncu_template_int(match[n.head_dim_group], name);
+      r.pads_head_dim = n.pads_head_dim;
+      const auto flag = [&](int group) -> std::optional<bool> {
+        if (group <= 0 || !match[group].matched) return std::nullopt;
+        return ncu_template_int(match[group], name) != 0;
+      };
+      r.causal = flag(n.causal_group);
+      r.local = flag(n.local_group);
+      return r;
     }
   return std::nullopt;
 }
@@ -254,21 +268,85 @@ std::vector<int64_t> parse_dim3(const std::string& text) {
 // The report's launch (grid and block, when it has them) against the problem's: a different grid means the
 // problem flags are not the problem that was profiled, and every figure would be compared with the wrong
 // prediction.
-void check_launch(const NcuKernel& k, const KernelLaunch& l, const std::string& kind) {
+void check_launch(const NcuKernel& k, const KernelLaunch& l, const KernelModel& m,
+                  const AttentionProblem& p) {
+  const std::string& kind = m.name;
   const auto grid = parse_dim3(k.grid);
   const std::vector<int64_t> want = l.heads_then_batch ? std::vector<int64_t>{l.grid_x, l.grid_z, l.grid_y}
                                                        : std::vector<int64_t>{l.grid_x, l.grid_y, l.grid_z};
-  if (!grid.empty() && grid != want)
-    throw InputError("ncu",
-                     fmt::format("kernel {} ({}) ran a grid of {}, the problem given launches ({}, {}, {}): "
-                                 "the problem flags (--batch, --heads, --seqlen, ...) are not the problem "
-                                 "that was profiled",
-                                 k.id, kind, k.grid, want[0], want[1], want[2]));
+  if (!grid.empty() && grid.size() == 3 && grid != want) {
+    // Where the grid is (blocks, batch, heads), say which flags disagree with it.
+    std::vector<std::string> why;
+    if (!m.counts && m.ncu_splits == KernelModel::NcuSplits::None) {
+      const size_t yb = l.heads_then_batch ? 2 : 1, zh = l.heads_then_batch ? 1 : 2;
+      const bool key_blocks = m.work_blocks == WorkBlocks::Backward;  // a backward main kernel: key blocks
+      if (grid[0] != want[0])
+        why.push_back(fmt::format("{} gives {} {} blocks, the report ran {}",
+                                  key_blocks ? "--seqlen-k" : "--seqlen-q (or --seqlen)", want[0],
+                                  key_blocks ? "key" : "query", grid[0]));
+      if (grid[yb] != want[yb])
+        why.push_back(fmt::format("--batch says {}, the report ran {}", p.batch, grid[yb]));
+      if (grid[zh] != want[zh])
+        why.push_back(fmt::format(
+            "{} says {}, the report ran {} {}", m.per_kv_head ? "--heads-kv" : "--heads",
+            m.per_kv_head ? p.heads_kv : p.heads_q, grid[zh], m.per_kv_head ? "kv heads" : "heads"));
+    }
+    throw InputError(
+        "ncu", fmt::format("kernel {} ({}) ran a grid of {}, the problem given launches ({}, {}, {}){}", k.id,
+                           kind, k.grid, want[0], want[1], want[2],
+                           why.empty() ? std::string(": the problem flags (--batch, --heads, --seqlen, "
+                                                     "...) are not the problem that was profiled")
+                                       : ": " + fmt::format("{}", fmt::join(why, "; "))));
+  }
   const auto block = parse_dim3(k.block);
   if (!block.empty() && block[0] * block[1] * block[2] != l.threads)
     throw InputError(
         "ncu", fmt::format("kernel {} ({}) ran {} threads per CTA ({}), its template arguments say {}", k.id,
                            kind, block[0] * block[1] * block[2], k.block, l.threads));
+}
+
+// What the report says the kernel was compiled for and ran on, against the flags: its head dim (the template
+// arguments), FlashAttention-2's causal / local flags, and the GPU's compute capability against --hw's
+// profile. A disagreement is the flags' (exit 2, naming the flag), not the kernel's.
+void check_compiled_for(const NcuKernel& k, const RecognizedKernel& r, const AttentionProblem& p,
+                        const HardwareProfile& hw) {
+  const std::string what = fmt::format("kernel {} ({})", k.id, r.model->name);
+  int64_t runs_on = p.head_dim;  // the kernel head dim the flags' head dim runs on
+  if (r.pads_head_dim)
+    for (const int64_t d : {32, 64, 96, 128, 160, 192, 224, 256})
+      if (d >= p.head_dim) {
+        runs_on = d;
+        break;
+      }
+  if (r.head_dim > 0 && r.head_dim != runs_on)
+    throw InputError(
+        "head-dim",
+        fmt::format("{} was compiled for head dim {}; --head-dim says {}{}", what, r.head_dim, p.head_dim,
+                    runs_on != p.head_dim
+                        ? fmt::format(" (FlashAttention-2 runs it on its d{} kernel)", runs_on)
+                        : std::string()));
+  const bool causal = p.window_left < 0 && p.window_right == 0;
+  const bool window = !causal && (p.window_left >= 0 || p.window_right >= 0);
+  if (r.causal && *r.causal != causal && !(r.local && *r.local && window))
+    throw InputError("causal", fmt::format("{} was compiled {} a causal mask; the flags say {}", what,
+                                           *r.causal ? "with" : "without",
+                                           causal   ? "--causal"
+                                           : window ? "a --window"
+                                                    : "no mask"));
+  if (r.local && *r.local != window && !(r.causal && *r.causal && causal))
+    throw InputError("window", fmt::format("{} was compiled {} a sliding window (Is_local); the flags say {}",
+                                           what, *r.local ? "with" : "without",
+                                           window   ? "--window"
+                                           : causal ? "--causal"
+                                                    : "no window"));
+  // ncu's CC column ("9.0") against the profile's sm_XY: the major versions must agree.
+  if (!k.compute_capability.empty() && hw.kernel_arch.rfind("sm_", 0) == 0 && hw.kernel_arch.size() >= 4) {
+    const std::string major = k.compute_capability.substr(0, k.compute_capability.find('.'));
+    if (major != hw.kernel_arch.substr(3, hw.kernel_arch.size() - 4))
+      throw InputError("hw", fmt::format("{} ran on a compute capability {} GPU; --hw {} profiles an {} GPU "
+                                         "(flashsim hw list names the profiles)",
+                                         what, k.compute_capability, hw.name, hw.kernel_arch));
+  }
 }
 
 // A DRAM figure against its interval: ok inside [lower - floor, upper + floor]; above, a finding about the
@@ -351,8 +429,9 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
       } else if (rec->model->ncu_splits == KernelModel::NcuSplits::PreviousKernel) {
         rec->config.num_splits = last_splits;
       }
+      check_compiled_for(k, *rec, p, hw);
       const KernelCounts counts = analytic_counts(*rec->model, p, rec->config, data);
-      check_launch(k, counts.launch, rec->model->name);
+      check_launch(k, counts.launch, *rec->model, p);
       L2Context ctx;
       if (auto it = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"); it != k.metrics.end())
         ctx.spill_store_bytes_per_cta =

@@ -247,7 +247,11 @@ KernelModel fa2_backward_dq_dk_dv() {
   KernelModel m = fa2_backward_model(
       "bwd_dq_dk_dv",
       "FA2 backward 2/3: a key block per CTA, dK and dV stored, dQ reduced into the fp32 accumulator",
-      FLASHSIM_FA2_BWD_NCU_PATTERN("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"));
+      // then (optionally) the template flags after the traits: Is_dropout, Is_causal, Is_local, ...
+      FLASHSIM_FA2_BWD_NCU_PATTERN(
+          "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel") R"((?:[^>]*>>\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+))?)");
+  m.ncu_names[0].causal_group = 6;
+  m.ncu_names[0].local_group = 7;
   m.work_blocks = WorkBlocks::Backward;
   m.backward_mma_rate = true;
   m.block_sparse = true;

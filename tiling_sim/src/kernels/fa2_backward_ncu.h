@@ -30,8 +30,8 @@ inline KernelModel fa2_backward_model(std::string name, std::string summary, con
   m.algorithm = Algorithm::Fa2;
   m.pass = Pass::Backward;
   m.summary = std::move(summary);
-  m.ncu_names = {{ncu_pattern, from_bwd_traits}};
-  if (flashsim_pattern) m.ncu_names.push_back({flashsim_pattern, from_bwd_traits});
+  m.ncu_names = {{ncu_pattern, from_bwd_traits, 1, 0, 0, true}};  // group 1: the head dim (FA2's: padded)
+  if (flashsim_pattern) m.ncu_names.push_back({flashsim_pattern, from_bwd_traits, 1});
   return m;
 }
 

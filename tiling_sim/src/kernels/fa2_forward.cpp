@@ -133,8 +133,11 @@ KernelModel fa2_forward() {
   // lse: the lanes of a warp's m16 tile's first column, 8 rows a store instruction
   m.lsu_row_stat_rows = [](const TileConfig&) { return 8; };
   m.time_model = measured_or_chain_time;
-  m.ncu_names = {
-      {R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_traits}};
+  // Then (optionally) the template flags after the traits: Is_dropout, Is_causal, Is_local, ... (traffic compare
+  // checks --causal / --window against them).
+  m.ncu_names = {{R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))"
+                  R"((?:[^>]*>>\s*,\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+))?)",
+                  from_fwd_traits, 1, 6, 7, true}};
   return m;
 }
 
@@ -148,7 +151,7 @@ KernelModel fa2_v1_forward() {
       "flashsim's FA2 forward (gpu/fa2): Q block resident, K/V blocks streamed, O and lse stored once";
   m.algorithm.reset();  // by name only (sim predict --kernel), as the other gpu/ kernels' models
   m.ncu_names = {
-      {R"(flashsim_fa2_fwd_kernel<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_v1_traits}};
+      {R"(flashsim_fa2_fwd_kernel<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))", from_fwd_v1_traits, 1}};
   return m;
 }
 

@@ -437,7 +437,8 @@ KernelModel fa3_backward() {
   m.cta = main_cta;
   m.counts = main_counts;
   m.time_model = main_time;
-  m.ncu_names = {{R"(flashsim_fa3_bwd_kernel)" FLASHSIM_FA3_BWD_TRAITS, from_bwd_traits}};
+  m.ncu_names = {
+      {R"(flashsim_fa3_bwd_kernel)" FLASHSIM_FA3_BWD_TRAITS, from_bwd_traits, 1}};  // 1: the head dim
   return m;
 }
 
@@ -449,7 +450,7 @@ KernelModel fa3_backward_convert_dq() {
   m.launch = convert_launch;
   m.cta = convert_cta;
   m.sequence = convert_sequence;
-  m.ncu_names = {{R"(flashsim_fa3_bwd_convert_dq_kernel)" FLASHSIM_FA3_BWD_TRAITS, from_bwd_traits}};
+  m.ncu_names = {{R"(flashsim_fa3_bwd_convert_dq_kernel)" FLASHSIM_FA3_BWD_TRAITS, from_bwd_traits, 1}};
   return m;
 }
 

@@ -416,7 +416,7 @@ KernelModel fa3_forward() {
   // Demangled as ncu prints it, with or without namespaces, casts or spaces in the template arguments.
   m.ncu_names = {{R"(flashsim_fa3_fwd_kernel\s*<\s*(?:\w+::)*Fa3FwdTraits\s*<\s*(?:\(\w+\)\s*)?(\d+)\s*,\s*)"
                   R"((?:\(\w+\)\s*)?(\d+)\s*,\s*(?:\(\w+\)\s*)?(\d+)\s*,\s*(?:\(\w+\)\s*)?(\d+))",
-                  from_fa3_traits}};
+                  from_fa3_traits, 1}};  // group 1: the head dim
   return m;
 }
 

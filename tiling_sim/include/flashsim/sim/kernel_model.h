@@ -85,6 +85,13 @@ struct HardwareProfile;
 struct NcuName {
   const char* pattern;  // a string literal (its address keys the compiled regex)
   TileConfig (*config)(const std::smatch& m, const std::string& name);
+  // The pattern's groups that hold what the kernel was compiled for, which traffic compare checks the problem
+  // flags against (0: the name does not say): the head dim, and FlashAttention-2's Is_causal and Is_local
+  // template flags (an optional tail of the pattern: a group that did not match says nothing).
+  int head_dim_group = 0, causal_group = 0, local_group = 0;
+  // FlashAttention-2's kernels run a head dim on the smallest one compiled that holds it (32, 64, 96, 128, 160,
+  // 192, 224, 256: a d80 problem runs the d96 kernel); flashsim's only on their own.
+  bool pads_head_dim = false;
 };
 
 struct KernelModel {

@@ -12,7 +12,8 @@ namespace flashsim::sim {
 
 struct NcuKernel {
   std::string id, name, block, grid;
-  std::map<std::string, double> metrics;             // values in base units (bytes, sectors, ns)
+  std::string compute_capability;         // ncu's "CC" column ("9.0"); empty when the report has none
+  std::map<std::string, double> metrics;  // values in base units (bytes, sectors, ns)
   std::map<std::string, std::string> unknown_units;  // metrics whose unit could not be converted: the unit
 };
 
@@ -33,8 +34,12 @@ std::vector<NcuKernel> with_dram_counters(std::vector<NcuKernel> full, const std
 // A kernel recognized by name (a registered model's ncu_names), with the tile config from its template
 // arguments; throws InputError("ncu") for template arguments that give no valid config.
 struct RecognizedKernel {
-  const KernelModel* model;
+  const KernelModel* model = nullptr;
   TileConfig config;
+  int64_t head_dim = 0;        // the head dim its name says it was compiled for (0: not said)
+  bool pads_head_dim = false;  // it runs smaller head dims padded (NcuName::pads_head_dim)
+  std::optional<bool> causal;  // FlashAttention-2's Is_causal template flag, where the name has it
+  std::optional<bool> local;   // ... and its Is_local (a sliding window)
 };
 std::optional<RecognizedKernel> recognize_kernel(const std::string& name);
 
