@@ -6,7 +6,8 @@ fa2-heldout` profiles each with ncu (fa2-v1's forward and backward, SDPA's flash
 `run.py derive fa2-heldout` compares them with `flashsim traffic compare`.
     python3 bench/gpu/fa2_heldout.py   # rewrites the list (same seed: the same problems)"""
 import os
-import random
+
+import heldout
 
 SEED = 2026112731  # the date and the issue
 COUNT = 24
@@ -28,13 +29,7 @@ def draw(rng):
 
 
 def main():
-    rng = random.Random(SEED)
-    shapes = [draw(rng) for _ in range(COUNT)]
-    with open(OUT, "w") as f:
-        f.write(f"# fa2 held-out problems, seed {SEED} (bench/gpu/fa2_heldout.py): b h hkv n d causal\n")
-        for s in shapes:
-            f.write(" ".join(map(str, s)) + "\n")
-    print(open(OUT).read(), end="")
+    heldout.write(OUT, SEED, COUNT, draw, f"fa2 held-out problems, seed {SEED} (bench/gpu/fa2_heldout.py): b h hkv n d causal")
 
 
 if __name__ == "__main__":

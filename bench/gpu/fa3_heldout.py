@@ -5,7 +5,8 @@ each (forward by CUDA events with fa3-v1's own schedule, backward's main kernel 
 fa3-heldout` compares them with `flashsim sim predict`.
     python3 bench/gpu/fa3_heldout.py   # rewrites the list (same seed: the same shapes)"""
 import os
-import random
+
+import heldout
 
 SEED = 2026112629  # the date and the issue
 COUNT = 24
@@ -28,13 +29,7 @@ def draw(rng):
 
 
 def main():
-    rng = random.Random(SEED)
-    shapes = [draw(rng) for _ in range(COUNT)]
-    with open(OUT, "w") as f:
-        f.write(f"# fa3 held-out shapes, seed {SEED} (bench/gpu/fa3_heldout.py): b h hkv sq sk d wl wr\n")
-        for s in shapes:
-            f.write(" ".join(map(str, s)) + "\n")
-    print(open(OUT).read(), end="")
+    heldout.write(OUT, SEED, COUNT, draw, f"fa3 held-out shapes, seed {SEED} (bench/gpu/fa3_heldout.py): b h hkv sq sk d wl wr")
 
 
 if __name__ == "__main__":

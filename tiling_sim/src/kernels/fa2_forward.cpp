@@ -94,25 +94,14 @@ void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c)
   w.head_dim = p.head_dim;
   w.head_dim_v = p.head_dim_v;
   w.stages = c.stages;
-  const bool listed = l.ctas() <= WarpSpecializedWork::kMaxListedCtas;
   const int64_t batches = p.keys_vary() ? p.batch : 1;  // equal sequences: one pattern for every (b, h)
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> steps(static_cast<size_t>(batches));
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> blocks(static_cast<size_t>(batches));
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t m = 0; m < l.grid_x; ++m)
-      steps[static_cast<size_t>(b)].push_back(m * c.block_q < p.len_q(b)
-                                                  ? query_block_steps(p, c, b, m * c.block_q)
-                                                  : std::pair<int64_t, int64_t>{0, 0});
-  for (int64_t z = 0; z < l.grid_z; ++z)
-    for (int64_t b = 0; b < l.grid_y; ++b)
-      for (const auto& [s, masked] : steps[static_cast<size_t>(batches > 1 ? b : 0)]) {
-        w.tiles += s > 0 ? 1 : 0;
-        w.steps += static_cast<double>(s);
-        w.masked_steps += static_cast<double>(masked);
-        if (!listed) continue;
-        w.cta_tiles.push_back(s > 0 ? 1 : 0);
-        w.cta_steps.push_back(static_cast<double>(s));
-        w.cta_masked.push_back(static_cast<double>(masked));
-      }
+      blocks[static_cast<size_t>(b)].push_back(m * c.block_q < p.len_q(b)
+                                                   ? query_block_steps(p, c, b, m * c.block_q)
+                                                   : std::pair<int64_t, int64_t>{0, 0});
+  list_ctas(w, l, blocks);
 }
 
 KernelLaunch forward_launch(const AttentionProblem& p, const TileConfig& c) {

@@ -43,6 +43,23 @@ double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, d
   return *std::max_element(heap.begin(), heap.end());
 }
 
+void list_ctas(WarpSpecializedWork& w, const KernelLaunch& l,
+               const std::vector<std::vector<std::pair<int64_t, int64_t>>>& blocks) {
+  const bool listed = l.ctas() <= WarpSpecializedWork::kMaxListedCtas;
+  for (int64_t z = 0; z < l.grid_z; ++z)
+    for (int64_t b = 0; b < l.grid_y; ++b)
+      for (const auto& [steps, masked] : blocks[blocks.size() > 1 ? static_cast<size_t>(b) : 0]) {
+        const double s = static_cast<double>(steps), mk = static_cast<double>(masked);
+        w.tiles += s > 0 ? 1 : 0;
+        w.steps += s;
+        w.masked_steps += mk;
+        if (!listed) continue;
+        w.cta_tiles.push_back(s > 0 ? 1 : 0);
+        w.cta_steps.push_back(s);
+        w.cta_masked.push_back(mk);
+      }
+}
+
 CtaTime measured_or_chain_time(const KernelCounts& k, int ctas_per_sm, double imbalance,
                                const HardwareProfile& hw) {
   CtaTime t = cta_time(k, ctas_per_sm, imbalance, hw);

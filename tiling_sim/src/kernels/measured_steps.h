@@ -4,6 +4,8 @@
 // has their tile, and their component estimate elsewhere.
 #include <cstdint>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "flashsim/sim/counts.h"
 #include "flashsim/sim/cta_model.h"
@@ -23,6 +25,12 @@ const MeasuredSteps* find_measured_steps(const HardwareProfile& hw, std::string_
 // them all at once. Without w's per-CTA lists: the totals over the slots, times `imbalance`.
 double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, double step_extra_s,
                          double masked_extra_s, int64_t slots, double imbalance);
+
+// Fills w's totals and (up to WarpSpecializedWork::kMaxListedCtas CTAs) its per-CTA lists from each sequence's
+// blocks: blocks[b][x] = (steps, masked steps) of grid block x of sequence b (one list for every sequence when
+// blocks has one), repeated over the launch's grid in its order (x fastest, then y: the batch, then z: the heads).
+void list_ctas(WarpSpecializedWork& w, const KernelLaunch& l,
+               const std::vector<std::vector<std::pair<int64_t, int64_t>>>& blocks);
 
 // The time of a kernel whose launch lists its CTAs' steps (KernelLaunch::ws): where the profile has the
 // instance's measured costs (an SM's seconds for a CTA of n steps, measured with every SM full: the FA2 family's
