@@ -60,11 +60,6 @@ CtaStep backward_step(const AttentionProblem& p, const TileConfig& c) {
 void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c, int64_t group) {
   WarpSpecializedWork& w = l.ws;
   if (p.block_mask != BroadcastShape::None) return;
-  w.block_q = c.bwd_block_q;
-  w.block_k = c.bwd_block_k;
-  w.head_dim = p.head_dim;
-  w.head_dim_v = p.head_dim_v;
-  w.stages = 1;  // Q and dO double-buffered in every instance: the measured entries' key
   const int64_t batches = p.keys_vary() ? p.batch : 1;  // equal sequences: one pattern for every (b, h)
   // no masked steps listed: a masked step costs a step here (the n4096 causal calibration problems: 0.97 ..
   // 1.10 of the prediction without a masked cost)
@@ -77,7 +72,7 @@ void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c,
                                 : std::pair<int64_t, int64_t>{0, 0};
       blocks[static_cast<size_t>(b)].emplace_back((m1 - m0) * group, 0);
     }
-  list_ctas(w, l, blocks);
+  list_ctas(w, l, p, c.bwd_block_q, c.bwd_block_k, 1, blocks);  // stages 1: Q and dO double-buffered in all
 }
 
 KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {

@@ -89,11 +89,6 @@ std::pair<int64_t, int64_t> query_block_steps(const AttentionProblem& p, const T
 void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c) {
   WarpSpecializedWork& w = l.ws;
   if (p.block_mask != BroadcastShape::None) return;
-  w.block_q = c.block_q;
-  w.block_k = c.block_k;
-  w.head_dim = p.head_dim;
-  w.head_dim_v = p.head_dim_v;
-  w.stages = c.stages;
   const int64_t batches = p.keys_vary() ? p.batch : 1;  // equal sequences: one pattern for every (b, h)
   std::vector<std::vector<std::pair<int64_t, int64_t>>> blocks(static_cast<size_t>(batches));
   for (int64_t b = 0; b < batches; ++b)
@@ -101,7 +96,7 @@ void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c)
       blocks[static_cast<size_t>(b)].push_back(m * c.block_q < p.len_q(b)
                                                    ? query_block_steps(p, c, b, m * c.block_q)
                                                    : std::pair<int64_t, int64_t>{0, 0});
-  list_ctas(w, l, blocks);
+  list_ctas(w, l, p, c.block_q, c.block_k, c.stages, blocks);
 }
 
 KernelLaunch forward_launch(const AttentionProblem& p, const TileConfig& c) {

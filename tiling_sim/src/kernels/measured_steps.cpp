@@ -43,8 +43,14 @@ double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, d
   return *std::max_element(heap.begin(), heap.end());
 }
 
-void list_ctas(WarpSpecializedWork& w, const KernelLaunch& l,
+void list_ctas(WarpSpecializedWork& w, const KernelLaunch& l, const AttentionProblem& p, int64_t block_q,
+               int64_t block_k, int stages,
                const std::vector<std::vector<std::pair<int64_t, int64_t>>>& blocks) {
+  w.block_q = block_q;
+  w.block_k = block_k;
+  w.head_dim = p.head_dim;
+  w.head_dim_v = p.head_dim_v;
+  w.stages = stages;
   const bool listed = l.ctas() <= WarpSpecializedWork::kMaxListedCtas;
   for (int64_t z = 0; z < l.grid_z; ++z)
     for (int64_t b = 0; b < l.grid_y; ++b)

@@ -29,7 +29,9 @@ double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, d
 // Fills w's totals and (up to WarpSpecializedWork::kMaxListedCtas CTAs) its per-CTA lists from each sequence's
 // blocks: blocks[b][x] = (steps, masked steps) of grid block x of sequence b (one list for every sequence when
 // blocks has one), repeated over the launch's grid in its order (x fastest, then y: the batch, then z: the heads).
-void list_ctas(WarpSpecializedWork& w, const KernelLaunch& l,
+// w's tile (Br, Bc, stages: the measured entries' key) and head dims are set from the arguments.
+void list_ctas(WarpSpecializedWork& w, const KernelLaunch& l, const AttentionProblem& p, int64_t block_q,
+               int64_t block_k, int stages,
                const std::vector<std::vector<std::pair<int64_t, int64_t>>>& blocks);
 
 // The time of a kernel whose launch lists its CTAs' steps (KernelLaunch::ws): where the profile has the
