@@ -641,11 +641,11 @@ namespace {
 
 // Every kernel that honours a block mask, forward and backward.
 std::vector<const KernelModel*> sparse_kernels() {
-  return {
-      &kernel_model("fwd_fa2"),      &kernel_model("fwd_three_pass"),     &kernel_model("fwd_two_pass"),
-      &kernel_model("fwd_fa1"),      &kernel_model("bwd_dot_do_o"),       &kernel_model("bwd_dot_do_o_lse"),
-      &kernel_model("bwd_dq_dk_dv"), &kernel_model("bwd_dq_dk_dv_group"), &kernel_model("bwd_convert_dq"),
-      &kernel_model("bwd_convert_dq_rows")};
+  return {&kernel_model("fwd_fa2"),        &kernel_model("fwd_three_pass"),
+          &kernel_model("fwd_two_pass"),   &kernel_model("fwd_fa1"),
+          &kernel_model("bwd_dot_do_o"),   &kernel_model("bwd_dot_do_o_lse"),
+          &kernel_model("bwd_dq_dk_dv"),   &kernel_model("bwd_dq_dk_dv_group"),
+          &kernel_model("bwd_convert_dq"), &kernel_model("bwd_convert_dq_rows")};
 }
 
 AttentionProblem with_mask(AttentionProblem p, BroadcastShape shape, const std::string& spec, int64_t tq,

@@ -115,8 +115,8 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
   auto& acc = k.tensors[static_cast<size_t>(TensorId::DqAccum)];
   if (c.dq_strategy == DqStrategy::Partials) {  // each partial row is written once, then read once
     acc.unique_bytes = acc.load.bytes + acc.store.bytes;
-  } else if (touched(
-                 TensorId::DqAccum)) {  // a kernel moving fewer bytes touches the rows it moves, once each
+  } else if (touched(TensorId::DqAccum)) {
+    // a kernel moving fewer bytes than the padded footprint touches the rows it moves, once each
     acc.unique_bytes = std::min(acc.unique_bytes, acc.load.bytes + acc.store.bytes + acc.reduce.bytes);
   }
 }

@@ -349,13 +349,10 @@ void check_compiled_for(const NcuKernel& k, const RecognizedKernel& r, const Att
   }
 }
 
-// A DRAM figure against its interval: ok inside [lower - floor, upper + floor]; above, a finding about the
-// kernel naming the tensor whose traffic the schedule says grows fastest (and, for writes of a kernel that
-// spills, its spill frames); below, fewer bytes than the compulsory ones. spill_bytes: ncu's local-memory store
-// bytes, < 0 when the report has no such counter.
 // The bytes a kernel's row-statistic stores (lse, D, the row sum: 4-byte rows in [batch, heads, seqlen], varlen
 // [heads, total rows]) move through the LSU beyond their own: each store instruction writes `group` contiguous
-// rows and the LSU moves every sector it touches whole (KernelModel::lsu_row_stat_rows).
+// rows and the LSU moves every sector it touches whole (KernelModel::lsu_row_stat_rows): counted per
+// instruction, where strided_sectors counts the union of the sectors a move touches.
 double row_stat_store_excess(const KernelCounts& counts, const AttentionProblem& p, int group) {
   int tensors = 0;
   for (const ref::TensorId t : {ref::TensorId::Lse, ref::TensorId::Delta, ref::TensorId::RowSum})
@@ -377,6 +374,10 @@ double row_stat_store_excess(const KernelCounts& counts, const AttentionProblem&
   return excess * tensors;
 }
 
+// A DRAM figure against its interval: ok inside [lower - floor, upper + floor]; above, a finding about the
+// kernel naming the tensor whose traffic the schedule says grows fastest (and, for writes of a kernel that
+// spills, its spill frames); below, fewer bytes than the compulsory ones. spill_bytes: ncu's local-memory store
+// bytes, < 0 when the report has no such counter.
 void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool reads, double spill_bytes) {
   m.interval = true;
   m.lower = b.lower;

@@ -75,7 +75,8 @@ void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c,
   list_ctas(w, l, p, c.bwd_block_q, c.bwd_block_k, 1, blocks);  // stages 1: Q and dO double-buffered in all
 }
 
-KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
+// The launch of either main kernel but for its grid's heads and its listed steps.
+KernelLaunch shared_launch(const AttentionProblem& p, const TileConfig& c) {
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
   const int64_t br = c.bwd_block_q, bc = c.bwd_block_k;
   KernelLaunch l = per_head_launch(p, ceil_div(p.seqlen_k, bc), fa2_backward_threads(c));
@@ -88,6 +89,11 @@ KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
             {"V", bc * dv * e},
             {"dS", br * bc * e},
             {"P", br * bc * e}};
+  return l;
+}
+
+KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
+  KernelLaunch l = shared_launch(p, c);
   list_steps(l, p, c, 1);
   return l;
 }
@@ -177,9 +183,8 @@ void group_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t hk, int64_
 }
 
 KernelLaunch group_launch(const AttentionProblem& p, const TileConfig& c) {
-  KernelLaunch l = main_launch(p, c);
+  KernelLaunch l = shared_launch(p, c);
   l.grid_z = p.heads_kv;
-  l.ws = WarpSpecializedWork();
   list_steps(l, p, c, p.group_size());
   return l;
 }
