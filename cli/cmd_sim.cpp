@@ -1,11 +1,13 @@
 // flashsim hw list|show, flashsim sim predict|sweep, flashsim traffic compare: thin wrappers over
 // flashsim::sim.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <tuple>
 
@@ -92,13 +94,36 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
         "profile's measured_steps, docs/simulator.md)\n");
 }
 
+// The occupancy limiter in a word for the CTA/SM column ("2 smem"): what stops one more CTA on an SM.
+std::string occupancy_text(const sim::Occupancy& o) {
+  const std::string& l = o.limiter;
+  const char* word = l == "shared memory" ? "smem"
+                     : l == "registers"   ? "regs"
+                     : l == "threads"     ? "thr"
+                                          : "slots";
+  return fmt::format("{} {}", o.ctas_per_sm, word);
+}
+
 void print_row(const std::string& name, int64_t load, int64_t store, int64_t reduce, int64_t dram_read,
-               int64_t dram_write, const std::string& smem, const std::string& occ, double flops,
-               double time_s, const std::string& bound, size_t width) {
-  fmt::print("{:<{}} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8.3f} {:>9.1f} {:>8.1f} {:>8}\n", name,
-             width, human(double(load)), human(double(store)), human(double(reduce)),
-             human(double(dram_read)), human(double(dram_write)), smem, occ, flops / 1e12, time_s * 1e6,
-             time_s > 0 ? flops / time_s / 1e12 : 0.0, bound);
+               int64_t dram_write, const std::string& smem, const std::string& occ, const std::string& waves,
+               double flops, double time_s, const std::string& bound, size_t width) {
+  fmt::print("{:<{}} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>8} {:>6} {:>8.3f} {:>9.1f} {:>8.1f} {:>8}\n",
+             name, width, human(double(load)), human(double(store)), human(double(reduce)),
+             human(double(dram_read)), human(double(dram_write)), smem, occ, waves, flops / 1e12,
+             time_s * 1e6, time_s > 0 ? flops / time_s / 1e12 : 0.0, bound);
+}
+
+// waves = CTAs / (SMs x CTA/SM): under one, part of the GPU idles and the bound's unit runs on the busy SMs only.
+void print_waves_note(const std::vector<sim::KernelPrediction>& ks, const sim::HardwareProfile& hw) {
+  for (const auto& k : ks)
+    if (k.occ.fits && k.waves < 0.5) {
+      fmt::print(
+          "waves: {} launches {} CTAs for {} resident slots ({} SMs x {}): {:.0f}% of the GPU works, so its "
+          "'{}' bound is that of the busy SMs and its TFLOP/s a fraction of the GPU's\n",
+          k.name, k.counts.launch.ctas(), k.occ.resident_ctas, hw.sms, k.occ.ctas_per_sm,
+          100 * std::min(1.0, static_cast<double>(k.counts.launch.ctas()) / static_cast<double>(hw.sms)),
+          k.bound);
+    }
 }
 
 // One row per kernel (and its tensors), then a total per pass: the pass's bytes, FLOPs and time summed, and
@@ -106,17 +131,17 @@ void print_row(const std::string& name, int64_t load, int64_t store, int64_t red
 void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
   size_t w = 16;  // the kernel column: the longest name
   for (const auto& k : ks) w = std::max(w, k.name.size());
-  fmt::print("{:<{}} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>6} {:>8} {:>9} {:>8} {:>8}\n", "kernel", w,
-             "load", "store", "reduce", "dram read", "dram write", "smem/CTA", "CTA/SM", "TFLOP", "time us",
-             "TFLOP/s", "bound");
+  fmt::print("{:<{}} {:>11} {:>11} {:>11} {:>11} {:>11} {:>8} {:>8} {:>6} {:>8} {:>9} {:>8} {:>8}\n",
+             "kernel", w, "load", "store", "reduce", "dram read", "dram write", "smem/CTA", "CTA/SM", "waves",
+             "TFLOP", "time us", "TFLOP/s", "bound");
   for (size_t i = 0; i < ks.size(); ++i) {
     const auto& k = ks[i];
     if (!k.occ.fits) {
       fmt::print("{:<{}} does not fit: {}\n", k.name, w, k.occ.reason);
     } else {
       print_row(k.name, k.counts.load_bytes(), k.counts.store_bytes(), k.counts.reduce_bytes(), k.dram_read,
-                k.dram_write, std::to_string(k.counts.launch.smem_bytes()), std::to_string(k.occ.ctas_per_sm),
-                k.counts.mma_flops, k.time_s, k.bound, w);
+                k.dram_write, std::to_string(k.counts.launch.smem_bytes()), occupancy_text(k.occ),
+                fmt::format("{:.2f}", k.waves), k.counts.mma_flops, k.time_s, k.bound, w);
       for (size_t t = 0; t < k.counts.tensors.size(); ++t) {
         const auto& tt = k.counts.tensors[t];
         if (tt.load.bytes + tt.store.bytes + tt.reduce.bytes == 0) continue;
@@ -146,8 +171,8 @@ void print_predictions(const std::vector<sim::KernelPrediction>& ks) {
       ++n;
     }
     if (n > 1)
-      print_row(fmt::format("{} total", pass_name(pass)), load, store, reduce, dr, dw, "", "", flops, time,
-                "", w);
+      print_row(fmt::format("{} total", pass_name(pass)), load, store, reduce, dr, dw, "", "", "", flops,
+                time, "", w);
   }
 }
 
@@ -171,7 +196,86 @@ struct PredictState {
   std::vector<std::string> kernels;
   bool json = false, executed = false;
   MemoryFlag memory;  // for --executed
+  std::string vs;     // --vs: the other tile's flags
 };
+
+// --vs "FLAGS": the tile flags of the other config, over this command's tile (flags it does not give keep
+// this command's values); InputError("vs") for anything but tile flags.
+std::function<TileConfig(const TileConfig&)> vs_tile(
+    const std::string& text, const std::function<TileConfig(const TileConfig&)>& mine) {
+  auto flags = std::make_shared<TileFlags>();
+  CLI::App parser("--vs", "--vs");
+  flags->add_to(&parser);
+  try {
+    parser.parse(text, false);
+  } catch (const CLI::ParseError& e) {
+    throw InputError("vs", fmt::format("'{}': {} (--vs takes tile flags only: --block-q --block-k "
+                                       "--bwd-block-q --bwd-block-k --warps --stages --q-in-registers "
+                                       "--kv-shared --dq-strategy --num-splits)",
+                                       text, e.what()));
+  }
+  return [flags, mine](const TileConfig& base) { return flags->over(mine(base)); };
+}
+
+// The knobs that differ between two tiles, of the passes shown ("block_q 128 -> 64, warps 4 -> 8").
+std::string tile_differences(const TileConfig& a, const TileConfig& b, const std::string& pass) {
+  std::vector<std::string> seen, out;
+  for (const Pass ps : {Pass::Forward, Pass::Backward}) {
+    if (pass != "both" && pass != pass_name(ps)) continue;
+    const auto ka = sim::pass_knobs(a, ps), kb = sim::pass_knobs(b, ps);
+    for (size_t i = 0; i < ka.size(); ++i) {
+      if (std::find(seen.begin(), seen.end(), ka[i].first) != seen.end()) continue;
+      seen.push_back(ka[i].first);
+      if (ka[i].second != kb[i].second)
+        out.push_back(fmt::format("{} {} -> {}", ka[i].first, ka[i].second, kb[i].second));
+    }
+  }
+  if (out.empty()) return "none (the same tile)";
+  std::string joined;
+  for (const auto& d : out) joined += (joined.empty() ? "" : ", ") + d;
+  return joined;
+}
+
+// sim predict --vs: the two tiles' kernels side by side (time, DRAM bytes, shared memory, occupancy, bound),
+// a total per pass and overall, B / A.
+void print_versus(const app::PredictReport& a, const app::PredictReport& b, const std::string& vs,
+                  const std::string& pass) {
+  fmt::print("{}\nhardware: {}\nA: {}\nB: {}   (--vs \"{}\")\ndiffers: {}\n", a.problem.describe(), a.hw.name,
+             a.config, b.config, vs, tile_differences(a.tile, b.tile, pass));
+  size_t w = 16;
+  for (const auto& k : a.kernels) w = std::max(w, k.name.size());
+  fmt::print("{:<{}} {:>10} {:>10} {:>6} {:>11} {:>11} {:>8} {:>8} {:>8} {:>8} {:>14} {:>14}\n", "kernel", w,
+             "time us A", "time us B", "B/A", "DRAM A", "DRAM B", "smem A", "smem B", "CTA/SM A", "CTA/SM B",
+             "bound A", "bound B");
+  double ta = 0, tb = 0, pa = 0, pb = 0;
+  const auto total = [&](const std::string& name, double x, double y) {
+    fmt::print("{:<{}} {:>10.1f} {:>10.1f} {:>6.2f}\n", name, w, x * 1e6, y * 1e6, x > 0 ? y / x : 0.0);
+  };
+  for (size_t i = 0; i < a.kernels.size() && i < b.kernels.size(); ++i) {
+    const auto &x = a.kernels[i], &y = b.kernels[i];
+    if (!y.occ.fits) {
+      fmt::print("{:<{}} {:>10.1f} {:>10} B does not fit: {}\n", x.name, w, x.time_s * 1e6, "-",
+                 y.occ.reason);
+    } else {
+      fmt::print("{:<{}} {:>10.1f} {:>10.1f} {:>6.2f} {:>11} {:>11} {:>8} {:>8} {:>8} {:>8} {:>14} {:>14}\n",
+                 x.name, w, x.time_s * 1e6, y.time_s * 1e6, x.time_s > 0 ? y.time_s / x.time_s : 0.0,
+                 human(double(x.dram_read + x.dram_write)), human(double(y.dram_read + y.dram_write)),
+                 x.counts.launch.smem_bytes(), y.counts.launch.smem_bytes(), occupancy_text(x.occ),
+                 occupancy_text(y.occ), x.bound, y.bound);
+    }
+    ta += x.time_s;
+    tb += y.time_s;
+    pa += x.time_s;
+    pb += y.time_s;
+    const Pass ps = x.counts.launch.model->pass;
+    if (i + 1 == a.kernels.size() || a.kernels[i + 1].counts.launch.model->pass != ps) {
+      total(fmt::format("{} total", pass_name(ps)), pa, pb);
+      pa = pb = 0;
+    }
+  }
+  if (pass == "both") total("total", ta, tb);
+  fmt::print("DRAM: bytes read + written; B/A: B's time over A's (under 1: B is faster)\n");
+}
 
 struct SweepState {
   ProblemFlags pf = kernel_problem_flags();
@@ -389,6 +493,9 @@ void add_sim(CLI::App& app) {
       ->delimiter(',');
   pr->add_flag("--json", st->json, "JSON output");
   pr->add_flag("--executed", st->executed, "Run the full schedule instead of the closed form");
+  pr->add_option("--vs", st->vs,
+                 "Another tile as tile flags (\"--block-q 64 --warps 8\"; the ones not given keep this "
+                 "command's): both predicted, side by side with their differences");
   st->memory.add_to(pr);
   pr->callback([st] {
     PredictRequest req;
@@ -403,6 +510,30 @@ void add_sim(CLI::App& app) {
     req.executed = st->executed;
     req.max_memory_bytes = st->memory.bytes();
     const auto r = run_predict(req);
+    if (!st->vs.empty()) {
+      PredictRequest other = req;
+      other.apply_given = vs_tile(st->vs, req.apply_given);
+      other.given = other.apply_given(TileConfig{});
+      app::PredictReport rb;
+      try {
+        rb = run_predict(other);
+      } catch (const InputError& e) {
+        throw InputError("vs", fmt::format("'{}': {}", st->vs, e.what()));
+      }
+      if (!r.fits) throw InputError("tile", r.misfit);
+      if (st->json)
+        fmt::print("{}\n", nlohmann::json{{"a", to_json(r)},
+                                          {"b", to_json(rb)},
+                                          {"differs", tile_differences(r.tile, rb.tile, st->pass)}}
+                               .dump(2));
+      else
+        print_versus(r, rb, st->vs, st->pass);
+      if (!rb.fits) {
+        std::fprintf(stderr, "flashsim: error: vs: %s\n", rb.misfit.c_str());
+        set_exit_code(2);
+      }
+      return;
+    }
     const auto& p = r.problem;
     const auto& hw = r.hw;
     const auto& c = r.tile;
@@ -420,6 +551,7 @@ void add_sim(CLI::App& app) {
             c.num_splits, c.num_splits > 1 ? "s" : "", p.group_size(), human(sim::kv_cache_bytes(p)),
             sim::splitkv_heuristic(p, c, hw), sim::splitkv_heuristic(p, c, hw) > 1 ? "s" : "");
       print_predictions(r.kernels);
+      print_waves_note(r.kernels, hw);
       if (r.masked)
         fmt::print("block mask: {} of {} tiles skipped (no K/V bytes, no FLOPs), {} computed\n", r.skipped,
                    r.tiles + r.skipped, r.tiles);
@@ -490,37 +622,58 @@ void add_traffic(CLI::App& app) {
         st->ncu_dram.empty() &&
         (st->replayed == "yes" || (st->replayed == "auto" && sim::dram_counters_replayed(kernels)));
     const auto hw = sim::load_profile(st->hw);
-    const AttentionProblem p = st->pf.problem();
+    // the problem: the flags given, the rest from the report (what its grids, template arguments and SM-side
+    // bytes determine)
+    app::ProblemFlags flags = st->pf;
+    // --heads-kv alone: the default --heads is a placeholder the report's grid replaces (kept valid meanwhile)
+    if (!st->pf.given("--heads") && st->pf.given("--heads-kv")) flags.heads = st->pf.heads_kv;
+    const sim::ProblemFromReport from = sim::problem_from_report(
+        kernels, flags.problem(), [st](const std::string& f) { return st->pf.given(f); });
+    const AttentionProblem& p = from.problem;
     // the block table and block mask of the profiled run's inputs (--seed: flashsim-gpu's are seed 1)
     const sim::ProblemData data = sim::problem_data(p, st->pf.seed);
     const auto c = sim::compare_ncu(kernels, p, hw, replayed, &data);
     if (st->json) {
       auto j = sim::to_json(c);
+      if (!from.from_report.empty())  // the flags left something to the report
+        j["problem"] = {
+            {"describe", p.describe()}, {"from_report", from.from_report}, {"assumed", from.assumed}};
       j["dram_counters"] = !st->ncu_dram.empty() ? "one-pass report (--ncu-dram)"
                            : replayed            ? "replayed (collected with other metrics)"
                                                  : "one pass";
       fmt::print("{}\n", j.dump(2));
     } else {
+      if (!from.from_report.empty()) {
+        fmt::print("problem: {}\n  from the report: {}\n", p.describe(), fmt::join(from.from_report, "; "));
+        if (!from.assumed.empty()) fmt::print("  assumed: {}\n", fmt::join(from.assumed, "; "));
+      }
       for (const auto& k : c.kernels) {
         fmt::print("{}\n", k.name);
         if (!k.recognized) {
           fmt::print("  (not recognized: skipped)\n");
           continue;
         }
-        fmt::print("  {:<48} {:>16} {:>16} {:>8} {:>19} {}\n", "metric", "measured", "predicted", "ratio",
-                   "tol / DRAM range", "verdict");
-        // tol: the relative tolerance; DRAM figures: the range a correct L2 allows, in MB
+        fmt::print("  {:<48} {:>16} {:>16} {:>8} {:>22} {}\n", "metric", "measured", "predicted", "ratio",
+                   "tol / DRAM range (MB)", "verdict");
+        // tol: the relative tolerance; DRAM figures: the range the figure was judged against, in MB (10^6
+        // bytes): the range a correct L2 allows widened by the counters' spread on each side
         const auto tol = [](const sim::MetricComparison& m) {
-          if (m.interval) return fmt::format("{:.1f} .. {:.1f} MB", m.lower / 1e6, m.upper / 1e6);
+          if (m.interval)
+            return fmt::format("{:.1f} .. {:.1f}", std::max(0.0, m.lower - m.floor) / 1e6,
+                               (m.upper + m.floor) / 1e6);
           if (m.tolerance <= 0) return std::string("-");
           return fmt::format("{:.0f}%", m.tolerance * 100);
         };
+        // rows without a verdict: the time (an estimate) and the local-memory (spill) bytes, which the model
+        // takes as none
+        const auto verdict = [](const sim::MetricComparison& m) -> std::string {
+          if (!m.verdict.empty()) return m.verdict;
+          if (m.metric == "gpu__time_duration.sum") return "estimate (ns), not held";
+          return m.measured == 0 ? "ok (no spills)" : "unexplained (spills: the model counts none)";
+        };
         for (const auto& m : k.metrics)
-          fmt::print("  {:<48} {:>16.0f} {:>16.0f} {:>8.4f} {:>19} {}\n", m.metric, m.measured, m.predicted,
-                     m.ratio, tol(m),
-                     !m.verdict.empty()                     ? m.verdict
-                     : m.metric == "gpu__time_duration.sum" ? "estimate (ns), not held"
-                                                            : "unexplained (spills)");
+          fmt::print("  {:<48} {:>16.0f} {:>16.0f} {:>8.4f} {:>22} {}\n", m.metric, m.measured, m.predicted,
+                     m.ratio, tol(m), verdict(m));
       }
       fmt::print("{}\n", c.ok ? "all metrics within tolerance (DRAM: within the L2's range)"
                               : "SOME METRICS OUT OF TOLERANCE OR OUT OF THE L2'S RANGE");
@@ -530,11 +683,16 @@ void add_traffic(CLI::App& app) {
       fmt::print(
           "DRAM range: from the compulsory bytes (each tensor once; dirty bytes less what L2 can keep dirty) "
           "to the schedule through an adverse L2 ({}: an LRU of {:.2f} MiB, {}, less what spill frames hold; "
-          "reads plus {:.0f} KiB of kernel code), within the counters' spread\n",
+          "reads plus {:.0f} KiB of kernel code), widened on each side by the counters' run-to-run spread "
+          "({:.1f}% of the kernel's measured DRAM bytes){}\n",
           hw.name, sim::adverse_l2_base_bytes(hw) / 1048576.0,
           measured ? "what FlashAttention-like re-reads were measured to survive"
                    : "what data re-read by other SMs survives, less what the dirty lines hold",
-          static_cast<double>(hw.kernel_code_bytes) / 1024.0);
+          static_cast<double>(hw.kernel_code_bytes) / 1024.0, hw.ncu_dram_repeatability * 100,
+          hw.ncu_dram_repeatability_source.empty()
+              ? std::string(", not measured for this profile")
+              : fmt::format(", {}", hw.ncu_dram_repeatability_source.substr(
+                                        0, hw.ncu_dram_repeatability_source.find(':'))));
       if (replayed)
         fmt::print(
             "note: the DRAM counters come from a replayed ncu run (collected with other metrics): the "

@@ -26,12 +26,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Python packages for the golden-file round-trip test and charts: numpy and safetensors for whichever python3
+# Python packages for the golden-file round-trip test, charts and the documentation test (markdown-it-py renders
+# the Markdown: tests/repo/docs_test.py): numpy, safetensors, matplotlib and markdown-it-py for whichever python3
 # is first on PATH (it may be a pyenv interpreter that does not see Debian's dist-packages).
-if ! python3 -c "import numpy, safetensors, matplotlib" >/dev/null 2>&1; then
-  echo "install-deps: installing numpy safetensors matplotlib for $(command -v python3)"
-  python3 -m pip install -q --disable-pip-version-check numpy safetensors matplotlib 2>/dev/null ||
-    python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy safetensors matplotlib
+if ! python3 -c "import numpy, safetensors, matplotlib, markdown_it" >/dev/null 2>&1; then
+  echo "install-deps: installing numpy safetensors matplotlib markdown-it-py for $(command -v python3)"
+  python3 -m pip install -q --disable-pip-version-check numpy safetensors matplotlib markdown-it-py 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --break-system-packages numpy safetensors matplotlib \
+      markdown-it-py
 fi
 
 # The CUTLASS / CuTe headers gpu/fa3 compiles against (gpu/fa3/CMakeLists.txt finds them through

@@ -32,7 +32,17 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 
 }  // namespace
 
+bool ProblemFlags::given(const std::string& flag) const {
+  if (cmd_ == nullptr) return false;
+  try {
+    return cmd_->get_option(flag)->count() > 0;
+  } catch (const CLI::OptionNotFound&) {
+    return false;
+  }
+}
+
 void ProblemFlags::add_to(CLI::App* cmd) {
+  cmd_ = cmd;
   batch_option = cmd->add_option("--batch", batch, "Batch size (sequences)")->capture_default_str();
   cmd->add_option("--heads", heads, "Query heads")->capture_default_str();
   cmd->add_option("--heads-kv", heads_kv, "Key/value heads (GQA/MQA when fewer; default: --heads)");

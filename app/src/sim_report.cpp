@@ -40,6 +40,7 @@ PredictReport run_predict(const PredictRequest& r) {
       for (const auto* m : sim::kernels_for(p, c, algo, pass)) models.push_back(m);
     }
   }
+  for (const auto* m : models) sim::check_tile(*m, c);
   out.kernels = sim::predict(p, c, out.hw, models, r.executed, r.max_memory_bytes, &data);
   // A one-pass prediction (split-KV is forward-only) shows that pass's knobs; both passes every knob (recorded).
   out.config = !r.kernels.empty()                        ? c.describe()

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "flashsim/error.h"
 #include "flashsim/sim/hardware.h"
 #include "flashsim/sim/ncu.h"
 #include "problem_builder.h"
@@ -74,4 +75,53 @@ TEST(Fa2HeldOut, RecordedReportsWithinTheModel) {
   EXPECT_EQ(bytes, 6 * 8 * 3);  // 8 kernels a problem: loads, stores and reductions each
   EXPECT_EQ(dram, 6 * 8 * 2);
   EXPECT_GE(dram_inside, 0.95 * dram) << dram_inside << " of " << dram;
+}
+
+// traffic compare with the report alone (issue 32): the problem a held-out report profiled, from its grids,
+// template arguments and SM-side bytes, is the one its file name says (but the kv heads of a report without a
+// kernel per kv head, which its grids do not show: given, as --heads-kv would be), and the comparison is the one
+// the right flags give.
+TEST(Fa2HeldOut, TheReportAloneGivesTheProblem) {
+  const auto hw = load_profile("H100-SXM5-80GB");
+  int reports = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(FLASHSIM_TEST_DATA "/ncu/fa2_heldout")) {
+    const std::string path = entry.path().string();
+    if (entry.path().extension() != ".csv") continue;
+    ++reports;
+    const auto kernels = read_report(path);
+    const AttentionProblem want = problem_of(path);
+    AttentionProblem defaults =
+        ProblemBuilder().dtype(DType::F32).build();  // flashsim's defaults, not the run's
+    defaults.heads_q = defaults.heads_kv = want.heads_kv;
+    const auto from = problem_from_report(kernels, defaults, [](const std::string& flag) {
+      return flag == "--heads-kv";  // the one flag given
+    });
+    const std::string file = entry.path().filename().string();
+    EXPECT_EQ(from.problem.describe(), want.describe()) << file;
+    EXPECT_FALSE(from.from_report.empty()) << file;
+    const bool replayed = dram_counters_replayed(kernels);
+    EXPECT_EQ(to_json(compare_ncu(kernels, from.problem, hw, replayed)),
+              to_json(compare_ncu(kernels, want, hw, replayed)))
+        << file;
+  }
+  EXPECT_EQ(reports, 18);
+}
+
+// What the report cannot tell is a one-line error naming the flag: a DRAM-only report (no SM-side bytes) cannot
+// pick the length within its grid's tile; given flags stay and are checked against the report.
+TEST(Fa2HeldOut, WhatTheReportCannotTellNamesTheFlag) {
+  const auto kernels = read_report(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_d128_n1000.csv");
+  const AttentionProblem defaults = ProblemBuilder().dtype(DType::F32).build();
+  try {
+    problem_from_report(kernels, defaults, [](const std::string&) { return false; });
+    FAIL() << "a DRAM-only report gave a length";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "seqlen");
+    EXPECT_NE(std::string(e.what()).find("--seqlen"), std::string::npos) << e.what();
+  }
+  const auto given = problem_from_report(kernels, ProblemBuilder().seqlen(1000).dtype(DType::F32).build(),
+                                         [](const std::string& f) { return f == "--seqlen"; });
+  EXPECT_EQ(given.problem.seqlen_q, 1000);
+  EXPECT_EQ(given.problem.head_dim, 128);  // the template arguments
+  EXPECT_EQ(given.problem.batch, 4);       // the grid
 }

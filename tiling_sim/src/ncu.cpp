@@ -12,6 +12,7 @@
 #include "flashsim/error.h"
 #include "flashsim/sim/dram_interval.h"
 #include "flashsim/sim/l2_sim.h"
+#include "ncu_detail.h"
 
 namespace flashsim::sim {
 
@@ -256,7 +257,8 @@ std::string known_ncu_names() {
   return out;
 }
 
-// "(128, 1, 1)" -> {128, 1, 1}; empty when the text is not three integers in parentheses.
+}  // namespace
+
 std::vector<int64_t> parse_dim3(const std::string& text) {
   static const std::regex dim3(R"(^\s*\(\s*(\d+),\s*(\d+),\s*(\d+)\s*\)\s*$)");
   std::smatch m;
@@ -264,6 +266,8 @@ std::vector<int64_t> parse_dim3(const std::string& text) {
     return {};
   return {std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3])};
 }
+
+namespace {
 
 // The report's launch (grid and block, when it has them) against the problem's: a different grid means the
 // problem flags are not the problem that was profiled, and every figure would be compared with the wrong
@@ -374,6 +378,25 @@ double row_stat_store_excess(const KernelCounts& counts, const AttentionProblem&
   return excess * tensors;
 }
 
+}  // namespace
+
+SmSidePrediction sm_side_prediction(const KernelModel& m, const KernelCounts& counts,
+                                    const AttentionProblem& p, const TileConfig& c) {
+  // dQ by bulk copies: the TMA unit's, not the LSU's; its reduces are the L2's reduce sectors.
+  const TensorTraffic& dq = counts.tensors[static_cast<size_t>(ref::TensorId::DqAccum)];
+  const bool bulk = m.dq_by_bulk_copy;
+  SmSidePrediction r;
+  r.load = static_cast<double>(counts.load_bytes());
+  r.stores = (m.lsu_store_sectors ? 32.0 * static_cast<double>(counts.store_sectors())
+                                  : static_cast<double>(counts.store_bytes() - (bulk ? dq.store.bytes : 0))) +
+             (m.lsu_row_stat_rows ? row_stat_store_excess(counts, p, m.lsu_row_stat_rows(c)) : 0.0);
+  r.reduces = static_cast<double>(counts.reduce_bytes() - (bulk ? dq.reduce.bytes : 0));
+  r.bulk_reduce_sectors = bulk ? static_cast<double>(dq.reduce.bytes) / 32 : -1;
+  return r;
+}
+
+namespace {
+
 // A DRAM figure against its interval: ok inside [lower - floor, upper + floor]; above, a finding about the
 // kernel naming the tensor whose traffic the schedule says grows fastest (and, for writes of a kernel that
 // spills, its spill frames); below, fewer bytes than the compulsory ones. spill_bytes: ncu's local-memory store
@@ -450,23 +473,13 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
       // The replay's dirty data is ncu's, not the kernel's: it raises the upper bound only (its amount varies
       // between kernels: 1.9 .. 3.4 MB on SDPA's, less on fa2-v1's).
       range.write.upper += kc.replay_write_bytes;
-      // dQ by bulk copies: the TMA unit's, not the LSU's; its reduces are the L2's reduce sectors.
-      const TensorTraffic& dq = counts.tensors[static_cast<size_t>(ref::TensorId::DqAccum)];
-      const bool bulk = rec->model->dq_by_bulk_copy;
-      const double lsu_stores =
-          (rec->model->lsu_store_sectors
-               ? 32.0 * static_cast<double>(counts.store_sectors())
-               : static_cast<double>(counts.store_bytes() - (bulk ? dq.store.bytes : 0))) +
-          (rec->model->lsu_row_stat_rows
-               ? row_stat_store_excess(counts, p, rec->model->lsu_row_stat_rows(rec->config))
-               : 0.0);
-      const double lsu_reduces = static_cast<double>(counts.reduce_bytes() - (bulk ? dq.reduce.bytes : 0));
+      const SmSidePrediction sm = sm_side_prediction(*rec->model, counts, p, rec->config);
       const std::pair<const char*, std::pair<double, double>> rows[] = {
-          {"l1tex__m_xbar2l1tex_read_bytes.sum", {static_cast<double>(counts.load_bytes()), 0.02}},
-          {"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", {lsu_stores, 0.02}},
-          {"l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum", {lsu_reduces, 0.02}},
-          {bulk ? "lts__t_sectors_srcunit_tex_op_red.sum" : "",
-           {static_cast<double>(dq.reduce.bytes) / 32, 0.02}},
+          {"l1tex__m_xbar2l1tex_read_bytes.sum", {sm.load, 0.02}},
+          {"l1tex__t_bytes_pipe_lsu_mem_global_op_st.sum", {sm.stores, 0.02}},
+          {"l1tex__t_bytes_pipe_lsu_mem_global_op_red.sum", {sm.reduces, 0.02}},
+          {sm.bulk_reduce_sectors >= 0 ? "lts__t_sectors_srcunit_tex_op_red.sum" : "",
+           {sm.bulk_reduce_sectors, 0.02}},
           {"dram__bytes_read.sum", {static_cast<double>(pr.dram_read), 0}},
           {"dram__bytes_write.sum", {static_cast<double>(pr.dram_write), 0}},
           {"l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum", {0.0, 0.0}},

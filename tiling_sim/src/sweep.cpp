@@ -38,6 +38,12 @@ SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const Ha
   row.config = c;
   fits = true;
   double worst = -1;
+  for (const KernelModel* m : kernels)  // a tile the kernels' warp partition cannot run is no config
+    if (const auto broken = m->tile_rule ? m->tile_rule(c) : std::nullopt) {
+      row.misfit = fmt::format("{}: {}", m->name, broken->message);
+      fits = false;
+      return row;
+    }
   for (const KernelModel* m : kernels) {
     KernelCounts counts = analytic_counts(*m, p, c, data);
     // the pass's main loop (the kernel with a per-CTA step) is the one fa2-v1 compiles per tile config

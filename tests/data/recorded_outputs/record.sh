@@ -35,7 +35,7 @@ for alg in fa2 fa1 three-pass two-pass naive; do
   run "predict_p3_$alg" sim predict $P3 --pass both --algorithm $alg --json
 done
 run predict_p1_partials sim predict $P1 --pass both --dq-strategy partials --json
-run predict_p2_tiles sim predict $P2 --pass both --block-q 64 --block-k 128 --warps 8 --stages 2 --q-in-registers --kv-shared --bwd-block-q 128 --bwd-block-k 64 --json
+run predict_p2_tiles sim predict $P2 --pass both --block-q 64 --block-k 128 --warps 4 --stages 2 --q-in-registers --kv-shared --bwd-block-q 128 --bwd-block-k 64 --json
 run predict_p3_partials sim predict $P3 --pass both --dq-strategy partials --bwd-block-q 32 --json
 run predict_p4_executed sim predict $P4 --pass both --executed --json
 run predict_p4_executed_naive sim predict $P4 --pass both --executed --algorithm naive --json

@@ -100,6 +100,7 @@ KernelModel fa1_forward() {
   m.summary = "FA1 forward: key blocks outer, O, row max and row sum re-read and re-written per key block";
   m.block_sparse = true;
   m.launch = fa1_launch;
+  m.tile_rule = mma16_forward_tile_rule;
   m.cta = fa1_cta;
   m.sequence = fa1_sequence;
   return m;

@@ -250,6 +250,7 @@ KernelModel fa2_backward_dq_dk_dv() {
   m.cta = main_cta;
   m.sequence = main_sequence;
   m.time_model = measured_or_chain_time;
+  m.tile_rule = fa2_backward_tile_rule;
   return m;
 }
 
@@ -267,6 +268,7 @@ KernelModel fa2_backward_dq_dk_dv_group() {
   m.launch = group_launch;
   m.cta = group_cta;  // no closed form: the key blocks of one (sequence, kv head) are built and counted
   m.time_model = measured_or_chain_time;
+  m.tile_rule = fa2_backward_tile_rule;
   return m;
 }
 

@@ -117,6 +117,7 @@ KernelModel fa2_forward() {
   // lse: the lanes of a warp's m16 tile's first column, 8 rows a store instruction
   m.lsu_row_stat_rows = [](const TileConfig&) { return 8; };
   m.time_model = measured_or_chain_time;
+  m.tile_rule = fa2_forward_tile_rule;
   // Then (optionally) the template flags after the traits: Is_dropout, Is_causal, Is_local, ... (traffic compare
   // checks --causal / --window against them).
   m.ncu_names = {{R"(flash_fwd_kernel<Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+))"

@@ -492,6 +492,7 @@ KernelModel fa2_splitkv_forward() {
   m.ncu_splits = KernelModel::NcuSplits::GridY;
   m.lsu_store_sectors = true;
   m.launch = splitkv_launch;
+  m.tile_rule = fa2_forward_tile_rule;
   m.cta = splitkv_cta;
   m.counts = splitkv_counts;
   return m;

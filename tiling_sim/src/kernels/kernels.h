@@ -32,6 +32,12 @@ KernelModel fa3_backward_dot_do_o();
 KernelModel fa3_backward();
 KernelModel fa3_backward_convert_dq();
 
+// Tile rules (mma_tile_rules.cpp): FlashAttention-2's forward (16 x warps query rows, Bc a multiple of 16), any
+// mma.sync forward (Br and Bc multiples of 16), FlashAttention-2's backward.
+std::optional<TileRuleBreak> fa2_forward_tile_rule(const TileConfig& c);
+std::optional<TileRuleBreak> mma16_forward_tile_rule(const TileConfig& c);
+std::optional<TileRuleBreak> fa2_backward_tile_rule(const TileConfig& c);
+
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }

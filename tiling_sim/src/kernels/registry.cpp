@@ -87,6 +87,11 @@ const KernelModel& kernel_model(const KernelStep& step) {
   return *ks[static_cast<size_t>(step.index)];
 }
 
+void check_tile(const KernelModel& m, const TileConfig& c) {
+  if (!m.tile_rule) return;
+  if (const auto broken = m.tile_rule(c)) throw InputError(broken->field, m.name + ": " + broken->message);
+}
+
 const KernelModel& register_kernel_model(KernelModel m) {
   const std::lock_guard<std::mutex> lock(registry_mutex());
   registry().add(std::move(m));

@@ -34,6 +34,11 @@ struct ProblemFlags {
   void add_to(CLI::App* cmd);
   // The problem the flags describe; throws InputError naming the flag for bad values.
   AttentionProblem problem() const;
+  // Whether the command line gave the flag ("--heads"); false before add_to or for a flag it did not add.
+  bool given(const std::string& flag) const;
+
+ private:
+  const CLI::App* cmd_ = nullptr;
 };
 
 struct TileFlags {

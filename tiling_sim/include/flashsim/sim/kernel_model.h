@@ -94,6 +94,12 @@ struct NcuName {
   bool pads_head_dim = false;
 };
 
+// A tile a kernel cannot run: the TileConfig field ("block_q") and why, in the command line's terms.
+struct TileRuleBreak {
+  std::string field;
+  std::string message;
+};
+
 struct KernelModel {
   std::string name;  // "fwd_fa2": its id in predictions, traffic compare and the CLI
   std::optional<Algorithm>
@@ -159,7 +165,13 @@ struct KernelModel {
   // imbalance). nullptr: cta_time.
   CtaTime (*time_model)(const KernelCounts& k, int ctas_per_sm, double imbalance,
                         const HardwareProfile& hw) = nullptr;
+  // The tiles the kernel's warp partition can run: the first rule c breaks, with the TileConfig field (and its
+  // flag) it names; nullptr or nullopt: any tile that TileConfig::validate passes.
+  std::optional<TileRuleBreak> (*tile_rule)(const TileConfig& c) = nullptr;
 };
+
+// Throws InputError(field, message) when the kernel cannot run tile c (KernelModel::tile_rule).
+void check_tile(const KernelModel& m, const TileConfig& c);
 
 // The registry: the built-in kernels, each algorithm's passes in launch order, then any registered later.
 const std::vector<const KernelModel*>& kernel_models();

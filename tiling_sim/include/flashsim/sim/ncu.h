@@ -1,5 +1,6 @@
 #pragma once
 // Nsight Compute CSV reports (`ncu --csv --metrics ...`) and their comparison with the model.
+#include <functional>
 #include <istream>
 #include <map>
 #include <optional>
@@ -78,6 +79,20 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
 // metric other than dram__*, lts__* and gpu__time_duration* (on the H100, the DRAM counters alone and with
 // the L2 sector counters and the time were collected in one pass; with the L1 and launch metrics, replayed).
 bool dram_counters_replayed(const std::vector<NcuKernel>& kernels);
+
+// The problem a report profiled, where it says: the fields whose flag `given` says was not given come from the
+// report (batch and heads from the grids, kv heads from a kernel per kv head, the dtype, head dim and
+// FlashAttention-2's causal flag from the template arguments, the sequence length from the grid and, within its
+// tile, the SM-side byte counts, which also pick a padded head dim and a mask the names do not carry); the given
+// ones are kept (compare_ncu checks them). Throws InputError naming the flag the report cannot determine.
+struct ProblemFromReport {
+  AttentionProblem problem;
+  std::vector<std::string> from_report;  // "--batch 4 (the grid)", ...
+  std::vector<std::string> assumed;      // fields the report does not show, taken from the flags' defaults
+  double match = 0;                      // the summed relative SM-side differences of the chosen problem
+};
+ProblemFromReport problem_from_report(const std::vector<NcuKernel>& kernels, const AttentionProblem& flags,
+                                      const std::function<bool(const std::string&)>& given);
 nlohmann::json to_json(const Comparison& c);
 
 }  // namespace flashsim::sim
