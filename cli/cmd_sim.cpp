@@ -203,18 +203,19 @@ struct PredictState {
 // this command's values); InputError("vs") for anything but tile flags.
 std::function<TileConfig(const TileConfig&)> vs_tile(
     const std::string& text, const std::function<TileConfig(const TileConfig&)>& mine) {
+  // the parser outlives this call: TileFlags::over reads which of its options were given
+  auto parser = std::make_shared<CLI::App>("--vs", "--vs");
   auto flags = std::make_shared<TileFlags>();
-  CLI::App parser("--vs", "--vs");
-  flags->add_to(&parser);
+  flags->add_to(parser.get());
   try {
-    parser.parse(text, false);
+    parser->parse(text, false);
   } catch (const CLI::ParseError& e) {
     throw InputError("vs", fmt::format("'{}': {} (--vs takes tile flags only: --block-q --block-k "
                                        "--bwd-block-q --bwd-block-k --warps --stages --q-in-registers "
                                        "--kv-shared --dq-strategy --num-splits)",
                                        text, e.what()));
   }
-  return [flags, mine](const TileConfig& base) { return flags->over(mine(base)); };
+  return [parser, flags, mine](const TileConfig& base) { return flags->over(mine(base)); };
 }
 
 // The knobs that differ between two tiles, of the passes shown ("block_q 128 -> 64, warps 4 -> 8").
@@ -400,17 +401,22 @@ void print_sweep(const SweepReport& r, int top, bool csv) {
         "L2 "
         "when the kernel ends, written back after it)\n",
         below);
-  fmt::print("{:>4} {:<48} {:>10} {:>12} {:>12} {:>8} {:>4} {}\n", "rank", "config", "time us", "load",
-             "dram", "smem", "occ", "bound");
-  for (size_t i = 0; i < n; ++i)
-    fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>4} {}\n", i + 1,
+  fmt::print("{:>4} {:<48} {:>10} {:>12} {:>12} {:>8} {:>8} {}\n", "rank", "config", "time us", "load",
+             "dram", "smem", "CTA/SM", "bound");
+  for (size_t i = 0; i < n; ++i) {
+    sim::Occupancy occ;  // the slowest kernel's CTAs an SM and what caps them
+    occ.ctas_per_sm = rows[i].ctas_per_sm;
+    occ.limiter = rows[i].limiter;
+    fmt::print("{:>4} {:<48} {:>10.1f} {:>12} {:>12} {:>8} {:>8} {}\n", i + 1,
                sim::describe_pass(rows[i].config, algo, pass), rows[i].time_s * 1e6,
                human(double(rows[i].load_bytes)), human(double(rows[i].dram_bytes)), rows[i].smem_bytes,
-               rows[i].ctas_per_sm, rows[i].bound);
+               occupancy_text(occ), rows[i].bound);
+  }
   const bool calibrated =
       (pass == Pass::Backward ? hw.achieved_mma_flops_bwd : hw.achieved_mma_flops_fwd) > 0;
   fmt::print(
-      "time: an estimate ({}{}); equal times ranked by DRAM bytes, L2 bytes, then shared memory\n",
+      "time: an estimate ({}{}); equal times ranked by CTAs an SM (more first), then DRAM bytes, L2 bytes, "
+      "shared memory; CTA/SM: the slowest kernel's, and what caps it\n",
       calibrated ? "MMA at the FA2 rate measured on this GPU" : "MMA at the tensor peak: a lower bound",
       hw.mma_sync_flops > 0 && algo == Algorithm::Fa2 ? "; FA2's main loops by the per-CTA model" : "");
 }

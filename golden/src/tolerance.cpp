@@ -18,7 +18,7 @@ ErrorStats error_stats(const std::vector<double>& exact, const std::vector<doubl
       continue;
     }
     if (!std::isfinite(g)) {
-      ++s.nonfinite;
+      if (s.nonfinite++ == 0) s.first_nonfinite = static_cast<int64_t>(n);
       continue;
     }
     const double d = std::fabs(g - e);

@@ -103,6 +103,16 @@ std::string worst_index(int64_t flat, const std::vector<int64_t>& shape, std::st
   return fmt::format("[{}]", fmt::join(parts, ","));
 }
 
+// {"text": "[b1,s37,h0,d27]", "flat": 123, "coords": {"b": 1, "s": 37, ...}, "nonfinite": false}; null
+// without a worst element.
+nlohmann::ordered_json worst_index_json(const OutputVerdict& o) {
+  if (o.worst_flat < 0) return nullptr;
+  nlohmann::ordered_json coords = nlohmann::ordered_json::object();
+  for (const auto& [axis, i] : o.worst_coords) coords[std::string(1, axis)] = i;
+  return {
+      {"text", o.worst_index}, {"flat", o.worst_flat}, {"coords", coords}, {"nonfinite", o.worst_nonfinite}};
+}
+
 // The errors of `got` against `exact`, before any bound.
 OutputVerdict measure(const std::string& name, const std::vector<double>& exact,
                       const std::vector<int64_t>& shape, const CandidateTensor& got) {
@@ -118,7 +128,16 @@ OutputVerdict measure(const std::string& name, const std::vector<double>& exact,
   v.present = true;
   v.candidate_dtype = std::string(safetensors_name(got.storage));
   v.stats = error_stats(exact, got.values);
-  v.worst_index = worst_index(v.stats.worst, shape, axes);
+  // a NaN or Inf where the exact value is finite is the worst error there is: point at it
+  v.worst_nonfinite = v.stats.first_nonfinite >= 0;
+  v.worst_flat = v.worst_nonfinite ? v.stats.first_nonfinite : v.stats.worst;
+  v.worst_index = worst_index(v.worst_flat, shape, axes);
+  for (int64_t flat = v.worst_flat, d = static_cast<int64_t>(shape.size()) - 1; v.worst_flat >= 0 && d >= 0;
+       --d) {
+    const int64_t extent = std::max<int64_t>(shape[static_cast<size_t>(d)], 1);
+    v.worst_coords.insert(v.worst_coords.begin(), {axes[static_cast<size_t>(d)], flat % extent});
+    flat /= extent;
+  }
   return v;
 }
 
@@ -230,7 +249,7 @@ nlohmann::ordered_json output_json(const OutputVerdict& o) {
           {"rel_l2", o.stats.rel_defined ? num(o.stats.rel_l2) : undefined},
           {"bound_max_abs", num(o.bound_abs)},
           {"bound_rel_l2", o.stats.rel_defined ? num(o.bound_rel) : undefined},
-          {"worst_index", o.worst_index},
+          {"worst_index", worst_index_json(o)},
           {"mismatches", o.mismatches},
           {"nonfinite", o.stats.nonfinite + o.stats.inf_mismatch},
           {"ok", o.pass},

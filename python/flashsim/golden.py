@@ -92,7 +92,7 @@ class Report:
                 name=o["output"], passed=bool(o["ok"]), max_abs=_num(o.get("max_abs")),
                 bound_abs=_num(o.get("bound_max_abs")), rel_l2=_num(o.get("rel_l2")),
                 bound_rel=_num(o.get("bound_rel_l2")),
-                mismatches=int(o.get("mismatches", 0)), worst_index=str(o.get("worst_index", "-")),
+                mismatches=int(o.get("mismatches", 0)), worst_index=_worst_text(o.get("worst_index")),
                 note=str(o.get("note", "")))
         self.passed: bool = bool(case["ok"])
 
@@ -114,6 +114,11 @@ class Report:
     def __repr__(self) -> str:
         state = "pass" if self.passed else "FAIL"
         return f"<Report {self.case}: {state} ({', '.join(self.outputs)})>"
+
+
+def _worst_text(x: Any) -> str:
+    """The worst element's index as text ("[b1,s37,h0,d27]"; "-" without one) from the report's worst_index object."""
+    return str(x["text"]) if isinstance(x, dict) else "-"
 
 
 def _num(x: Any) -> float:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "flashsim/error.h"
@@ -163,6 +164,28 @@ TEST_F(VerifyCase, WorstIndexNamesTheLayoutsAxes) {
   EXPECT_EQ(worst("varlen", "lse", 1 * 42 + 20), "[h1,t20]");
   // dbias over the bias's own shape b1qk: [2, 1, 40, 40]
   EXPECT_EQ(worst("bias", "dbias", (1 * 40 + 3) * 40 + 39), "[b1,h0,q3,k39]");
+}
+
+// A NaN where the exact value is finite is the worst element, wherever the largest finite error is (issue 32: the
+// worst index pointed at the largest finite error); the JSON gives the index as an object.
+TEST_F(VerifyCase, WorstIndexPointsAtANonFiniteValue) {
+  Outputs out = candidate(lc("gqa"));
+  auto& o = out.tensors["o"].values;
+  o[((1 * 40 + 37) * 4 + 3) * 16 + 7] += 1.0;                                     // the largest finite error
+  o[((0 * 40 + 5) * 4 + 1) * 16 + 2] = std::numeric_limits<double>::quiet_NaN();  // the non-finite one
+  VerifyOptions only;
+  only.outputs = {"o"};
+  const CaseVerdict cv = verify_case(lc("gqa"), out, only);
+  const OutputVerdict& v = cv.outputs.at(0);
+  EXPECT_FALSE(v.pass);
+  EXPECT_EQ(v.worst_index, "[b0,s5,h1,d2]");
+  EXPECT_TRUE(v.worst_nonfinite);
+  const auto j = to_json(VerifyReport{{cv}}).at("cases")[0]["outputs"][0]["worst_index"];
+  EXPECT_EQ(j["text"], "[b0,s5,h1,d2]");
+  EXPECT_EQ(j["flat"], ((0 * 40 + 5) * 4 + 1) * 16 + 2);
+  EXPECT_EQ(j["coords"]["s"], 5);
+  EXPECT_EQ(j["coords"]["d"], 2);
+  EXPECT_TRUE(j["nonfinite"].get<bool>());
 }
 
 TEST_F(VerifyCase, AllZeroExactOutputMustBeExact) {

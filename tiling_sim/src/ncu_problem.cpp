@@ -16,6 +16,10 @@ namespace flashsim::sim {
 
 namespace {
 
+// The DRAM read counters' spread a kernel's compulsory reads may exceed them by (the profile's
+// ncu_dram_repeatability is 1% of a kernel's DRAM bytes on the H100: twice that).
+constexpr double kDramReadSlack = 0.02;
+
 struct ReportKernel {
   const NcuKernel* kernel;
   RecognizedKernel rec;
@@ -141,10 +145,7 @@ ProblemFromReport problem_from_report(const std::vector<NcuKernel>& kernels, con
     if (kv_from_grid) {
       note(out.from_report, fmt::format("--heads-kv {} (the grid of a kernel per kv head)", p.heads_kv));
     } else {
-      p.heads_kv = p.heads_q;
-      note(out.assumed,
-           "--heads-kv = --heads (no GQA: the report's grids show query heads only; pass "
-           "--heads-kv for a GQA run)");
+      p.heads_kv = p.heads_q;  // until the DRAM reads below say otherwise
     }
   }
 
@@ -323,6 +324,40 @@ ProblemFromReport problem_from_report(const std::vector<NcuKernel>& kernels, con
     if (causal_candidates.size() > 1 && p.window_right == 0 && p.window_left < 0)
       note(out.from_report, "--causal (the SM-side bytes)");
     out.match = best.d;
+  }
+  // The kv heads, where no grid shows them: the most whose compulsory DRAM reads (each loaded tensor once) fit
+  // under every kernel's measured reads. A correct kernel reads its inputs at least once, and K / V take a share
+  // of the compulsory bytes proportional to the kv heads; its re-reads could pass for more kv heads only
+  // beyond that share (a GQA ratio 2 forward re-reading 1.5x its inputs).
+  if (!given("--heads-kv") && !kv_from_grid) {
+    int64_t found = 0;
+    for (int64_t hkv = p.heads_q; hkv >= 1 && found == 0; --hkv) {
+      if (p.heads_q % hkv != 0) continue;
+      AttentionProblem c = p;
+      c.heads_kv = hkv;
+      bool fits = true, measured = false;
+      for (const ReportKernel& k : ks) {
+        const auto it = k.kernel->metrics.find("dram__bytes_read.sum");
+        if (it == k.kernel->metrics.end()) continue;
+        measured = true;
+        const auto compulsory =
+            static_cast<double>(analytic_counts(*k.rec.model, c, k.rec.config, nullptr).unique_loaded());
+        fits = fits && compulsory <= it->second * (1 + kDramReadSlack);
+      }
+      if (!measured) break;
+      if (fits) found = hkv;
+    }
+    if (found > 0) {
+      p.heads_kv = found;
+      if (found != p.heads_q)
+        note(out.from_report, fmt::format("--heads-kv {} (the DRAM reads: the most kv heads whose compulsory "
+                                          "reads fit under them)",
+                                          found));
+    } else {
+      note(out.assumed,
+           "--heads-kv = --heads (no GQA: the report shows no kv heads; pass --heads-kv for a GQA "
+           "run)");
+    }
   }
   p.validate();
   return out;

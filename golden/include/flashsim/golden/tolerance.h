@@ -36,13 +36,14 @@ constexpr double kAccumulationFactor = 2.0;  // 2 sqrt(L) u: twice the random-wa
 
 // Errors of `got` against `exact` over the elements where exact is finite.
 struct ErrorStats {
-  double max_abs = 0;        // max |got - exact|
-  double rel_l2 = 0;         // ||got - exact|| / ||exact|| (0 when both are 0, inf when only exact is 0)
-  bool rel_defined = false;  // ||exact|| > 0; on an all-zero exact output only the max-abs bound applies
-  double magnitude = 0;      // max |exact|
-  int64_t worst = -1;        // flat index of the largest |got - exact|
-  int64_t nonfinite = 0;     // NaN or Inf in got where exact is finite
-  int64_t inf_mismatch = 0;  // exact is +-inf and got differs
+  double max_abs = 0;            // max |got - exact|
+  double rel_l2 = 0;             // ||got - exact|| / ||exact|| (0 when both are 0, inf when only exact is 0)
+  bool rel_defined = false;      // ||exact|| > 0; on an all-zero exact output only the max-abs bound applies
+  double magnitude = 0;          // max |exact|
+  int64_t worst = -1;            // flat index of the largest |got - exact|
+  int64_t nonfinite = 0;         // NaN or Inf in got where exact is finite
+  int64_t first_nonfinite = -1;  // flat index of the first of them (-1: none)
+  int64_t inf_mismatch = 0;      // exact is +-inf and got differs
 };
 ErrorStats error_stats(const std::vector<double>& exact, const std::vector<double>& got);
 // Elements with |got - exact| > bound (non-finite ones count).

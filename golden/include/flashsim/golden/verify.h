@@ -52,7 +52,12 @@ struct OutputVerdict {
   // The exact output is all 0 (-inf in a fully masked lse) and so is the emulated error: bound_abs is the
   // floor at 0, two of the smallest subnormals of the storage type, so the candidate must equal the exact.
   bool zero_bound = false;
-  std::string worst_index;  // axes named by the layout: "[b1,s37,h0,d27]"; "-" without a finite error
+  // The worst element: the first NaN / Inf where exact is finite (worst_nonfinite), else the largest |error|;
+  // axes named by the layout: "[b1,s37,h0,d27]"; "-" without one. JSON: {"text", "flat", "coords", "nonfinite"}.
+  std::string worst_index;
+  int64_t worst_flat = -1;
+  std::vector<std::pair<char, int64_t>> worst_coords;
+  bool worst_nonfinite = false;
   bool pass = false;
   std::string note;  // why it failed, when not by numbers
   // A check that compares no tensor (a block-sparse kernel's tile counts against the reference's): the report
