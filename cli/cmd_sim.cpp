@@ -710,6 +710,19 @@ void add_traffic(CLI::App& app) {
             hw.ncu_replay_write_bytes / 1e6,
             hw.ncu_replay_write_bytes > 0 ? "" : ", not measured for this profile");
     }
+    // A wrong --heads-kv moves the compulsory K / V bytes: the DRAM figures then read as the kernel's EXCESS or
+    // BELOW. Where the DRAM reads alone say other kv heads, the note names the flag (a kernel that re-reads K / V
+    // could say more kv heads too: a note, not an error).
+    if (!c.ok && st->pf.given("--heads-kv")) {
+      const auto alone = sim::problem_from_report(
+          kernels, p, [st](const std::string& f) { return f != "--heads-kv" && st->pf.given(f); });
+      if (alone.problem.heads_kv != p.heads_kv)
+        fmt::print(
+            stderr,
+            "note: --heads-kv says {}; the report's DRAM reads fit {} kv heads (the most whose "
+            "compulsory reads fit under them): a wrong --heads-kv reads as the kernel's EXCESS or BELOW\n",
+            p.heads_kv, alone.problem.heads_kv);
+    }
     if (!c.ok) set_exit_code(1);
   });
 }

@@ -120,3 +120,24 @@ TEST(Fa2HeldOut, WhatTheReportCannotTellNamesTheFlag) {
   EXPECT_EQ(given.problem.head_dim, 128);  // the template arguments
   EXPECT_EQ(given.problem.batch, 4);       // the grid
 }
+
+// The same on every recorded report of SDPA's FA2 (tests/data/ncu: 23 full reports of 16 problems, 3 of them GQA)
+// and the calibration file: no flag given, the report's problem (the comparison, a function of the problem, is
+// then the right flags': the test above compares both on the held-out reports).
+TEST(Fa2HeldOut, EveryRecordedSdpaReportAloneGivesItsProblem) {
+  auto shapes = flashsim::test::all_recorded();
+  shapes.push_back(flashsim::test::kCalibration);
+  for (const auto& s : shapes) {
+    const std::string path = s.name == std::string("calibration_d128_n4096")
+                                 ? std::string(FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv")
+                                 : std::string(FLASHSIM_TEST_DATA "/ncu/") + s.set + "ncu_" + s.name + ".csv";
+    const auto kernels = read_report(path);
+    const AttentionProblem want = flashsim::test::recorded_problem(s);
+    const auto from = problem_from_report(kernels, ProblemBuilder().dtype(DType::F32).build(),
+                                          [](const std::string&) { return false; });
+    EXPECT_EQ(from.problem.describe(), want.describe()) << path;
+    EXPECT_EQ(from.problem.window_left, want.window_left) << path;
+    EXPECT_EQ(from.problem.window_right, want.window_right) << path;
+    EXPECT_EQ(from.problem.head_dim_v, want.head_dim_v) << path;
+  }
+}

@@ -7,18 +7,24 @@
 
 namespace flashsim::sim::kernels {
 
+namespace {
+
+// A block of `size` rows (field, its flag) that must come in whole 16-row MMA tiles; `why` says which product
+// tiles it.
+std::optional<TileRuleBreak> whole_m16_tiles(int64_t size, const char* field, const char* flag,
+                                             const char* why) {
+  if (size % 16 == 0) return std::nullopt;
+  return TileRuleBreak{field, fmt::format("{} {}: {}: it must be a multiple of 16", flag, size, why)};
+}
+
+}  // namespace
+
 std::optional<TileRuleBreak> mma16_forward_tile_rule(const TileConfig& c) {
-  if (c.block_q % 16 != 0)
-    return TileRuleBreak{"block_q",
-                         fmt::format("--block-q {}: the query block is made of 16-row MMA tiles: Br "
-                                     "must be a multiple of 16",
-                                     c.block_q)};
-  if (c.block_k % 16 != 0)
-    return TileRuleBreak{"block_k",
-                         fmt::format("--block-k {}: the key block is the depth of O += P V's 16-deep "
-                                     "MMA steps: Bc must be a multiple of 16",
-                                     c.block_k)};
-  return std::nullopt;
+  if (auto b = whole_m16_tiles(c.block_q, "block_q", "--block-q",
+                               "the query block (Br) is made of 16-row MMA tiles"))
+    return b;
+  return whole_m16_tiles(c.block_k, "block_k", "--block-k",
+                         "the key block (Bc) is the depth of O += P V's 16-deep MMA steps");
 }
 
 std::optional<TileRuleBreak> fa2_forward_tile_rule(const TileConfig& c) {
@@ -35,16 +41,13 @@ std::optional<TileRuleBreak> fa2_forward_tile_rule(const TileConfig& c) {
 }
 
 std::optional<TileRuleBreak> fa2_backward_tile_rule(const TileConfig& c) {
-  if (c.bwd_block_q % 16 != 0)
-    return TileRuleBreak{"bwd_block_q",
-                         fmt::format("--bwd-block-q {}: dQ += dS K runs over 16-row MMA tiles of the query "
-                                     "block: the backward's Br must be a multiple of 16",
-                                     c.bwd_block_q)};
-  if (c.bwd_block_k % 16 != 0)
-    return TileRuleBreak{
-        "bwd_block_k", fmt::format("--bwd-block-k {}: each warp owns 16-row MMA tiles of the key block (its "
-                                   "dK, dV rows): the backward's Bc must be a multiple of 16",
-                                   c.bwd_block_k)};
+  if (auto b = whole_m16_tiles(c.bwd_block_q, "bwd_block_q", "--bwd-block-q",
+                               "dQ += dS K runs over 16-row MMA tiles of the backward's query block"))
+    return b;
+  if (auto b =
+          whole_m16_tiles(c.bwd_block_k, "bwd_block_k", "--bwd-block-k",
+                          "each warp owns 16-row MMA tiles of the backward's key block (its dK, dV rows)"))
+    return b;
   // 2 x warps warps (fa2_backward_threads) share the key block's m16 tiles: each owns whole tiles, or the warps
   // of a tile split its head dim in equal parts.
   const int64_t warps = fa2_backward_threads(c) / 32, tiles = c.bwd_block_k / 16;
