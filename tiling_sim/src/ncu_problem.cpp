@@ -126,8 +126,11 @@ ProblemFromReport problem_from_report(const std::vector<NcuKernel>& kernels, con
   const auto note = [&](std::vector<std::string>& to, std::string text) { to.push_back(std::move(text)); };
 
   // The grid: (blocks, batch, heads) or (blocks, heads, batch); a kernel per kv head gives the kv heads.
+  bool grid_seen = false, heads_seen = false;
   for (const ReportKernel& k : ks) {
     if (k.grid.size() != 3) continue;
+    grid_seen = true;
+    heads_seen = heads_seen || !k.rec.model->per_kv_head;
     const bool hb = k.rec.model->launch(p, k.rec.config).heads_then_batch;
     const int64_t batch = k.grid[hb ? 2 : 1], heads = k.grid[hb ? 1 : 2];
     if (!given("--batch") && p.batch != batch) p.batch = batch;
@@ -137,10 +140,17 @@ ProblemFromReport problem_from_report(const std::vector<NcuKernel>& kernels, con
       p.heads_q = heads;
     }
   }
-  const bool kv_from_grid =
-      std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.rec.model->per_kv_head; });
-  if (!given("--batch")) note(out.from_report, fmt::format("--batch {} (the grid)", p.batch));
-  if (!given("--heads")) note(out.from_report, fmt::format("--heads {} (the grid)", p.heads_q));
+  const bool kv_from_grid = std::any_of(
+      ks.begin(), ks.end(), [](const auto& k) { return k.rec.model->per_kv_head && k.grid.size() == 3; });
+  // without a grid column (ncu's --page raw without launch__grid_size) the flags' values stay, said
+  if (!given("--batch"))
+    note(grid_seen ? out.from_report : out.assumed,
+         fmt::format("--batch {} ({})", p.batch,
+                     grid_seen ? "the grid" : "the report has no grid: pass --batch"));
+  if (!given("--heads"))
+    note(heads_seen ? out.from_report : out.assumed,
+         fmt::format("--heads {} ({})", p.heads_q,
+                     heads_seen ? "the grid" : "the report has no grid: pass --heads"));
   if (!given("--heads-kv")) {
     if (kv_from_grid) {
       note(out.from_report, fmt::format("--heads-kv {} (the grid of a kernel per kv head)", p.heads_kv));
