@@ -333,7 +333,6 @@ ProblemFromReport problem_from_report(const std::vector<NcuKernel>& kernels, con
                        p.head_dim, dims.back(), dims.front()));
     if (causal_candidates.size() > 1 && p.window_right == 0 && p.window_left < 0)
       note(out.from_report, "--causal (the SM-side bytes)");
-    out.match = best.d;
   }
   // The kv heads, where no grid shows them: the most whose compulsory DRAM reads (each loaded tensor once) fit
   // under every kernel's measured reads. A correct kernel reads its inputs at least once, and K / V take a share

@@ -39,8 +39,8 @@ SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const Ha
   fits = true;
   double worst = -1;
   for (const KernelModel* m : kernels)  // a tile the kernels' warp partition cannot run is no config
-    if (const auto broken = m->tile_rule ? m->tile_rule(c) : std::nullopt) {
-      row.misfit = fmt::format("{}: {}", m->name, broken->message);
+    if (const auto broken = tile_misfit(*m, c)) {
+      row.misfit = broken->message;
       fits = false;
       return row;
     }

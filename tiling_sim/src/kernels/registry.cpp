@@ -87,9 +87,14 @@ const KernelModel& kernel_model(const KernelStep& step) {
   return *ks[static_cast<size_t>(step.index)];
 }
 
+std::optional<TileRuleBreak> tile_misfit(const KernelModel& m, const TileConfig& c) {
+  auto broken = m.tile_rule ? m.tile_rule(c) : std::nullopt;
+  if (broken) broken->message = m.name + ": " + broken->message;
+  return broken;
+}
+
 void check_tile(const KernelModel& m, const TileConfig& c) {
-  if (!m.tile_rule) return;
-  if (const auto broken = m.tile_rule(c)) throw InputError(broken->field, m.name + ": " + broken->message);
+  if (const auto broken = tile_misfit(m, c)) throw InputError(broken->field, broken->message);
 }
 
 const KernelModel& register_kernel_model(KernelModel m) {

@@ -170,7 +170,9 @@ struct KernelModel {
   std::optional<TileRuleBreak> (*tile_rule)(const TileConfig& c) = nullptr;
 };
 
-// Throws InputError(field, message) when the kernel cannot run tile c (KernelModel::tile_rule).
+// The first tile rule of the kernel that c breaks (KernelModel::tile_rule), with its message naming the kernel;
+// check_tile throws it as InputError(field, message).
+std::optional<TileRuleBreak> tile_misfit(const KernelModel& m, const TileConfig& c);
 void check_tile(const KernelModel& m, const TileConfig& c);
 
 // The registry: the built-in kernels, each algorithm's passes in launch order, then any registered later.

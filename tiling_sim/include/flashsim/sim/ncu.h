@@ -89,7 +89,6 @@ struct ProblemFromReport {
   AttentionProblem problem;
   std::vector<std::string> from_report;  // "--batch 4 (the grid)", ...
   std::vector<std::string> assumed;      // fields the report does not show, taken from the flags' defaults
-  double match = 0;                      // the summed relative SM-side differences of the chosen problem
 };
 ProblemFromReport problem_from_report(const std::vector<NcuKernel>& kernels, const AttentionProblem& flags,
                                       const std::function<bool(const std::string&)>& given);
