@@ -356,12 +356,18 @@ ProblemFromReport problem_from_report(const std::vector<NcuKernel>& kernels, con
       if (!measured) break;
       if (fits) found = hkv;
     }
-    if (found > 0) {
+    if (found > 0 && found != p.heads_q) {
       p.heads_kv = found;
-      if (found != p.heads_q)
-        note(out.from_report, fmt::format("--heads-kv {} (the DRAM reads: the most kv heads whose compulsory "
-                                          "reads fit under them)",
-                                          found));
+      note(out.from_report, fmt::format("--heads-kv {} (the DRAM reads: the most kv heads whose compulsory "
+                                        "reads fit under them)",
+                                        found));
+    } else if (found > 0) {
+      // As many kv heads as query heads fit: no GQA, or a GQA kernel whose K / V re-reads from DRAM (a long
+      // causal forward's: 2.4x its compulsory bytes on the H100) pass for the missing kv heads' first reads.
+      note(out.assumed,
+           fmt::format("--heads-kv {} (the DRAM reads fit as many kv heads as query heads; a GQA kernel that "
+                       "re-reads K / V from DRAM can read as much: pass --heads-kv for a GQA run)",
+                       p.heads_q));
     } else {
       note(out.assumed,
            "--heads-kv = --heads (no GQA: the report shows no kv heads; pass --heads-kv for a GQA "
