@@ -1,0 +1,103 @@
+"""The causal re-read model's held-out problems (issue 31, calibration h100.l2_reread_miss): causal forwards drawn
+at random with a recorded seed after the curve was fixed (commit 1ba81cd) and before any of them was measured,
+written to bench/gpu/data/reread_heldout.txt, one problem a line, `b h hkv n d causal` (square; all causal: the
+model takes causal forwards only). SDPA's flash forward under ncu's one-pass DRAM counters; `run.py derive
+reread-heldout` compares each with `flashsim traffic compare`.
+    python3 bench/gpu/reread_heldout.py                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py compare FLASHSIM DIR   # here: the model against DIR's reports"""
+import json
+import os
+import subprocess
+import sys
+
+import heldout
+import ncu
+
+SEED = 2026112732  # the date and the issue, the second draw
+COUNT = 16
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "reread_heldout.txt")
+
+
+def draw(rng):
+    d = rng.choice([64, 96, 128, 256])
+    hq = rng.choice([8, 12, 16, 32])
+    ratio = rng.choice([1, 1, 2, 4, 8])
+    hkv = max(1, hq // ratio)
+    # 1K .. 16K keys (the issue's range), half odd
+    n = rng.randint(1024, 16384)
+    n = n | 1 if rng.random() < 0.5 else n // 64 * 64
+    # about 2^28 elements of Q at most: tens of milliseconds a forward
+    b = rng.randint(1, max(1, min(8, (1 << 28) // (n * hq * d))))
+    return b, hq, hkv, n, d, 1
+
+
+def problems():
+    with open(OUT) as f:
+        return [tuple(int(x) for x in line.split()) for line in f if not line.startswith("#")]
+
+
+def report_name(problem):
+    return "ncu_dram_reread_" + "_".join(map(str, problem[:5])) + ".csv"
+
+
+def measure(out):
+    """SDPA's flash forward of each problem under ncu, the two DRAM counters alone (one pass)."""
+    os.makedirs(out, exist_ok=True)
+    here = os.path.dirname(os.path.abspath(__file__))
+    for problem in problems():
+        program = [sys.executable, os.path.join(here, "sdpa.py"), "once"] + [str(x) for x in problem]
+        path = os.path.join(out, report_name(problem))
+        with open(path, "w") as f, open(path[:-4] + ".err", "w") as err:
+            rc = subprocess.run(ncu.command("dram", program, kernel_regex="flash_fwd"), stdout=f, stderr=err).returncode
+        print(f"{problem}: rc={rc}", flush=True)
+
+
+def compare(flashsim, folder):
+    """Each report through `flashsim traffic compare` with its problem's flags: the forward's DRAM read against
+    the re-read model's upper bound and the adverse bound, and a planted 1.5x K / V re-read (the K / V part of
+    the measured reads scaled) flagged or not."""
+    inside = caught = total = 0
+    widths = []
+    for b, h, hkv, n, d, causal in problems():
+        path = os.path.join(folder, report_name((b, h, hkv, n, d)))
+        flags = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim",
+                 str(d), "--dtype", "bf16", "--causal"]
+        out = subprocess.run([flashsim, "traffic", "compare", "--json", "--ncu", path] + flags, capture_output=True,
+                             text=True)
+        if out.returncode not in (0, 1):
+            print(f"b{b} h{h}/{hkv} n{n} d{d}: {out.stderr.strip()}")
+            continue
+        k = json.loads(out.stdout)["kernels"][0]
+        m = next(x for x in k["metrics"] if x["metric"] == "dram__bytes_read.sum")
+        lower, model, upper, floor = m["lower"], m["model_upper"], m["upper"], m["tolerance_floor"]
+        # K / V's compulsory bytes: their share of the forward's loads (Q, K, V; hkv of h heads each)
+        kv = lower * 2 * hkv / (h + 2 * hkv)
+        planted = m["measured"] + 0.5 * (kv + max(0.0, m["measured"] - lower))
+        ok = m["measured"] <= model + floor
+        flagged = planted > model + floor
+        total += 1
+        inside += ok
+        caught += flagged
+        widths.append(model / lower)
+        print(f"b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / lower:5.2f}x the compulsory bytes, model upper "
+              f"{model / lower:5.2f}x, bound {upper / lower:6.2f}x: {'inside' if ok else 'ABOVE THE MODEL'}; "
+              f"planted 1.5x K/V {planted / lower:5.2f}x {'flagged' if flagged else 'NOT FLAGGED'}; verdict: "
+              f"{m['verdict'][:40]}")
+    widths.sort()
+    print(f"{inside} of {total} inside the model's range; planted 1.5x K/V re-reads flagged: {caught} of {total}; "
+          f"model range width (upper / compulsory) {widths[0]:.2f} .. {widths[-1]:.2f}x, median "
+          f"{widths[len(widths) // 2]:.2f}x")
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "measure":
+        return measure(sys.argv[2])
+    if len(sys.argv) > 3 and sys.argv[1] == "compare":
+        return compare(sys.argv[2], sys.argv[3])
+    heldout.write(OUT, SEED, COUNT, draw,
+                  f"causal re-read held-out problems, seed {SEED} (bench/gpu/reread_heldout.py): b h hkv n d causal")
+
+
+if __name__ == "__main__":
+    main()
