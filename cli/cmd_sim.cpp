@@ -664,10 +664,6 @@ void add_traffic(CLI::App& app) {
         // tol: the relative tolerance; DRAM figures: the range the figure was judged against, in MB (10^6
         // bytes): the range a correct L2 allows widened by the counters' spread on each side
         const auto tol = [](const sim::MetricComparison& m) {
-          if (m.interval &&
-              m.model_upper > 0)  // a causal forward's reads: the re-read model's, then the bound
-            return fmt::format("{:.1f} .. {:.1f} (<= {:.1f})", std::max(0.0, m.lower - m.floor) / 1e6,
-                               (m.model_upper + m.floor) / 1e6, (m.upper + m.floor) / 1e6);
           if (m.interval)
             return fmt::format("{:.1f} .. {:.1f}", std::max(0.0, m.lower - m.floor) / 1e6,
                                (m.upper + m.floor) / 1e6);
@@ -703,17 +699,6 @@ void add_traffic(CLI::App& app) {
               ? std::string(", not measured for this profile")
               : fmt::format(", {}", hw.ncu_dram_repeatability_source.substr(
                                         0, hw.ncu_dram_repeatability_source.find(':'))));
-      int high = 0;
-      for (const auto& k : c.kernels)
-        for (const auto& m : k.metrics) high += m.warning ? 1 : 0;
-      if (std::any_of(c.kernels.begin(), c.kernels.end(), [](const auto& k) { return k.has_reuse; }))
-        fmt::print(
-            "causal forward reads: the range's first upper figure is the re-read model (each re-read in the "
-            "executed schedule missing L2 with the share measured at its stack distance: calibration "
-            "h100.l2_reread_miss), the one after <= the adverse L2's bound; above the model a figure is "
-            "HIGH, "
-            "a warning ({} here)\n",
-            high);
       if (replayed)
         fmt::print(
             "note: the DRAM counters come from a replayed ncu run (collected with other metrics): the "

@@ -55,8 +55,9 @@ def measure(out):
 
 def compare(flashsim, folder):
     """Each report through `flashsim traffic compare` with its problem's flags: the forward's DRAM read against
-    the re-read model's upper bound and the adverse bound, and a planted 1.5x K / V re-read (the K / V part of
-    the measured reads scaled) flagged or not."""
+    the range (the compulsory bytes .. the adverse L2's bound), and a planted 1.5x K / V re-read (the K / V part
+    of the measured reads scaled) flagged or not. (The re-read model this set was drawn for was measured against
+    it at commit 18c10e9, whose `compare` printed the model's upper too: bench/results/l2_reread_h100_2026-11-27.)"""
     inside = caught = total = 0
     widths = []
     for b, h, hkv, n, d, causal in problems():
@@ -70,24 +71,21 @@ def compare(flashsim, folder):
             continue
         k = json.loads(out.stdout)["kernels"][0]
         m = next(x for x in k["metrics"] if x["metric"] == "dram__bytes_read.sum")
-        lower, model, upper, floor = m["lower"], m["model_upper"], m["upper"], m["tolerance_floor"]
+        lower, upper, floor = m["lower"], m["upper"], m["tolerance_floor"]
         # K / V's compulsory bytes: their share of the forward's loads (Q, K, V; hkv of h heads each)
         kv = lower * 2 * hkv / (h + 2 * hkv)
         planted = m["measured"] + 0.5 * (kv + max(0.0, m["measured"] - lower))
-        ok = m["measured"] <= model + floor
-        flagged = planted > model + floor
+        flagged = planted > upper + floor
         total += 1
-        inside += ok
+        inside += m["ok"]
         caught += flagged
-        widths.append(model / lower)
-        print(f"b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / lower:5.2f}x the compulsory bytes, model upper "
-              f"{model / lower:5.2f}x, bound {upper / lower:6.2f}x: {'inside' if ok else 'ABOVE THE MODEL'}; "
-              f"planted 1.5x K/V {planted / lower:5.2f}x {'flagged' if flagged else 'NOT FLAGGED'}; verdict: "
-              f"{m['verdict'][:40]}")
+        widths.append(upper / lower)
+        print(f"b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / lower:5.2f}x the compulsory bytes, range up to "
+              f"{upper / lower:6.2f}x: {m['verdict'][:60]}; planted 1.5x K/V {planted / lower:5.2f}x "
+              f"{'flagged' if flagged else 'not flagged'}")
     widths.sort()
-    print(f"{inside} of {total} inside the model's range; planted 1.5x K/V re-reads flagged: {caught} of {total}; "
-          f"model range width (upper / compulsory) {widths[0]:.2f} .. {widths[-1]:.2f}x, median "
-          f"{widths[len(widths) // 2]:.2f}x")
+    print(f"{inside} of {total} inside their range; planted 1.5x K/V re-reads flagged: {caught} of {total}; range "
+          f"width (upper / compulsory) {widths[0]:.2f} .. {widths[-1]:.2f}x, median {widths[len(widths) // 2]:.2f}x")
 
 
 def main():

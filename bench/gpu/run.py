@@ -15,7 +15,7 @@
   python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
   python3 bench/gpu/run.py peers [--kernels K] [--suites S] [--time N] [--budget-s S]           (GPU, PyTorch)
   python3 bench/gpu/run.py table bench|l2|launch|spread|check|agree|peers FILES...              (anywhere)
-  python3 bench/gpu/run.py derive l2-adverse|l2-reread|dram-coverage|l2-reuse-models|fa2-steps|fa2-heldout [...] (here)
+  python3 bench/gpu/run.py derive l2-adverse|dram-coverage|l2-reuse-models|fa2-steps|fa2-heldout [...] (here)
   python3 bench/gpu/run.py resources|spills BINARY [...]                                         (where nvcc is)
 
 On the GPU machine the bundle (`--bundle`, default .gpu-bundle) is unpacked once and its libraries put on the
@@ -680,8 +680,6 @@ def cmd_derive(args):
     import derive
     if args.what == "l2-adverse":
         derive.l2_adverse(args.flashsim, args.results or os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26"))
-    elif args.what == "l2-reread":
-        derive.l2_reread_miss(args.flashsim)
     elif args.what == "dram-coverage":
         derive.dram_coverage(args.flashsim)
     elif args.what == "fa3-heldout":
@@ -819,7 +817,7 @@ def parser():
     p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
-    p.add_argument("what", choices=["l2-adverse", "l2-reread", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout",
+    p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout",
                                     "fa2-steps", "fa2-heldout"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
     p.add_argument("results", nargs="?", default="", help="l2-adverse, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout: the results folder")

@@ -61,20 +61,15 @@ double footprint(const AttentionProblem& p, const NcuKernel& k, ref::TensorId t)
 // GQA, K and V are a quarter of the heads' bytes and 1.5x of them lies within the range the Q/dO re-reads span),
 // and all 17 for doubled O writes. The causal forwards' ranges are wider (their K/V re-reads depend on how far
 // the CTAs drift apart): the test holds how many of their 16 planted reads (8 shapes, 1.5x and 2x) are caught:
-// the 5 shapes at head dims 64, 96 and 256 as EXCESS; the 3 at d128, whose schedules sit at the adverse LRU's
-// edge (bounds 10 .. 27x the compulsory bytes), 5 of 6 as HIGH: above the causal re-read model, a warning (one
-// 1.5x planted read stays within the model's range). The unedited reports stay below that model (they are among
-// its calibration figures).
+// the 5 shapes at head dims 64, 96 and 256, not the 3 at d128, whose schedules sit at the adverse LRU's edge
+// (their upper bounds are 10 .. 27x the compulsory bytes).
 TEST(NcuInterval, PlantedExcessTrafficIsFlagged) {
   const auto hw = load_profile("H100-SXM5-80GB");
-  int kv_flagged_causal = 0, kv_high_causal = 0, causal = 0;
+  int kv_flagged_causal = 0, causal = 0;
   for (const auto& r : one_pass_reports()) {
     const AttentionProblem p = recorded_problem(r.shape);
     const Comparison unedited = compare_ncu(r.kernels, p, hw);
     ASSERT_TRUE(unedited.ok) << r.shape.name;  // within the L2's range
-    for (const auto& k : unedited.kernels)     // and below the causal re-read model
-      for (const auto& m : k.metrics)
-        EXPECT_FALSE(m.warning) << r.shape.name << " " << k.name << ": " << m.verdict;
     const double kv =
         footprint(p, r.kernels[0], ref::TensorId::K) + footprint(p, r.kernels[0], ref::TensorId::V);
     const double o = footprint(p, r.kernels[0], ref::TensorId::O);
@@ -101,7 +96,6 @@ TEST(NcuInterval, PlantedExcessTrafficIsFlagged) {
         } else if (kernel == 0) {
           ++causal;
           kv_flagged_causal += m.ok ? 0 : 1;
-          kv_high_causal += m.ok && m.warning ? 1 : 0;
         }
         // Whatever the verdict, it is the interval's: flagged exactly when above upper + the spread.
         EXPECT_EQ(m.ok, m.measured <= m.upper + m.floor) << where;
@@ -121,9 +115,6 @@ TEST(NcuInterval, PlantedExcessTrafficIsFlagged) {
   }
   EXPECT_EQ(causal, 16);
   EXPECT_EQ(kv_flagged_causal, 10);  // 5 at 1.5x, 5 at 2x
-  // Of the other 6 (the 3 d128 shapes), 5 rise above the causal re-read model (calibration
-  // h100.l2_reread_miss): HIGH, a warning.
-  EXPECT_EQ(kv_high_causal, 5);
 }
 
 // Fewer bytes than the compulsory ones (a report of a smaller problem, or a kernel that skips work) are BELOW.

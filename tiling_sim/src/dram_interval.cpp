@@ -83,38 +83,19 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   r.adverse_l2_bytes = std::max(0.0, capacity - r.spill_frame_bytes_cta * resident);
 
   double exec_read = static_cast<double>(k.load_bytes() + k.reduce_bytes());  // every access misses
-  double slope_read = -1;
   double exec_write = dirty;
   const auto lines = static_cast<int64_t>(r.adverse_l2_bytes) / std::max(1, hw.line_bytes);
   if (pr.occ.fits && lines > 0 && executed_schedule_bytes(k, p, c) <= default_memory_limit()) {
     HardwareProfile adverse = hw;
     adverse.l2_effective_bytes = lines * hw.line_bytes;
-    const KernelSchedule executed = schedule(m, p, c, data);
-    const L2Result res = simulate_l2(executed, p, adverse, pr.occ.resident_ctas);
+    const L2Result res = simulate_l2(schedule(m, p, c, data), p, adverse, pr.occ.resident_ctas);
     exec_read = static_cast<double>(res.dram_read);
     exec_write = static_cast<double>(res.dram_write);
     r.executed = true;
-    // The slope, where it was calibrated: a causal forward walks each head's K/V down from the diagonal, and its
-    // re-reads sit at stack distances just below and above the LRU's capacity, where the cliff took all or
-    // none of them (calibration h100.l2_reread_miss: the mimics and the recorded causal forwards). Each re-read
-    // misses with the curve's share at its distance plus the resident CTAs' spill frames (they hold L2 lines
-    // between any two re-reads: the probes' item 5). Other kernels keep the LRU: the re-reads of a non-causal
-    // forward at a wave's edge miss far more than the curve says at their distance.
-    if (!hw.l2_reread_miss.empty() && m.pass == Pass::Forward && p.causal() && p.window_left < 0) {
-      r.reuse = reuse_profile(executed, p, hw, pr.occ.resident_ctas);
-      r.reuse_shift_bytes = r.spill_frame_bytes_cta * resident;
-      slope_read =
-          r.reuse.read_bytes([&](double distance) { return hw.reread_miss(distance + r.reuse_shift_bytes); });
-      r.reread_slope = true;
-    }
   }
   // plus the kernel's code, fetched from DRAM after ncu's cache flush
   r.read.upper = std::max({r.read.lower, exec_read, static_cast<double>(pr.dram_read)}) +
                  static_cast<double>(hw.kernel_code_bytes);
-  if (slope_read >= 0)  // never above the bound
-    r.read.model_upper =
-        std::min(r.read.upper, std::max({r.read.lower, slope_read, static_cast<double>(pr.dram_read)}) +
-                                   static_cast<double>(hw.kernel_code_bytes));
   r.write.upper =
       std::max({dirty, exec_write, static_cast<double>(pr.dram_write)}) + r.spill_frame_bytes_cta * ctas;
   r.read = with_suspect(r.read, k, true);

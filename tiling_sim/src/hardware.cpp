@@ -30,8 +30,6 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
     p.l2_reuse_bytes = j.value("l2_reuse_bytes", int64_t{0});
     p.l2_adverse_reuse_bytes = j.value("l2_adverse_reuse_bytes", int64_t{0});
     p.kernel_code_bytes = j.value("kernel_code_bytes", int64_t{0});
-    if (j.contains("l2_reread_miss"))
-      p.l2_reread_miss = j.at("l2_reread_miss").get<std::vector<std::pair<double, double>>>();
     p.sector_bytes = j.value("sector_bytes", 32);
     p.line_bytes = j.value("line_bytes", 128);
     p.dram_bytes_per_s = j.at("dram_bytes_per_s").get<double>();
@@ -110,15 +108,6 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   non_negative("l2_reuse_bytes", static_cast<double>(p.l2_reuse_bytes));
   non_negative("l2_adverse_reuse_bytes", static_cast<double>(p.l2_adverse_reuse_bytes));
   non_negative("kernel_code_bytes", static_cast<double>(p.kernel_code_bytes));
-  for (size_t i = 0; i < p.l2_reread_miss.size(); ++i) {
-    const auto [distance, miss] = p.l2_reread_miss[i];
-    if (!(distance >= 0 && std::isfinite(distance) && miss >= 0 && miss <= 1) ||
-        (i > 0 && !(distance > p.l2_reread_miss[i - 1].first && miss >= p.l2_reread_miss[i - 1].second)))
-      throw InputError("hw",
-                       fmt::format("profile {}: l2_reread_miss point {} ([{}, {}]) must have a distance >= 0 "
-                                   "and a miss in [0, 1], both increasing from the point before",
-                                   p.name, i, distance, miss));
-  }
   positive("sector_bytes", p.sector_bytes);
   positive("line_bytes", p.line_bytes);
   for (auto [field, v] : {std::pair{"dram_bytes_per_s", p.dram_bytes_per_s},
@@ -186,17 +175,6 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   return p;
 }
 
-double HardwareProfile::reread_miss(double distance_bytes) const {
-  const auto& v = l2_reread_miss;
-  if (v.empty()) return 0;
-  if (distance_bytes <= v.front().first) return v.front().second;
-  for (size_t i = 1; i < v.size(); ++i)
-    if (distance_bytes <= v[i].first)  // linear in [i - 1, i]
-      return v[i - 1].second + (v[i].second - v[i - 1].second) * (distance_bytes - v[i - 1].first) /
-                                   (v[i].first - v[i - 1].first);
-  return v.back().second;
-}
-
 double MeasuredSteps::tile_s(double steps) const {
   const auto& v = tile_s_by_steps;
   size_t i = 1;  // the segment [i - 1, i] that holds (or, at the ends, extends to) steps
@@ -241,7 +219,6 @@ nlohmann::json to_json(const HardwareProfile& p) {
           {"l2_reuse_bytes", p.l2_reuse_bytes},
           {"l2_adverse_reuse_bytes", p.l2_adverse_reuse_bytes},
           {"kernel_code_bytes", p.kernel_code_bytes},
-          {"l2_reread_miss", p.l2_reread_miss},
           {"sector_bytes", p.sector_bytes},
           {"line_bytes", p.line_bytes},
           {"dram_bytes_per_s", p.dram_bytes_per_s},

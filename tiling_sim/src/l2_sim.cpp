@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <unordered_map>
 #include <vector>
 
 #include "flashsim/sim/counts.h"
@@ -171,12 +170,13 @@ class Lru {
 
 constexpr int64_t kChunkRows = 16;
 
-// Walks a schedule's moves as the L2 sees them: `resident` CTAs at a time in launch order, their moves
-// interleaved round-robin, each move's lines in order; calls touch(line, weight, kind) per entry (kind 0 load,
-// 1 store, 2 reduction; weight: the lines an entry stands for).
-template <class Touch>
-void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, int64_t resident_ctas,
-                   Touch&& touch) {
+}  // namespace
+
+L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
+                     int64_t resident_ctas) {
+  L2Result r;
+  const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
+  Lru cache(hw.l2_effective_bytes / lb, hw.l2_dirty_bytes / lb);
   // Each tensor its own address range; rows of a (batch, head) laid out as BSHD with padded sequences.
   int64_t rows = std::max(dq_accum_padded_rows(p.seqlen_q), p.seqlen_k);
   for (const auto& cta : s.ctas)  // the partials dQ strategy stores rows beyond a sequence
@@ -201,7 +201,7 @@ void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, i
         const uint64_t a0 = base + static_cast<uint64_t>((m.addr0 + row * m.pitch) * m.elem_bytes);
         const uint64_t first = a0 / static_cast<uint64_t>(lb),
                        last = (a0 + row_bytes - 1) / static_cast<uint64_t>(lb);
-        for (uint64_t line = first; line <= last; ++line) touch(line, 1, kind);
+        for (uint64_t line = first; line <= last; ++line) cache.touch(line, 1, kind, lb, r);
       }
       return;
     }
@@ -218,7 +218,7 @@ void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, i
       const int64_t lines_per_row = static_cast<int64_t>(row_bytes) / lb;
       for (int64_t c0 = m.row0 / kChunkRows * kChunkRows; c0 < m.row0 + m.rows; c0 += kChunkRows) {
         const int64_t r0 = std::max(c0, m.row0), r1 = std::min(c0 + kChunkRows, m.row0 + m.rows);
-        touch(addr(c0) / static_cast<uint64_t>(lb), (r1 - r0) * lines_per_row, kind);
+        cache.touch(addr(c0) / static_cast<uint64_t>(lb), (r1 - r0) * lines_per_row, kind, lb, r);
       }
       return;
     }
@@ -226,7 +226,7 @@ void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, i
       const uint64_t a0 = addr(row);
       const uint64_t first = a0 / static_cast<uint64_t>(lb),
                      last = (a0 + row_bytes - 1) / static_cast<uint64_t>(lb);
-      for (uint64_t line = first; line <= last; ++line) touch(line, 1, kind);
+      for (uint64_t line = first; line <= last; ++line) cache.touch(line, 1, kind, lb, r);
     }
   };
   // `resident` slots; each issues one move per round; a slot whose CTA has finished takes the next CTA in
@@ -256,76 +256,8 @@ void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, i
       ++i;
     }
   }
-}
-
-}  // namespace
-
-L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
-                     int64_t resident_ctas) {
-  L2Result r;
-  const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
-  Lru cache(hw.l2_effective_bytes / lb, hw.l2_dirty_bytes / lb);
-  walk_schedule(s, p, lb, resident_ctas,
-                [&](uint64_t line, int64_t weight, int kind) { cache.touch(line, weight, kind, lb, r); });
   r.dirty_at_end = cache.dirty_lines() * lb;
   return r;
-}
-
-ReuseProfile reuse_profile(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
-                           int64_t resident_ctas) {
-  ReuseProfile r;
-  const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
-  int64_t touches = 0;
-  walk_schedule(s, p, lb, resident_ctas, [&](uint64_t, int64_t, int) { ++touches; });
-  // Fenwick tree over the touches in walk order: tree holds, at each line's latest touch, the lines it stands
-  // for (0 when that touch was a store: dirty lines written once take no capacity from re-read data, the
-  // probes of calibration h100.l2_adverse_reuse_bytes). The stack distance of a touch = the sum over the
-  // touches since the line's previous one.
-  std::vector<int32_t> tree(static_cast<size_t>(touches) + 1, 0);
-  const auto add = [&](int64_t i, int32_t v) {
-    for (++i; i <= touches; i += i & -i) tree[static_cast<size_t>(i)] += v;
-  };
-  const auto prefix = [&](int64_t i) {  // sum of [0, i)
-    int64_t sum = 0;
-    for (; i > 0; i -= i & -i) sum += tree[static_cast<size_t>(i)];
-    return sum;
-  };
-  struct Last {
-    int64_t t;
-    int32_t counted;
-  };
-  std::unordered_map<uint64_t, Last> last;
-  last.reserve(static_cast<size_t>(std::min<int64_t>(touches, int64_t{1} << 24)));
-  r.bin_bytes = static_cast<double>(ReuseProfile::kBinBytes);
-  r.reread_bytes.assign(ReuseProfile::kBins, 0);
-  int64_t t = 0;
-  walk_schedule(s, p, lb, resident_ctas, [&](uint64_t line, int64_t weight, int kind) {
-    const int64_t bytes = weight * lb;
-    const auto w = static_cast<int32_t>(kind == 1 ? 0 : weight);
-    auto [it, fresh] = last.try_emplace(line, Last{t, w});
-    if (fresh) {
-      if (kind != 1) r.cold_read_bytes += bytes;
-    } else {
-      const int64_t distance = (prefix(t) - prefix(it->second.t + 1)) * lb;
-      if (kind != 1) {
-        const auto bin = std::min<int64_t>(ReuseProfile::kBins - 1, distance / ReuseProfile::kBinBytes);
-        r.reread_bytes[static_cast<size_t>(bin)] += bytes;
-      }
-      add(it->second.t, -it->second.counted);
-      it->second = Last{t, w};
-    }
-    add(t, w);
-    ++t;
-  });
-  return r;
-}
-
-double ReuseProfile::read_bytes(const std::function<double(double)>& miss) const {
-  double sum = static_cast<double>(cold_read_bytes);
-  for (size_t b = 0; b < reread_bytes.size(); ++b)
-    if (reread_bytes[b] > 0)
-      sum += static_cast<double>(reread_bytes[b]) * miss((static_cast<double>(b) + 0.5) * bin_bytes);
-  return sum;
 }
 
 }  // namespace flashsim::sim

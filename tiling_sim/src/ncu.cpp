@@ -405,7 +405,6 @@ void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool read
   m.interval = true;
   m.lower = b.lower;
   m.upper = b.upper;
-  m.model_upper = b.model_upper;
   m.floor = floor;
   m.suspect = b.suspect;
   const char* what = reads ? "reads" : "writes";
@@ -430,15 +429,6 @@ void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool read
         "BELOW: {} {:.2f}x the compulsory bytes: the profiled problem is not the flags' or the kernel skips "
         "work",
         what, m.measured / std::max(b.lower, 1.0));
-  } else if (b.model_upper > 0 && m.measured > b.model_upper + floor) {
-    m.warning = true;
-    m.verdict = fmt::format(
-        "HIGH: {} {:.2f}x the causal re-read model's upper bound: look at {} (the schedule moves it {:.0f}x "
-        "its "
-        "footprint); correct kernels have read up to 1.26x over it (calibration h100.l2_reread_miss), and it "
-        "is "
-        "within the adverse L2's range",
-        what, m.measured / std::max(b.model_upper, 1.0), b.suspect, b.suspect_factor);
   } else {
     m.verdict = "ok (within the L2's range)";
   }
@@ -483,9 +473,6 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
       // The replay's dirty data is ncu's, not the kernel's: it raises the upper bound only (its amount varies
       // between kernels: 1.9 .. 3.4 MB on SDPA's, less on fa2-v1's).
       range.write.upper += kc.replay_write_bytes;
-      kc.has_reuse = range.reread_slope;
-      kc.reuse = std::move(range.reuse);
-      kc.reuse_shift_bytes = range.reuse_shift_bytes;
       const SmSidePrediction sm = sm_side_prediction(*rec->model, counts, p, rec->config);
       const std::pair<const char*, std::pair<double, double>> rows[] = {
           {"l1tex__m_xbar2l1tex_read_bytes.sum", {sm.load, 0.02}},
@@ -556,35 +543,20 @@ nlohmann::json to_json(const Comparison& c) {
   for (const auto& k : c.kernels) {
     nlohmann::json ms = nlohmann::json::array();
     for (const auto& m : k.metrics)
-      ms.push_back(
-          {{"metric", m.metric},
-           {"measured", m.measured},
-           {"predicted", m.predicted},
-           {"ratio", std::isfinite(m.ratio) ? nlohmann::json(m.ratio) : nlohmann::json(nullptr)},
-           {"tolerance", m.tolerance > 0 ? nlohmann::json(m.tolerance) : nlohmann::json(nullptr)},
-           {"tolerance_floor", m.floor},
-           {"lower", m.interval ? nlohmann::json(m.lower) : nlohmann::json(nullptr)},
-           {"upper", m.interval ? nlohmann::json(m.upper) : nlohmann::json(nullptr)},
-           {"model_upper", m.model_upper > 0 ? nlohmann::json(m.model_upper) : nlohmann::json(nullptr)},
-           {"warning", m.warning},
-           {"verdict", m.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.verdict)},
-           {"suspect", m.suspect.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.suspect)},
-           {"ok", m.ok}});
-    nlohmann::json reuse = nullptr;
-    if (k.has_reuse) {
-      nlohmann::json bins = nlohmann::json::array();
-      for (size_t b = 0; b < k.reuse.reread_bytes.size(); ++b)
-        if (k.reuse.reread_bytes[b] > 0)
-          bins.push_back({static_cast<double>(b) * k.reuse.bin_bytes, k.reuse.reread_bytes[b]});
-      reuse = {{"cold_read_bytes", k.reuse.cold_read_bytes},
-               {"distance_shift_bytes", k.reuse_shift_bytes},
-               {"bin_bytes", k.reuse.bin_bytes},
-               {"reread_bytes_by_distance", bins}};
-    }
+      ms.push_back({{"metric", m.metric},
+                    {"measured", m.measured},
+                    {"predicted", m.predicted},
+                    {"ratio", std::isfinite(m.ratio) ? nlohmann::json(m.ratio) : nlohmann::json(nullptr)},
+                    {"tolerance", m.tolerance > 0 ? nlohmann::json(m.tolerance) : nlohmann::json(nullptr)},
+                    {"tolerance_floor", m.floor},
+                    {"lower", m.interval ? nlohmann::json(m.lower) : nlohmann::json(nullptr)},
+                    {"upper", m.interval ? nlohmann::json(m.upper) : nlohmann::json(nullptr)},
+                    {"verdict", m.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.verdict)},
+                    {"suspect", m.suspect.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.suspect)},
+                    {"ok", m.ok}});
     ks.push_back({{"name", k.name},
                   {"recognized", k.recognized},
                   {"replay_write_bytes", k.replay_write_bytes},
-                  {"dram_reuse", reuse},
                   {"metrics", ms}});
   }
   return {{"ok", c.ok}, {"kernels", ks}};

@@ -4,11 +4,7 @@
 // kernel rather than about the L2's replacement and write-back policy.
 //   lower: the compulsory bytes. Reads: every loaded or reduced byte once (cold L2). Writes: every dirty byte
 //          less the most the L2 can keep dirty at kernel end (l2_dirty_bytes).
-//   model_upper (reads of a causal forward, where the profile has l2_reread_miss): the executed schedule's cold
-//          bytes plus each re-read at the measured miss share of its stack distance (the resident CTAs' spill
-//          frames added to it), plus the kernel's code: a model, not a bound (traffic compare warns above it).
-//   upper: the executed schedule through an adverse but measured L2: an LRU of
-//          l2_adverse_reuse_bytes (the
+//   upper: the executed schedule through an adverse but measured L2: an LRU of l2_adverse_reuse_bytes (the
 //          capacity at which FlashAttention-forward mimics' executed schedules re-read what they did on the
 //          GPU; unmeasured: l2_reuse_bytes, what data read again by other SMs survives, shrunk by the share of L2
 //          the kernel's dirty lines can hold, up to l2_dirty_bytes), less the resident CTAs' register-spill
@@ -17,16 +13,12 @@
 //          back once.
 #include <string>
 
-#include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/model.h"
 
 namespace flashsim::sim {
 
 struct DramBound {
   double lower = 0, upper = 0;
-  // Reads of a causal forward (DramInterval::reread_slope): the upper bound of the re-read slope, a model
-  // narrower than `upper` that correct kernels rarely exceed (calibration h100.l2_reread_miss); 0: none.
-  double model_upper = 0;
   // The tensor an excess most likely comes from: the one the schedule moves most often per byte of its
   // footprint (its re-reads grow fastest), the larger on a tie.
   std::string suspect;
@@ -39,10 +31,6 @@ struct DramInterval {
   double spill_frame_bytes_cta =
       0;                  // a CTA's register-spill frame: its spill stores over its main-loop steps
   bool executed = false;  // upper reads from the executed schedule; false: every load misses
-  bool reread_slope =
-      false;           // upper reads from the re-reads' stack distances and l2_reread_miss, not the LRU
-  ReuseProfile reuse;  // the executed schedule's re-reads by stack distance, where reread_slope
-  double reuse_shift_bytes = 0;  // added to each distance: the resident CTAs' spill frames
 };
 
 // The adverse L2's capacity before a kernel's own terms: the measured l2_adverse_reuse_bytes or, unmeasured,

@@ -43,12 +43,6 @@ struct HardwareProfile {
   // (calibration h100.l2_adverse_reuse_bytes). 0: not measured; the adverse L2 is then l2_reuse_bytes less the
   // share of it the kernel's dirty lines may hold.
   int64_t l2_adverse_reuse_bytes = 0;
-  // The adverse L2 as a slope instead of a cliff: the fraction of re-reads that miss at an LRU stack distance of
-  // the executed schedule (sim::reuse_profile), {distance bytes, miss} in increasing distance, linear between the
-  // points, the first's below and the last's beyond (calibration h100.l2_reread_miss). The DRAM range's upper
-  // reads take it where given; empty: the executed schedule through an LRU of l2_adverse_reuse_bytes.
-  std::vector<std::pair<double, double>> l2_reread_miss;
-  double reread_miss(double distance_bytes) const;
   // A kernel's code read from DRAM once per profiled run (ncu flushes the caches before each kernel): the
   // largest sm_90 attention kernel's .text in our build (fa2-v1's forward, 184 KB by cuobjdump); added to the
   // upper bound of `traffic compare`'s DRAM reads. 0: no allowance.

@@ -5,8 +5,6 @@
 // reading; evicted dirty lines are written back, and so are the oldest dirty lines beyond the profile's
 // l2_dirty_bytes (they stay cached, clean); dirty lines still in L2 at kernel end are not counted (as ncu).
 #include <cstdint>
-#include <functional>
-#include <vector>
 
 #include "flashsim/sim/hardware.h"
 #include "flashsim/sim/schedule.h"
@@ -21,21 +19,5 @@ struct L2Result {
 
 L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
                      int64_t resident_ctas);
-
-// The executed schedule's L2 reuse, policy-free: the bytes loaded or reduced first (cold) and each re-read's LRU
-// stack distance (the bytes of distinct lines loaded or reduced since the line's previous touch), binned. An LRU
-// of capacity C misses the re-reads at distances >= C; a measured miss curve (l2_reuse_curve) gives the rest.
-struct ReuseProfile {
-  static constexpr int64_t kBinBytes = int64_t{1} << 17;  // 128 KiB: the curve's points are MiB apart
-  static constexpr int64_t kBins = 2048;                  // to 256 MiB; the last bin holds every farther one
-  int64_t cold_read_bytes = 0;
-  double bin_bytes = 0;
-  std::vector<int64_t> reread_bytes;
-  // cold + sum over the bins of re-read bytes x miss(the bin's middle distance in bytes)
-  double read_bytes(const std::function<double(double)>& miss) const;
-};
-
-ReuseProfile reuse_profile(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
-                           int64_t resident_ctas);
 
 }  // namespace flashsim::sim

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/model.h"
 
 namespace flashsim::sim {
@@ -54,15 +53,9 @@ struct MetricComparison {
   // (the profile's ncu_dram_repeatability of its measured DRAM bytes).
   bool interval = false;
   double lower = 0, upper = 0, floor = 0;
-  // A causal forward's reads: the re-read model's upper bound (DramBound::model_upper; 0: none). Above it but
-  // inside [lower, upper] the verdict is "HIGH: ..." and `warning` is set: likely the kernel's re-reads, but
-  // correct kernels have been measured there; ok stays true.
-  double model_upper = 0;
-  bool warning = false;
   // The verdict in words: "ok", "FAIL", "ok (within the L2's range)", "EXCESS: ..." (above the upper bound:
   // the kernel moves more than any L2 behaviour explains, `suspect` the tensor to look at), "BELOW: ..." (under
-  // the compulsory bytes: another problem than the flags say, or a kernel that skips work), "HIGH: ..." (above
-  // model_upper: a warning).
+  // the compulsory bytes: another problem than the flags say, or a kernel that skips work).
   std::string verdict, suspect;
   bool ok = true;
 };
@@ -70,10 +63,6 @@ struct KernelComparison {
   std::string name;
   bool recognized = false;
   double replay_write_bytes = 0;  // added to the predicted DRAM writes for ncu's replay (compare_ncu)
-  // The re-reads behind the DRAM read range, where it takes the slope (DramInterval::reread_slope).
-  bool has_reuse = false;
-  ReuseProfile reuse;
-  double reuse_shift_bytes = 0;
   std::vector<MetricComparison> metrics;
 };
 struct Comparison {
