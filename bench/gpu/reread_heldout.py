@@ -1,8 +1,8 @@
-"""The causal re-read model's held-out problems (issue 31, calibration h100.l2_reread_miss): causal forwards drawn
-at random with a recorded seed after the curve was fixed (commit 1ba81cd) and before any of them was measured,
-written to bench/gpu/data/reread_heldout.txt, one problem a line, `b h hkv n d causal` (square; all causal: the
-model takes causal forwards only). SDPA's flash forward under ncu's one-pass DRAM counters; `run.py derive
-reread-heldout` compares each with `flashsim traffic compare`.
+"""Causal forwards held out from every DRAM model (issue 31): drawn at random with a recorded seed after the
+re-read slope's curve was fixed (commit 1ba81cd, since taken out: bench/results/l2_reread_h100_2026-11-27) and
+before any of them was measured, written to bench/gpu/data/reread_heldout.txt, one problem a line, `b h hkv n d
+causal` (square, all causal). SDPA's flash forward under ncu's one-pass DRAM counters; `compare` holds each
+against `flashsim traffic compare`'s DRAM read range.
     python3 bench/gpu/reread_heldout.py                  # rewrites the list (same seed: the same problems)
     python3 bench/gpu/reread_heldout.py measure OUT      # on the GPU machine: ncu of each problem's forward
     python3 bench/gpu/reread_heldout.py compare FLASHSIM DIR   # here: the model against DIR's reports"""
