@@ -9,12 +9,12 @@
 # half the time at -O0 as at -O1 (GoogleTest's macros, CLI11, JSON), while the run time of the tests is spent in
 # the libraries they call (reference/, tiling_sim/, golden/, core/), which keep the build type's level.
 #
-# FLASHSIM_TESTS_QUICK_BUILD: both, for tests/ alone (CI's build/default: the test programs are no part of the
-# Python package's build, which the other folders' objects serve through ccache). Their compile is a third of
-# that build's C++ time; their run time, as above, is the libraries'.
+# FLASHSIM_TESTS_QUICK_BUILD: both, for tests/ and cli/ alone (CI's build/default: the test programs and the
+# command line are no part of the Python package's build, which the other folders' objects serve through
+# ccache). Their compile is about half of that build's C++ time; their run time, as above, is the libraries'.
 option(FLASHSIM_PCH "Precompile the heavy third-party headers per target" OFF)
 option(FLASHSIM_FRONT_END_O0 "Compile tests/, cli/, app/ and fuzz/ at -O0" OFF)
-option(FLASHSIM_TESTS_QUICK_BUILD "Compile tests/ at -O0 with precompiled headers" OFF)
+option(FLASHSIM_TESTS_QUICK_BUILD "Compile tests/ and cli/ at -O0 with precompiled headers" OFF)
 
 # flashsim_build_speed(): after every folder is added, applies the options above to each C++ target of the tree.
 function(flashsim_build_speed)
@@ -37,7 +37,7 @@ function(flashsim_build_speed)
         continue()
       endif()
       set(quick_tests FALSE)
-      if(FLASHSIM_TESTS_QUICK_BUILD AND rel STREQUAL "tests")
+      if(FLASHSIM_TESTS_QUICK_BUILD AND rel MATCHES "^(tests|cli)$")
         set(quick_tests TRUE)
       endif()
       if(FLASHSIM_PCH OR quick_tests)
