@@ -15,10 +15,7 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "fa2_held
 
 
 def draw(rng):
-    d = rng.choice([64, 96, 128, 256])
-    hq = rng.choice([8, 12, 16, 32])
-    ratio = rng.choice([1, 1, 2, 4, 8])
-    hkv = max(1, hq // ratio)
+    d, hq, hkv = heldout.head_dim_and_heads(rng)
     # half the lengths odd (not a multiple of any tile), half a multiple of 64
     n = rng.randint(300, 12000)
     n = n | 1 if rng.random() < 0.5 else max(64, n // 64 * 64)

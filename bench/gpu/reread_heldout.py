@@ -20,10 +20,7 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "reread_h
 
 
 def draw(rng):
-    d = rng.choice([64, 96, 128, 256])
-    hq = rng.choice([8, 12, 16, 32])
-    ratio = rng.choice([1, 1, 2, 4, 8])
-    hkv = max(1, hq // ratio)
+    d, hq, hkv = heldout.head_dim_and_heads(rng)
     # 1K .. 16K keys (the issue's range), half odd
     n = rng.randint(1024, 16384)
     n = n | 1 if rng.random() < 0.5 else n // 64 * 64
