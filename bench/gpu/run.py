@@ -587,10 +587,16 @@ def cmd_sdpa(args):
     return sh([sys.executable, os.path.join(HERE, "sdpa.py"), args.what] + args.rest)
 
 
-def python_env(b, site="/tmp/fs-site", extra_wheels=()):
+CHECKOUT_PYTHON = ("this checkout's python/flashsim/*.py over the bundle's wheel (a change to the Python sources "
+                   "alone since `bundle --python`)")
+
+
+def python_env(b, site="/tmp/fs-site", extra_wheels=(), checkout_python=False):
     """Installs the bundle of `run.py bundle --python` (and the wheels in extra_wheels, without their
     dependencies) beside the machine's PyTorch (python3 there is itself a virtual environment: the packages go to
-    a folder on PYTHONPATH); returns the environment that finds them."""
+    a folder on PYTHONPATH); returns the environment that finds them. checkout_python: this checkout's
+    python/flashsim/*.py replace the wheel's (the native module stays the bundle's: for a change to the Python
+    sources alone since the bundle was packed)."""
     if not os.path.isdir(os.path.join(b, "lib")):
         sh(["tar", "-C", b, "-xJf", os.path.join(b, "lib.tar.xz")], check=True)
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.abspath(os.path.join(b, "lib")) + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
@@ -598,6 +604,10 @@ def python_env(b, site="/tmp/fs-site", extra_wheels=()):
     pip = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--target", site, "--find-links",
            os.path.join(b, "wheels")]
     sh(pip + ["--no-deps", "flashsim", "ml_dtypes"] + list(extra_wheels), check=True)
+    if checkout_python:
+        for f in glob.glob(os.path.join(ROOT, "python", "flashsim", "*.py")):
+            shutil.copy(f, os.path.join(site, "flashsim"))
+        say("python/flashsim/*.py of this checkout over the bundle's wheel")
     if sh([sys.executable, "-c", "import pytest"], err=os.devnull) != 0:
         sh(pip + ["pytest"], check=True)
     return env
@@ -611,7 +621,8 @@ def cmd_peers(args):
     import peers
     os.chdir(ROOT)
     os.makedirs(args.out, exist_ok=True)
-    env = python_env(args.bundle, extra_wheels=sorted(glob.glob(os.path.join(ROOT, ".whl", "*.whl"))))
+    env = python_env(args.bundle, extra_wheels=sorted(glob.glob(os.path.join(ROOT, ".whl", "*.whl"))),
+                     checkout_python=args.checkout_python)
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX and PyTorch share the GPU's memory
     peers.run(env, args.out, args.kernels.split(",") if args.kernels else None,
               args.suites.split(",") if args.suites else None, args.time, args.budget_s, args.filter or None,
@@ -628,7 +639,7 @@ def cmd_python_check(args):
     os.chdir(ROOT)
     out = args.out
     os.makedirs(out, exist_ok=True)
-    env = python_env(args.bundle)
+    env = python_env(args.bundle, checkout_python=args.checkout_python)
     pytest = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"]
     sh(pytest + ["python/tests", f"--junitxml={out}/python_tests.xml"], out=f"{out}/python_tests.log",
        err=f"{out}/python_tests.log", env=env)
@@ -800,6 +811,7 @@ def parser():
     p.add_argument("suites", nargs="*")
     p.add_argument("--bundle", default=".gpu-bundle-py")
     p.add_argument("--out", default=os.environ.get("OUT", "/tmp/flashsim-py"))
+    p.add_argument("--checkout-python", action="store_true", help=CHECKOUT_PYTHON)
 
     p = verb("peers", cmd_peers, help="the field's kernels over the golden suites (bench/gpu/peers)")
     p.add_argument("--bundle", default=".gpu-bundle-py")
@@ -810,6 +822,7 @@ def parser():
     p.add_argument("--filter", default="", help="only the cases whose name matches (--flashsim-filter)")
     p.add_argument("--run-s", type=float, default=300, help="seconds one (adapter, suite) run may take")
     p.add_argument("--budget-s", type=float, default=540, help="seconds the whole verb may take")
+    p.add_argument("--checkout-python", action="store_true", help=CHECKOUT_PYTHON)
 
     p = verb("table", cmd_table, help="tables from recorded files")
     p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree", "peers", "decode"])

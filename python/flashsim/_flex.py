@@ -20,18 +20,22 @@ def _broadcast(t: Any, b: Any, h: Any, i: Any, j: Any) -> Any:
     return t[b if t.shape[0] > 1 else 0, h if t.shape[1] > 1 else 0, i, j]
 
 
-def flex_kwargs(case: Any, like: Any) -> dict[str, Any]:
+def flex_kwargs(case: Any, like: Any, takes: set[str], sinks: Any) -> dict[str, Any]:
     import torch
     from torch.nn.attention.flex_attention import create_block_mask
 
     c, names = case.case_json, case.input_names
     if "k_cache" in names:
         raise ValueError(f"{case.name}: a KV-cache case has no flex_attention call (the cache is paged)")
-    if {"sinks", "dropout_keep"} & set(names):  # a sink joins the denominator: no score_mod expresses it
-        raise ValueError(f"{case.name}: flex_attention takes no attention sink and no dropout keep mask")
+    if "sinks" in names and sinks is None:  # the sink is one more key (below): the caller appends it
+        raise ValueError(f"{case.name}: a sinks case needs the sinks tensor (kwargs('flex', like, sinks=...))")
+    if "sinks" not in names and sinks is not None:
+        raise ValueError(f"{case.name}: sinks given to a case without attention sinks")
+    if "dropout_keep" in names and "dropout" not in takes:  # dropout follows the softmax: no score_mod does it
+        raise ValueError(f"{case.name}: flex_attention takes no dropout keep mask")
     if c["dtype"] in ("e4m3", "e5m2"):
         raise ValueError(f"{case.name}: flex_attention takes no FP8 inputs with descale factors")
-    if c.get("mla"):  # flex_attention's value tensor is its own input, not a view of the keys
+    if c.get("mla") and "mla" not in takes:  # flex_attention's value tensor is its own input, not a view of k
         raise ValueError(f"{case.name}: an MLA case has no v input (V is k's first head_dim_v columns)")
     dev = like.device
     varlen = "cu_seqlens_q" in names
@@ -48,6 +52,8 @@ def flex_kwargs(case: Any, like: Any) -> dict[str, Any]:
 
     def where(b: Any, i: Any, j: Any) -> tuple[Any, Any, Any, Any]:
         """(sequence, query position, key position, Sk - Sq of the sequence) of a score."""
+        if sinks is not None:  # the sink key (index n_k) read as the last key; score_mod and mask_mod replace it
+            j = torch.clamp(j, max=n_k - 1)
         if varlen:
             return seq_q[i], pos_q[i], pos_k[j], len_k[j] - len_q[i]
         return b, i, j, n_k - n_q
@@ -60,11 +66,13 @@ def flex_kwargs(case: Any, like: Any) -> dict[str, Any]:
             score = score + _broadcast(extra["bias"], s, h, qi, kj).float()
         if "alibi_slopes" in extra:
             score = score - extra["alibi_slopes"][h] * (qi + shift - kj).abs()  # -slope_h |i + Sk - Sq - j|
+        if sinks is not None:  # key n_k is the sink: its logit, past the pipeline (softcap does not touch it)
+            score = torch.where(j == n_k, sinks[h].to(score.dtype), score)
         return score
 
     def mask_mod(b: Any, h: Any, i: Any, j: Any) -> Any:
         s, qi, kj, shift = where(b, i, j)
-        keep = seq_q[i] == seq_k[j] if varlen else qi >= 0
+        keep = seq_q[i] == seq_k[torch.clamp(j, max=n_k - 1)] if varlen else qi >= 0
         if left >= 0:
             keep = keep & (kj >= qi + shift - left)
         if right >= 0:
@@ -73,10 +81,13 @@ def flex_kwargs(case: Any, like: Any) -> dict[str, Any]:
             keep = keep & _broadcast(extra["mask"], s, h, qi, kj)
         if "block_mask" in extra:
             keep = keep & _broadcast(extra["block_mask"], s, h, qi // c["block_q"], kj // c["block_k"])
+        if sinks is not None:  # every row sees the sink
+            keep = keep | (j == n_k)
         return keep
 
     masked = varlen or left >= 0 or right >= 0 or bool({"mask", "block_mask"} & extra.keys())
-    pipeline = softcap > 0 or bool({"bias", "alibi_slopes"} & extra.keys())
+    pipeline = softcap > 0 or sinks is not None or bool({"bias", "alibi_slopes"} & extra.keys())
+    keys = n_k + (sinks is not None)
     return {"scale": c["scale"], "enable_gqa": c["heads_q"] != c.get("heads_kv", c["heads_q"]),
             "score_mod": score_mod if pipeline else None,
-            "block_mask": create_block_mask(mask_mod, batch, c["heads_q"], n_q, n_k, device=dev) if masked else None}
+            "block_mask": create_block_mask(mask_mod, batch, c["heads_q"], n_q, keys, device=dev) if masked else None}

@@ -14,6 +14,7 @@ A norm case (suite "norm", case.op "rmsnorm" or "layernorm") works the same way 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
@@ -196,6 +197,22 @@ def _wait_for(result: Any) -> None:
             return
 
 
+@contextlib.contextmanager
+def _exclusive(path: Optional[str]) -> Iterator[None]:
+    """Holds an exclusive lock on the file at path (created if missing) while inside; nothing when path is None."""
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 class Case:
     """One golden case of a suite. Its file is read when first needed (the sha256 checked against the
     manifest) and kept.
@@ -219,6 +236,7 @@ class Case:
         self.last_report: Optional[Report] = None  # the last verify()'s
         self.seconds: Optional[float] = None  # the median time of the last timed() call
         self.time_repeats = 0  # timed(): how many timed calls after the first (the plugin's --flashsim-time)
+        self.time_lock: Optional[str] = None  # timed(): a file locked around the timed calls (--flashsim-time-lock)
 
     @classmethod
     def from_file(cls, path: PathLike, max_memory_bytes: int = 0) -> "Case":
@@ -317,7 +335,8 @@ class Case:
         out = tuple(convert_like(get(n), like) for n in names)
         return out[0] if len(out) == 1 else out
 
-    def kwargs(self, style: str = "flash_attn", like: Any = None) -> dict[str, Any]:
+    def kwargs(self, style: str = "flash_attn", like: Any = None, *, takes: Iterable[str] = (),
+               sinks: Any = None) -> dict[str, Any]:
         """Keyword arguments for a kernel's call on this case.
 
         style 'flash_attn': causal, softmax_scale, window_size, softcap, and alibi_slopes (with `like`: as
@@ -340,6 +359,15 @@ class Case:
         (k_cache, k_new: one compressed cache, FlashMLA's head_dim_v argument), and dk is K's whole gradient (V's
         part in its first head_dim_v columns; no dv output); 'sdpa', 'jax' and 'flex' refuse it.
 
+        takes: features the caller carries itself, lifted from the refusals of 'sdpa', 'jax' and 'flex':
+        "dropout" (the caller applies inputs("dropout_keep") and case_json["dropout_p"], e.g. through
+        torch.ops.aten._scaled_dot_product_attention_math's dropout_mask) and "mla" (the caller passes
+        k[..., :head_dim_v] as v and differentiates k alone). sinks (style 'flex'): a sinks case's fp32 [heads_q]
+        tensor, the one the call differentiates for dsinks; the kwargs' score_mod and block_mask are then those of
+        seqlen_k + 1 keys, the last one the sink: call flex_attention on k and v with one zero key appended
+        (torch.nn.functional.pad(x, (0, 0, 0, 1)) on [b, h, s, d]), every row sees it, and its score is the
+        sink's logit, so lse includes the sink and o = 0 where a row sees no other key.
+
         style 'jax' (jax.nn.dot_product_attention): scale, and is_causal where it means flashsim's causal, else
         mask (bool, the visible keys) and bias (additive, the case dtype); the same refusals as 'sdpa'.
         style 'flex' (torch's flex_attention; needs `like`, a torch tensor): scale, enable_gqa, score_mod (softcap,
@@ -351,6 +379,12 @@ class Case:
         c = self.case_json
         if self.op != "attention":
             return {"eps": c["eps"]}
+        takes = set(takes)
+        if takes - {"dropout", "mla"}:
+            raise ValueError(f"takes: {', '.join(sorted(takes - {'dropout', 'mla'}))}: a caller can carry "
+                             "dropout and mla itself, no other feature")
+        if sinks is not None and style != "flex":
+            raise ValueError(f"sinks: only style 'flex' takes the sinks tensor (style '{style}')")
         scale = c["scale"]
         left, right = c.get("window_left", -1), c.get("window_right", -1)
         if style == "flash_attn":
@@ -372,11 +406,11 @@ class Case:
         if style == "flex":
             from ._flex import flex_kwargs
 
-            return flex_kwargs(self, like)
+            return flex_kwargs(self, like, takes, sinks)
         if style not in ("sdpa", "jax"):
             raise ValueError(f"style: '{style}': expected 'flash_attn', 'sdpa', 'jax' or 'flex'")
-        unsupported = sorted(self.features & {"softcap", "alibi", "sinks", "dropout", "fp8", "mla", "varlen",
-                                              "kv_cache"})
+        unsupported = sorted(self.features & ({"softcap", "alibi", "sinks", "dropout", "fp8", "mla", "varlen",
+                                               "kv_cache"} - takes))
         if unsupported:
             raise ValueError(f"{self.name}: {style.upper()} has no argument for {', '.join(unsupported)}")
         kw = {"scale": scale} if style == "jax" else \
@@ -426,16 +460,19 @@ class Case:
         """Calls fn() and returns its result; when repeats (default: time_repeats, which the plugin's
         --flashsim-time sets) is above 0, calls it that many more times, each waited for (a torch CUDA
         synchronize, JAX's block_until_ready) and timed by the wall clock, and keeps the median in
-        `seconds`. Put the kernel's whole call in fn (forward and backward, where it has one)."""
+        `seconds`. Put the kernel's whole call in fn (forward and backward, where it has one). With time_lock (a
+        path) the timed calls hold an exclusive lock on that file (fcntl.flock): processes sharing a GPU time
+        one at a time."""
         result = fn()
         _wait_for(result)
         n = self.time_repeats if repeats is None else repeats
         if n > 0:
-            times = []
-            for _ in range(n):
-                start = time.perf_counter()
-                _wait_for(fn())
-                times.append(time.perf_counter() - start)
+            with _exclusive(self.time_lock):
+                times = []
+                for _ in range(n):
+                    start = time.perf_counter()
+                    _wait_for(fn())
+                    times.append(time.perf_counter() - start)
             self.seconds = statistics.median(times)
         return result
 

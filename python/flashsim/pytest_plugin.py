@@ -10,7 +10,9 @@ A test taking the `flashsim_case` fixture runs once per case of a golden suite, 
 
 Options: --flashsim-suite NAME|PATH (default: the marker's suite=, else smoke), --flashsim-filter REGEX (case
 names, re.search), --flashsim-shard I/N (every N-th case from the I-th), --flashsim-time N
-(flashsim_case.timed(fn) times N more calls: the median is the case's time), --flashsim-record FILE (a JSON line
+(flashsim_case.timed(fn) times N more calls: the median is the case's time), --flashsim-time-lock FILE (the
+timed calls hold an exclusive lock on FILE: processes that share a GPU, e.g. shards compiling their cases at
+once, take their timings one at a time), --flashsim-record FILE (a JSON line
 per case: kernel, suite, case, outcome, reason, the worst error as a fraction of its bound, seconds;
 `bench/gpu/run.py table peers FILE` makes the kernel x suite table). Features a kernel can declare unsupported
 are Case.features' names, the dtype names and
@@ -42,6 +44,9 @@ def pytest_addoption(parser: Any) -> None:
                     help="only every N-th case from the I-th (0-based): N processes share a suite")
     group.addoption("--flashsim-time", type=int, default=0, metavar="N",
                     help="flashsim_case.timed(fn) calls fn N more times and keeps the median (default 0: once)")
+    group.addoption("--flashsim-time-lock", default=None, metavar="FILE",
+                    help="the timed calls hold an exclusive lock on FILE (created if missing): processes sharing a "
+                         "GPU time one at a time while their first calls (compiles) run at once")
     group.addoption("--flashsim-record", default=None, metavar="FILE",
                     help="append a JSON line per case (kernel, suite, case, outcome, reason, worst error / bound, "
                          "seconds) to FILE")
@@ -104,6 +109,7 @@ def flashsim_case(request: Any) -> Any:
     case = request.param
     case.last_report, case.seconds = None, None
     case.time_repeats = request.config.getoption("flashsim_time")
+    case.time_lock = request.config.getoption("flashsim_time_lock")
     try:
         marker = request.node.get_closest_marker("flashsim")
         ops = list(marker.kwargs.get("ops", ("attention",))) if marker else ["attention"]

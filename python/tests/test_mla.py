@@ -35,6 +35,10 @@ def test_features_inputs_and_outputs(suite):
     assert "dv" in plain.output_names
     with pytest.raises(ValueError):
         prefill.kwargs("sdpa")
+    assert prefill.kwargs("sdpa", takes=["mla"]) == {"scale": pytest.approx(prefill.case_json["scale"]),
+                                                     "enable_gqa": True, "is_causal": True}
+    with pytest.raises(ValueError, match="kv_cache"):
+        decode.kwargs("sdpa", takes=["mla"])  # the paged cache stays refused
 
 
 def test_numpy_kernel_passes(suite):

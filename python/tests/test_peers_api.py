@@ -1,5 +1,5 @@
 """What the peer adapters (bench/gpu/peers) rest on: Case.timed, Report.worst_fraction, describe_features, the
-plugin's --flashsim-record / --flashsim-time, and the 'jax' and 'flex' styles of Case.kwargs."""
+plugin's --flashsim-record / --flashsim-time / --flashsim-time-lock, and the 'jax' and 'flex' styles of Case.kwargs."""
 import json
 import sys
 import textwrap
@@ -17,6 +17,28 @@ from numpy_attention import attention  # noqa: E402
 def numpy_outputs(case):
     t = {n: np.asarray(x, dtype=np.float32) if x.dtype.name == "bfloat16" else x for n, x in case.inputs().items()}
     return attention(t, case.case_json)
+
+
+def test_timed_calls_wait_for_the_time_lock(smoke, tmp_path):
+    import fcntl
+    import threading
+    import time
+
+    case = smoke["fp16-causal-odd"]
+    lock = tmp_path / "time.lock"
+    case.time_lock, calls = str(lock), []
+    holder = open(lock, "a")
+    fcntl.flock(holder, fcntl.LOCK_EX)  # another process's timed calls, as a second open file description
+    worker = threading.Thread(target=lambda: case.timed(lambda: calls.append(time.monotonic()), repeats=3))
+    worker.start()
+    time.sleep(0.3)
+    assert len(calls) == 1  # the first (checked) call ran; the timed ones wait for the lock
+    released = time.monotonic()
+    fcntl.flock(holder, fcntl.LOCK_UN)
+    holder.close()
+    worker.join(timeout=10)
+    assert len(calls) == 4 and min(calls[1:]) >= released and case.seconds is not None
+    case.time_lock = None
 
 
 def test_worst_fraction_is_the_largest_error_over_its_bound(smoke):
@@ -82,13 +104,15 @@ def test_plugin_records_a_line_a_case(pytester, tmp_path):
     pytester.makepyfile(RECORDED.format(examples=str(EXAMPLES)))
     record = tmp_path / "peers.jsonl"
     pytester.runpytest("-p", "no:cacheprovider", "--flashsim-suite", str(SMOKE), "--flashsim-filter",
-                       "fp32-basic|varlen", "--flashsim-time", "2", "--flashsim-record", str(record), "-q")
+                       "fp32-basic|varlen", "--flashsim-time", "2", "--flashsim-time-lock", str(tmp_path / "t.lock"),
+                       "--flashsim-record", str(record), "-q")
     rows = [json.loads(line) for line in record.read_text().splitlines()]
     by = {(r["kernel"], r["case"]): r for r in rows}
     varlen = [c for c in flashsim.golden.Suite(SMOKE).names if "varlen" in c]
     assert len(rows) == 2 * (1 + len(varlen)) and varlen
     good, bad = by[("numpy-good", "fp32-basic")], by[("numpy-bad", "fp32-basic")]
     assert good["outcome"] == "pass" and 0 < good["worst_fraction"] <= 1 and good["seconds"] > 0
+    assert (tmp_path / "t.lock").is_file()  # the timed calls took the lock
     assert good["suite"] == "smoke" and "o" in good["outputs"] and "fp32" in good["features"]
     assert bad["outcome"] == "fail" and bad["worst_fraction"] > 1 and bad["reason"].startswith("o: ")
     skipped = by[("numpy-good", varlen[0])]

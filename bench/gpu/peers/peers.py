@@ -15,8 +15,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 NORM_SUITES = ["norm", "default"]  # default mixes norm cases in
 KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the suites its features fit
-    "sdpa": ("test_sdpa_backends.py", ["smoke", "default", "sparse", "long"]),
-    "flex": ("test_flex_attention.py", ["smoke", "default", "sparse", "long"]),
+    "sdpa": ("test_sdpa_backends.py", ["smoke", "default", "sparse", "mla", "long"]),
+    "sdpa-keep": ("test_sdpa_dropout.py", ["dropout"]),  # the math backend given the case's keep mask
+    "flex": ("test_flex_attention.py", ["smoke", "default", "sparse", "sinks", "long"]),
     "jax": ("test_jax_attention.py", ["smoke", "default", "sparse", "long"]),
     "torch-norms": ("test_torch_norms.py", NORM_SUITES),
     "liger": ("test_liger_norms.py", NORM_SUITES),
@@ -24,10 +25,11 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
 
 
 # Adapters whose every case compiles (torch.compile, jax.jit: 3-8 s a case on the H100 machine's CPUs) run the large
-# suites in SHARDS processes at once, untimed (their time column then reads "-": the shards share the GPU).
+# suites in SHARDS processes at once; their timed calls take a lock in turn (--flashsim-time-lock), so a case's time
+# is the GPU's alone while the other shards compile.
 COMPILED = {"flex", "jax"}
 SHARDS, LARGE_SUITES = 6, {"default"}
-SUITE_ORDER = ["smoke", "norm", "default", "sparse", "decode", "long"]  # cheap first: a spent budget drops long
+SUITE_ORDER = ["smoke", "norm", "default", "sparse", "sinks", "dropout", "mla", "decode", "long"]  # cheap first
 
 
 def generate(env, suite, out):
@@ -64,9 +66,9 @@ def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filte
                    os.path.join(HERE, KERNELS[kernel][0]), "--flashsim-suite", suite, "--flashsim-record", record]
             cmd += ["--flashsim-filter", case_filter] if case_filter else []
             shards = SHARDS if kernel in COMPILED and suite in LARGE_SUITES else 1
-            runs = [(cmd + ["--flashsim-time", str(repeats)], f"{kernel}_{suite}")] if shards == 1 else \
-                [(cmd + ["--flashsim-time", "0", "--flashsim-shard", f"{i}/{shards}"], f"{kernel}_{suite}_{i}")
-                 for i in range(shards)]
+            cmd += ["--flashsim-time", str(repeats), "--flashsim-time-lock", os.path.join(out, "time.lock")]
+            runs = [(cmd, f"{kernel}_{suite}")] if shards == 1 else \
+                [(cmd + ["--flashsim-shard", f"{i}/{shards}"], f"{kernel}_{suite}_{i}") for i in range(shards)]
             t0 = time.time()
             procs = []
             for c, name in runs:

@@ -11,9 +11,10 @@ import pytest
 IMPLEMENTATIONS = ["cudnn", "xla", "xla-highest"]
 
 
-# Its arguments have no softcap, ALiBi, packed variable lengths or KV cache (Case.kwargs("jax"); block masks: a mask).
+# Its arguments have no softcap, ALiBi, packed variable lengths, KV cache or FP8 descales (Case.kwargs("jax");
+# block masks: a mask).
 @pytest.mark.flashsim(kernel="jax", unsupported=["softcap", "alibi", "sinks", "dropout", "mla", "varlen",
-                                                 "kv_cache"])
+                                                 "kv_cache", "fp8"])
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_jax(flashsim_case, implementation):
     like = jnp.zeros(0)
