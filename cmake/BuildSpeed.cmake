@@ -9,9 +9,10 @@
 # half the time at -O0 as at -O1 (GoogleTest's macros, CLI11, JSON), while the run time of the tests is spent in
 # the libraries they call (reference/, tiling_sim/, golden/, core/), which keep the build type's level.
 #
-# FLASHSIM_TESTS_QUICK_BUILD: both, for tests/ and cli/ alone (CI's build/default: the test programs and the
-# command line are no part of the Python package's build, which the other folders' objects serve through
-# ccache). Their compile is about half of that build's C++ time; their run time, as above, is the libraries'.
+# FLASHSIM_TESTS_QUICK_BUILD: both, for tests/ and cli/ alone (CI's build/default and its Python package's build,
+# which ships the command line and takes cli/'s objects from build/default's through ccache: .ci/run passes it the
+# option and lets ccache cache precompiled-header compiles). Their compile is about half of build/default's C++
+# time; their run time, as above, is the libraries'.
 option(FLASHSIM_PCH "Precompile the heavy third-party headers per target" OFF)
 option(FLASHSIM_FRONT_END_O0 "Compile tests/, cli/, app/ and fuzz/ at -O0" OFF)
 option(FLASHSIM_TESTS_QUICK_BUILD "Compile tests/ and cli/ at -O0 with precompiled headers" OFF)

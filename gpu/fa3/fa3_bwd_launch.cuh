@@ -73,7 +73,10 @@ cudaError_t launch_fa3_bwd_dtype(const Fa3BwdParams& a, bool bf16, cudaStream_t 
   if (bf16)
     return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::bfloat16_t, e.softcap>(a,
                                                                                                       stream);
-  return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::half_t, e.softcap>(a, stream);
+  if constexpr (kFa3HandOnly)  // bf16 alone (fa3_launch.h)
+    return cudaErrorInvalidValue;
+  else
+    return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::half_t, e.softcap>(a, stream);
 }
 
 }  // namespace flashsim::gpu::fa3

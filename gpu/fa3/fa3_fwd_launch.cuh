@@ -81,7 +81,12 @@ template <Fa3FwdInstance e>
 cudaError_t launch_fa3_fwd_dtype(const Fa3FwdParams& a, bool bf16, cudaStream_t stream) {
   const bool cap = a.softcap > 0.f;
   constexpr int d = e.head_dim, bm = e.block_q, bn = e.block_k, st = e.stages;
-  if constexpr (!e.softcap) {  // no softcapped kernel (instances.h: it would spill)
+  if constexpr (kFa3HandOnly) {  // bf16 alone (fa3_launch.h)
+    if (!bf16 || (cap && !e.softcap)) return cudaErrorInvalidValue;
+    if constexpr (e.softcap)
+      if (cap) return launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, true>(a, stream);
+    return launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, false>(a, stream);
+  } else if constexpr (!e.softcap) {  // no softcapped kernel (instances.h: it would spill)
     if (cap) return cudaErrorInvalidValue;
     return bf16 ? launch_fa3_fwd<d, bm, bn, st, cutlass::bfloat16_t, false>(a, stream)
                 : launch_fa3_fwd<d, bm, bn, st, cutlass::half_t, false>(a, stream);

@@ -43,7 +43,9 @@ std::string problem_unsupported(const AttentionProblem& p) {
     return "head_dim " + std::to_string(p.head_dim) + " (fa3-v1 runs " + head_dims_text() + ")";
   if (!fa3_head_dim_compiled(static_cast<int>(p.head_dim)))
     return "head_dim " + std::to_string(p.head_dim) +
-           " is not compiled in this build (FLASHSIM_GPU_INSTANCES=ci compiles fa3-v1's d128 alone)";
+           " is not compiled in this build (FLASHSIM_GPU_INSTANCES=ci compiles fa3-v1's bf16 d128 alone)";
+  if (kFa3HandOnly && p.dtype == DType::F16)
+    return "fp16 is not compiled in this build (FLASHSIM_GPU_INSTANCES=ci compiles fa3-v1's bf16 d128 alone)";
   if (p.head_dim_v != p.head_dim)
     return "head_dim_v " + std::to_string(p.head_dim_v) + " != head_dim (fa3-v1 needs them equal)";
   if (p.heads_kv < 1 || p.heads_q % p.heads_kv != 0) return "heads_q is not a multiple of heads_kv";
