@@ -1,7 +1,8 @@
 // Standard attention backward for one (batch, kv head) at a time, every matrix materialized:
 //   P = softmax(S);  dV = P^T dO;  dP = dO V^T;  dS = P o (dP - rowsum(dO o O));
 //   dQ = scale dS K;  dK = scale dS^T Q   (dS taken through the softcap's derivative; GQA: dK, dV summed over
-//   the q heads of the group, in head order).
+//   the q heads of the group, in head order). MLA's dV, the gradient of K's first dv columns, is reported as
+//   written into dK's and read back by dK's kernel (attention.cpp folds it into dk).
 #include <vector>
 
 #include "backward_common.h"
@@ -78,7 +79,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       // dP = dO V^T
       kernel();  // naive_bwd_dp
       hv.load_do(0, lq, dout.data());
-      hv.load_v(0, lk, v.data());
+      hv.load_v(0, lk, v.data(), ValuesRead::Alone);  // MLA: K's first dv columns
       gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::Yes, lq, lk, dv, Acc(1), dout.data(), dv, v.data(), dv,
                 Acc(0), dp.data(), lk);
       hv.apply_dropout(dp.data(), 0, lq, 0, lk);  // dropout: dP = dP' o keep / (1 - p)
@@ -108,7 +109,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       if (emu) round_to_dtype(pr.data(), lq * lk, p.dtype);
       gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, dv, lq, Acc(1), pr.data(), lk, dout.data(), dv,
                 Acc(1), dvv.data(), dv);
-      move(AccessKind::Store, TensorId::dV, h, lk, dv);
+      move(AccessKind::Store, p.mla ? TensorId::dK : TensorId::dV, h, lk, dv);  // MLA: dK's first dv columns
       done();
       if (p.softcap > 0) dp *= dcap;
       if (emu) round_to_dtype(dp.data(), lq * lk, p.dtype);
@@ -125,6 +126,7 @@ void backward_naive(const ProblemContext& ctx, const ForwardResult& fwd, Gradien
       kernel();  // naive_bwd_dk
       move(AccessKind::Load, TensorId::Scores, h, lq, lk);
       move(AccessKind::Load, TensorId::Q, h, lq, d);
+      if (p.mla) move(AccessKind::Load, TensorId::dK, h, lk, dv);  // V's gradient, added to dS^T Q's
       gemm<Acc>(ctx.opt.use_blas, Trans::Yes, Trans::No, lk, d, lq, scale, dp.data(), lk, q.data(), d, Acc(1),
                 dk.data(), d);
       move(AccessKind::Store, TensorId::dK, h, lk, d);

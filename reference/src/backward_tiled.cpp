@@ -108,7 +108,7 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
           // to visit writes zero dK, dV and exits; the block mask's skipped pairs count as none).
           if (active > 0) {
             hv.load_k(j0, m, buf.k.data());
-            hv.load_v(j0, m, buf.v.data());
+            hv.load_v(j0, m, buf.v.data(), ValuesRead::WithKeys);
           }
           for (int64_t i0 = ibegin; i0 < qend; i0 += br) {
             const int64_t n = std::min(br, hv.lq - i0);
@@ -171,7 +171,7 @@ void backward_tiled(const ProblemContext& ctx, const TileConfig& tile, const For
               obs->release(TensorId::V);
             }
             obs->access({AccessKind::Store, TensorId::dK, b, h, j0, m, 0, d});
-            obs->access({AccessKind::Store, TensorId::dV, b, h, j0, m, 0, dv});
+            if (!p.mla) obs->access({AccessKind::Store, TensorId::dV, b, h, j0, m, 0, dv});  // MLA: in dK
             obs->cta_end();
           }
         }

@@ -46,7 +46,7 @@ void forward_fa1(const ProblemContext& ctx, const TileConfig& tile, ForwardResul
         }
         if (active == 0) continue;  // every pair of this key block skipped: K and V not loaded
         hv.load_k(j0, mk, k.data());
-        hv.load_v(j0, mk, v.data());
+        hv.load_v(j0, mk, v.data(), ValuesRead::WithKeys);
         for (int64_t i0 = ibegin; i0 < qend; i0 += br) {
           const int64_t n = std::min(br, hv.lq - i0);
           if (!hv.tile_active(i0, n, j0, mk)) continue;

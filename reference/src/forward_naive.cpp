@@ -65,7 +65,7 @@ void forward_naive(const ProblemContext& ctx, ForwardResult& out) {
       obs->cta_begin(b, h, 0);
       obs->access({AccessKind::Load, TensorId::Probs, b, h, 0, lq, 0, lk});
     }
-    hv.load_v(0, lk, v.data());
+    hv.load_v(0, lk, v.data(), ValuesRead::Alone);  // MLA: K's first dv columns
     gemm<Acc>(ctx.opt.use_blas, Trans::No, Trans::No, lq, dv, lk, Acc(1), s.data(), lk, v.data(), dv, Acc(0),
               o.data(), dv);
     for (int64_t i = 0; i < lq; ++i)

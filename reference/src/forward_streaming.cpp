@@ -80,7 +80,7 @@ class RowBlockTask {
       q_loaded_ = true;
     }
     hv_.load_k(j0, m, buf_.k.data());
-    if (with_v) hv_.load_v(j0, m, buf_.v.data());
+    if (with_v) hv_.load_v(j0, m, buf_.v.data(), ValuesRead::WithKeys);
     hv_.scores(buf_.q.data(), i0_, n_, buf_.k.data(), j0, m, buf_.s.data());
     if (auto* obs = ctx_.observer()) {
       obs->release(TensorId::K);

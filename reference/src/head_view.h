@@ -17,6 +17,10 @@ using TileMap = Eigen::Map<TileArray<Acc>>;
 template <class Acc>
 using ColArray = Eigen::Array<Acc, Eigen::Dynamic, 1>;
 
+// How a kernel reads V: with the K tile of the same keys, or alone. It matters to MLA's traffic only (V the
+// first head_dim_v columns of K's rows): with K's tile nothing more is read, alone those columns of K.
+enum class ValuesRead { WithKeys, Alone };
+
 template <class Acc>
 class HeadView {
  public:
@@ -41,9 +45,17 @@ class HeadView {
   }
   // FP8 inputs: V is dequantized as it is loaded (times v_descale, exact in fp64; one fp32 rounding when
   // emulating, where FlashAttention-3 scales O by v_descale once at the end: 2^-24 apart, far below P's FP8
-  // rounding). Q and K stay as stored: their descales scale the scores (scores()).
-  void load_v(int64_t j0, int64_t m, Acc* dst) const {
-    load(TensorId::V, ctx_.in.v, ctx_.cu_k[b], p_.heads_kv, hk, p_.head_dim_v, j0, m, dst);
+  // rounding). Q and K stay as stored: their descales scale the scores (scores()). MLA: the values are K's
+  // first head_dim_v columns (AttentionInputs::v holds that view), reported as the read `how` makes them.
+  void load_v(int64_t j0, int64_t m, Acc* dst, ValuesRead how) const {
+    if (!p_.mla) {
+      load(TensorId::V, ctx_.in.v, ctx_.cu_k[b], p_.heads_kv, hk, p_.head_dim_v, j0, m, dst);
+    } else {
+      auto* obs = ctx_.observer();
+      if (obs && how == ValuesRead::Alone)
+        obs->access({AccessKind::Load, TensorId::K, b, hk, j0, m, 0, p_.head_dim_v});
+      copy_rows(ctx_.in.v, ctx_.cu_k[b], p_.heads_kv, hk, p_.head_dim_v, j0, m, dst);
+    }
     if (ctx_.in.v_descale.empty()) return;
     const Acc vd = static_cast<Acc>(ctx_.in.v_descale[p_.descale_index(b, hk)]);
     for (int64_t n = 0; n < m * p_.head_dim_v; ++n) dst[n] *= vd;
@@ -199,6 +211,10 @@ class HeadView {
   void load(TensorId id, const std::vector<double>& src, int64_t row_offset, int64_t heads, int64_t head,
             int64_t dim, int64_t row0, int64_t rows, Acc* dst) const {
     if (auto* obs = ctx_.observer()) obs->access({AccessKind::Load, id, b, head, row0, rows, 0, dim});
+    copy_rows(src, row_offset, heads, head, dim, row0, rows, dst);
+  }
+  void copy_rows(const std::vector<double>& src, int64_t row_offset, int64_t heads, int64_t head, int64_t dim,
+                 int64_t row0, int64_t rows, Acc* dst) const {
     for (int64_t r = 0; r < rows; ++r) {
       const double* from = src.data() + ((row_offset + row0 + r) * heads + head) * dim;
       Acc* to = dst + r * dim;

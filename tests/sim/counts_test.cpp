@@ -8,6 +8,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "flashsim/error.h"
 #include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/sweep.h"
@@ -503,6 +504,224 @@ TEST(Decode, MlaReadsTheLatentCacheOnce) {
         << fresh;
     EXPECT_LE(static_cast<double>(ks[0].dram_read), kv_cache_bytes(p) + 64 * 1024)
         << fresh;  // + q, the table
+  }
+}
+
+// --- Dense MLA: a prefill without a cache through the dense models ---------------------------------------------
+
+namespace {
+
+// DeepSeek's latent head (d 576: 512 latent + 64 rotary columns; dv 512) shared by 16 query heads, 1000 queries
+// and keys, bf16; `mla` false: the same shapes with V a tensor of its own.
+constexpr int64_t kMlaBatch = 2, kMlaHeads = 16, kMlaLen = 1000, kMlaD = 576, kMlaDv = 512, kMlaE = 2;
+
+AttentionProblem dense_mla(bool causal, bool mla) {
+  ProblemBuilder b = ProblemBuilder()
+                         .batch(kMlaBatch)
+                         .heads(kMlaHeads, 1)
+                         .seqlen(kMlaLen)
+                         .head_dim(kMlaD, kMlaDv)
+                         .dtype(DType::BF16);
+  if (causal) b.causal();
+  AttentionProblem p = b.build();
+  p.mla = mla;
+  p.validate();
+  return p;
+}
+
+// Key rows the query blocks (Br rows) of one sequence of n queries and n keys read, in key blocks of Bc: every
+// key, or (causal) the key blocks up to the one holding the diagonal of the block's last row.
+int64_t key_rows_read(int64_t n, int64_t br, int64_t bc, bool causal) {
+  int64_t rows = 0;
+  for (int64_t q0 = 0; q0 < n; q0 += br) {
+    const int64_t last = std::min(n, q0 + br) - 1;  // the block's last row sees keys [0, last]
+    rows += causal ? std::min(n, (last / bc + 1) * bc) : n;
+  }
+  return rows;
+}
+
+// Bytes between L2 and the SMs.
+int64_t l2_bytes(const KernelCounts& k) {
+  return k.load_bytes() + k.store_bytes() + k.reduce_bytes();
+}
+
+bool has_buffer(const KernelLaunch& l, const std::string& name) {
+  return std::any_of(l.smem.begin(), l.smem.end(), [&](const SmemBuffer& b) { return b.name == name; });
+}
+
+// No byte of tensor t moved, no footprint.
+void expect_untouched(const KernelCounts& k, ref::TensorId t, const std::string& what) {
+  const auto& tt = tensor_of(k, t);
+  EXPECT_EQ(tt.load.bytes + tt.store.bytes + tt.reduce.bytes, 0) << what;
+  EXPECT_EQ(tt.unique_bytes, 0) << what;
+}
+
+}  // namespace
+
+// FA2's forward on a dense MLA prefill: V is the first 512 columns of the K tile it loads anyway, so no V is
+// loaded and V has no shared-memory buffer; K is read as without MLA (each query block's visible key rows once);
+// the traffic is the plain problem's less exactly V's bytes (those key rows x dv x 2 bytes, for every query head)
+// and the cold footprint less V's (one latent head); a step loads K alone; closed form == executed.
+TEST(DenseMla, Fa2ForwardReadsTheKeyTileAlone) {
+  using ref::TensorId;
+  const auto& fa2 = kernel_model("fwd_fa2");
+  for (const bool causal : {false, true}) {
+    const auto p = dense_mla(causal, true), plain = dense_mla(causal, false);
+    const std::string what = p.describe();
+    TileConfig c;  // Br 128, Bc 64, one stage
+    const auto k = analytic_counts(fa2, p, c), kp = analytic_counts(fa2, plain, c);
+    expect_same_counts(k, execute_counts(schedule(fa2, p, c)), what);
+    expect_untouched(k, TensorId::V, what);
+    const int64_t rows = kMlaBatch * kMlaHeads * key_rows_read(kMlaLen, c.block_q, c.block_k, causal);
+    EXPECT_EQ(tensor_of(kp, TensorId::K).load.bytes, rows * kMlaD * kMlaE) << what;
+    EXPECT_EQ(tensor_of(kp, TensorId::V).load.bytes, rows * kMlaDv * kMlaE) << what;
+    EXPECT_EQ(tensor_of(k, TensorId::K).load, tensor_of(kp, TensorId::K).load) << what;
+    EXPECT_EQ(l2_bytes(k), l2_bytes(kp) - rows * kMlaDv * kMlaE) << what;
+    EXPECT_EQ(k.unique_loaded(), kp.unique_loaded() - kMlaBatch * kMlaLen * kMlaDv * kMlaE) << what;
+    EXPECT_EQ(k.unique_dirty(), kp.unique_dirty()) << what;
+    const KernelLaunch l = launch(fa2, p, c), lp = launch(fa2, plain, c);
+    EXPECT_FALSE(has_buffer(l, "V")) << what;
+    EXPECT_TRUE(has_buffer(lp, "V")) << what;
+    EXPECT_EQ(l.smem_bytes(), lp.smem_bytes() - c.block_k * kMlaDv * kMlaE * c.stages) << what;
+    EXPECT_DOUBLE_EQ(l.step.load_bytes, static_cast<double>(c.block_k * kMlaD * kMlaE)) << what;
+    EXPECT_DOUBLE_EQ(lp.step.load_bytes, static_cast<double>(c.block_k * (kMlaD + kMlaDv) * kMlaE)) << what;
+  }
+}
+
+// The other forwards that take a dense MLA problem: those that load V with the K tile of the same keys (three-
+// and two-pass in their last pass, FA1, flashsim's FA2, fa3-v1's) load K alone, as without MLA, and hold no V
+// buffer: their traffic is the plain problem's less V's loads; standard attention's P V reads the first dv
+// columns of K's rows instead of V (the same bytes, now K's, and K's footprint those columns); closed form ==
+// executed, and no V byte or footprint anywhere.
+TEST(DenseMla, EveryForwardMovesNoV) {
+  using ref::TensorId;
+  for (const bool causal : {false, true}) {
+    const auto p = dense_mla(causal, true), plain = dense_mla(causal, false);
+    TileConfig c;
+    for (const char* name : {"fwd_three_pass", "fwd_two_pass", "fwd_fa1", "fwd_fa2_v1", "fwd_fa3",
+                             "naive_scores", "naive_softmax", "naive_pv"}) {
+      const auto& m = kernel_model(name);
+      const std::string what = p.describe() + " " + name;
+      const auto k = analytic_counts(m, p, c), kp = analytic_counts(m, plain, c);
+      expect_same_counts(k, execute_counts(schedule(m, p, c)), what);
+      expect_untouched(k, TensorId::V, what);
+      const int64_t v = tensor_of(kp, TensorId::V).load.bytes;
+      if (std::string(name) == "naive_pv") {  // K's first dv columns, once per query head
+        EXPECT_EQ(v, kMlaBatch * kMlaHeads * kMlaLen * kMlaDv * kMlaE) << what;
+        EXPECT_EQ(tensor_of(k, TensorId::K).load.bytes, v) << what;
+        EXPECT_EQ(l2_bytes(k), l2_bytes(kp)) << what;
+        EXPECT_EQ(tensor_of(k, TensorId::K).unique_bytes, kMlaBatch * kMlaLen * kMlaDv * kMlaE) << what;
+        continue;
+      }
+      if (std::string(name).find("pass") != std::string::npos) {  // V once, in the last pass
+        EXPECT_EQ(
+            v, kMlaBatch * kMlaHeads * key_rows_read(kMlaLen, c.block_q, c.block_k, causal) * kMlaDv * kMlaE)
+            << what;
+      }
+      EXPECT_EQ(tensor_of(k, TensorId::K).load, tensor_of(kp, TensorId::K).load) << what;
+      EXPECT_EQ(l2_bytes(k), l2_bytes(kp) - v) << what;
+      EXPECT_EQ(k.unique_total(), kp.unique_total() - (v > 0 ? tensor_of(kp, TensorId::V).unique_bytes : 0))
+          << what;
+      const KernelLaunch l = launch(m, p, c);
+      EXPECT_FALSE(has_buffer(l, "V")) << what;
+      EXPECT_FALSE(has_buffer(l, "KV")) << what;
+    }
+    // fa3-v1's step loads K alone (the time model's TMA bytes)
+    EXPECT_TRUE(launch(kernel_model("fwd_fa3"), p, c).ws.mla);
+  }
+}
+
+// FA2's backward on a dense MLA prefill: every key block's CTA loads its K tile once (V its first dv columns,
+// no V load or buffer), accumulates V's gradient into dK's first dv columns and stores dK alone (576 columns, as
+// without MLA; no dV). With every key block seen by some query block, FA2's plain backward loads V and stores dV
+// for every key row of every query head (dV expanded per query head as FA2 does for a group): the traffic is the
+// plain problem's less exactly those bytes, the cold footprints less V's (one latent head) and dV's (per query
+// head); dK and dV's accumulators lose dV's columns. flashsim's group kernel likewise, once per kv head. The dot
+// and convert kernels move no K or V: the same as without MLA. Closed form == executed.
+TEST(DenseMla, Fa2BackwardLoadsKOnceAndStoresDkAlone) {
+  using ref::TensorId;
+  const auto& main = kernel_model("bwd_dq_dk_dv");
+  for (const bool causal : {false, true}) {
+    const auto p = dense_mla(causal, true), plain = dense_mla(causal, false);
+    const std::string what = p.describe();
+    TileConfig c;  // backward Br 64, Bc 128
+    const auto k = analytic_counts(main, p, c), kp = analytic_counts(main, plain, c);
+    expect_same_counts(k, execute_counts(schedule(main, p, c)), what);
+    expect_untouched(k, TensorId::V, what);
+    expect_untouched(k, TensorId::dV, what);
+    const int64_t keys = kMlaBatch * kMlaHeads * kMlaLen;  // key rows of every query head's CTAs
+    EXPECT_EQ(tensor_of(kp, TensorId::V).load.bytes, keys * kMlaDv * kMlaE) << what;
+    EXPECT_EQ(tensor_of(kp, TensorId::dV).store.bytes, keys * kMlaDv * kMlaE) << what;
+    EXPECT_EQ(tensor_of(k, TensorId::K).load.bytes, keys * kMlaD * kMlaE) << what;
+    EXPECT_EQ(tensor_of(k, TensorId::K).load, tensor_of(kp, TensorId::K).load) << what;
+    EXPECT_EQ(tensor_of(k, TensorId::dK).store, tensor_of(kp, TensorId::dK).store) << what;
+    EXPECT_EQ(l2_bytes(k), l2_bytes(kp) - 2 * keys * kMlaDv * kMlaE) << what;
+    EXPECT_EQ(k.unique_loaded(), kp.unique_loaded() - kMlaBatch * kMlaLen * kMlaDv * kMlaE) << what;
+    EXPECT_EQ(k.unique_dirty(), kp.unique_dirty() - keys * kMlaDv * kMlaE) << what;
+    const KernelLaunch l = launch(main, p, c), lp = launch(main, plain, c);
+    EXPECT_FALSE(has_buffer(l, "V")) << what;
+    EXPECT_EQ(l.smem_bytes(), lp.smem_bytes() - c.bwd_block_k * kMlaDv * kMlaE) << what;
+    EXPECT_EQ(l.accumulator_elems, lp.accumulator_elems - c.bwd_block_k * kMlaDv) << what;
+    EXPECT_LT(l.step.accumulator_regs, lp.step.accumulator_regs) << what;
+    EXPECT_DOUBLE_EQ(l.step.load_bytes, lp.step.load_bytes) << what;  // a step loads Q and dO, as without MLA
+
+    const auto& group = kernel_model("bwd_dq_dk_dv_group");
+    const auto g = analytic_counts(group, p, c);
+    expect_same_counts(g, execute_counts(schedule(group, p, c)), what + " group");
+    expect_untouched(g, TensorId::V, what + " group");
+    expect_untouched(g, TensorId::dV, what + " group");
+    EXPECT_EQ(tensor_of(g, TensorId::K).load.bytes, kMlaBatch * kMlaLen * kMlaD * kMlaE) << what;
+    EXPECT_EQ(tensor_of(g, TensorId::dK).store.bytes, kMlaBatch * kMlaLen * kMlaD * kMlaE) << what;
+    EXPECT_EQ(l2_bytes(g),
+              l2_bytes(analytic_counts(group, plain, c)) - 2 * kMlaBatch * kMlaLen * kMlaDv * kMlaE)
+        << what;
+
+    for (const char* name : {"bwd_dot_do_o", "bwd_convert_dq"}) {
+      const auto& m = kernel_model(name);
+      const auto a = analytic_counts(m, p, c), ap = analytic_counts(m, plain, c);
+      expect_same_counts(a, ap, what + " " + name);
+      EXPECT_EQ(a.unique_total(), ap.unique_total()) << what << " " << name;
+    }
+  }
+}
+
+// Standard attention's backward on MLA: dO V^T reads the first dv columns of K's rows, dV = P^T dO is written
+// into dK's first dv columns, and dK's kernel reads them back to add dS^T Q: no V or dV tensor, the same bytes
+// but that read-back (dv columns of every key row, per query head); closed form == executed.
+TEST(DenseMla, NaiveBackwardWritesTheValueGradientIntoDk) {
+  using ref::TensorId;
+  const auto p = dense_mla(true, true), plain = dense_mla(true, false);
+  const TileConfig c;
+  const int64_t part = kMlaBatch * kMlaHeads * kMlaLen * kMlaDv * kMlaE;  // dv columns of every key row
+  for (const KernelModel* m : kernels_of(Algorithm::Naive, Pass::Backward)) {
+    const std::string what = m->name;
+    const auto k = analytic_counts(*m, p, c), kp = analytic_counts(*m, plain, c);
+    expect_same_counts(k, execute_counts(schedule(*m, p, c)), what);
+    expect_untouched(k, TensorId::V, what);
+    expect_untouched(k, TensorId::dV, what);
+    EXPECT_EQ(l2_bytes(k), l2_bytes(kp) + (m->name == "naive_bwd_dk" ? part : 0)) << what;
+  }
+  EXPECT_EQ(tensor_of(analytic_counts(kernel_model("naive_bwd_dp"), p, c), TensorId::K).load.bytes, part);
+  const auto dv = analytic_counts(kernel_model("naive_bwd_dv"), p, c);
+  EXPECT_EQ(tensor_of(dv, TensorId::dK).store.bytes, part);
+  EXPECT_EQ(tensor_of(dv, TensorId::dK).unique_bytes, part);  // dK's first dv columns, per query head
+  const auto dk = analytic_counts(kernel_model("naive_bwd_dk"), p, c);
+  EXPECT_EQ(tensor_of(dk, TensorId::dK).load.bytes, part);
+  EXPECT_EQ(tensor_of(dk, TensorId::dK).store.bytes, part / kMlaDv * kMlaD);
+  EXPECT_EQ(tensor_of(dk, TensorId::dK).unique_bytes, part / kMlaDv * kMlaD);  // written whole
+  EXPECT_EQ(tensor_of(dk, TensorId::dK).read_bytes, part);  // a cold L2 reads V's gradient alone back
+}
+
+// fa3-v1's backward has no MLA form: refused, naming MLA.
+TEST(DenseMla, Fa3BackwardRefusesMla) {
+  const auto p = dense_mla(false, true);
+  for (const char* name : {"bwd_fa3_dot_do_o", "bwd_fa3", "bwd_fa3_convert"}) {
+    try {
+      (void)launch(kernel_model(name), p, TileConfig{});
+      ADD_FAILURE() << name << " took an MLA problem";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("MLA"), std::string::npos) << e.what();
+    }
   }
 }
 

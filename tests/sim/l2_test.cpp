@@ -51,3 +51,26 @@ TEST(L2, DirtyLimitWritesBackOldestDirtyLinesThatStayCached) {
   EXPECT_GE(r.dirty_at_end, limit - 16 * 64 * 2);  // at most one 16-row chunk of O below the limit
   EXPECT_EQ(r.dram_write + r.dirty_at_end, k.unique_dirty());
 }
+
+// MLA's V read apart from K (standard attention's kernels) is the first head_dim_v columns of K's rows, at K's row
+// pitch: dK's kernel reads V's gradient back from dK's first columns and stores whole dK rows, and with the L2 cold
+// and large enough each line is missed once: the store finds the read-back's lines (misses x 128 = the footprint,
+// dK's whole rows; DRAM reads the first columns alone), and P V reads K's first columns alone from DRAM.
+TEST(L2, MlaValueColumnsShareTheKeyRowsLines) {
+  AttentionProblem p =
+      ProblemBuilder().batch(2).heads(2, 1).seqlen(64).head_dim(128, 64).dtype(DType::BF16).build();
+  p.mla = true;
+  p.validate();
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto dk = schedule(kernel_model("naive_bwd_dk"), p, TileConfig{});
+  const auto kdk = execute_counts(dk);
+  const auto r = simulate_l2(dk, p, hw, 264);
+  EXPECT_EQ(r.misses * 128, kdk.unique_total());
+  EXPECT_EQ(r.dram_read, kdk.unique_loaded());  // dK's first columns alone read back
+  EXPECT_EQ(kdk.tensors[static_cast<size_t>(ref::TensorId::dK)].unique_bytes, 2 * 2 * 64 * 128 * 2);
+  const auto pv = schedule(kernel_model("naive_pv"), p, TileConfig{});
+  const auto kpv = execute_counts(pv);
+  const int64_t k_half = 2 * 64 * 64 * 2;  // the first 64 of K's 128 columns, 64 rows of 2 sequences
+  EXPECT_EQ(kpv.tensors[static_cast<size_t>(ref::TensorId::K)].unique_bytes, k_half);
+  EXPECT_EQ(simulate_l2(pv, p, hw, 264).dram_read, kpv.unique_loaded());
+}

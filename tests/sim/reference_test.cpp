@@ -113,6 +113,30 @@ TEST(Reference, CountsMatchScheduleVarlenCausal) {
   check(p, c, "varlen causal");
 }
 
+namespace {
+
+// The reference's naive backward reports the schedule's seven kernels (closed form and executed).
+void check_naive_backward(const AttentionProblem& p, const std::string& what) {
+  TileConfig c;
+  const auto in = make_random_inputs(p, 3);
+  const auto fwd = ref::forward(p, in, Algorithm::Naive, c, {});
+  CountingObserver obs(p);
+  ref::RunOptions opt;
+  opt.observer = &obs;
+  const auto g = ref::backward(p, in, fwd, Algorithm::Naive, c, opt);
+  const auto plain = ref::backward(p, in, fwd, Algorithm::Naive, c, {});
+  EXPECT_EQ(g.dq, plain.dq) << what;  // the same numbers with and without the observer
+  EXPECT_EQ(g.dk, plain.dk) << what;
+  for (const KernelModel* k : kernels_of(Algorithm::Naive, Pass::Backward)) {
+    const auto name = what + " " + k->name;
+    ASSERT_TRUE(obs.kernels().count(k->name)) << name;
+    expect_same_traffic(obs.kernels().at(k->name), analytic_counts(*k, p, c), name);
+    expect_same_traffic(obs.kernels().at(k->name), execute_counts(schedule(*k, p, c)), name + " executed");
+  }
+}
+
+}  // namespace
+
 // Standard attention's backward (every matrix materialized): the reference's naive backward reports the
 // schedule's seven kernels, GQA and unequal lengths included.
 TEST(Reference, NaiveBackwardMatchesSchedule) {
@@ -120,23 +144,48 @@ TEST(Reference, NaiveBackwardMatchesSchedule) {
     ProblemBuilder b =
         ProblemBuilder().batch(2).heads(4, 2).seqlen(70, 90).head_dim(32, 48).dtype(DType::F16);
     if (causal) b.causal();
-    const AttentionProblem p = b.build();
-    TileConfig c;
-    const auto in = make_random_inputs(p, 3);
-    const auto fwd = ref::forward(p, in, Algorithm::Naive, c, {});
+    check_naive_backward(b.build(), causal ? "causal" : "full");
+  }
+}
+
+// MLA (V the first head_dim_v columns of K's rows): the reference reports no V or dV tile. Its tiled algorithms
+// read V with K's tile (nothing more), FA2's backward stores dK alone; standard attention reads K's first dv
+// columns for P V and dO V^T and writes V's gradient into dK's (read back by dK's kernel). Every kernel's
+// counted moves equal its schedule's, forward and backward.
+TEST(Reference, MlaMatchesSchedules) {
+  for (const bool causal : {false, true}) {
+    ProblemBuilder b =
+        ProblemBuilder().batch(2).heads(4, 1).seqlen(70, 90).head_dim(48, 32).dtype(DType::F16);
+    if (causal) b.causal();
+    AttentionProblem p = b.build();
+    p.mla = true;
+    p.validate();
+    const std::string what = causal ? "mla causal" : "mla";
+    const TileConfig c;
+    check(p, c, what);
+    for (const auto& [a, name] : {std::pair{Algorithm::ThreePass, "fwd_three_pass"},
+                                  {Algorithm::TwoPass, "fwd_two_pass"},
+                                  {Algorithm::Fa1, "fwd_fa1"},
+                                  {Algorithm::Naive, "naive_scores"},
+                                  {Algorithm::Naive, "naive_softmax"},
+                                  {Algorithm::Naive, "naive_pv"}})
+      check_forward(p, c, a, kernel_model(name));
+    check_naive_backward(p, what);
+    // Nothing of V or dV reported by any algorithm.
+    const auto in = make_random_inputs(p, 4);
     CountingObserver obs(p);
     ref::RunOptions opt;
     opt.observer = &obs;
-    const auto g = ref::backward(p, in, fwd, Algorithm::Naive, c, opt);
-    const auto plain = ref::backward(p, in, fwd, Algorithm::Naive, c, {});
-    EXPECT_EQ(g.dq, plain.dq);  // the same numbers with and without the observer
-    EXPECT_EQ(g.dk, plain.dk);
-    for (const KernelModel* k : kernels_of(Algorithm::Naive, Pass::Backward)) {
-      const auto name = k->name;
-      ASSERT_TRUE(obs.kernels().count(name)) << name;
-      expect_same_traffic(obs.kernels().at(name), analytic_counts(*k, p, c), name);
-      expect_same_traffic(obs.kernels().at(name), execute_counts(schedule(*k, p, c)), name + " executed");
+    for (const Algorithm a :
+         {Algorithm::Naive, Algorithm::ThreePass, Algorithm::TwoPass, Algorithm::Fa1, Algorithm::Fa2}) {
+      const auto fwd = ref::forward(p, in, a, c, opt);
+      if (has_backward(a)) (void)ref::backward(p, in, fwd, a, c, opt);
     }
+    for (const auto& [name, k] : obs.kernels())
+      for (const auto t : {ref::TensorId::V, ref::TensorId::dV}) {
+        const auto& tt = k.tensors[static_cast<size_t>(t)];
+        EXPECT_EQ(tt.load.bytes + tt.store.bytes + tt.reduce.bytes, 0) << what << " " << name;
+      }
   }
 }
 

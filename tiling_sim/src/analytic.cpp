@@ -2,6 +2,7 @@
 // head) built and counted), times heads and equal batches; then each touched tensor's footprint. Equal to
 // execute_counts(schedule(...)) on load/store/reduce bytes and sectors (tests hold them equal).
 #include <algorithm>
+#include <array>
 
 #include "flashsim/sim/kernel_model.h"
 
@@ -36,11 +37,17 @@ void count_ctas(const KernelModel& m, const AttentionProblem& p, const TileConfi
   }
 }
 
+// The widest row a kernel moved of each tensor, and loaded or reduced, in bytes (SequenceCounter::row_bytes,
+// read_row_bytes).
+struct RowBytes {
+  std::array<int64_t, kNumTensors> any{}, read{};
+};
+
 // One sequence (batch entry) of one kernel, for one query head (per_kv_head: one kv head); scaled by `times`
-// (heads, equal batches).
+// (heads, equal batches); the widest rows into `widest`.
 void sequence(const KernelModel& m, const AttentionProblem& p, const TileConfig& c, const KernelLaunch& l,
-              int64_t b, int64_t times, KernelCounts& k, std::vector<double>* work, int64_t head = 0,
-              const ProblemData* data = nullptr) {
+              int64_t b, int64_t times, KernelCounts& k, RowBytes& widest, std::vector<double>* work,
+              int64_t head = 0, const ProblemData* data = nullptr) {
   KernelCounts one;
   SequenceCounter x{one, work, head, data};
   if (m.sequence) {
@@ -49,6 +56,8 @@ void sequence(const KernelModel& m, const AttentionProblem& p, const TileConfig&
     count_ctas(m, p, c, l, b, x);
   }
   for (size_t t = 0; t < one.tensors.size(); ++t) {
+    widest.any[t] = std::max(widest.any[t], x.row_bytes[t]);
+    widest.read[t] = std::max(widest.read[t], x.read_row_bytes[t]);
     for (auto dir : {kLoad, kStore, kReduce}) {
       (k.tensors[t].*dir).bytes += (one.tensors[t].*dir).bytes * times;
       (k.tensors[t].*dir).sectors += (one.tensors[t].*dir).sectors * times;
@@ -64,14 +73,14 @@ void sequence(const KernelModel& m, const AttentionProblem& p, const TileConfig&
 // With a block mask every (sequence, head) differs: each counted on its own, and the CTAs' work listed in
 // launch order (head, batch, block), kept when the CTAs differ (as the executed count keeps it).
 void per_head_counts(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
-                     const ProblemData& d, KernelCounts& k) {
+                     const ProblemData& d, KernelCounts& k, RowBytes& widest) {
   const int64_t heads = m.per_kv_head ? p.heads_kv : p.heads_q, gx = k.launch.grid_x;
   std::vector<double> all, w;
   all.reserve(static_cast<size_t>(heads * p.batch * gx));
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t b = 0; b < p.batch; ++b) {
       w.clear();
-      sequence(m, p, c, k.launch, b, 1, k, &w, h, &d);
+      sequence(m, p, c, k.launch, b, 1, k, widest, &w, h, &d);
       for (int64_t x = 0; x < gx; ++x)
         all.push_back(x < static_cast<int64_t>(w.size()) ? w[static_cast<size_t>(x)] : 0.0);
     }
@@ -79,9 +88,17 @@ void per_head_counts(const KernelModel& m, const AttentionProblem& p, const Tile
     k.cta_work = std::move(all);
 }
 
-// Footprints (what a cold L2 must fetch or eventually write back) of the tensors the kernel touches.
-void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig& c, bool per_kv_head) {
+// Footprints (what a cold L2 must fetch or eventually write back) of the tensors the kernel touches. K's and
+// dK's rows are the widest the kernel moved of them: a kernel that reads (or writes the gradient of) MLA's V
+// alone, the first head_dim_v columns of K's rows, touches those columns only; one that reads dK's first
+// head_dim_v columns back and stores its whole rows reads those columns alone from DRAM.
+void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig& c, bool per_kv_head,
+                    const RowBytes& widest) {
   const int e = dtype_bytes(p.dtype);
+  const auto row = [&](TensorId t, int64_t dim) {  // bytes of a row the kernel touches
+    const int64_t w = widest.any[static_cast<size_t>(t)];
+    return w > 0 ? std::min(w, dim * e) : dim * e;
+  };
   const int64_t tq = p.total_q(), tk = p.total_k(), hq = p.heads_q, hk = p.heads_kv;
   const int64_t h_dkv = per_kv_head ? hk : hq;  // dK, dV per kv head, or per query head (FA2's expanded dK)
   int64_t padded = 0;
@@ -96,7 +113,7 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
   };
   const std::pair<TensorId, int64_t> fp[] = {
       {TensorId::Q, tq * hq * p.head_dim * e},
-      {TensorId::K, tk * hk * p.head_dim * e},
+      {TensorId::K, tk * hk * row(TensorId::K, p.head_dim)},
       {TensorId::V, tk * hk * p.head_dim_v * e},
       {TensorId::O, tq * hq * p.head_dim_v * dtype_bytes(p.output_dtype())},
       {TensorId::dO, tq * hq * p.head_dim_v * e},
@@ -107,11 +124,15 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
       {TensorId::Delta, tq * hq * 4},
       {TensorId::RowSum, tq * hq * 4},
       {TensorId::dQ, tq * hq * p.head_dim * e},
-      {TensorId::dK, tk * h_dkv * p.head_dim * e},
+      {TensorId::dK, tk * h_dkv * row(TensorId::dK, p.head_dim)},
       {TensorId::dV, tk * h_dkv * p.head_dim_v * e},
       {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
   for (const auto& [t, bytes] : fp)
     if (touched(t)) k.tensors[static_cast<size_t>(t)].unique_bytes = bytes;
+  auto& dk = k.tensors[static_cast<size_t>(TensorId::dK)];
+  const int64_t dk_read = widest.read[static_cast<size_t>(TensorId::dK)];
+  if (dk.store.bytes > 0 && dk_read > 0 && dk_read < row(TensorId::dK, p.head_dim))
+    dk.read_bytes = tk * h_dkv * dk_read;
   auto& acc = k.tensors[static_cast<size_t>(TensorId::DqAccum)];
   if (c.dq_strategy == DqStrategy::Partials) {  // each partial row is written once, then read once
     acc.unique_bytes = acc.load.bytes + acc.store.bytes;
@@ -133,9 +154,10 @@ KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, co
     m.counts(k, p, c, d);
     return k;
   }
+  RowBytes widest{};
   if (p.block_mask != BroadcastShape::None) {
-    per_head_counts(m, p, c, d, k);
-    add_footprints(k, p, c, m.per_kv_head);
+    per_head_counts(m, p, c, d, k, widest);
+    add_footprints(k, p, c, m.per_kv_head, widest);
     return k;
   }
   // CTAs of unequal work (masked blocks skipped, varlen): their work in launch order (heads, batch, blocks).
@@ -149,9 +171,9 @@ KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, co
   const int64_t heads = m.per_kv_head ? p.heads_kv : p.heads_q;  // the grid's z
   if (vary) {
     for (int64_t b = 0; b < p.batch; ++b)
-      sequence(m, p, c, k.launch, b, heads, k, uneven ? &work[static_cast<size_t>(b)] : nullptr);
+      sequence(m, p, c, k.launch, b, heads, k, widest, uneven ? &work[static_cast<size_t>(b)] : nullptr);
   } else {
-    sequence(m, p, c, k.launch, 0, p.batch * heads, k, uneven ? &work[0] : nullptr);
+    sequence(m, p, c, k.launch, 0, p.batch * heads, k, widest, uneven ? &work[0] : nullptr);
   }
   if (uneven) {  // equal sequences: one (batch, head)'s blocks, repeated; varlen: every CTA
     const int64_t pattern_heads = vary ? k.launch.grid_z : 1, pattern_batch = vary ? p.batch : 1;
@@ -164,7 +186,7 @@ KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, co
       }
     k.cta_work_repeat = vary ? 1 : k.launch.grid_y * k.launch.grid_z;
   }
-  add_footprints(k, p, c, m.per_kv_head);
+  add_footprints(k, p, c, m.per_kv_head, widest);
   return k;
 }
 

@@ -96,7 +96,7 @@ KernelCounts execute_counts(const KernelSchedule& s) {
   KernelCounts k;
   k.launch = s.launch;
   std::unordered_map<int64_t, std::vector<uint8_t>> touched;  // (tensor, batch, head) -> rows touched
-  std::array<int64_t, kNumTensors> row_bytes{};
+  std::array<int64_t, kNumTensors> row_bytes{}, read_row_bytes{};
   bool uneven = false, uneven_bytes = false;
   const bool share = s.launch.model && s.launch.model->dram_cta_share;
   std::vector<double> cta_bytes;
@@ -121,7 +121,11 @@ KernelCounts execute_counts(const KernelSchedule& s) {
                                                              : tt.reduce;
       d.bytes += m.rows * m.cols * m.elem_bytes;
       d.sectors += move_sectors(m);
-      row_bytes[static_cast<size_t>(t)] = m.cols * m.elem_bytes;
+      // a row's bytes touched: the widest move's (MLA's V part of K's rows alone where no move reads more)
+      row_bytes[static_cast<size_t>(t)] = std::max(row_bytes[static_cast<size_t>(t)], m.cols * m.elem_bytes);
+      if (m.kind != ref::AccessKind::Store)  // the widest row read (MLA's dK: its first dv columns read back)
+        read_row_bytes[static_cast<size_t>(t)] =
+            std::max(read_row_bytes[static_cast<size_t>(t)], m.cols * m.elem_bytes);
       auto& rows = touched[(static_cast<int64_t>(t) << 48) | (m.batch << 24) | m.head];
       if (rows.size() < static_cast<size_t>(m.row0 + m.rows))
         rows.resize(static_cast<size_t>(m.row0 + m.rows), 0);
@@ -136,6 +140,10 @@ KernelCounts execute_counts(const KernelSchedule& s) {
     int64_t n = 0;
     for (auto v : rows) n += v;
     k.tensors[t].unique_bytes += n * row_bytes[t];
+    // read back narrower than it is stored: DRAM reads that part of the rows alone
+    if (k.tensors[t].store.bytes > 0 && read_row_bytes[t] > 0 && read_row_bytes[t] < row_bytes[t])
+      k.tensors[t].read_bytes =
+          (k.tensors[t].read_bytes < 0 ? 0 : k.tensors[t].read_bytes) + n * read_row_bytes[t];
   }
   return k;
 }

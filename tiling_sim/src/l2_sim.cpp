@@ -186,15 +186,19 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
   const int64_t heads = std::max(p.heads_q, p.heads_kv);
   const auto n = static_cast<int64_t>(s.ctas.size());
   // A tensor's rows are touched chunk by chunk only when every move of it starts on a chunk (the dense
-  // schedules' tiles do; the decode kernels' packed heads and split partials need not).
+  // schedules' tiles do; the decode kernels' packed heads and split partials need not) and takes whole rows
+  // (MLA's V, the first columns of K's rows, touches lines of them: line by line, as the whole rows then).
   std::array<bool, kNumTensors> chunked;
   chunked.fill(true);
   for (const auto& cta : s.ctas)
     for (const auto& m : cta.moves)
-      if (m.row0 % kChunkRows != 0) chunked[static_cast<size_t>(m.tensor)] = false;
+      if (m.row0 % kChunkRows != 0 || (m.row_elems > 0 && m.row_elems != m.cols))
+        chunked[static_cast<size_t>(m.tensor)] = false;
   const auto touch_move = [&](const Move& m) {
     const int kind = m.kind == ref::AccessKind::Load ? 0 : m.kind == ref::AccessKind::Store ? 1 : 2;
-    const uint64_t row_bytes = static_cast<uint64_t>(m.cols * m.elem_bytes);
+    const uint64_t row_bytes = static_cast<uint64_t>(m.cols * m.elem_bytes);  // touched a row
+    // from one row's start to the next (of the same head)
+    const uint64_t row_pitch = static_cast<uint64_t>((m.row_elems > 0 ? m.row_elems : m.cols) * m.elem_bytes);
     const uint64_t base = static_cast<uint64_t>(m.tensor) << 44;
     if (m.addr0 >= 0) {  // a move at its own addresses (the paged cache, the block table): each row's lines
       for (int64_t row = 0; row < m.rows; ++row) {
@@ -210,7 +214,7 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
     const auto addr = [&](int64_t row) {
       return base + static_cast<uint64_t>(stat ? (m.batch * heads + m.head) * rows + row
                                                : (m.batch * rows + row) * heads + m.head) *
-                        row_bytes;
+                        row_pitch;
     };
     if (whole_lines && !stat && chunked[static_cast<size_t>(m.tensor)]) {
       // Rows of whole lines in chunks of kChunkRows: every schedule moves tiles whose row ranges start at

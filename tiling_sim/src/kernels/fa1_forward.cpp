@@ -1,5 +1,6 @@
 // FlashAttention (v1)'s loop order: one CTA per (batch, head), key blocks outer; for each key block the query
-// blocks that see it are loaded with their partial O, row max and row sum, updated and written back.
+// blocks that see it are loaded with their partial O, row max and row sum, updated and written back. MLA
+// (problem.mla): the key block's V is its K tile's first head_dim_v columns: no V load, no V buffer.
 #include <algorithm>
 #include <vector>
 
@@ -20,6 +21,7 @@ KernelLaunch fa1_launch(const AttentionProblem& p, const TileConfig& c) {
             {"V", c.block_k * dv * e},
             {"O", c.block_q * dv * 4},
             {"m, l", c.block_q * 8}};
+  if (p.mla) l.smem.erase(l.smem.begin() + 2);  // V is the K tile's first dv columns
   return l;
 }
 
@@ -34,7 +36,7 @@ void fa1_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t) 
       if (x.tile(b, h, m * c.block_q, std::min(c.block_q, sq - m * c.block_q), k0, rk)) blocks.push_back(m);
     if (blocks.empty()) continue;
     x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
-    x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
+    if (!p.mla) x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
     for (const int64_t m : blocks) {
       const int64_t q0 = m * c.block_q, rq = std::min(c.block_q, sq - q0);
       x.add(AccessKind::Load, TensorId::Q, b, h, q0, rq, p.head_dim, x.e);
@@ -76,7 +78,7 @@ void fa1_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfi
     }
     if (nb <= 0) continue;
     x.load(TensorId::K, rk, d, e);
-    x.load(TensorId::V, rk, dv, e);
+    if (!p.mla) x.load(TensorId::V, rk, dv, e);
     x.load(TensorId::Q, rq, d, e);
     for (auto dir : {&TensorTraffic::load, &TensorTraffic::store}) {
       x.add(dir, TensorId::O, rq, dv, dtype_bytes(p.output_dtype()));

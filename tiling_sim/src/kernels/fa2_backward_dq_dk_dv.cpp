@@ -1,7 +1,8 @@
 // FlashAttention-2's main backward kernel (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel): one CTA per key
 // block, query blocks walked from the last one down; P recomputed from lse, dK and dV accumulated in
 // registers, dQ added into an fp32 accumulator by atomics (or, with the partials strategy, stored as this key
-// block's own partial).
+// block's own partial). MLA (problem.mla): V is the first head_dim_v columns of the K tile, loaded once, and V's
+// gradient accumulates into those of dK (the one latent tensor's gradient): no V load or buffer, no dV store.
 #include <algorithm>
 #include <vector>
 
@@ -47,8 +48,9 @@ CtaStep backward_step(const AttentionProblem& p, const TileConfig& c) {
   s.syncs = 3;  // Q / dO arrived, dS written, dQ's reads done before the next block's dS
   // Q and dO double-buffered: the next block's load is issued as this one starts.
   s.hide_steps = 1.5;
-  // dK, dV (each warp's key tiles, its part of the head dim) and S^T, dP^T (its key tiles x Br), fp32 over 32 lanes
-  const double acc = tiles_per_warp * ((d + dv) * 16 / parts + 2 * 16 * br) / 32;
+  // dK, dV (each warp's key tiles, its part of the head dim; MLA: dK alone, dV added into its first dv columns)
+  // and S^T, dP^T (its key tiles x Br), fp32 over 32 lanes
+  const double acc = tiles_per_warp * ((p.mla ? d : d + dv) * 16 / parts + 2 * 16 * br) / 32;
   set_step_registers(s, p, acc, tiles_per_warp * 16 * br / 32);
   return s;
 }
@@ -80,7 +82,7 @@ KernelLaunch shared_launch(const AttentionProblem& p, const TileConfig& c) {
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
   const int64_t br = c.bwd_block_q, bc = c.bwd_block_k;
   KernelLaunch l = per_head_launch(p, ceil_div(p.seqlen_k, bc), fa2_backward_threads(c));
-  l.accumulator_elems = bc * (d + dv) + 2 * br * bc;  // dK, dV; S and dP
+  l.accumulator_elems = bc * (p.mla ? d : d + dv) + 2 * br * bc;  // dK, dV (MLA: dK holds dV); S and dP
   l.step = backward_step(p, c);
   l.regs_per_thread = l.step.regs;
   l.smem = {{"Q (double buffer)", 2 * br * d * e},
@@ -89,6 +91,7 @@ KernelLaunch shared_launch(const AttentionProblem& p, const TileConfig& c) {
             {"V", bc * dv * e},
             {"dS", br * bc * e},
             {"P", br * bc * e}};
+  if (p.mla) l.smem.erase(l.smem.begin() + 3);  // V is the K tile's first dv columns
   return l;
 }
 
@@ -141,7 +144,7 @@ void query_blocks(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int6
 
 // FA2's CTA (b, query head h, key block n): K and V of h's kv head, dK and dV of h (the expanded per-query-head
 // gradients FA2 sums over a GQA group afterwards). Under a block mask K and V are loaded when some tile of
-// the key block is computed.
+// the key block is computed. MLA: K alone, and dK (V's gradient in its first dv columns).
 void main_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t n) {
   const auto& p = x.p;
   const int64_t sk = p.len_k(b), k0 = n * c.bwd_block_k;
@@ -151,11 +154,11 @@ void main_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t 
   const auto blocks = computed_query_blocks(x, c, b, h, k0, rk, m0, m1);
   if (!blocks.empty()) {
     x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
-    x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
+    if (!p.mla) x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
     query_blocks(x, c, b, h, n, blocks, rk);
   }
   x.add(AccessKind::Store, TensorId::dK, b, h, k0, rk, p.head_dim, x.e);
-  x.add(AccessKind::Store, TensorId::dV, b, h, k0, rk, p.head_dim_v, x.e);
+  if (!p.mla) x.add(AccessKind::Store, TensorId::dV, b, h, k0, rk, p.head_dim_v, x.e);
 }
 
 // flashsim's CTA (b, kv head hk, key block n) (gpu/fa2/fa2_bwd_kernel.cuh): K and V loaded once, the group's
@@ -174,12 +177,12 @@ void group_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t hk, int64_
   }
   if (any) {
     x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
-    x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
+    if (!p.mla) x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
     for (int64_t h = hk * g; h < (hk + 1) * g; ++h)
       query_blocks(x, c, b, h, n, blocks[static_cast<size_t>(h - hk * g)], rk);
   }
   x.add(AccessKind::Store, TensorId::dK, b, hk, k0, rk, p.head_dim, x.e);
-  x.add(AccessKind::Store, TensorId::dV, b, hk, k0, rk, p.head_dim_v, x.e);
+  if (!p.mla) x.add(AccessKind::Store, TensorId::dV, b, hk, k0, rk, p.head_dim_v, x.e);
 }
 
 KernelLaunch group_launch(const AttentionProblem& p, const TileConfig& c) {
@@ -212,7 +215,7 @@ void main_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConf
     }
     if (nb > 0) {
       x.load(TensorId::K, rk, d, e);
-      x.load(TensorId::V, rk, dv, e);
+      if (!p.mla) x.load(TensorId::V, rk, dv, e);
     }
     x.load(TensorId::Q, rq, d, e);
     x.load(TensorId::dO, rq, dv, e);
@@ -229,7 +232,7 @@ void main_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConf
     x.k.vector_ops += 3.0 * static_cast<double>(rq * rk);
   }
   x.store(TensorId::dK, sk, d, e);
-  x.store(TensorId::dV, sk, dv, e);
+  if (!p.mla) x.store(TensorId::dV, sk, dv, e);
 }
 
 }  // namespace

@@ -25,7 +25,8 @@ TileConfig from_fwd_v1_traits(const std::smatch& m, const std::string& name) {
 }
 // A key block of one CTA as gpu/fa2's forward (FlashAttention-2's warp partition) runs it: warp w owns Br / warps
 // query rows (whole m16 tiles), reads the whole K and V block from shared memory and, unless Q stays in
-// registers, its Q rows again, for S = Q K^T and O += P V.
+// registers, its Q rows again, for S = Q K^T and O += P V. MLA: the V block is the K tile's first dv columns
+// (read again from shared memory for P V), so a step loads K alone.
 CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   const double e = dtype_bytes(p.dtype), d = static_cast<double>(p.head_dim),
                dv = static_cast<double>(p.head_dim_v), bc = static_cast<double>(c.block_k);
@@ -40,7 +41,7 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   // d128 and d256 (calibration fa2.fwd_smem_model). Measured on the forward only: the
   // backward's model keeps its Q / dO fills (without them its ranking gets worse).
   s.smem_bytes = (w * (bc * (d + dv) + (c.q_in_registers ? 0.0 : r * d))) * e;
-  s.load_bytes = bc * (d + dv) * e;
+  s.load_bytes = bc * (p.mla ? d : d + dv) * e;  // the K and V tiles (MLA: K's, which holds V)
   s.direct_bytes = score_tile_bytes(p, c.block_q, c.block_k);
   // A warp's instructions a step: its m16n8k16 MMAs (2048 multiply-adds each), its ldmatrix.x4 of K and V (512
   // bytes each, with their address arithmetic: 2) and of Q, 7 a score for the softmax (scale, max, subtract, ex2,
@@ -51,12 +52,16 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
                ldsm_q = c.q_in_registers ? 0.0 : r * d * e / 512;
   const double per_score = 7 + (s.direct_bytes > 0 ? 4 : 0);
   s.warp_instructions = hmma + 2 * ldsm_kv + ldsm_q + per_score * r * bc / 32 + r * dv / 32 + 60;
-  // FA2's two barriers a key block (K arrived, V arrived); one more to free a shared K/V buffer for V.
-  s.syncs = c.kv_shared_buffer ? 3 : 2;
+  // FA2's two barriers a key block (K arrived, V arrived; MLA: the tile arrived, its buffer free for the next);
+  // one more to free a shared K/V buffer for V.
+  s.syncs = c.kv_shared_buffer && !p.mla ? 3 : 2;
   // One K/V buffer each (stages 1): the next K is issued after S = Q K^T, hidden by softmax and P V (about half
   // a step); each further stage hides a whole step more; a shared K/V buffer leaves only the softmax (a
-  // quarter) between V's issue and P V.
-  s.hide_steps = c.kv_shared_buffer ? 0.25 : static_cast<double>(c.stages) - 0.5;
+  // quarter) between V's issue and P V. MLA: both products read the one tile, so the next is issued after P V
+  // into the same buffer (stages 1: nothing hides it), or a step ahead into another stage's.
+  s.hide_steps = p.mla                ? static_cast<double>(c.stages) - 1.0
+                 : c.kv_shared_buffer ? 0.25
+                                      : static_cast<double>(c.stages) - 0.5;
   // O (rows x dv) and S (rows x Bc) in fp32 over the warp's 32 lanes; Q's rows in the input dtype when held.
   const double acc = r * (dv + bc) / 32 + (c.q_in_registers ? r * d * e / 4 / 32 : 0.0);
   set_step_registers(s, p, acc, r * bc / 32);

@@ -54,6 +54,11 @@ void check_problem(const AttentionProblem& p, const TileConfig& c, const char* k
   if (p.kv_cache() || c.num_splits > 1)
     throw InputError("kernel",
                      fmt::format("{} (fa3-v1's backward) has no paged KV cache or split-KV launch", kernel));
+  if (p.mla)  // its kernel loads V and stores dV as tensors of their own; MLA has neither (no model of one yet)
+    throw InputError("kernel",
+                     fmt::format("{} (fa3-v1's backward) has no MLA form (V as K's first head_dim_v "
+                                 "columns, dV folded into dK): use FA2's backward (--algorithm fa2)",
+                                 kernel));
   if (p.head_dim != p.head_dim_v)
     throw InputError("kernel", fmt::format("{} (fa3-v1's backward) needs head_dim_v == head_dim", kernel));
 }

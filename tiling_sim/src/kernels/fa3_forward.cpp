@@ -3,7 +3,8 @@
 // wgmma); tiles are (query block, head, batch), numbered with the query block fastest and walked from a
 // (head, batch)'s last query block; one CTA a tile, or a persistent grid of one CTA an SM taking tiles gridDim
 // apart (families/fa3: fa3_fwd_schedule). Per tile: Q by one TMA load, then the visible key blocks from the last
-// to the first, K and V by TMA each; O and lse stored from registers.
+// to the first, K and V by TMA each; O and lse stored from registers. MLA (problem.mla): V is the first
+// head_dim_v columns of the K tile, so a key block is one TMA load of K and V has no buffer of its own.
 //
 // TMA moves whole tiles: a box of Br (Q) or Bc (K, V) rows starting at the tile's first row of the packed
 // [rows, heads, d] tensor. Rows past the tensor's end are filled with zeros without reading memory; rows past
@@ -126,6 +127,7 @@ KernelLaunch fa3_launch(const AttentionProblem& p, const TileConfig& c) {
   l.threads = (1 + s.consumers) * 128;
   l.regs_per_thread = static_cast<int>(65536 / l.threads / 8 * 8);
   l.smem = {{"Q", s.br * d * e}, {"K", s.stages * s.bc * d * e}, {"V", s.stages * s.bc * dv * e}};
+  if (p.mla) l.smem.pop_back();  // V is the K tile's first dv columns
   WarpSpecializedWork& w = l.ws;
   w.block_q = s.br;
   w.block_k = s.bc;
@@ -135,6 +137,7 @@ KernelLaunch fa3_launch(const AttentionProblem& p, const TileConfig& c) {
   w.consumers = s.consumers;
   w.persistent = s.persistent && s.grid < s.tiles;
   w.softcap = p.softcap > 0;
+  w.mla = p.mla;
   // Tiles, steps and masked steps over the launch: one (batch, head)'s query blocks, times the heads (and the
   // batch when the sequences are equal).
   const bool vary = p.keys_vary();
@@ -168,7 +171,7 @@ void fa3_tile(CtaBuilder& x, const Fa3Shape& s, const std::vector<int64_t>& cu_q
   for (int64_t n = n1 - 1; n >= n0; --n) {
     add_box(x, AccessKind::Load, TensorId::K, hk, cu_k, b, n * s.bc, s.bc, p.head_dim);
     if (n == n1 - 1) add_box(x, AccessKind::Load, TensorId::Q, h, cu_q, b, q0, s.br, p.head_dim);
-    add_box(x, AccessKind::Load, TensorId::V, hk, cu_k, b, n * s.bc, s.bc, p.head_dim_v);
+    if (!p.mla) add_box(x, AccessKind::Load, TensorId::V, hk, cu_k, b, n * s.bc, s.bc, p.head_dim_v);
     const double rk = static_cast<double>(std::min(s.bc, lk - n * s.bc)), r = static_cast<double>(rq);
     // The algorithm's FLOPs of the block's rows (the tensor cores run whole tiles; the time model counts those)
     x.w->mma_flops += 2.0 * r * rk * static_cast<double>(p.head_dim + p.head_dim_v);
@@ -217,7 +220,7 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
         int64_t read = 0;
         for (int64_t n = n0; n < n1; ++n) read += box_rows(cu_k[b] + n * s.bc, s.bc, cu_k.back());
         x.load(TensorId::K, read, d, e);
-        x.load(TensorId::V, read, dv, e);
+        if (!p.mla) x.load(TensorId::V, read, dv, e);
         const double pairs = static_cast<double>(rq) * static_cast<double>(block_rows(n0, n1, s.bc, lk));
         work[b][m] = 2.0 * pairs * static_cast<double>(d + dv);
         one.mma_flops += work[b][m];
@@ -349,7 +352,8 @@ CtaTime fa3_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   const double t_after = dv / 2 + scores / 2;  // O rescaled (its fp32 registers), P converted
   const double t_sync = hw.named_barrier_cycles + 2 * hw.mbarrier_cycles;
   const double t_mask = scores * kMaskInstructions;
-  const double kv_bytes = bc * (d + dv) * e, tma_clk = hw.tma_bytes_per_s / clk;  // bytes a clock an SM
+  // a step's K and V tiles (MLA: K's, which holds V); the TMA's bytes a clock an SM
+  const double kv_bytes = bc * (w.mla ? d : d + dv) * e, tma_clk = hw.tma_bytes_per_s / clk;
   const double p_pipe = consumers * (t_qk + t_pv);
   const double p_wg = t_qk + std::max(t_s, t_pv) + t_after + t_sync;
   const double p_load = kv_bytes / tma_clk;

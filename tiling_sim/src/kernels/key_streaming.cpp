@@ -16,7 +16,9 @@ KernelLaunch key_streaming_launch(const AttentionProblem& p, const TileConfig& c
   // O (Br x dv) and S/P (Br x Bc) in fp32; Q too when kept in registers (in the input dtype).
   l.accumulator_elems = c.block_q * (dv + c.block_k) + (c.q_in_registers ? c.block_q * d * e / 4 : 0);
   const int64_t q = c.block_q * d * e, k = c.block_k * d * e * c.stages, v = c.block_k * dv * e * c.stages;
-  if (c.kv_shared_buffer) {
+  if (p.mla) {  // V is the K tile's first dv columns
+    l.smem = {{"Q", q}, {"K", k}};
+  } else if (c.kv_shared_buffer) {
     l.smem = {{"Q", q}, {"KV", std::max(k, v)}};
   } else {
     l.smem = {{"Q", q}, {"K", k}, {"V", v}};
@@ -45,7 +47,7 @@ void key_streaming_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h,
         const int64_t k0 = n * c.block_k, rk = std::min(c.block_k, sk - k0);
         const bool last = pass == passes;
         x.add(AccessKind::Load, TensorId::K, b, hk, k0, rk, p.head_dim, x.e);
-        if (last) x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
+        if (last && !p.mla) x.add(AccessKind::Load, TensorId::V, b, hk, k0, rk, p.head_dim_v, x.e);
         // S = Q K^T in every pass (2 rq rk d); O += P V in the last (2 rq rk dv)
         x.w->mma_flops += 2.0 * static_cast<double>(rq) * static_cast<double>(rk) *
                           static_cast<double>(p.head_dim + (last ? p.head_dim_v : 0));
@@ -83,7 +85,7 @@ void key_streaming_sequence(SequenceCounter& x, const AttentionProblem& p, const
     }
     if (nb > 0) x.load(TensorId::Q, rq, d, e);
     x.load(TensorId::K, rk * passes, d, e);
-    x.load(TensorId::V, rk, dv, e);
+    if (!p.mla) x.load(TensorId::V, rk, dv, e);  // MLA: the last pass's K tile holds V
     const double pairs = static_cast<double>(rq) * static_cast<double>(rk);
     x.cta_work(2.0 * pairs * static_cast<double>(passes * d + dv));
     x.k.mma_flops += 2.0 * pairs * static_cast<double>(passes * d + dv);

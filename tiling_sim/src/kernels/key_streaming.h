@@ -2,7 +2,8 @@
 // The forward kernels that keep a query block on chip and stream the key blocks past it, one CTA per (query
 // block, batch, head) as FlashAttention-2's grid: FA2 itself (one pass over the keys, online softmax), the
 // two-pass online softmax (statistics, then output) and the three-pass safe softmax (max, sum, output). Each
-// pass loads K; the last also V.
+// pass loads K; the last also V. MLA (problem.mla): V is the first head_dim_v columns of the K tile the last
+// pass loads anyway, so no V is loaded and V has no shared-memory buffer of its own.
 #include "kernels.h"
 
 namespace flashsim::sim::kernels {

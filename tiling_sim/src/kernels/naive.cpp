@@ -1,6 +1,9 @@
 // Standard attention (the FlashAttention paper's Figure 2): every matrix materialized in global memory between
 // kernels, one CTA per (batch, head) and kernel. Each kernel is a list of whole-matrix moves, written once in
-// the table below; the CTA moves, the closed form (the CTA counted) and the launch follow from it.
+// the table below; the CTA moves, the closed form (the CTA counted) and the launch follow from it. MLA
+// (problem.mla): there is no V tensor: the kernels that read V read the first head_dim_v columns of K's rows
+// (P V, dO V^T), the one that writes V's gradient writes those of dK, and dK's kernel reads them back to add
+// dS^T Q to them (dK of the one latent tensor).
 #include "kernels.h"
 
 namespace flashsim::sim::kernels {
@@ -19,6 +22,7 @@ struct NaiveMove {
   TensorId tensor;
   Rows rows;
   Cols cols;
+  bool mla_only = false;  // a move of MLA problems alone
 };
 
 struct NaiveKernel {
@@ -112,6 +116,7 @@ const NaiveKernel kNaive[] = {
      "dK = scale dS^T Q",
      {{L, TensorId::Scores, Rows::Query, Cols::Keys},
       {L, TensorId::Q, Rows::Query, Cols::HeadDim},
+      {L, TensorId::dK, Rows::Key, Cols::HeadDimV, true},  // MLA: V's gradient, dK's first dv columns
       {S, TensorId::dK, Rows::Key, Cols::HeadDim}},
      Flops::QK,
      false},
@@ -128,18 +133,28 @@ void naive_cta(CtaBuilder& x, const TileConfig&, int64_t b, int64_t h, int64_t) 
   const int64_t sq = p.len_q(b), sk = p.len_k(b);
   if (sk == 0) return;
   for (const auto& m : k.moves) {
+    if (m.mla_only && !p.mla) continue;
+    // MLA: V is the first dv columns of K's rows, and V's gradient those of dK's.
+    const bool latent = p.mla && (m.tensor == TensorId::V || m.tensor == TensorId::dV || m.mla_only);
+    const TensorId t = !p.mla                     ? m.tensor
+                       : m.tensor == TensorId::V  ? TensorId::K
+                       : m.tensor == TensorId::dV ? TensorId::dK
+                                                  : m.tensor;
     // The inputs K and V are read at their kv head; every other tensor has one head per query head.
-    const bool kv_input = m.kind == L && (m.tensor == TensorId::K || m.tensor == TensorId::V);
+    const bool kv_input = m.kind == L && (t == TensorId::K || t == TensorId::V);
     const bool fp32 =
         m.tensor == TensorId::Scores || m.tensor == TensorId::Probs || m.tensor == TensorId::Lse;
     const int64_t cols = m.cols == Cols::HeadDim    ? p.head_dim
                          : m.cols == Cols::HeadDimV ? p.head_dim_v
                          : m.cols == Cols::Keys     ? sk
                                                     : 1;
-    x.add(m.kind, m.tensor, b, kv_input ? p.kv_head(h) : h, 0, m.rows == Rows::Query ? sq : sk, cols,
-          fp32                      ? 4
-          : m.tensor == TensorId::O ? x.out_e()
-                                    : x.e);
+    const int64_t head = kv_input ? p.kv_head(h) : h, rows = m.rows == Rows::Query ? sq : sk;
+    const int eb = fp32 ? 4 : m.tensor == TensorId::O ? x.out_e() : x.e;
+    if (latent) {
+      x.add_columns(m.kind, t, b, head, 0, rows, cols, p.head_dim, eb);
+    } else {
+      x.add(m.kind, t, b, head, 0, rows, cols, eb);
+    }
   }
   const double pairs = static_cast<double>(sq) * static_cast<double>(sk);
   if (k.flops != Flops::None)  // 2 sq sk d (S, dQ, dK) or 2 sq sk dv (O, dP, dV)

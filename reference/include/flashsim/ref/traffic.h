@@ -9,6 +9,9 @@
 // with or without a block mask): Q of a forward query block (three-pass, two-pass, fa2), K and V of an fa1 key
 // block and of an fa2 backward CTA. CTAs themselves are never skipped: their O, lse (forward) and dK, dV
 // (backward) stores stay.
+// MLA (problem.mla, V the first head_dim_v columns of K's rows): no V or dV tile is reported. A V read with the K
+// tile of the same keys moves nothing more; one apart (standard attention's P V and dO V^T) is reported as K's
+// tile of head_dim_v columns; V's gradient is written into (and read back from) dK's first head_dim_v columns.
 #include <cstdint>
 #include <string_view>
 

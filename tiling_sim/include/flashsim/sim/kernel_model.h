@@ -4,6 +4,8 @@
 // reads: the closed-form counts (analytic.cpp), the executed schedule and its L2 model, the DRAM/time model,
 // `traffic compare` (which kernel an ncu row is, and its tile config), the command line (`sim kernels`,
 // `sim predict`) and the counting observer of the CPU reference (which kernel a reference step is).
+#include <algorithm>
+#include <array>
 #include <optional>
 #include <regex>
 #include <string>
@@ -27,6 +29,12 @@ struct CtaBuilder {
            int eb) {
     if (rows > 0) w->moves.push_back(Move{k, t, b, h, row0, rows, cols, eb});
   }
+  // The first `cols` of each of the rows of a tensor whose rows hold `row_elems` elements (MLA: V read apart
+  // from K is K's first head_dim_v columns).
+  void add_columns(ref::AccessKind k, ref::TensorId t, int64_t b, int64_t h, int64_t row0, int64_t rows,
+                   int64_t cols, int64_t row_elems, int eb) {
+    if (rows > 0) w->moves.push_back(Move{k, t, b, h, row0, rows, cols, eb, -1, 0, row_elems});
+  }
   // Keys [k0, k0 + n) of sequence b, kv head hk, in the paged cache (t: tensor::KCache or VCache, `dim`
   // elements a row): one move per run of keys within a page, at the rows the block table gives.
   void add_paged(ref::AccessKind k, ref::TensorId t, int64_t b, int64_t hk, int64_t k0, int64_t n,
@@ -48,6 +56,10 @@ struct SequenceCounter {
   // head for per_kv_head models), and the mask.
   int64_t head = 0;
   const ProblemData* data = nullptr;
+  // The widest row moved of each tensor, in bytes: its footprint's row (a kernel that reads MLA's V apart from
+  // K touches only the first head_dim_v columns of K's rows); and the widest loaded or reduced (MLA's dK read
+  // back for its first head_dim_v columns alone, then stored whole).
+  std::array<int64_t, kNumTensors> row_bytes{}, read_row_bytes{};
   void load(ref::TensorId t, int64_t rows, int64_t cols, int eb) {
     add(&TensorTraffic::load, t, rows, cols, eb);
   }
@@ -61,6 +73,10 @@ struct SequenceCounter {
     auto& d = k.tensors[static_cast<size_t>(t)].*dir;
     d.bytes += rows * cols * eb;
     d.sectors += rows * ((cols * eb + 31) / 32);  // sectors per row: ceil(row bytes / 32)
+    if (rows <= 0) return;
+    const auto i = static_cast<size_t>(t);
+    row_bytes[i] = std::max(row_bytes[i], cols * eb);
+    if (dir != &TensorTraffic::store) read_row_bytes[i] = std::max(read_row_bytes[i], cols * eb);
   }
   void cta_work(double mma_flops) {
     if (work) work->push_back(mma_flops);

@@ -27,6 +27,9 @@ struct Move {
   // a row). Otherwise the element address of the first row in its tensor and the elements from one row's
   // start to the next: the sectors are those the rows' bytes touch there (the paged cache, the block table).
   int64_t addr0 = -1, pitch = 0;
+  // With the row convention: the tensor's elements a row when the move touches only the first `cols` of each
+  // (MLA's V, the first head_dim_v columns of K's rows; its gradient, of dK's); 0: cols, whole rows.
+  int64_t row_elems = 0;
 };
 
 struct CtaWork {
@@ -65,6 +68,7 @@ struct WarpSpecializedWork {
   int consumers = 0;        // consumer warpgroups (64 query rows each)
   bool persistent = false;  // CTAs walk tiles gridDim apart (grid < tiles)
   bool softcap = false;     // the score pipeline's tanh (one more MUFU a score)
+  bool mla = false;         // MLA: V is the K tile's first head_dim_v columns (a step loads K alone)
   double tiles = 0, steps = 0, masked_steps = 0;
   // Each CTA's tiles, steps and masked steps in launch order (the closed form fills them, up to
   // kMaxListedCtas CTAs; empty: the totals above alone).
