@@ -1,6 +1,7 @@
 """FlexAttention's arguments for a golden case (Case.kwargs("flex")): the score pipeline (softcap, bias, ALiBi)
 as a score_mod and the visible keys (window and causal aligned bottom-right, the boolean mask, the block mask's
-tiles, variable lengths as documents of one packed sequence) as a mask_mod made into a BlockMask."""
+tiles, variable lengths as documents of one packed sequence) as a mask_mod made into a BlockMask; a KV-cache case
+through torch's PagedAttention (flex_paged: Case.flex_paged)."""
 from __future__ import annotations
 
 from typing import Any
@@ -26,7 +27,7 @@ def flex_kwargs(case: Any, like: Any, takes: set[str], sinks: Any) -> dict[str, 
 
     c, names = case.case_json, case.input_names
     if "k_cache" in names:
-        raise ValueError(f"{case.name}: a KV-cache case has no flex_attention call (the cache is paged)")
+        raise ValueError(f"{case.name}: a KV-cache case is paged: Case.flex_paged gives its flex_attention call")
     if "sinks" in names and sinks is None:  # the sink is one more key (below): the caller appends it
         raise ValueError(f"{case.name}: a sinks case needs the sinks tensor (kwargs('flex', like, sinks=...))")
     if "sinks" not in names and sinks is not None:
@@ -91,3 +92,64 @@ def flex_kwargs(case: Any, like: Any, takes: set[str], sinks: Any) -> dict[str, 
     return {"scale": c["scale"], "enable_gqa": c["heads_q"] != c.get("heads_kv", c["heads_q"]),
             "score_mod": score_mod if pipeline else None,
             "block_mask": create_block_mask(mask_mod, batch, c["heads_q"], n_q, keys, device=dev) if masked else None}
+
+
+def flex_paged(case: Any, like: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """A KV-cache case as FlexAttention's paged attention takes it (torch.nn.attention.experimental's
+    PagedAttention): (k, v, kwargs). k and v are the cache in its layout [1, heads_kv, num_blocks * page_size, d],
+    k_new / v_new written at cache_seqlens (PagedAttention.assign: what flash_attn_with_kvcache does before
+    attending); kwargs' mask_mod and score_mod see a key's logical position through PagedAttention's page maps
+    (window and causal bottom-right per sequence, softcap, ALiBi), and the block mask covers the physical cache
+    at FlexAttention's own block size, so any page size runs. Call flex_attention(q [b, h, s, d], k, v, **kwargs)."""
+    import torch
+    from torch.nn.attention.experimental._paged_attention import PagedAttention
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    c, names = case.case_json, case.input_names
+    if "k_cache" not in names:
+        raise ValueError(f"{case.name}: not a KV-cache case (Case.kwargs('flex') runs it)")
+    for feature, why in (("sinks", "a sink key"), ("mla", "MLA's one latent cache"), ("fp8", "FP8 inputs")):
+        if case.has_feature(feature):
+            raise ValueError(f"{case.name}: the paged FlexAttention call takes no {why}")
+    dev = like.device
+    kc, vc = case.inputs("k_cache", "v_cache", like=like)  # [pages, page_size, heads_kv, d]
+    table = case.inputs("block_table", like=like).to(dev, torch.int64)
+    cached = case.inputs("cache_seqlens", like=like).to(dev, torch.int64)
+    pages, page, heads_kv = kc.shape[:3]
+    batch = table.shape[0]
+    k, v = (x.permute(2, 0, 1, 3).reshape(1, heads_kv, pages * page, x.shape[3]).clone() for x in (kc, vc))
+    new = case.inputs("k_new", "v_new", like=like) if "k_new" in names else None
+    keys = cached + (new[0].shape[1] if new is not None else 0)  # each sequence's keys after the append
+    paged = PagedAttention(pages, page, batch, device=dev)
+    for b in range(batch):  # a sequence's pages alone: entries past them are 0 (golden/README.md)
+        used = int((keys[b] + page - 1) // page)
+        paged.page_table[b, :used] = table[b, :used]
+        paged.physical_to_logical[b, table[b, :used]] = torch.arange(used, device=dev)
+    if hasattr(paged, "seq_lens"):  # newer torch bounds each sequence itself; mask_mod below does it too
+        paged.seq_lens[:batch] = keys
+    if new is not None:  # row pos of sequence b: page table[b, pos / page], offset pos % page
+        pos = cached[:, None] + torch.arange(new[0].shape[1], device=dev)
+        paged.assign(torch.arange(batch, device=dev), pos, new[0].transpose(1, 2), new[1].transpose(1, 2), k, v)
+    sq, softcap = c["seqlen_q"], c.get("softcap", 0.0)
+    left, right = c.get("window_left", -1), c.get("window_right", -1)
+    slopes = case.inputs("alibi_slopes", like=like) if "alibi_slopes" in names else None
+
+    def mask_mod(b: Any, h: Any, i: Any, j: Any) -> Any:  # j: the key's logical position in sequence b
+        shift = keys[b] - sq  # bottom-right alignment
+        keep = (j >= 0) & (j < keys[b])  # a used page's rows past the sequence's end hold no key
+        if left >= 0:
+            keep = keep & (j >= i + shift - left)
+        if right >= 0:
+            keep = keep & (j <= i + shift + right)
+        return keep
+
+    def score_mod(score: Any, b: Any, h: Any, i: Any, j: Any) -> Any:
+        if softcap > 0:
+            score = softcap * torch.tanh(score / softcap)  # s = c tanh(s / c)
+        if slopes is not None:
+            score = score - slopes[h] * (i + keys[b] - sq - j).abs()  # -slope_h |i + Sk - Sq - j|
+        return score
+
+    block_mask = create_block_mask(paged.get_mask_mod(mask_mod), batch, c["heads_q"], sq, pages * page, device=dev)
+    return k, v, {"scale": c["scale"], "enable_gqa": c["heads_q"] != heads_kv,
+                  "score_mod": paged.get_score_mod(score_mod), "block_mask": block_mask}

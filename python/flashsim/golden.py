@@ -373,7 +373,8 @@ class Case:
         style 'flex' (torch's flex_attention; needs `like`, a torch tensor): scale, enable_gqa, score_mod (softcap,
         bias, ALiBi) and block_mask (window, causal, mask, block mask, and a variable-length case's sequences as
         documents of one packed batch-1 sequence: give flex_attention the packed tensors as [1, heads, total, d]);
-        refuses a KV-cache case, attention sinks and dropout.
+        refuses a KV-cache case (Case.flex_paged gives FlexAttention's paged call for it), attention sinks without
+        sinks= and dropout without takes=.
 
         A norm case: {"eps": eps} whatever the style."""
         c = self.case_json
@@ -435,6 +436,17 @@ class Case:
             attn = visible
         kw["attn_mask"] = convert_like(attn.view(np.uint16) if attn.dtype.name == "bfloat16" else attn, like)
         return kw
+
+    def flex_paged(self, like: Any) -> tuple[Any, Any, dict[str, Any]]:
+        """A KV-cache case for FlexAttention's paged attention (torch's experimental PagedAttention; `like` a torch
+        tensor): (k, v, kwargs), the cache in its layout [1, heads_kv, num_blocks * page_size, d] with k_new /
+        v_new written at cache_seqlens, and flex_attention's scale, enable_gqa, score_mod and block_mask over it
+        (logical key positions through its page maps: windows and causal bottom-right per sequence, softcap,
+        ALiBi). Call flex_attention(q as [b, heads_q, seqlen_q, d], k, v, **kwargs); o and lse come back in
+        [b, heads_q, seqlen_q, .]. ValueError for a case without a cache, with sinks, MLA or FP8 inputs."""
+        from ._flex import flex_paged
+
+        return flex_paged(self, like)
 
     def _visible(self) -> np.ndarray:
         """Bool [b|1, h|1, sq, sk]: the window (bottom-right aligned), the boolean mask and the block mask."""

@@ -167,3 +167,33 @@ def test_plugin_shards_a_suite(pytester):
     assert collected == names[1::3]
     bad = pytester.runpytest("--flashsim-suite", str(SMOKE), "--flashsim-shard", "3/3")
     assert bad.ret != 0 and "expected I/N" in bad.stderr.str() + bad.stdout.str()
+
+
+PAGED = {"name": "tiny-paged", "defaults": {"batch": 3, "heads_q": 4, "heads_kv": 2, "head_dim": 16, "dtype": "bf16",
+                                            "seqlen_q": 2, "page_size": 7, "causal": True},
+         "cases": [{"name": "append", "cache_seqlens": [0, 9, 20], "seqlen_new": 2, "softcap": 10.0},
+                   {"name": "window-alibi", "cache_seqlens": [5, 30, 0], "window_left": 6, "alibi": True}]}
+
+
+def test_flex_paged_passes_the_decode_goldens(tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch.nn.attention.experimental._paged_attention")
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    spec = tmp_path / "tiny-paged.json"
+    spec.write_text(json.dumps(PAGED))
+    suite = flashsim.golden.Suite(flashsim.golden.generate(str(spec), tmp_path / "suite", progress=False))
+    like = torch.empty(0, device="cuda" if torch.cuda.is_available() else "cpu")
+    for case in suite:
+        q = case.inputs("q", like=like).transpose(1, 2).float()
+        k, v, kw = case.flex_paged(like)
+        o, lse = flex_attention(q, k.float(), v.float(), return_lse=True, **kw)
+        assert case.verify(o=o.transpose(1, 2), lse=lse, compute="fp32").passed, case.name
+        # the page maps left out: every row of the physical cache seen, other sequences' and spare pages included
+        everything = create_block_mask(lambda b, h, i, j: j >= 0, q.shape[0], None, q.shape[2], k.shape[2],
+                                       device=like.device)
+        o, lse = flex_attention(q, k.float(), v.float(), return_lse=True, scale=kw["scale"],
+                                enable_gqa=kw["enable_gqa"], block_mask=everything)
+        assert not case.verify(o=o.transpose(1, 2), lse=lse, compute="fp32", raise_on_failure=False).passed
+    with pytest.raises(ValueError, match="KV-cache"):
+        flashsim.golden.Suite(SMOKE)["fp16-causal-odd"].flex_paged(like)

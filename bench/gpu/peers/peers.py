@@ -18,6 +18,7 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
     "sdpa": ("test_sdpa_backends.py", ["smoke", "default", "sparse", "mla", "long"]),
     "sdpa-keep": ("test_sdpa_dropout.py", ["dropout"]),  # the math backend given the case's keep mask
     "flex": ("test_flex_attention.py", ["smoke", "default", "sparse", "sinks", "long"]),
+    "flex-paged": ("test_flex_paged.py", ["decode", "default"]),  # FlexAttention's paged attention, KV caches alone
     "jax": ("test_jax_attention.py", ["smoke", "default", "sparse", "long"]),
     "torch-norms": ("test_torch_norms.py", NORM_SUITES),
     "liger": ("test_liger_norms.py", NORM_SUITES),
@@ -27,7 +28,7 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
 # Adapters whose every case compiles (torch.compile, jax.jit: 3-8 s a case on the H100 machine's CPUs) run the large
 # suites in SHARDS processes at once; their timed calls take a lock in turn (--flashsim-time-lock), so a case's time
 # is the GPU's alone while the other shards compile.
-COMPILED = {"flex", "jax"}
+COMPILED = {"flex", "flex-paged", "jax"}
 SHARDS, LARGE_SUITES = 6, {"default"}
 SUITE_ORDER = ["smoke", "norm", "default", "sparse", "sinks", "dropout", "mla", "decode", "long"]  # cheap first
 
