@@ -88,17 +88,13 @@ void per_head_counts(const KernelModel& m, const AttentionProblem& p, const Tile
     k.cta_work = std::move(all);
 }
 
-// Footprints (what a cold L2 must fetch or eventually write back) of the tensors the kernel touches. K's and
-// dK's rows are the widest the kernel moved of them: a kernel that reads (or writes the gradient of) MLA's V
-// alone, the first head_dim_v columns of K's rows, touches those columns only; one that reads dK's first
-// head_dim_v columns back and stores its whole rows reads those columns alone from DRAM.
+// Footprints (what a cold L2 must fetch or eventually write back) of the tensors the kernel touches, as
+// execute_counts takes them: a row is the widest the kernel moved of it (a kernel that reads, or writes the
+// gradient of, MLA's V alone touches the first head_dim_v columns of K's or dK's rows only), and a tensor it
+// stores and reads back narrower (MLA's dK, its first head_dim_v columns) is read from DRAM that wide.
 void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig& c, bool per_kv_head,
                     const RowBytes& widest) {
   const int e = dtype_bytes(p.dtype);
-  const auto row = [&](TensorId t, int64_t dim) {  // bytes of a row the kernel touches
-    const int64_t w = widest.any[static_cast<size_t>(t)];
-    return w > 0 ? std::min(w, dim * e) : dim * e;
-  };
   const int64_t tq = p.total_q(), tk = p.total_k(), hq = p.heads_q, hk = p.heads_kv;
   const int64_t h_dkv = per_kv_head ? hk : hq;  // dK, dV per kv head, or per query head (FA2's expanded dK)
   int64_t padded = 0;
@@ -107,36 +103,40 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
   for (int64_t b = 0; b < p.batch; ++b)
     padded += std::min(dq_accum_padded_rows(p.len_q(b)),
                        (p.len_q(b) + c.bwd_block_q - 1) / c.bwd_block_q * c.bwd_block_q);
-  auto touched = [&](TensorId t) {
-    const auto& tt = k.tensors[static_cast<size_t>(t)];
-    return tt.load.bytes + tt.store.bytes + tt.reduce.bytes > 0;
+  const auto touched = [](const TensorTraffic& t) {
+    return t.load.bytes + t.store.bytes + t.reduce.bytes > 0;
   };
-  const std::pair<TensorId, int64_t> fp[] = {
-      {TensorId::Q, tq * hq * p.head_dim * e},
-      {TensorId::K, tk * hk * row(TensorId::K, p.head_dim)},
-      {TensorId::V, tk * hk * p.head_dim_v * e},
-      {TensorId::O, tq * hq * p.head_dim_v * dtype_bytes(p.output_dtype())},
-      {TensorId::dO, tq * hq * p.head_dim_v * e},
-      {TensorId::Lse, tq * hq * 4},
-      {TensorId::RowMax, tq * hq * 4},
-      {TensorId::Scores, score_elems * 4},
-      {TensorId::Probs, score_elems * 4},
-      {TensorId::Delta, tq * hq * 4},
-      {TensorId::RowSum, tq * hq * 4},
-      {TensorId::dQ, tq * hq * p.head_dim * e},
-      {TensorId::dK, tk * h_dkv * row(TensorId::dK, p.head_dim)},
-      {TensorId::dV, tk * h_dkv * p.head_dim_v * e},
-      {TensorId::DqAccum, padded * hq * p.head_dim * 4}};
-  for (const auto& [t, bytes] : fp)
-    if (touched(t)) k.tensors[static_cast<size_t>(t)].unique_bytes = bytes;
-  auto& dk = k.tensors[static_cast<size_t>(TensorId::dK)];
-  const int64_t dk_read = widest.read[static_cast<size_t>(TensorId::dK)];
-  if (dk.store.bytes > 0 && dk_read > 0 && dk_read < row(TensorId::dK, p.head_dim))
-    dk.read_bytes = tk * h_dkv * dk_read;
+  struct Footprint {
+    TensorId t;
+    int64_t rows, row_bytes;  // the tensor's rows and the bytes of a whole one
+  };
+  const Footprint fp[] = {{TensorId::Q, tq * hq, p.head_dim * e},
+                          {TensorId::K, tk * hk, p.head_dim * e},
+                          {TensorId::V, tk * hk, p.head_dim_v * e},
+                          {TensorId::O, tq * hq, p.head_dim_v * dtype_bytes(p.output_dtype())},
+                          {TensorId::dO, tq * hq, p.head_dim_v * e},
+                          {TensorId::Lse, tq * hq, 4},
+                          {TensorId::RowMax, tq * hq, 4},
+                          {TensorId::Scores, score_elems, 4},
+                          {TensorId::Probs, score_elems, 4},
+                          {TensorId::Delta, tq * hq, 4},
+                          {TensorId::RowSum, tq * hq, 4},
+                          {TensorId::dQ, tq * hq, p.head_dim * e},
+                          {TensorId::dK, tk * h_dkv, p.head_dim * e},
+                          {TensorId::dV, tk * h_dkv, p.head_dim_v * e},
+                          {TensorId::DqAccum, padded * hq, p.head_dim * 4}};
+  for (const auto& [t, rows, whole] : fp) {
+    const auto i = static_cast<size_t>(t);
+    auto& tt = k.tensors[i];
+    if (!touched(tt)) continue;
+    const int64_t row = widest.any[i] > 0 ? std::min(widest.any[i], whole) : whole, read = widest.read[i];
+    tt.unique_bytes = rows * row;
+    if (tt.store.bytes > 0 && read > 0 && read < row) tt.read_bytes = rows * read;
+  }
   auto& acc = k.tensors[static_cast<size_t>(TensorId::DqAccum)];
   if (c.dq_strategy == DqStrategy::Partials) {  // each partial row is written once, then read once
     acc.unique_bytes = acc.load.bytes + acc.store.bytes;
-  } else if (touched(TensorId::DqAccum)) {
+  } else if (touched(acc)) {
     // a kernel moving fewer bytes than the padded footprint touches the rows it moves, once each
     acc.unique_bytes = std::min(acc.unique_bytes, acc.load.bytes + acc.store.bytes + acc.reduce.bytes);
   }
