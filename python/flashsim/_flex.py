@@ -21,6 +21,21 @@ def _broadcast(t: Any, b: Any, h: Any, i: Any, j: Any) -> Any:
     return t[b if t.shape[0] > 1 else 0, h if t.shape[1] > 1 else 0, i, j]
 
 
+def _window(keep: Any, qi: Any, kj: Any, shift: Any, left: int, right: int) -> Any:
+    """keep and the window around the diagonal kj = qi + shift (bottom-right aligned): left keys back, right ahead
+    (-1: unbounded); causal is right = 0."""
+    if left >= 0:
+        keep = keep & (kj >= qi + shift - left)
+    if right >= 0:
+        keep = keep & (kj <= qi + shift + right)
+    return keep
+
+
+def _alibi(slope: Any, qi: Any, kj: Any, shift: Any) -> Any:
+    """ALiBi's term of a score: -slope_h |i + Sk - Sq - j|."""
+    return -slope * abs(qi + shift - kj)
+
+
 def flex_kwargs(case: Any, like: Any, takes: set[str], sinks: Any) -> dict[str, Any]:
     import torch
     from torch.nn.attention.flex_attention import create_block_mask
@@ -66,18 +81,15 @@ def flex_kwargs(case: Any, like: Any, takes: set[str], sinks: Any) -> dict[str, 
         if "bias" in extra:
             score = score + _broadcast(extra["bias"], s, h, qi, kj).float()
         if "alibi_slopes" in extra:
-            score = score - extra["alibi_slopes"][h] * (qi + shift - kj).abs()  # -slope_h |i + Sk - Sq - j|
+            score = score + _alibi(extra["alibi_slopes"][h], qi, kj, shift)
         if sinks is not None:  # key n_k is the sink: its logit, past the pipeline (softcap does not touch it)
             score = torch.where(j == n_k, sinks[h].to(score.dtype), score)
         return score
 
     def mask_mod(b: Any, h: Any, i: Any, j: Any) -> Any:
         s, qi, kj, shift = where(b, i, j)
-        keep = seq_q[i] == seq_k[torch.clamp(j, max=n_k - 1)] if varlen else qi >= 0
-        if left >= 0:
-            keep = keep & (kj >= qi + shift - left)
-        if right >= 0:
-            keep = keep & (kj <= qi + shift + right)
+        keep = _window(seq_q[i] == seq_k[torch.clamp(j, max=n_k - 1)] if varlen else qi >= 0, qi, kj, shift, left,
+                       right)
         if "mask" in extra:
             keep = keep & _broadcast(extra["mask"], s, h, qi, kj)
         if "block_mask" in extra:
@@ -135,19 +147,14 @@ def flex_paged(case: Any, like: Any) -> tuple[Any, Any, dict[str, Any]]:
     slopes = case.inputs("alibi_slopes", like=like) if "alibi_slopes" in names else None
 
     def mask_mod(b: Any, h: Any, i: Any, j: Any) -> Any:  # j: the key's logical position in sequence b
-        shift = keys[b] - sq  # bottom-right alignment
-        keep = (j >= 0) & (j < keys[b])  # a used page's rows past the sequence's end hold no key
-        if left >= 0:
-            keep = keep & (j >= i + shift - left)
-        if right >= 0:
-            keep = keep & (j <= i + shift + right)
-        return keep
+        # a used page's rows past the sequence's end hold no key; the window bottom-right aligned
+        return _window((j >= 0) & (j < keys[b]), i, j, keys[b] - sq, left, right)
 
     def score_mod(score: Any, b: Any, h: Any, i: Any, j: Any) -> Any:
         if softcap > 0:
             score = softcap * torch.tanh(score / softcap)  # s = c tanh(s / c)
         if slopes is not None:
-            score = score - slopes[h] * (i + keys[b] - sq - j).abs()  # -slope_h |i + Sk - Sq - j|
+            score = score + _alibi(slopes[h], i, j, keys[b] - sq)
         return score
 
     block_mask = create_block_mask(paged.get_mask_mod(mask_mod), batch, c["heads_q"], sq, pages * page, device=dev)
