@@ -9,7 +9,7 @@
   python3 bench/gpu/run.py autotune [--kernel K] [--no-check] [--no-time] [--grid small|"..."] [--budget-s S] (GPU)
   python3 bench/gpu/run.py tune-validate                                                         (GPU)
   python3 bench/gpu/run.py probe l2|launch|cta-rates|cta-stream [--probes NAME]                (GPU)
-  python3 bench/gpu/run.py decode [--grid "..."] [--sdpa-grid "..."] [--no-check] [--no-bench]  (GPU, PyTorch)
+  python3 bench/gpu/run.py decode [--grid "..."] [--sdpa-grid "..."] [--no-check|--no-sanitize] [--no-bench] (GPU)
   python3 bench/gpu/run.py sparse [--tiles "..."] [--bench "..."] [--no-check] [--no-bench]     (GPU)
   python3 bench/gpu/run.py sdpa bench|once|decode|decode-once|golden ...                        (GPU, PyTorch)
   python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
@@ -495,7 +495,7 @@ def cmd_decode(args):
     """decode-v1 (issue 30): the decode suite and the default suite's decode cases checked, compute-sanitizer
     memcheck and racecheck on the decode suite's small cases, then flashsim-gpu decode-bench's grid (every split
     count the model predicts, the device's copy bandwidth) and SDPA's backends on the same grid (contiguous
-    K/V) in the same run."""
+    K/V; with flashinfer among --sdpa-grid's --backends, FlashInfer's paged decode too) in the same run."""
     g = Gpu(args)
     g.gpu_txt()
     decode = g.golden("decode", "/tmp/golden-decode")
@@ -503,7 +503,8 @@ def cmd_decode(args):
         default = g.golden("default", "/tmp/golden-default")
         g.check(decode, "check_decode.txt", ["--kernel", args.kernels])
         g.check(default, "check_default_decode.txt", ["--kernel", args.kernels, "--case", "decode-*"])
-        sanitize_small(g, decode, "decode", ["--kernel", args.kernels], 4 << 20)
+        if not args.no_sanitize:
+            sanitize_small(g, decode, "decode", ["--kernel", args.kernels], 4 << 20)
     if args.ncu:  # ncu on decode-bench's launches of one cell (every split count), then `flashsim traffic compare`
         b, n, page = args.ncu.split(",")
         for kernel in args.kernels.split(","):
@@ -792,6 +793,7 @@ def parser():
     p.add_argument("--ncu", default="", help="ncu and traffic compare of one cell: batch,cache_len,page_size")
     p.add_argument("--ncu-launches", type=int, default=60, help="decode kernels ncu profiles (every split count's)")
     p.add_argument("--no-check", action="store_true")
+    p.add_argument("--no-sanitize", action="store_true", help="the checks without compute-sanitizer")
     p.add_argument("--no-bench", action="store_true")
     p.add_argument("--no-sdpa", action="store_true")
 

@@ -7,11 +7,13 @@
                                                      (calibration h100.sdpa_decode_splits)
   python3 bench/gpu/sdpa.py decode-once B N          one flash decode call, for ncu
   python3 bench/gpu/sdpa.py decode-grid [--batches ..] SDPA's backends on flashsim-gpu decode-bench's grid
-                                                     (contiguous K/V; CSV)
+                                                     (contiguous K/V; CSV), and FlashInfer's paged decode kernel
+                                                     (--backends ...,flashinfer; FlashInfer on PYTHONPATH)
   python3 bench/gpu/sdpa.py golden OUT               SDPA as a candidate on the smoke suite and on gpu_golden/default
                                                      (run.py bundle --golden-subset), candidates as a tarball in OUT
 """
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
@@ -186,14 +188,39 @@ def golden(argv):
                 t.add(os.path.join(work, "sdpa-" + suite), "sdpa-" + suite)
 
 
+def flashinfer_decode(qs, ks, vs, page):
+    """FlashInfer's decode kernel on the same keys in a paged cache ("NHD" [pages, page, hk, d], each sequence's pages
+    shuffled over the cache): a call fn(i) on input set i, planned once (every set has the same shape)."""
+    import flashinfer
+
+    b, hk, n, d = ks[0].shape
+    per = -(-n // page)  # pages a sequence uses, the last partly filled where page does not divide n
+    perm = torch.randperm(b * per, device="cuda")  # physical page of (sequence, logical page)
+
+    def paged(x):  # [b, hk, n, d] -> [b * per, page, hk, d], logical page j of sequence s at perm[s * per + j]
+        x = F.pad(x, (0, 0, 0, per * page - n)).transpose(1, 2).reshape(b * per, page, hk, d)
+        out = torch.empty_like(x)
+        out[perm] = x
+        return out
+
+    caches = [(paged(k), paged(v)) for k, v in zip(ks, vs)]
+    w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(torch.empty(128 << 20, dtype=torch.uint8, device="cuda"), "NHD")
+    w.plan(torch.arange(b + 1, device="cuda", dtype=torch.int32) * per, perm.to(torch.int32),
+           torch.full((b,), n - (per - 1) * page, device="cuda", dtype=torch.int32), qs[0].shape[1], hk, d, page,
+           q_data_type=qs[0].dtype, kv_data_type=ks[0].dtype)
+    return lambda i: w.run(qs[i][:, :, 0], caches[i])
+
+
 def decode_grid(argv):
     """SDPA's backends on a decode step over flashsim-gpu decode-bench's grid (contiguous K/V [b, 8, n, 128] bf16:
     SDPA has no paged cache), one query row a sequence, 32 query heads (enable_gqa), inputs rotated through more
-    memory than L2 holds. CSV: backend, batch, cache_len, ms, kv_GBps (K and V bytes / time)."""
+    memory than L2 holds; backend flashinfer: FlashInfer's paged decode kernel on the same keys at each of
+    --page-sizes (rows flashinfer-p16, ...). CSV: backend, batch, cache_len, ms, kv_GBps (K and V bytes / time)."""
     ap = argparse.ArgumentParser(prog="sdpa.py decode-grid")
     ap.add_argument("--batches", default="1,8,32,64,128")
     ap.add_argument("--cache-lens", default="1024,4096,8192,32768")
     ap.add_argument("--backends", default="sdpa-flash,sdpa-cudnn,sdpa-efficient")
+    ap.add_argument("--page-sizes", default="16,256", help="FlashInfer's cache pages (backend flashinfer)")
     ap.add_argument("--max-cache-gib", type=float, default=24)
     a = ap.parse_args(argv)
     hq, hk, d = 32, 8, 128
@@ -207,14 +234,22 @@ def decode_grid(argv):
             qs = [torch.randn(batch, hq, 1, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
             ks = [torch.randn(batch, hk, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
             vs = [torch.randn(batch, hk, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(sets)]
+            calls = []
             for name in a.backends.split(","):
+                if name == "flashinfer":
+                    calls += [(f"flashinfer-p{p}", None, lambda p=int(p): flashinfer_decode(qs, ks, vs, p))
+                              for p in a.page_sizes.split(",")]
+                else:
+                    calls.append((name, BACKENDS[name], lambda: lambda i: F.scaled_dot_product_attention(
+                        qs[i], ks[i], vs[i], enable_gqa=True)))
+            for name, backend, make in calls:
                 try:
-                    with sdpa_kernel(BACKENDS[name]):
-                        ms = median_ms(lambda i: F.scaled_dot_product_attention(qs[i], ks[i], vs[i], enable_gqa=True),
-                                       sets, 3, 20)
+                    with sdpa_kernel(backend) if backend is not None else contextlib.nullcontext():
+                        ms = median_ms(make(), sets, 3, 20)
                     print(f"{name},{batch},{n},{ms:.4f},{kv / (ms * 1e-3) / 1e9:.1f}", flush=True)
                 except RuntimeError as e:  # a backend that refuses the shape
                     print(f"{name},{batch},{n},,,\"{str(e).splitlines()[0][:120]}\"", flush=True)
+                torch.cuda.empty_cache()
             del qs, ks, vs
             torch.cuda.empty_cache()
 

@@ -291,7 +291,7 @@ def read_decode_csv(path):
 def decode_table(version_csvs, sdpa_csv=None):
     """decode-bench over its grid, one line a (batch, cache length, page size): each version's time at the model's
     split count, its share of the copy bandwidth and the prediction's ratio; the measured best count; SDPA's
-    backends (contiguous K/V) beside it. Then the issue's tallies: the share at each cell, the prediction within 10%,
+    backends (contiguous K/V) and FlashInfer's paged decode at the same page size beside it. Then the issue's tallies: the share at each cell, the prediction within 10%,
     the model's count within 5% of the best."""
     sdpa = {}
     if sdpa_csv:
@@ -308,8 +308,8 @@ def decode_table(version_csvs, sdpa_csv=None):
         name = rows[0]["kernel"] if rows else path
         lines += [f"{name} (copy bandwidth {copy / 1e9:.0f} GB/s)", "",
                   "| batch | cache | page | splits (model) | ms | share of copy | predicted ms | meas / pred "
-                  "| best splits | best ms | model's / best | SDPA flash ms | SDPA cuDNN ms |",
-                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "| best splits | best ms | model's / best | SDPA flash ms | SDPA cuDNN ms | FlashInfer ms |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         within10 = within5 = 0
         for (b, n, page), rs in sorted(cells.items()):
             chosen = next(r for r in rs if r["chosen"] == 1)
@@ -318,10 +318,11 @@ def decode_table(version_csvs, sdpa_csv=None):
             within10 += abs(ratio - 1) <= 0.10
             within5 += chosen["ms"] <= 1.05 * best["ms"]
             fl, cu = sdpa.get(("sdpa-flash", b, n)), sdpa.get(("sdpa-cudnn", b, n))
+            fi = sdpa.get((f"flashinfer-p{page}", b, n))
             lines.append(f"| {b} | {n} | {page} | {int(chosen['num_splits'])} | {chosen['ms']:.4f} | "
                          f"{chosen['kv_bytes'] / (chosen['ms'] * 1e-3) / copy:.2f} | {chosen['predicted_ms']:.4f} | "
                          f"{ratio:.2f} | {int(best['num_splits'])} | {best['ms']:.4f} | {chosen['ms'] / best['ms']:.2f} | "
-                         f"{fl if fl else '-'} | {cu if cu else '-'} |")
+                         f"{fl if fl else '-'} | {cu if cu else '-'} | {fi if fi else '-'} |")
         lines += ["", f"{name}: prediction within 10% in {within10} of {len(cells)} cells; the model's split count "
                   f"within 5% of the measured best in {within5} of {len(cells)}", ""]
     return lines

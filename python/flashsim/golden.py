@@ -28,6 +28,7 @@ import numpy as np
 
 from . import _native
 from ._arrays import convert_like, to_numpy
+from ._paged import PagedCache, paged_cache
 from ._problem import Problem
 
 PathLike = Union[str, os.PathLike]
@@ -447,6 +448,14 @@ class Case:
         from ._flex import flex_paged
 
         return flex_paged(self, like)
+
+    def paged_cache(self, like: Any = None) -> PagedCache:
+        """A KV-cache case's cache as a paged kernel reads it once k_new / v_new are appended (what
+        flash_attn_with_kvcache writes before attending), as arrays of `like`'s kind and device: k, v [num_blocks,
+        page_size, heads_kv, d] (FlashInfer's "NHD"; v None in an MLA case), lengths (int32 [batch], keys after the
+        append), block_table, page_size, and the pages each sequence uses as one list: indptr, indices,
+        last_page_len (FlashInfer's paged_kv_indptr / _indices / _last_page_len). ValueError without a cache."""
+        return paged_cache(self, like)
 
     def _visible(self) -> np.ndarray:
         """Bool [b|1, h|1, sq, sk]: the window (bottom-right aligned), the boolean mask and the block mask."""

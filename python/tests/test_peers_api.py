@@ -197,3 +197,33 @@ def test_flex_paged_passes_the_decode_goldens(tmp_path):
         assert not case.verify(o=o.transpose(1, 2), lse=lse, compute="fp32", raise_on_failure=False).passed
     with pytest.raises(ValueError, match="KV-cache"):
         flashsim.golden.Suite(SMOKE)["fp16-causal-odd"].flex_paged(like)
+
+
+def test_paged_cache_gives_each_sequences_keys_after_the_append(tmp_path):
+    """Case.paged_cache (FlashInfer's page lists): walking a sequence's pages gives the keys the NumPy example
+    gathers (k_new appended), bit for bit; pages no sequence uses stay as stored."""
+    from numpy_attention import _gather_cache
+
+    spare_pages = {"name": "spare", "cache_seqlens": [3, 15, 8], "num_blocks": 12}
+    spec = tmp_path / "tiny-paged.json"
+    spec.write_text(json.dumps(dict(PAGED, cases=PAGED["cases"] + [spare_pages])))
+    suite = flashsim.golden.Suite(flashsim.golden.generate(str(spec), tmp_path / "suite", progress=False))
+    for case in suite:
+        cache = case.paged_cache()
+        bits = {n: np.asarray(case.native.tensor(n)) for n in case.input_names}
+        want_k, want_v, offsets = _gather_cache(bits)
+        page, ptr, lens = cache.page_size, cache.indptr, cache.lengths
+        assert ptr[0] == 0 and len(cache.indices) == ptr[-1] and cache.k.dtype.name == "bfloat16"
+        for b in range(len(lens)):
+            pages = cache.indices[ptr[b]:ptr[b + 1]]
+            assert len(pages) == -(-int(lens[b]) // page) and lens[b] == offsets[b + 1] - offsets[b]
+            if len(pages):
+                assert (len(pages) - 1) * page + cache.last_page_len[b] == lens[b]
+            for got, want in ((cache.k, want_k), (cache.v, want_v)):
+                rows = np.asarray(got).view(np.uint16)[pages].reshape(-1, *got.shape[2:])[:lens[b]]
+                assert np.array_equal(rows, want[offsets[b]:offsets[b + 1]]), (case.name, b)
+        spare = np.setdiff1d(np.arange(cache.k.shape[0]), cache.indices)
+        assert (len(spare) > 0) == (case.name == "spare") and np.array_equal(np.asarray(cache.k).view(np.uint16)[spare], bits["k_cache"][spare])
+    assert suite["append"].paged_cache().lengths.tolist() == [2, 11, 22]  # cache_seqlens + seqlen_new
+    with pytest.raises(ValueError, match="not a KV-cache case"):
+        flashsim.golden.Suite(SMOKE)["fp16-causal-odd"].paged_cache()

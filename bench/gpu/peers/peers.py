@@ -19,6 +19,8 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
     "sdpa-keep": ("test_sdpa_dropout.py", ["dropout"]),  # the math backend given the case's keep mask
     "flex": ("test_flex_attention.py", ["smoke", "default", "sparse", "sinks", "long"]),
     "flex-paged": ("test_flex_paged.py", ["decode", "default"]),  # FlexAttention's paged attention, KV caches alone
+    "flashinfer": ("test_flashinfer.py", ["default", "mla", "decode"]),  # paged attention and MLA, KV caches alone
+    "flashinfer-norm": ("test_flashinfer_norms.py", NORM_SUITES),
     "jax": ("test_jax_attention.py", ["smoke", "default", "sparse", "long"]),
     "torch-norms": ("test_torch_norms.py", NORM_SUITES),
     "liger": ("test_liger_norms.py", NORM_SUITES),
@@ -30,6 +32,9 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
 # is the GPU's alone while the other shards compile.
 COMPILED = {"flex", "flex-paged", "jax"}
 SHARDS, LARGE_SUITES = 6, {"default"}
+# FlashInfer JIT-compiles a kernel per variant (dtype, head dim, features) on first use, 1-3 minutes of nvcc each:
+# every suite in shards, so the variants compile at once (its JIT locks a variant another shard is building).
+JIT_PER_VARIANT = {"flashinfer", "flashinfer-norm"}
 SUITE_ORDER = ["smoke", "norm", "default", "sparse", "sinks", "dropout", "mla", "decode", "long"]  # cheap first
 
 
@@ -66,7 +71,7 @@ def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filte
             cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
                    os.path.join(HERE, KERNELS[kernel][0]), "--flashsim-suite", suite, "--flashsim-record", record]
             cmd += ["--flashsim-filter", case_filter] if case_filter else []
-            shards = SHARDS if kernel in COMPILED and suite in LARGE_SUITES else 1
+            shards = SHARDS if kernel in JIT_PER_VARIANT or (kernel in COMPILED and suite in LARGE_SUITES) else 1
             cmd += ["--flashsim-time", str(repeats), "--flashsim-time-lock", os.path.join(out, "time.lock")]
             runs = [(cmd, f"{kernel}_{suite}")] if shards == 1 else \
                 [(cmd + ["--flashsim-shard", f"{i}/{shards}"], f"{kernel}_{suite}_{i}") for i in range(shards)]
