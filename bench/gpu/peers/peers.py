@@ -20,6 +20,7 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
     "flex": ("test_flex_attention.py", ["smoke", "default", "sparse", "sinks", "long"]),
     "flex-paged": ("test_flex_paged.py", ["decode", "default"]),  # FlexAttention's paged attention, KV caches alone
     "flashinfer": ("test_flashinfer.py", ["default", "mla", "decode"]),  # paged attention and MLA, KV caches alone
+    "flashinfer-prefill": ("test_flashinfer_prefill.py", ["smoke", "default"]),  # dense cases, forward only
     "flashinfer-norm": ("test_flashinfer_norms.py", NORM_SUITES),
     "jax": ("test_jax_attention.py", ["smoke", "default", "sparse", "long"]),
     "torch-norms": ("test_torch_norms.py", NORM_SUITES),
@@ -34,7 +35,7 @@ COMPILED = {"flex", "flex-paged", "jax"}
 SHARDS, LARGE_SUITES = 6, {"default"}
 # FlashInfer JIT-compiles a kernel per variant (dtype, head dim, features) on first use, 1-3 minutes of nvcc each:
 # every suite in shards, so the variants compile at once (its JIT locks a variant another shard is building).
-JIT_PER_VARIANT = {"flashinfer", "flashinfer-norm"}
+JIT_PER_VARIANT = {"flashinfer", "flashinfer-prefill", "flashinfer-norm"}
 SUITE_ORDER = ["smoke", "norm", "default", "sparse", "sinks", "dropout", "mla", "decode", "long"]  # cheap first
 
 
