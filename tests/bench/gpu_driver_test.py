@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The GPU driver's CPU side (bench/gpu/run.py and its modules), without a GPU: every verb's arguments, ncu's
 command lines and CSV reader on the recorded reports of tests/data/ncu, the tables (the DRAM counters' spread of
-the recorded repeats, ours beside SDPA, the probes' tables), `flashsim-gpu check` summaries and autotune plans,
-a bundle packed from this build's flashsim and unpacked again, and `compare` on recorded reports.
+the recorded repeats, ours beside SDPA, the probes' tables, the decode table's peers), `flashsim-gpu check`
+summaries and autotune plans, a bundle packed from this build's flashsim and unpacked again, a wheel carried in
+parts and joined again, and `compare` on recorded reports.
 
   gpu_driver_test.py DRIVER_DIR SOURCE_DIR FLASHSIM
 """
@@ -19,6 +20,7 @@ from contextlib import redirect_stdout
 DRIVER, SRC, FLASHSIM = sys.argv[1:4]
 sys.path.insert(0, DRIVER)
 import bundle  # noqa: E402
+import carry_parts  # noqa: E402
 import ncu  # noqa: E402
 import run  # noqa: E402
 import tables  # noqa: E402
@@ -213,6 +215,56 @@ class Peers(unittest.TestCase):
         self.assertIn("| k | s | 2 | 0 | 2 | 0 | 0.50 | 3.000 |", lines)  # b passed on the rerun; median of 2, 4 ms
         self.assertIn("- k: 2, the kernel does not support varlen", lines)  # the case names dropped: one group
         self.assertIn("Failures and errors (0):", lines)
+
+
+class DecodeTable(unittest.TestCase):
+    def test_peers_beside_each_cell(self):
+        ours = ("# device copy bandwidth (read + write of a 2 GiB cudaMemcpy): 3000.0 GB/s\n"
+                "kernel,batch,cache_len,page_size,num_splits,chosen,ms,predicted_ms,kv_bytes,kv_GBps,share_of_copy\n"
+                "decode-v2,8,1024,16,1,0,0.0500,0.0450,33554432,671.1,0.22\n"
+                "decode-v2,8,1024,16,4,1,0.0400,0.0380,33554432,838.9,0.28\n"
+                "decode-v2,8,1024,256,4,1,0.0300,0.0380,33554432,1118.5,0.37\n")
+        peers = ("backend,batch,cache_len,ms,kv_GBps\nsdpa-flash,8,1024,0.0700,479.3\nsdpa-cudnn,8,1024,,,\"refused\"\n"
+                 "flashinfer-p16,8,1024,0.0600,559.2\nflashinfer-p256,8,1024,0.0550,610.1\n")
+        with tempfile.TemporaryDirectory() as d:
+            lines = tables.decode_table([write(d, "v2.csv", ours)], write(d, "sdpa.csv", peers))
+        self.assertTrue(lines[2].endswith("| SDPA flash ms | SDPA cuDNN ms | FlashInfer ms |"))
+        # each row's FlashInfer time is at its own page size; a refused backend reads "-"
+        self.assertTrue(lines[4].startswith("| 8 | 1024 | 16 | 4 | 0.0400 |") and lines[4].endswith("| 0.07 | - | 0.06 |"))
+        self.assertTrue(lines[5].startswith("| 8 | 1024 | 256 | 4 | 0.0300 |") and lines[5].endswith("| 0.055 |"))
+        self.assertIn("decode-v2: prediction within 10% in 1 of 2 cells; the model's split count within 5% of the "
+                      "measured best in 2 of 2", lines)
+
+
+class CarryParts(unittest.TestCase):
+    def test_split_and_join(self):
+        import argparse
+        import zipfile
+
+        with tempfile.TemporaryDirectory() as d:
+            wheel = os.path.join(d, "pkg-1.0-py3-none-any.whl")
+            with zipfile.ZipFile(wheel, "w") as z:  # 2.5 MiB that do not compress: three parts of 1 MiB
+                z.writestr("pkg/__init__.py", "X = 1\n")
+                z.writestr("pkg/data/blob.bin", os.urandom(5 << 19))
+                z.writestr("pkg/unused/big.bin", os.urandom(1 << 20))
+            out, store, site = (os.path.join(d, n) for n in ("parts", "store", "site"))
+            with redirect_stdout(io.StringIO()):
+                carry_parts.split(argparse.Namespace(wheels=[wheel], out=out, part_mb=1, drop=["pkg/unused/*"]))
+                self.assertEqual(sorted(os.listdir(out)), ["p1", "p2", "p3"])
+                join = lambda p: carry_parts.join(argparse.Namespace(folder=os.path.join(out, p), store=store,  # noqa
+                                                                     target=site))
+                self.assertEqual([join("p1"), join("p3")], [3, 3])  # parts still missing: nothing unpacked
+                self.assertFalse(os.path.exists(site))
+                self.assertEqual(join("p2"), 0)
+            self.assertEqual(open(os.path.join(site, "pkg", "__init__.py")).read(), "X = 1\n")
+            self.assertEqual(os.path.getsize(os.path.join(site, "pkg", "data", "blob.bin")), 5 << 19)
+            self.assertFalse(os.path.exists(os.path.join(site, "pkg", "unused")))  # dropped by the glob
+            part = os.path.join(store, "pkg-1.0-py3-none-any.whl.02")
+            with open(part, "r+b") as f:  # a damaged part: refused by its sha256
+                f.write(b"\0" * 16)
+            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+                self.assertEqual(carry_parts.join(argparse.Namespace(folder=os.path.join(out, "p1"), store=store,
+                                                                     target=site)), 1)
 
 
 class Bundle(unittest.TestCase):
