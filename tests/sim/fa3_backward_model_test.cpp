@@ -188,6 +188,37 @@ TEST(Fa3BackwardModel, MeasuredTileCosts) {
   EXPECT_LT(est.time_s, pr.time_s);
 }
 
+// A softcap's ops (3 MUFU, 13 ALU a score, counted from the kernel) on each consumer thread's scores: at the H100
+// profile's SFU rate the MUFU ops bound them (3 x 32 / 4.4 lanes = 21.8 cycles a score a warp against 16 issue
+// slots), so a half as fast SFU doubles the softcap's time exactly; an SFU fast enough leaves the issue slots, one
+// instruction a clock a warp.
+TEST(Fa3BackwardModel, SoftcapOpsRunAtTheSfuRate) {
+  const HardwareProfile hw = load_profile("H100-SXM5-80GB");
+  const auto time = [&](double softcap, double exp_per_s) {
+    HardwareProfile h = hw;
+    h.exp_per_s = exp_per_s;
+    const auto p = ProblemBuilder()
+                       .batch(4)
+                       .heads(32)
+                       .seqlen(4096)
+                       .head_dim(64)
+                       .softcap(softcap)
+                       .dtype(DType::BF16)
+                       .build();
+    return predict_kernel(analytic_counts(kernel_model("bwd_fa3"), p, TileConfig{}), h).time_s;
+  };
+  const double plain = time(0, hw.exp_per_s), extra = time(30, hw.exp_per_s) - plain;
+  EXPECT_DOUBLE_EQ(time(0, hw.exp_per_s / 2), plain);  // the measured plain steps hold the plain kernel's ex2
+  EXPECT_NEAR(time(30, hw.exp_per_s / 2) - plain, 2 * extra, 1e-9 * plain);
+  const double lanes = hw.exp_per_s / (hw.sms * hw.clock_hz * hw.schedulers_per_sm);
+  ASSERT_GT(3 * 32 / lanes, 16.0);  // SFU-bound on this profile
+  EXPECT_NEAR(time(30, 1e3 * hw.exp_per_s) - plain, extra * 16 / (3 * 32 / lanes), 1e-9 * plain);
+  // b4 h32 n4096 d64, measured 2026-11-26 (fa3_tune_h100_2026-11-26 run3): 4.470 ms plain, 6.618 softcapped, the
+  // three kernels; the softcap's share here comes from the op count and the profile's SFU rate, not that run.
+  EXPECT_GT(extra / plain, 0.25);
+  EXPECT_LT(extra / plain, 0.5);
+}
+
 TEST(Fa3BackwardModel, ProfileMeasuredStepsAreChecked) {
   nlohmann::json j = to_json(load_profile("H100-SXM5-80GB"));
   EXPECT_EQ(to_json(profile_from_json(j)), j);  // the round trip keeps them

@@ -373,6 +373,12 @@ TileConfig from_dot(const std::smatch& /*m*/, const std::string& name) {
   R"(\s*(?:\(\w+\)\s*)?(\d+)\s*,\s*(?:\(\w+\)\s*)?(\d+))"
 
 // ---------------------------------------------------------------------------------------------------- time
+// A softcap's work a score beyond the plain kernel's, counted from fa3_bwd_kernel.cuh's kSoftcap path: the
+// exponent's tanh as 1 - 2 / (e^2x + 1) (ex2 and a reciprocal: 2 MUFU ops; a multiply, a clamp, two adds and
+// three multiplies beside the plain FFMA and FMUL: 6 more ALU ops) and ds'/ds = 1 - t^2 recovered from P (lg2:
+// 1 MUFU op; four multiplies, an add, a compare and a select: 7 ALU ops).
+constexpr double kSoftcapMufu = 3, kSoftcapAlu = 13;
+
 // The main kernel: the instance's measured step and tile costs (calibration fa3.step_costs_h100), a masked
 // step adding its mask instructions (4 a score, a consumer thread's 64 Br / 128 scores), a softcap its own;
 // without a measurement,
@@ -389,11 +395,19 @@ CtaTime main_time(const KernelCounts& k, int ctas_per_sm, double imbalance, cons
                d = static_cast<double>(w.head_dim);
   const double tensor_step = 2 * br * bc * 5 * d / hw.wgmma_ss_flops_per_clock[1] / clk;
   const double mask_extra = 64 * br / 128 * 4 / clk;
-  // A softcap's step adds, a score, beside the plain kernel's exponent: tanh as 1 - 2 / (e^2x + 1) (a multiply, a
-  // clamp, ex2, an add, a reciprocal and its multiply, a subtract), 1 - t^2 and its product with P: 9 instructions
-  // counted from the kernel's source (the measured tile costs are the plain kernel's); fa3_tune_h100's results
-  // compare the prediction with the softcapped backward's measured time.
-  const double softcap_extra = w.softcap ? 64 * br / 128 * 9 / clk : 0.0;
+  // A softcap's step adds its ops on each consumer thread's Br Bc / (128 consumers) scores (the measured tile
+  // costs are the plain kernel's). Its MUFU ops run at the SFU's rate (exp_per_s: about a quarter of a warp a
+  // clock a scheduler), which the consumer warps on a scheduler (one a warpgroup) share, as the forward's model
+  // counts its softcap: the slower of that and one instruction a clock. (Until 2026-11-28: 9 instructions a score
+  // at one a clock and one warp, which fa3_tune_h100's run3 found 1.33-1.41x optimistic: its README.)
+  const double consumers = std::max(1, w.consumers);
+  const double scores = br * static_cast<double>(w.block_k) / (128 * consumers);
+  const double sfu_lanes = hw.exp_per_s / (std::max(1, hw.sms) * clk * std::max(1, hw.schedulers_per_sm));
+  const double softcap_extra = w.softcap ? consumers *
+                                               std::max(kSoftcapMufu * scores * 32 / std::max(1.0, sfu_lanes),
+                                                        (kSoftcapMufu + kSoftcapAlu) * scores) /
+                                               clk
+                                         : 0.0;
   t.steps = w.steps;
   t.regs = 240;
   t.warps_per_scheduler = ctas_per_sm * 3;
