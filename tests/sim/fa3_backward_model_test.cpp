@@ -213,7 +213,7 @@ TEST(Fa3BackwardModel, SoftcapOpsRunAtTheSfuRate) {
   const double lanes = hw.exp_per_s / (hw.sms * hw.clock_hz * hw.schedulers_per_sm);
   ASSERT_GT(3 * 32 / lanes, 16.0);  // SFU-bound on this profile
   EXPECT_NEAR(time(30, 1e3 * hw.exp_per_s) - plain, extra * 16 / (3 * 32 / lanes), 1e-9 * plain);
-  // b4 h32 n4096 d64, measured 2026-11-26 (fa3_tune_h100_2026-11-26 run3): 4.470 ms plain, 6.618 softcapped, the
+  // b4 h32 n4096 d64, measured 2026-11-26 (calibration fa3.tune_h100, run3): 4.470 ms plain, 6.618 softcapped, the
   // three kernels; the softcap's share here comes from the op count and the profile's SFU rate, not that run.
   EXPECT_GT(extra / plain, 0.25);
   EXPECT_LT(extra / plain, 0.5);
