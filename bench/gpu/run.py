@@ -681,7 +681,7 @@ def cmd_table(args):
         lines = peers.table(*f)
     elif args.what == "decode":
         sdpa = [x for x in f if os.path.basename(x).startswith("decode_sdpa")]
-        lines = tables.decode_table([x for x in f if x not in sdpa], sdpa[0] if sdpa else None)
+        lines = tables.decode_table([x for x in f if x not in sdpa], sdpa[0] if sdpa else None, args.model)
     else:
         lines = [line for path in f for line in [f"== {path}"] + tables.check_summary(read(path))]
     say("\n".join(lines))
@@ -830,6 +830,8 @@ def parser():
     p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree", "peers", "decode"])
     p.add_argument("files", nargs="+")
     p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
+    p.add_argument("--model", default=None, help="decode: a later model's predictions (flashsim sim tune --kernel "
+                   "splitkv --split-tile ... --json) in place of the recorded ones")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
     p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout",

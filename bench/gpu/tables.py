@@ -3,6 +3,7 @@
 lines of `flashsim-gpu check`. Each returns its lines; run.py prints them."""
 import collections
 import csv
+import json
 import os
 import re
 import statistics
@@ -288,11 +289,19 @@ def read_decode_csv(path):
     return copy, rows
 
 
-def decode_table(version_csvs, sdpa_csv=None):
+def decode_table(version_csvs, sdpa_csv=None, model_json=None):
     """decode-bench over its grid, one line a (batch, cache length, page size): each version's time at the model's
     split count, its share of the copy bandwidth and the prediction's ratio; the measured best count; SDPA's
-    backends (contiguous K/V) and FlashInfer's paged decode at the same page size beside it. Then the issue's tallies: the share at each cell, the prediction within 10%,
-    the model's count within 5% of the best."""
+    backends (contiguous K/V) and FlashInfer's paged decode at the same page size beside it. Then the issue's
+    tallies: the share at each cell, the prediction within 10%, the model's count within 5% of the best.
+    model_json: `flashsim sim tune --kernel splitkv --split-tile ... --json` of a later model: its predictions
+    replace the recorded ones and its pick (the fastest of the counts measured) the launch's."""
+    model = {}
+    if model_json:
+        with open(model_json) as f:
+            for e in json.load(f)["entries"]:
+                model[(e["batch"], e["cache_len"], e["page_size"])] = {
+                    x["num_splits"]: x["time_us"] / 1e3 for x in e["splits"] if x["fits"]}
     sdpa = {}
     if sdpa_csv:
         with open(sdpa_csv) as f:
@@ -312,7 +321,12 @@ def decode_table(version_csvs, sdpa_csv=None):
                   "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         within10 = within5 = 0
         for (b, n, page), rs in sorted(cells.items()):
-            chosen = next(r for r in rs if r["chosen"] == 1)
+            if model:  # the later model's predictions and pick among the measured counts
+                pred = model[(b, n, page)]
+                rs = [dict(r, predicted_ms=pred[int(r["num_splits"])]) for r in rs if int(r["num_splits"]) in pred]
+                chosen = min(rs, key=lambda r: r["predicted_ms"])
+            else:
+                chosen = next(r for r in rs if r["chosen"] == 1)
             best = min(rs, key=lambda r: r["ms"])
             ratio = chosen["ms"] / chosen["predicted_ms"]
             within10 += abs(ratio - 1) <= 0.10

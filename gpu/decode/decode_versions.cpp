@@ -170,7 +170,7 @@ KernelVersion decode_version(Split s) {
             "fp32 CUDA-core products, a combine kernel; splits chosen by the simulator"
           : "decode-v1 with its products on tensor cores (mma.sync m16n8k16, 16 packed rows, a tile's "
             "keys split over the warps); bf16 / fp16";
-  v.sim_kernels = {"fwd_splitkv", "fwd_splitkv_combine"};
+  v.sim_kernels = {"fwd_splitkv", "decode_combine"};
   v.features = kFeatureKvCache;
   v.unsupported = s == Split::CudaCores ? unsupported<Split::CudaCores> : unsupported<Split::TensorCores>;
   v.workspace_bytes = workspace_bytes;

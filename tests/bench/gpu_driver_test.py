@@ -234,6 +234,18 @@ class DecodeTable(unittest.TestCase):
         self.assertTrue(lines[5].startswith("| 8 | 1024 | 256 | 4 | 0.0300 |") and lines[5].endswith("| 0.055 |"))
         self.assertIn("decode-v2: prediction within 10% in 1 of 2 cells; the model's split count within 5% of the "
                       "measured best in 2 of 2", lines)
+        # a later model's predictions (sim tune --json) replace the recorded ones and pick among the measured counts
+        model = {"entries": [
+            {"batch": 8, "cache_len": 1024, "page_size": 16, "splits": [
+                {"num_splits": 1, "time_us": 48.0, "fits": True}, {"num_splits": 4, "time_us": 60.0, "fits": True},
+                {"num_splits": 8, "time_us": 10.0, "fits": False}]},  # not fitting: never picked
+            {"batch": 8, "cache_len": 1024, "page_size": 256, "splits": [{"num_splits": 4, "time_us": 30.0,
+                                                                           "fits": True}]}]}
+        with tempfile.TemporaryDirectory() as d:
+            lines = tables.decode_table([write(d, "v2.csv", ours)], None, write(d, "m.json", json.dumps(model)))
+        self.assertTrue(lines[4].startswith("| 8 | 1024 | 16 | 1 | 0.0500 |") and "| 0.0480 | 1.04 | 4 |" in lines[4])
+        self.assertIn("decode-v2: prediction within 10% in 2 of 2 cells; the model's split count within 5% of the "
+                      "measured best in 1 of 2", lines)
 
 
 class CarryParts(unittest.TestCase):

@@ -854,6 +854,48 @@ TEST(Decode, MeasuredStepHoldsALoneCta) {
   EXPECT_LT(r.rows[0].time_s, 1.05 * sweep_splits_of_tile(full, unmeasured, tile).rows[0].time_s);
 }
 
+// gpu/decode's combine (decode_combine): FA2's combine's bytes; its time the chain of its split loop, a warp a row
+// reading each split's lse three times and then, for each of its lanes' dv / 32 columns, the splits' O partials
+// one after another: (3 + dv / 32 x splits) L2 round trips while the rows fit the resident warps at once.
+TEST(DecodeCombine, LatencyChainOfItsSplitLoop) {
+  const HardwareProfile hw = load_profile("H100-SXM5-80GB");
+  const auto p = paged_problem({1024}, 16, 32, 8, 128, DType::BF16);  // 32 rows: 8 CTAs of 4 warps
+  const auto at = [&](const std::string& model, int64_t splits) {
+    TileConfig c;
+    c.num_splits = splits;
+    return predict_kernel(analytic_counts(kernel_model(model), p, c), hw);
+  };
+  for (const int s : {2, 8, 16}) {
+    const KernelPrediction ours = at("decode_combine", s), fa2 = at("fwd_splitkv_combine", s);
+    expect_same_counts(ours.counts, fa2.counts, "decode_combine against fwd_splitkv_combine");
+    EXPECT_NEAR(ours.time_s, hw.kernel_latency_s + (3 + 4.0 * s) * hw.l2_latency_s, 1e-12) << s;
+    EXPECT_LT(fa2.time_s, ours.time_s) << s;  // FA2's: a 16-byte load a thread a split, bytes-bound here
+  }
+  // 2048 rows: fewer than the resident CTAs' warps, one round still
+  const auto many = paged_problem(std::vector<int64_t>(64, 1024), 16, 32, 8, 128, DType::BF16);
+  TileConfig c;
+  c.num_splits = 4;
+  const KernelPrediction k = predict_kernel(analytic_counts(kernel_model("decode_combine"), many, c), hw);
+  EXPECT_GE(k.time_s, hw.kernel_latency_s + (3 + 4.0 * 4) * hw.l2_latency_s - 1e-12);
+  // gpu/decode's launches choose their split count with it (sweep_splits_of_tile), FA2's sweep with its own
+  TileConfig tile;
+  tile.block_q = 16;
+  tile.block_k = 64;
+  tile.warps = 4;
+  tile.stages = 3;
+  for (const SplitSweepRow& row : sweep_splits_of_tile(p, hw, tile).rows) {
+    if (row.num_splits > 1) {
+      EXPECT_NEAR(row.combine_time_s, at("decode_combine", row.num_splits).time_s, 1e-12) << row.num_splits;
+    }
+  }
+  for (const SplitSweepRow& row : sweep_splits(p, hw).rows) {
+    if (row.num_splits > 1) {
+      EXPECT_NEAR(row.combine_time_s, at("fwd_splitkv_combine", row.num_splits).time_s, 1e-12)
+          << row.num_splits;
+    }
+  }
+}
+
 // --- Block-sparse: tiles whose block-mask tiles are all inactive move no K/V and do no work ---------------------
 
 namespace {

@@ -148,7 +148,7 @@ TEST(Ncu, RecognizesDecodeKernelsAndTheirSplitCount) {
   const auto combine =
       recognize_kernel("void flashsim::gpu::decode::decode_combine_kernel<__nv_bfloat16>(P)");
   ASSERT_TRUE(combine);
-  EXPECT_EQ(combine->model, &kernel_model("fwd_splitkv_combine"));
+  EXPECT_EQ(combine->model, &kernel_model("decode_combine"));
 
   // A decode step of 8 sequences of 2K cached keys, 32 query heads over 8 kv heads, at 4 splits: the launch
   // check passes only with the grid's split count (4 x 8 x 8 CTAs), and the combine reads 4 partials a row.

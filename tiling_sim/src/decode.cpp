@@ -99,11 +99,6 @@ double kv_cache_bytes(const AttentionProblem& p) {
   return keys * static_cast<double>(p.heads_kv * row * dtype_bytes(p.dtype));
 }
 
-SplitSweepResult sweep_splits(const AttentionProblem& p, const HardwareProfile& hw, const ProblemData* data,
-                              const TileConfig& base) {
-  return sweep_splits_of_tile(p, hw, splitkv_tile(p, base), data);
-}
-
 int64_t fastest_splits(const SplitSweepResult& r) {
   int64_t best = 1;
   double best_s = 0;
@@ -115,8 +110,10 @@ int64_t fastest_splits(const SplitSweepResult& r) {
   return best;
 }
 
-SplitSweepResult sweep_splits_of_tile(const AttentionProblem& p, const HardwareProfile& hw,
-                                      const TileConfig& tile, const ProblemData* data) {
+namespace {
+// The sweep of a split kernel's tile, its splits merged by `combine`.
+SplitSweepResult sweep_with(const AttentionProblem& p, const HardwareProfile& hw, const TileConfig& tile,
+                            const ProblemData* data, const KernelModel& combine) {
   SplitSweepResult r;
   r.tile = tile;
   r.tile.num_splits = 1;
@@ -133,7 +130,9 @@ SplitSweepResult sweep_splits_of_tile(const AttentionProblem& p, const HardwareP
     TileConfig c = r.tile;
     c.num_splits = s;
     check_supported(p, c, Algorithm::Fa2, Pass::Forward);
-    const auto ks = predict(p, c, hw, kernels_for(p, c, Algorithm::Fa2, Pass::Forward), false, 0, data);
+    std::vector<const KernelModel*> kernels = kernels_for(p, c, Algorithm::Fa2, Pass::Forward);
+    if (kernels.size() > 1) kernels[1] = &combine;
+    const auto ks = predict(p, c, hw, kernels, false, 0, data);
     SplitSweepRow row;
     row.num_splits = s;
     row.heuristic = s == r.heuristic;
@@ -154,6 +153,18 @@ SplitSweepResult sweep_splits_of_tile(const AttentionProblem& p, const HardwareP
     r.rows.push_back(row);
   }
   return r;
+}
+
+}  // namespace
+
+SplitSweepResult sweep_splits(const AttentionProblem& p, const HardwareProfile& hw, const ProblemData* data,
+                              const TileConfig& base) {
+  return sweep_with(p, hw, splitkv_tile(p, base), data, kernel_model("fwd_splitkv_combine"));
+}
+
+SplitSweepResult sweep_splits_of_tile(const AttentionProblem& p, const HardwareProfile& hw,
+                                      const TileConfig& tile, const ProblemData* data) {
+  return sweep_with(p, hw, tile, data, kernel_model("decode_combine"));
 }
 
 }  // namespace flashsim::sim

@@ -61,7 +61,7 @@ TuneSplitsResult tune_splits(const TuneSplitsRequest& r, const HardwareProfile& 
           for (const int64_t n : r.cache_lens) {
             TuneSplitsEntry e;
             e.problem = tune_splits_problem(r, d, t, page, b, n);
-            e.sweep = sweep_splits_of_tile(e.problem, hw, r.tile ? *r.tile : splitkv_tile(e.problem));
+            e.sweep = r.tile ? sweep_splits_of_tile(e.problem, hw, *r.tile) : sweep_splits(e.problem, hw);
             e.best = fastest_splits(e.sweep);
             e.best_s = time_at(e.sweep, e.best);
             e.heuristic_s = time_at(e.sweep, e.sweep.heuristic);

@@ -21,10 +21,12 @@
 // decode_mma_split_kernel<T, d, dv> (decode-v2), their tile from the family's spec (families/decode/), the split
 // count from the report's grid y; decode_combine_kernel<T> with the split count of the split kernel before it.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "flashsim/error.h"
 #include "flashsim/families/decode/tiles.h"
+#include "flashsim/sim/cta_model.h"
 #include "kernels.h"
 
 namespace flashsim::sim::kernels {
@@ -445,6 +447,32 @@ void combine_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
   k.tensors[static_cast<size_t>(TensorId::Lse)].unique_bytes = rows * 4;
 }
 
+// The combine's time: its chain of L2 round trips. decode_combine_kernel gives a warp an output row; the warp
+// reads every split's lse three times (max, sum, weights: a round trip each, its lanes' splits at once), then,
+// for each of its lanes' dv / 32 columns, the splits' O partials one after another (the split loop runs to a
+// count known at run time, not unrolled: each load awaited by its multiply-add), (3 + dv / 32 x splits) round
+// trips a row, to the L2 (the split kernel wrote the partials just before: l2_latency_s). The resident CTAs'
+// warps run their rows at once, in rounds; the roofline's bytes and work stay the other bounds.
+CtaTime combine_time(const KernelCounts& k, int ctas_per_sm, double, const HardwareProfile& hw) {
+  CtaTime t;
+  const auto bytes = [&](TensorId id, bool load) {
+    const TensorTraffic& x = k.tensors[static_cast<size_t>(id)];
+    return static_cast<double>(load ? x.load.bytes : x.store.bytes);
+  };
+  const double rows = bytes(TensorId::Lse, false) / 4;  // one fp32 lse a row
+  if (rows <= 0 || hw.l2_latency_s <= 0 || ctas_per_sm <= 0) return t;
+  const double splits = bytes(tensor::LseAccum, true) / 4 / rows;
+  const double dv = bytes(tensor::OAccum, true) / 4 / (rows * std::max(1.0, splits));
+  const double warps = static_cast<double>(std::max(1, hw.sms)) * ctas_per_sm * (k.launch.threads / 32);
+  t.modelled = true;
+  t.steps = rows;
+  t.chain_step_s = (3 + std::ceil(dv / 32) * splits) * hw.l2_latency_s;
+  t.time_s = std::ceil(rows / warps) * t.chain_step_s;  // rounds of rows, not the roofline's imbalance
+  t.t_chain = t.time_s;
+  t.bound = "L2 latency";
+  return t;
+}
+
 // gpu/decode's split kernels, by their template arguments: element type, d, dv (and decode-v1's packed rows).
 int decode_elem_bytes(const std::string& type) {
   return type == "float" ? 4 : 2;  // __half, __nv_bfloat16
@@ -503,12 +531,25 @@ KernelModel fa2_splitkv_combine() {
   m.name = "fwd_splitkv_combine";
   m.summary = "FA2 split-KV combine: every split's lse and fp32 O partial of kBlockM rows, O and lse stored";
   m.block_sparse = true;  // reads partials, no keys: nothing to skip
-  m.ncu_names = {{R"(decode_combine_kernel\s*<)", from_combine}};
-  m.ncu_splits = KernelModel::NcuSplits::PreviousKernel;
   m.lsu_store_sectors = true;
   m.launch = combine_launch;
   m.cta = combine_cta;
   m.counts = combine_counts;
+  return m;
+}
+
+// gpu/decode's combine: FA2's bytes (the same partials read, the same rows written), a warp a row, and its own
+// time: the chain of L2 round trips above (combine_time), which FA2's combine, a thread's 16-byte load a split,
+// does not run.
+KernelModel decode_combine() {
+  KernelModel m = fa2_splitkv_combine();
+  m.name = "decode_combine";
+  m.summary =
+      "gpu/decode's split-KV combine: a warp an output row, every split's lse and fp32 O partial read in "
+      "turn";
+  m.ncu_names = {{R"(decode_combine_kernel\s*<)", from_combine}};
+  m.ncu_splits = KernelModel::NcuSplits::PreviousKernel;
+  m.time_model = combine_time;
   return m;
 }
 

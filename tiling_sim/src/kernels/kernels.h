@@ -27,6 +27,7 @@ KernelModel fa2_backward_convert_dq();
 KernelModel fa2_backward_convert_dq_rows();
 KernelModel fa2_splitkv_forward();
 KernelModel fa2_splitkv_combine();
+KernelModel decode_combine();
 KernelModel fa3_forward();
 KernelModel fa3_backward_dot_do_o();
 KernelModel fa3_backward();

@@ -41,6 +41,7 @@ Registry& registry() {
           // split-KV / paged-cache forward (kernels_for picks them for a KV cache or num_splits > 1)
           kernels::fa2_v1_forward, kernels::fa2_backward_dot_do_o_lse, kernels::fa2_backward_dq_dk_dv_group,
           kernels::fa2_backward_convert_dq_rows, kernels::fa2_splitkv_forward, kernels::fa2_splitkv_combine,
+          kernels::decode_combine,
           // fa3-v1 (gpu/fa3/, Hopper), by name: sim predict --kernel fwd_fa3 / bwd_fa3 ..., traffic compare
           kernels::fa3_forward, kernels::fa3_backward_dot_do_o, kernels::fa3_backward,
           kernels::fa3_backward_convert_dq})

@@ -97,8 +97,9 @@ struct SplitSweepResult {
 };
 SplitSweepResult sweep_splits(const AttentionProblem& p, const HardwareProfile& hw,
                               const ProblemData* data = nullptr, const TileConfig& base = {});
-// The same sweep of a split-KV kernel launched with its own tile (block_q packed rows, block_k keys a tile,
-// warps, stages; num_splits ignored): decode-v1's, whose launch picks the fastest row's count.
+// The same sweep of gpu/decode's split kernel launched with its own tile (block_q packed rows, block_k keys a
+// tile, warps, stages; num_splits ignored) and its own combine (decode_combine): decode-v1's and decode-v2's,
+// whose launches pick the fastest row's count.
 SplitSweepResult sweep_splits_of_tile(const AttentionProblem& p, const HardwareProfile& hw,
                                       const TileConfig& tile, const ProblemData* data = nullptr);
 // The split count of the sweep's fastest row (the fewest splits among equal times).
