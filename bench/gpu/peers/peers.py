@@ -20,7 +20,7 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
     "flex": ("test_flex_attention.py", ["smoke", "default", "sparse", "sinks", "long"]),
     "flex-paged": ("test_flex_paged.py", ["decode", "default"]),  # FlexAttention's paged attention, KV caches alone
     "flashinfer": ("test_flashinfer.py", ["default", "mla", "decode"]),  # paged attention and MLA, KV caches alone
-    "flashinfer-prefill": ("test_flashinfer_prefill.py", ["smoke", "default"]),  # dense cases, forward only
+    "flashinfer-prefill": ("test_flashinfer_prefill.py", ["smoke", "default", "long"]),  # dense cases, forward only
     "flashinfer-norm": ("test_flashinfer_norms.py", NORM_SUITES),
     "jax": ("test_jax_attention.py", ["smoke", "default", "sparse", "long"]),
     "torch-norms": ("test_torch_norms.py", NORM_SUITES),
