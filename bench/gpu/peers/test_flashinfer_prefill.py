@@ -6,7 +6,7 @@ import pytest
 import torch
 
 flashinfer = pytest.importorskip("flashinfer")
-workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")  # FlashInfer's plan/run scratch (its docs: 128 MB)
+from test_flashinfer import plan_kwargs, workspace  # noqa: E402  (the paged adapter's: the same plan arguments)
 
 
 # No fp32, bias, dropout, sinks or FP8 descales in its prefill; MLA's shared latent columns not mapped; a boolean
@@ -14,7 +14,7 @@ workspace = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")  # FlashInf
 @pytest.mark.flashsim(kernel="flashinfer-prefill", unsupported=["fp32", "fp8", "bias", "dropout", "sinks", "mla",
                                                                 "mask", "block_mask", "kv_cache"])
 def test_flashinfer_prefill(flashsim_case):
-    c, names, like = flashsim_case.case_json, flashsim_case.input_names, torch.empty(0, device="cuda")
+    names, like = flashsim_case.input_names, torch.empty(0, device="cuda")
     q, k, v = flashsim_case.inputs("q", "k", "v", like=like)
     varlen = "cu_seqlens_q" in names
     if varlen:  # already packed [total, heads, d]
@@ -26,19 +26,9 @@ def test_flashinfer_prefill(flashsim_case):
     if {q.shape[-1], v.shape[-1]} - {64, 128, 256}:  # run 13: d16-d40 an invalid configuration or a misaligned
         # access (which ends the process's CUDA context), d80-d160 no kernel in its split-KV merge
         pytest.skip(f"{flashsim_case.name}: FlashInfer's prefill runs head dims 64, 128 and 256")
-    left, right = c.get("window_left", -1), c.get("window_right", -1)
-    if right > 0:
-        pytest.skip(f"{flashsim_case.name}: FlashInfer's windows end at the diagonal (right 0) or nowhere")
-    kw = dict(causal=right == 0, window_left=left, logits_soft_cap=c.get("softcap", 0.0) or None,
-              sm_scale=c["scale"], q_data_type=q.dtype, kv_data_type=k.dtype)
     hq, hkv, d, dv = q.shape[1], k.shape[1], q.shape[2], v.shape[2]
-    if "alibi_slopes" in names:  # FlashInfer computes its own slopes from the head count
-        if not torch.allclose(flashsim_case.inputs("alibi_slopes", like=like).float(),
-                              flashinfer.utils.get_alibi_slopes(hq, device="cuda")):
-            pytest.skip(f"{flashsim_case.name}: ALiBi slopes other than FlashInfer's 2^(-8h/n)")
-        kw["pos_encoding_mode"] = "ALIBI"
     w = flashinfer.BatchPrefillWithRaggedKVCacheWrapper(workspace, "NHD")
-    w.plan(qo, kv, hq, hkv, d, head_dim_vo=dv, **kw)
+    w.plan(qo, kv, hq, hkv, d, head_dim_vo=dv, **plan_kwargs(flashsim_case, q))
     o, lse = flashsim_case.timed(lambda: w.run(q, k, v, return_lse=True, lse_base="ln", lse_layout="HN"))
     if not varlen:  # o [b * sq, h, dv] -> [b, sq, h, dv]; lse [h, b * sq] -> [b, h, sq]
         o, lse = o.view(b, -1, hq, dv), lse.view(hq, b, -1).transpose(0, 1)
