@@ -6,8 +6,8 @@ pip's entry points), the folder to put on PYTHONPATH.
 
     here:  python3 bench/gpu/carry_parts.py split flashinfer.whl --out .carry --part-mb 30 \
                --drop 'flashinfer/data/csrc/kda/*'
-    call 1 (carry .carry/p1): python3 bench/gpu/carry_parts.py join .carry/p1 --target /tmp/fi-site
-    call 2 (carry .carry/p2): python3 bench/gpu/carry_parts.py join .carry/p2 --target /tmp/fi-site"""
+    call 1 (carry .carry/p1): python3 bench/gpu/carry_parts.py join .carry/p1 --target $HOME/fi-site
+    call 2 (carry .carry/p2): python3 bench/gpu/carry_parts.py join .carry/p2 --target $HOME/fi-site"""
 import argparse
 import fnmatch
 import hashlib
@@ -88,7 +88,7 @@ def main():
     s.add_argument("--drop", action="append", default=[], help="glob of members to leave out (repeatable)")
     j = sub.add_parser("join", help="stash a carried folder's parts; unpack every complete wheel (there)")
     j.add_argument("folder")
-    j.add_argument("--store", default="/tmp/carry-parts", help="where parts wait between calls")
+    j.add_argument("--store", default=os.path.expanduser("~/.carry-parts"), help="where parts wait between calls")
     j.add_argument("--target", required=True, help="folder the wheels unpack into (put it on PYTHONPATH)")
     args = p.parse_args()
     return split(args) if args.cmd == "split" else join(args)
