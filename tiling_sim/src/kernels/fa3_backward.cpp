@@ -402,12 +402,8 @@ CtaTime main_time(const KernelCounts& k, int ctas_per_sm, double imbalance, cons
   // at one a clock and one warp, which fa3_tune_h100's run3 found 1.33-1.41x optimistic: its README.)
   const double consumers = std::max(1, w.consumers);
   const double scores = br * static_cast<double>(w.block_k) / (128 * consumers);
-  const double sfu_lanes = hw.exp_per_s / (std::max(1, hw.sms) * clk * std::max(1, hw.schedulers_per_sm));
-  const double softcap_extra = w.softcap ? consumers *
-                                               std::max(kSoftcapMufu * scores * 32 / std::max(1.0, sfu_lanes),
-                                                        (kSoftcapMufu + kSoftcapAlu) * scores) /
-                                               clk
-                                         : 0.0;
+  const double softcap_extra =
+      w.softcap ? sfu_issue_cycles(kSoftcapMufu * scores, kSoftcapAlu * scores, consumers, hw) / clk : 0.0;
   t.steps = w.steps;
   t.regs = 240;
   t.warps_per_scheduler = ctas_per_sm * 3;

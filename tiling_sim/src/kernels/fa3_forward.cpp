@@ -339,14 +339,13 @@ CtaTime fa3_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
   const double t_pv = 2 * rows * bc * dv / wgmma_rate(hw.wgmma_rs_flops_per_clock, dv);
   // The softmax of a consumer thread's scores (64 x Bc over 128 threads), on its warp's scheduler.
   const double scores = rows * bc / 128;
-  const double sfu_lanes = hw.exp_per_s / (sms * clk * std::max(1, hw.schedulers_per_sm));  // ex2 a clock
   // ex2 of each score (and its tanh with a softcap), 2 row rescales; the other instructions (+ the wgmma
-  // instructions of the turn); the slower of the SFU's rate and one instruction a cycle.
+  // instructions of the turn); a consumer warp alone on its scheduler while the other warpgroup multiplies.
   const auto softmax_cycles = [&](bool softcap) {
     const double mufu = scores * (softcap ? 2 : 1) + 2;
     const double alu = scores * (kScoreInstructions + (softcap ? kSoftcapInstructions : 0)) +
                        kStepInstructions + d / 16 + bc / 16;
-    return std::max(mufu * 32 / std::max(1.0, sfu_lanes), mufu + alu);
+    return sfu_issue_cycles(mufu, alu, 1, hw);
   };
   const double t_s = softmax_cycles(w.softcap);
   const double t_after = dv / 2 + scores / 2;  // O rescaled (its fp32 registers), P converted

@@ -1,10 +1,11 @@
 #pragma once
-// What fa3-v1's forward and backward models share: TMA boxes over the packed [rows, heads, d] tensors, and the
-// GPUs the family runs on.
+// What fa3-v1's forward and backward models share: TMA boxes over the packed [rows, heads, d] tensors, the GPUs
+// the family runs on, and a warp's softmax ops on its scheduler.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
+#include "flashsim/sim/hardware.h"
 #include "flashsim/sim/kernel_model.h"
 
 namespace flashsim::sim::kernels {
@@ -26,5 +27,14 @@ inline int64_t box_rows(int64_t g0, int64_t rows, int64_t total) {
 // cu: the packed tensor's sequence offsets (cu_seqlens), b: the box's sequence, row0: its first row there.
 void add_box(CtaBuilder& x, ref::AccessKind k, ref::TensorId t, int64_t head, const std::vector<int64_t>& cu,
              int64_t b, int64_t row0, int64_t rows, int64_t cols);
+
+// Cycles `warps` warps on one scheduler take for `mufu` MUFU ops (ex2, rcp, lg2) and `alu` other ops each: the MUFU
+// ops at the SFU's rate (exp_per_s spread over the SMs' schedulers: about a quarter of a warp a clock), the slower
+// of that and one instruction a clock.
+inline double sfu_issue_cycles(double mufu, double alu, double warps, const HardwareProfile& hw) {
+  const double lanes =
+      hw.exp_per_s / (std::max(1, hw.sms) * hw.clock_hz * std::max(1, hw.schedulers_per_sm));  // a clock
+  return warps * std::max(mufu * 32 / std::max(1.0, lanes), mufu + alu);
+}
 
 }  // namespace flashsim::sim::kernels
