@@ -24,8 +24,7 @@ MB = 1 << 20
 def split(args):
     """Each wheel, less the members matching --drop, cut into parts; folder p<i> holds part i of every wheel that
     has one and a manifest (names, part counts, sha256 of the whole)."""
-    shutil.rmtree(args.out, ignore_errors=True)
-    manifest = []
+    filtered = []  # every wheel read and filtered before --out is touched: a bad wheel leaves no partial folder
     for path in args.wheels:
         src = zipfile.ZipFile(path)
         buf = io.BytesIO()
@@ -36,8 +35,10 @@ def split(args):
                     dropped += info.file_size
                     continue
                 dst.writestr(info, src.read(info), compress_type=info.compress_type)
-        data = buf.getvalue()
-        name = os.path.basename(path)
+        filtered.append((os.path.basename(path), buf.getvalue(), dropped))
+    shutil.rmtree(args.out, ignore_errors=True)
+    manifest = []
+    for name, data, dropped in filtered:
         parts = [data[i:i + args.part_mb * MB] for i in range(0, len(data), args.part_mb * MB)]
         for i, part in enumerate(parts, 1):
             os.makedirs(os.path.join(args.out, f"p{i}"), exist_ok=True)
@@ -91,7 +92,11 @@ def main():
     j.add_argument("--store", default=os.path.expanduser("~/.carry-parts"), help="where parts wait between calls")
     j.add_argument("--target", required=True, help="folder the wheels unpack into (put it on PYTHONPATH)")
     args = p.parse_args()
-    return split(args) if args.cmd == "split" else join(args)
+    try:
+        return split(args) if args.cmd == "split" else join(args)
+    except (OSError, zipfile.BadZipFile, json.JSONDecodeError, KeyError) as e:  # a bad path or file: one line
+        print(f"carry_parts.py {args.cmd}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

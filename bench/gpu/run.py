@@ -666,6 +666,10 @@ def cmd_table(args):
     peers PEERS.jsonl...           run.py peers' records: kernel x suite, skips by reason, failures
     decode BENCH.csv... [SDPA.csv] decode-bench's CSVs (one a version) beside sdpa.py decode-grid's"""
     f = args.files
+    missing = [x for x in f + ([args.model] if args.model else []) if not os.path.exists(x)]
+    if missing:  # a bad path is the caller's: one line, exit 2
+        print(f"run.py table: {missing[0]}: no such file or folder", file=sys.stderr)
+        return 2
     if args.what == "bench":
         lines = tables.bench_table(tables.read_bench_csv(f[0]), tables.read_bench_csv(f[1]))
     elif args.what == "l2":
@@ -681,7 +685,11 @@ def cmd_table(args):
         lines = peers.table(*f)
     elif args.what == "decode":
         sdpa = [x for x in f if os.path.basename(x).startswith("decode_sdpa")]
-        lines = tables.decode_table([x for x in f if x not in sdpa], sdpa[0] if sdpa else None, args.model)
+        try:
+            lines = tables.decode_table([x for x in f if x not in sdpa], sdpa[0] if sdpa else None, args.model)
+        except (ValueError, KeyError) as e:  # a CSV or --model JSON of another shape (json's errors are ValueErrors)
+            print(f"run.py table decode: not decode-bench / sim tune --json data: {e!r}", file=sys.stderr)
+            return 2
     else:
         lines = [line for path in f for line in [f"== {path}"] + tables.check_summary(read(path))]
     say("\n".join(lines))

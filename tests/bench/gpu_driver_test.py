@@ -243,6 +243,11 @@ class DecodeTable(unittest.TestCase):
                                                                            "fits": True}]}]}
         with tempfile.TemporaryDirectory() as d:
             lines = tables.decode_table([write(d, "v2.csv", ours)], None, write(d, "m.json", json.dumps(model)))
+            with redirect_stderr(io.StringIO()) as err:  # a missing file or a JSON of another shape: exit 2
+                self.assertEqual(run.main(["table", "decode", os.path.join(d, "none.csv")]), 2)
+                self.assertEqual(run.main(["table", "decode", os.path.join(d, "v2.csv"), "--model",
+                                           write(d, "other.json", "{}")]), 2)
+            self.assertEqual(err.getvalue().count("\n"), 2)
         self.assertTrue(lines[4].startswith("| 8 | 1024 | 16 | 1 | 0.0500 |") and "| 0.0480 | 1.04 | 4 |" in lines[4])
         self.assertIn("decode-v2: prediction within 10% in 2 of 2 cells; the model's split count within 5% of the "
                       "measured best in 1 of 2", lines)
@@ -277,6 +282,12 @@ class CarryParts(unittest.TestCase):
             with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
                 self.assertEqual(carry_parts.join(argparse.Namespace(folder=os.path.join(out, "p1"), store=store,
                                                                      target=site)), 1)
+            # a file that is no wheel: one line, exit 2, the earlier parts left as they were
+            bad = write(d, "bad.whl", "not a zip")
+            res = subprocess.run([sys.executable, os.path.join(DRIVER, "carry_parts.py"), "split", bad, "--out", out],
+                                 capture_output=True, text=True)
+            self.assertEqual((res.returncode, res.stderr.count("\n")), (2, 1))
+            self.assertEqual(sorted(os.listdir(out)), ["p1", "p2", "p3"])
 
 
 class Bundle(unittest.TestCase):
