@@ -74,14 +74,14 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
   fmt::print(
       "time: an estimate, max(DRAM, L2, MMA + exp + vector work) per kernel with the CTAs' load imbalance, "
       "{}; {}\n",
-      hw.kernel_latency_s > 0
-          ? fmt::format("plus {:.1f} us per launch (measured on this GPU)", hw.kernel_latency_s * 1e6)
-          : std::string("no launch latency (not measured for this profile)"),
-      calibrated
-          ? fmt::format("MMA at the FA2 rate measured on this GPU ({:.0f} / {:.0f} TFLOP/s fwd / bwd), "
-                        "validated: calibration h100.achieved_mma_flops",
-                        hw.achieved_mma_flops_fwd / 1e12, hw.achieved_mma_flops_bwd / 1e12)
-          : std::string("MMA at the tensor peak (no measured rate for this profile): a lower bound"));
+      hw.kernel_latency_s > 0 ? fmt::format("plus {:.1f} us per launch (measured on {})",
+                                            hw.kernel_latency_s * 1e6, hw.measured_on("kernel_latency_s"))
+                              : std::string("no launch latency (not measured for this profile)"),
+      calibrated ? fmt::format("MMA at the FA2 rate measured on {} ({:.0f} / {:.0f} TFLOP/s fwd / bwd), "
+                               "validated: calibration h100.achieved_mma_flops",
+                               hw.measured_on("achieved_mma_flops_fwd"), hw.achieved_mma_flops_fwd / 1e12,
+                               hw.achieved_mma_flops_bwd / 1e12)
+                 : std::string("MMA at the tensor peak (no measured rate for this profile): a lower bound"));
   if (std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.cta.modelled; }))
     fmt::print(
         "      the FA2 main loops by the per-CTA model instead of MMA + exp + vector work: mma.sync, shared "
@@ -358,9 +358,9 @@ void print_split_sweep(const AttentionProblem& p, const sim::HardwareProfile& hw
       "CTAs "
       "cannot reach the bandwidth (docs/simulator.md#decode-paged-and-block-sparse-schedules)\n",
       hw.cta_dram_latency_s > 0
-          ? fmt::format("one {} KiB K/V tile over {:.0f} ns, measured on this GPU",
+          ? fmt::format("one {} KiB K/V tile over {:.0f} ns, measured on {}",
                         r.tile.block_k * std::max(p.head_dim, p.head_dim_v) * dtype_bytes(p.dtype) / 1024,
-                        hw.cta_dram_latency_s * 1e9)
+                        hw.cta_dram_latency_s * 1e9, hw.measured_on("cta_dram_latency_s"))
           : std::string("one SM's share of the bandwidth: not measured for this profile"));
 }
 
@@ -417,7 +417,8 @@ void print_sweep(const SweepReport& r, int top, bool csv) {
   fmt::print(
       "time: an estimate ({}{}); equal times ranked by CTAs an SM (more first), then DRAM bytes, L2 bytes, "
       "shared memory; CTA/SM: the slowest kernel's, and what caps it\n",
-      calibrated ? "MMA at the FA2 rate measured on this GPU" : "MMA at the tensor peak: a lower bound",
+      calibrated ? "MMA at the FA2 rate measured on " + hw.measured_on("achieved_mma_flops_fwd")
+                 : std::string("MMA at the tensor peak: a lower bound"),
       hw.mma_sync_flops > 0 && algo == Algorithm::Fa2 ? "; FA2's main loops by the per-CTA model" : "");
 }
 

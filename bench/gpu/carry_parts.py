@@ -34,7 +34,8 @@ def split(args):
                 if any(fnmatch.fnmatch(info.filename, g) for g in args.drop):
                     dropped += info.file_size
                     continue
-                dst.writestr(info, src.read(info), compress_type=info.compress_type)
+                # --lzma: LZMA instead of the wheel's deflate (nvidia-cutlass-dsl's 193 MB MLIR library: 40% smaller)
+                dst.writestr(info, src.read(info), compress_type=zipfile.ZIP_LZMA if args.lzma else info.compress_type)
         filtered.append((os.path.basename(path), buf.getvalue(), dropped))
     shutil.rmtree(args.out, ignore_errors=True)
     manifest = []
@@ -86,6 +87,7 @@ def main():
     s.add_argument("wheels", nargs="+")
     s.add_argument("--out", required=True, help="folder for p1, p2, ... (emptied first)")
     s.add_argument("--part-mb", type=int, default=30, help="MiB a part (default 30)")
+    s.add_argument("--lzma", action="store_true", help="recompress the members with LZMA (smaller, slower)")
     s.add_argument("--drop", action="append", default=[], help="glob of members to leave out (repeatable)")
     j = sub.add_parser("join", help="stash a carried folder's parts; unpack every complete wheel (there)")
     j.add_argument("folder")

@@ -628,7 +628,11 @@ def cmd_peers(args):
     peers.run(env, args.out, args.kernels.split(",") if args.kernels else None,
               args.suites.split(",") if args.suites else None, args.time, args.budget_s, args.filter or None,
               args.run_s)
-    say("\n".join(peers.table(os.path.join(args.out, "peers.jsonl"))))
+    record = os.path.join(args.out, "peers.jsonl")
+    if not os.path.exists(record):  # every adapter skipped at import (a missing package) or failed to start
+        say(f"no case records in {record}: see the pytest logs in {os.path.join(args.out, 'logs')}")
+        return 1
+    say("\n".join(peers.table(record)))
     return 0
 
 

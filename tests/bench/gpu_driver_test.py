@@ -266,7 +266,8 @@ class CarryParts(unittest.TestCase):
                 z.writestr("pkg/unused/big.bin", os.urandom(1 << 20))
             out, store, site = (os.path.join(d, n) for n in ("parts", "store", "site"))
             with redirect_stdout(io.StringIO()):
-                carry_parts.split(argparse.Namespace(wheels=[wheel], out=out, part_mb=1, drop=["pkg/unused/*"]))
+                carry_parts.split(argparse.Namespace(wheels=[wheel], out=out, part_mb=1, drop=["pkg/unused/*"],
+                                                     lzma=False))
                 self.assertEqual(sorted(os.listdir(out)), ["p1", "p2", "p3"])
                 join = lambda p: carry_parts.join(argparse.Namespace(folder=os.path.join(out, p), store=store,  # noqa
                                                                      target=site))
@@ -288,6 +289,26 @@ class CarryParts(unittest.TestCase):
                                  capture_output=True, text=True)
             self.assertEqual((res.returncode, res.stderr.count("\n")), (2, 1))
             self.assertEqual(sorted(os.listdir(out)), ["p1", "p2", "p3"])
+
+
+    def test_lzma_parts_unpack_to_the_same_files(self):
+        import argparse
+        import zipfile
+
+        with tempfile.TemporaryDirectory() as d:
+            wheel = os.path.join(d, "pkg-1.0-py3-none-any.whl")
+            text = "".join(f"line {i} of a library that compresses\n" for i in range(200000))
+            with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as z:
+                z.writestr("pkg/lib.txt", text)
+            out, store, site = (os.path.join(d, n) for n in ("parts", "store", "site"))
+            with redirect_stdout(io.StringIO()):
+                carry_parts.split(argparse.Namespace(wheels=[wheel], out=out, part_mb=30, drop=[], lzma=True))
+                self.assertEqual(carry_parts.join(argparse.Namespace(folder=os.path.join(out, "p1"), store=store,
+                                                                     target=site)), 0)
+            part = os.path.join(out, "p1", "pkg-1.0-py3-none-any.whl.01")
+            self.assertEqual(zipfile.ZipFile(part).getinfo("pkg/lib.txt").compress_type, zipfile.ZIP_LZMA)
+            self.assertLess(os.path.getsize(part), os.path.getsize(wheel))  # LZMA beats the wheel's deflate here
+            self.assertEqual(open(os.path.join(site, "pkg", "lib.txt")).read(), text)
 
 
 class Bundle(unittest.TestCase):

@@ -30,3 +30,43 @@ TEST(Hardware, JsonRoundTrip) {
   const auto h = load_profile("A100-SXM4-80GB");
   EXPECT_EQ(to_json(profile_from_json(to_json(h))), to_json(h));
 }
+
+// The H200 profile names the H100's as its parent: the SM-side measurements (launch latency, per-tile costs,
+// Hopper rates) come from there, the DRAM figures are its own, and the merged profile survives a JSON round trip.
+TEST(Hardware, H200InheritsTheH100sSmSideAndKeepsItsOwnDram) {
+  const auto h100 = load_profile("H100-SXM5-80GB");
+  const auto h200 = load_profile("H200");
+  EXPECT_EQ(h200.name, "H200");
+  EXPECT_EQ(h200.inherits, "H100-SXM5-80GB");
+  EXPECT_GT(h200.kernel_latency_s, 0);
+  EXPECT_EQ(h200.kernel_latency_s, h100.kernel_latency_s);
+  EXPECT_EQ(h200.measured_steps.size(), h100.measured_steps.size());
+  EXPECT_EQ(h200.wgmma_ss_flops_per_clock, h100.wgmma_ss_flops_per_clock);
+  EXPECT_EQ(h200.cta_dram_latency_s, h100.cta_dram_latency_s);
+  EXPECT_GT(h200.achieved_dram_bytes_per_s, 1.3 * h100.achieved_dram_bytes_per_s);  // HBM3e: its own figure
+  EXPECT_LT(h200.achieved_dram_bytes_per_s, h200.dram_bytes_per_s);
+  EXPECT_NE(h200.achieved_source, h100.achieved_source);
+  // what `sim` prints beside a time: where each measured figure comes from
+  EXPECT_EQ(h200.measured_on("kernel_latency_s"), "the H100-SXM5-80GB");
+  EXPECT_EQ(h200.measured_on("achieved_dram_bytes_per_s"), "this GPU");
+  EXPECT_EQ(h100.measured_on("kernel_latency_s"), "this GPU");
+  EXPECT_EQ(to_json(profile_from_json(to_json(h200))), to_json(h200));
+}
+
+TEST(Hardware, InheritsMergesFieldByField) {
+  const nlohmann::json j = {{"name", "L4-fast"}, {"inherits", "L4"}, {"dram_bytes_per_s", 1e12}};
+  const auto p = profile_from_json(j);
+  const auto l4 = load_profile("L4");
+  EXPECT_EQ(p.name, "L4-fast");
+  EXPECT_EQ(p.dram_bytes_per_s, 1e12);
+  EXPECT_EQ(p.sms, l4.sms);
+  EXPECT_EQ(p.l2_bytes, l4.l2_bytes);
+  // a parent that is no built-in profile, or an inherits that is no name: InputError naming it
+  try {
+    profile_from_json({{"name", "x"}, {"inherits", "B300"}});
+    ADD_FAILURE() << "no error for an unknown parent";
+  } catch (const flashsim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'B300'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(profile_from_json({{"name", "x"}, {"inherits", 3}}), flashsim::InputError);
+}

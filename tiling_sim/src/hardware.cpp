@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "flashsim/error.h"
@@ -12,11 +13,54 @@
 
 namespace flashsim::sim {
 
-HardwareProfile profile_from_json(const nlohmann::json& j) {
+namespace {
+// The JSON of the built-in profile named `name` (profiles/*.json), nullopt where there is none.
+std::optional<nlohmann::json> builtin_json(std::string_view name) {
+  for (const auto& [file, text] : detail::embedded_profiles()) {
+    auto j = nlohmann::json::parse(text);
+    if (j.value("name", std::string()) == name) return j;
+  }
+  return std::nullopt;
+}
+
+// j with its "inherits" resolved: the named built-in profile's fields, j's own over them (a JSON merge patch,
+// so a child replaces a whole field: measured_steps as one list). A chain deeper than kMaxInherits is a cycle.
+nlohmann::json resolve_inherits(const nlohmann::json& j, int depth = 0) {
+  constexpr int kMaxInherits = 4;  // H200 -> H100 is one level; four leave room without hiding a cycle
+  if (!j.is_object() || !j.contains("inherits")) return j;
+  if (!j.at("inherits").is_string())
+    throw InputError("hw", "bad hardware profile: inherits must name a profile");
+  const auto parent_name = j.at("inherits").get<std::string>();
+  if (depth >= kMaxInherits)
+    throw InputError("hw", fmt::format("profile inherits '{}': a chain over {} profiles (a cycle?)",
+                                       parent_name, kMaxInherits));
+  auto parent = builtin_json(parent_name);
+  if (!parent)
+    throw InputError("hw",
+                     fmt::format("profile inherits '{}': no built-in profile of that name", parent_name));
+  nlohmann::json merged = resolve_inherits(*parent, depth + 1);
+  nlohmann::json own = j;
+  own.erase("inherits");
+  merged.merge_patch(own);
+  if (!own.contains("inherited_fields")) {  // which fields came from the parent (to_json writes them back)
+    nlohmann::json inherited = nlohmann::json::array();
+    for (const auto& [key, value] : merged.items())
+      if (!own.contains(key)) inherited.push_back(key);
+    merged["inherited_fields"] = inherited;
+  }
+  merged["inherits"] = parent_name;  // kept for readers (to_json, sim info)
+  return merged;
+}
+}  // namespace
+
+HardwareProfile profile_from_json(const nlohmann::json& raw) {
   HardwareProfile p;
+  const nlohmann::json j = resolve_inherits(raw);
   try {
     p.name = j.at("name").get<std::string>();
     p.description = j.value("description", "");
+    p.inherits = j.value("inherits", "");
+    p.inherited_fields = j.value("inherited_fields", std::vector<std::string>{});
     p.sms = j.at("sms").get<int>();
     p.shared_memory_per_sm = j.at("shared_memory_per_sm").get<int64_t>();
     p.shared_memory_per_block = j.at("shared_memory_per_block").get<int64_t>();
@@ -175,6 +219,12 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   return p;
 }
 
+std::string HardwareProfile::measured_on(std::string_view field) const {
+  for (const auto& f : inherited_fields)
+    if (f == field) return "the " + inherits;
+  return "this GPU";
+}
+
 double MeasuredSteps::tile_s(double steps) const {
   const auto& v = tile_s_by_steps;
   size_t i = 1;  // the segment [i - 1, i] that holds (or, at the ends, extends to) steps
@@ -204,64 +254,69 @@ static nlohmann::json measured_steps_json(const std::vector<MeasuredSteps>& step
 }
 
 nlohmann::json to_json(const HardwareProfile& p) {
-  return {{"name", p.name},
-          {"description", p.description},
-          {"sms", p.sms},
-          {"shared_memory_per_sm", p.shared_memory_per_sm},
-          {"shared_memory_per_block", p.shared_memory_per_block},
-          {"shared_memory_reserved_per_block", p.shared_memory_reserved_per_block},
-          {"registers_per_sm", p.registers_per_sm},
-          {"max_threads_per_sm", p.max_threads_per_sm},
-          {"max_ctas_per_sm", p.max_ctas_per_sm},
-          {"l2_bytes", p.l2_bytes},
-          {"l2_effective_bytes", p.l2_effective_bytes},
-          {"l2_dirty_bytes", p.l2_dirty_bytes},
-          {"l2_reuse_bytes", p.l2_reuse_bytes},
-          {"l2_adverse_reuse_bytes", p.l2_adverse_reuse_bytes},
-          {"kernel_code_bytes", p.kernel_code_bytes},
-          {"sector_bytes", p.sector_bytes},
-          {"line_bytes", p.line_bytes},
-          {"dram_bytes_per_s", p.dram_bytes_per_s},
-          {"l2_bytes_per_s", p.l2_bytes_per_s},
-          {"tensor_flops_fp16", p.tensor_flops_fp16},
-          {"fp32_flops", p.fp32_flops},
-          {"exp_per_s", p.exp_per_s},
-          {"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
-          {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
-          {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
-          {"achieved_source", p.achieved_source},
-          {"l2_source", p.l2_source},
-          {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
-          {"ncu_replay_source", p.ncu_replay_source},
-          {"ncu_dram_repeatability", p.ncu_dram_repeatability},
-          {"ncu_dram_repeatability_source", p.ncu_dram_repeatability_source},
-          {"kernel_latency_s", p.kernel_latency_s},
-          {"kernel_latency_source", p.kernel_latency_source},
-          {"cta_dram_latency_s", p.cta_dram_latency_s},
-          {"sm_dram_bytes_per_s", p.sm_dram_bytes_per_s},
-          {"cta_dram_source", p.cta_dram_source},
-          {"mma_sync_flops", p.mma_sync_flops},
-          {"smem_bytes_per_s", p.smem_bytes_per_s},
-          {"clock_hz", p.clock_hz},
-          {"schedulers_per_sm", p.schedulers_per_sm},
-          {"l2_latency_s", p.l2_latency_s},
-          {"step_overhead_cycles", p.step_overhead_cycles},
-          {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
-          {"overlap_norm", p.overlap_norm},
-          {"warp_cpi", p.warp_cpi},
-          {"lockstep_cpi_factor", p.lockstep_cpi_factor},
-          {"direct_load_inflight_bytes", p.direct_load_inflight_bytes},
-          {"cta_model_source", p.cta_model_source},
-          {"wgmma_ss_flops_per_clock", p.wgmma_ss_flops_per_clock},
-          {"wgmma_rs_flops_per_clock", p.wgmma_rs_flops_per_clock},
-          {"tma_latency_s", p.tma_latency_s},
-          {"tma_bytes_per_s", p.tma_bytes_per_s},
-          {"mbarrier_cycles", p.mbarrier_cycles},
-          {"named_barrier_cycles", p.named_barrier_cycles},
-          {"hopper_source", p.hopper_source},
-          {"measured_steps", measured_steps_json(p.measured_steps)},
-          {"measured_steps_source", p.measured_steps_source},
-          {"kernel_arch", p.kernel_arch}};
+  nlohmann::json j = {{"name", p.name},
+                      {"description", p.description},
+                      {"sms", p.sms},
+                      {"shared_memory_per_sm", p.shared_memory_per_sm},
+                      {"shared_memory_per_block", p.shared_memory_per_block},
+                      {"shared_memory_reserved_per_block", p.shared_memory_reserved_per_block},
+                      {"registers_per_sm", p.registers_per_sm},
+                      {"max_threads_per_sm", p.max_threads_per_sm},
+                      {"max_ctas_per_sm", p.max_ctas_per_sm},
+                      {"l2_bytes", p.l2_bytes},
+                      {"l2_effective_bytes", p.l2_effective_bytes},
+                      {"l2_dirty_bytes", p.l2_dirty_bytes},
+                      {"l2_reuse_bytes", p.l2_reuse_bytes},
+                      {"l2_adverse_reuse_bytes", p.l2_adverse_reuse_bytes},
+                      {"kernel_code_bytes", p.kernel_code_bytes},
+                      {"sector_bytes", p.sector_bytes},
+                      {"line_bytes", p.line_bytes},
+                      {"dram_bytes_per_s", p.dram_bytes_per_s},
+                      {"l2_bytes_per_s", p.l2_bytes_per_s},
+                      {"tensor_flops_fp16", p.tensor_flops_fp16},
+                      {"fp32_flops", p.fp32_flops},
+                      {"exp_per_s", p.exp_per_s},
+                      {"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
+                      {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
+                      {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
+                      {"achieved_source", p.achieved_source},
+                      {"l2_source", p.l2_source},
+                      {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
+                      {"ncu_replay_source", p.ncu_replay_source},
+                      {"ncu_dram_repeatability", p.ncu_dram_repeatability},
+                      {"ncu_dram_repeatability_source", p.ncu_dram_repeatability_source},
+                      {"kernel_latency_s", p.kernel_latency_s},
+                      {"kernel_latency_source", p.kernel_latency_source},
+                      {"cta_dram_latency_s", p.cta_dram_latency_s},
+                      {"sm_dram_bytes_per_s", p.sm_dram_bytes_per_s},
+                      {"cta_dram_source", p.cta_dram_source},
+                      {"mma_sync_flops", p.mma_sync_flops},
+                      {"smem_bytes_per_s", p.smem_bytes_per_s},
+                      {"clock_hz", p.clock_hz},
+                      {"schedulers_per_sm", p.schedulers_per_sm},
+                      {"l2_latency_s", p.l2_latency_s},
+                      {"step_overhead_cycles", p.step_overhead_cycles},
+                      {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
+                      {"overlap_norm", p.overlap_norm},
+                      {"warp_cpi", p.warp_cpi},
+                      {"lockstep_cpi_factor", p.lockstep_cpi_factor},
+                      {"direct_load_inflight_bytes", p.direct_load_inflight_bytes},
+                      {"cta_model_source", p.cta_model_source},
+                      {"wgmma_ss_flops_per_clock", p.wgmma_ss_flops_per_clock},
+                      {"wgmma_rs_flops_per_clock", p.wgmma_rs_flops_per_clock},
+                      {"tma_latency_s", p.tma_latency_s},
+                      {"tma_bytes_per_s", p.tma_bytes_per_s},
+                      {"mbarrier_cycles", p.mbarrier_cycles},
+                      {"named_barrier_cycles", p.named_barrier_cycles},
+                      {"hopper_source", p.hopper_source},
+                      {"measured_steps", measured_steps_json(p.measured_steps)},
+                      {"measured_steps_source", p.measured_steps_source},
+                      {"kernel_arch", p.kernel_arch}};
+  if (!p.inherits.empty()) {  // every field above is already the merged one
+    j["inherits"] = p.inherits;
+    j["inherited_fields"] = p.inherited_fields;
+  }
+  return j;
 }
 
 namespace {

@@ -22,6 +22,8 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
     "flashinfer": ("test_flashinfer.py", ["default", "mla", "decode"]),  # paged attention and MLA, KV caches alone
     "flashinfer-prefill": ("test_flashinfer_prefill.py", ["smoke", "default", "long"]),  # dense cases, forward only
     "flashinfer-norm": ("test_flashinfer_norms.py", NORM_SUITES),
+    # FlashAttention's CuTe-DSL kernels (its SM90 forward and backward; paged forward on the KV-cache cases)
+    "flash-attn-4": ("test_flash_attn_4.py", ["smoke", "default", "sinks", "decode", "long"]),
     "jax": ("test_jax_attention.py", ["smoke", "default", "sparse", "long"]),
     "torch-norms": ("test_torch_norms.py", NORM_SUITES),
     "liger": ("test_liger_norms.py", NORM_SUITES),
@@ -35,7 +37,8 @@ COMPILED = {"flex", "flex-paged", "jax"}
 SHARDS, LARGE_SUITES = 6, {"default"}
 # FlashInfer JIT-compiles a kernel per variant (dtype, head dim, features) on first use, 1-3 minutes of nvcc each:
 # every suite in shards, so the variants compile at once (its JIT locks a variant another shard is building).
-JIT_PER_VARIANT = {"flashinfer", "flashinfer-prefill", "flashinfer-norm"}
+# flash-attn-4 compiles each variant through the CuTe DSL in the calling process (seconds to a minute of CPU each).
+JIT_PER_VARIANT = {"flashinfer", "flashinfer-prefill", "flashinfer-norm", "flash-attn-4"}
 SUITE_ORDER = ["smoke", "norm", "default", "sparse", "sinks", "dropout", "mla", "decode", "long"]  # cheap first
 
 

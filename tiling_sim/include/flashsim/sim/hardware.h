@@ -27,6 +27,11 @@ struct MeasuredSteps {
 
 struct HardwareProfile {
   std::string name, description;
+  std::string inherits;  // the built-in profile whose fields this one starts from ("": none)
+  std::vector<std::string>
+      inherited_fields;  // the fields taken from `inherits` (this profile does not set them)
+  // Where a measured field was measured: "this GPU", or "the <parent>" for a field taken from `inherits`.
+  std::string measured_on(std::string_view field) const;
   int sms = 1;
   int64_t shared_memory_per_sm = 0, shared_memory_per_block = 0, shared_memory_reserved_per_block = 0;
   int64_t registers_per_sm = 65536;
