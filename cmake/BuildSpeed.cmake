@@ -32,11 +32,6 @@ function(flashsim_build_speed)
   set(unity_excluded tiling_sim/src/kernels/fa3_backward.cpp tests/reference/block_sparse_test.cpp
       tests/golden/fp8_case_test.cpp tests/golden/mla_case_test.cpp tests/golden/norm_case_test.cpp
       tests/golden/sinks_dropout_case_test.cpp)
-  foreach(f IN LISTS unity_excluded)
-    string(REGEX MATCH "^[^/]+" top ${f})  # the folder whose CMakeLists.txt defines the file's target
-    set_source_files_properties(${CMAKE_SOURCE_DIR}/${f} DIRECTORY ${CMAKE_SOURCE_DIR}/${top}
-                                PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
-  endforeach()
   set(common <algorithm> <map> <memory> <string> <vector> <nlohmann/json.hpp> <fmt/format.h>)
   set(test_pch_donor)
   set(dirs ${CMAKE_SOURCE_DIR})
@@ -46,6 +41,11 @@ function(flashsim_build_speed)
     list(APPEND dirs ${subdirs})
     get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
     file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${dir})
+    foreach(f IN LISTS unity_excluded)  # set in the folder whose CMakeLists.txt defines the file's target
+      if(f MATCHES "^${rel}/")
+        set_source_files_properties(${CMAKE_SOURCE_DIR}/${f} DIRECTORY ${dir} PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+      endif()
+    endforeach()
     foreach(target IN LISTS targets)
       get_target_property(type ${target} TYPE)
       get_target_property(sources ${target} SOURCES)

@@ -31,25 +31,28 @@ TEST(Hardware, JsonRoundTrip) {
   EXPECT_EQ(to_json(profile_from_json(to_json(h))), to_json(h));
 }
 
-// The H200 profile names the H100's as its parent: the SM-side measurements (launch latency, per-tile costs,
-// Hopper rates) come from there, the DRAM figures are its own, and the merged profile survives a JSON round trip.
+// The H200 profile names the H100's as its parent: the SM-side measurements (per-tile costs, Hopper rates, the FA2
+// rates) come from there, its DRAM-side ones (copy bandwidth, launch latency, a CTA's DRAM latency) are its own,
+// and the merged profile survives a JSON round trip.
 TEST(Hardware, H200InheritsTheH100sSmSideAndKeepsItsOwnDram) {
   const auto h100 = load_profile("H100-SXM5-80GB");
   const auto h200 = load_profile("H200");
   EXPECT_EQ(h200.name, "H200");
   EXPECT_EQ(h200.inherits, "H100-SXM5-80GB");
-  EXPECT_GT(h200.kernel_latency_s, 0);
-  EXPECT_EQ(h200.kernel_latency_s, h100.kernel_latency_s);
+  EXPECT_FALSE(h200.measured_steps.empty());
   EXPECT_EQ(h200.measured_steps.size(), h100.measured_steps.size());
   EXPECT_EQ(h200.wgmma_ss_flops_per_clock, h100.wgmma_ss_flops_per_clock);
-  EXPECT_EQ(h200.cta_dram_latency_s, h100.cta_dram_latency_s);
+  EXPECT_EQ(h200.achieved_mma_flops_fwd, h100.achieved_mma_flops_fwd);
+  EXPECT_EQ(h200.sms, h100.sms);
   EXPECT_GT(h200.achieved_dram_bytes_per_s, 1.3 * h100.achieved_dram_bytes_per_s);  // HBM3e: its own figure
   EXPECT_LT(h200.achieved_dram_bytes_per_s, h200.dram_bytes_per_s);
+  EXPECT_GT(h200.kernel_latency_s, 0);
+  EXPECT_GT(h200.cta_dram_latency_s, 0);
   EXPECT_NE(h200.achieved_source, h100.achieved_source);
   // what `sim` prints beside a time: where each measured figure comes from
-  EXPECT_EQ(h200.measured_on("kernel_latency_s"), "the H100-SXM5-80GB");
-  EXPECT_EQ(h200.measured_on("achieved_dram_bytes_per_s"), "this GPU");
-  EXPECT_EQ(h100.measured_on("kernel_latency_s"), "this GPU");
+  EXPECT_EQ(h200.measured_on("achieved_mma_flops_fwd"), "the H100-SXM5-80GB");
+  EXPECT_EQ(h200.measured_on("kernel_latency_s"), "this GPU");
+  EXPECT_EQ(h100.measured_on("achieved_mma_flops_fwd"), "this GPU");
   EXPECT_EQ(to_json(profile_from_json(to_json(h200))), to_json(h200));
 }
 
