@@ -14,6 +14,32 @@
 namespace flashsim::sim {
 
 namespace {
+// The measured figures a profile may lack (0: not measured): read, checked (>= 0) and written by one list.
+constexpr std::pair<const char*, double HardwareProfile::*> kMeasuredFields[] = {
+    {"achieved_mma_flops_fwd", &HardwareProfile::achieved_mma_flops_fwd},
+    {"achieved_mma_flops_bwd", &HardwareProfile::achieved_mma_flops_bwd},
+    {"achieved_dram_bytes_per_s", &HardwareProfile::achieved_dram_bytes_per_s},
+    {"ncu_replay_write_bytes", &HardwareProfile::ncu_replay_write_bytes},
+    {"ncu_dram_repeatability", &HardwareProfile::ncu_dram_repeatability},
+    {"kernel_latency_s", &HardwareProfile::kernel_latency_s},
+    {"cta_dram_latency_s", &HardwareProfile::cta_dram_latency_s},
+    {"sm_dram_bytes_per_s", &HardwareProfile::sm_dram_bytes_per_s},
+    {"mma_sync_flops", &HardwareProfile::mma_sync_flops},
+    {"smem_bytes_per_s", &HardwareProfile::smem_bytes_per_s},
+    {"clock_hz", &HardwareProfile::clock_hz},
+    {"l2_latency_s", &HardwareProfile::l2_latency_s},
+    {"step_overhead_cycles", &HardwareProfile::step_overhead_cycles},
+    {"mma_sync_warp_cycles", &HardwareProfile::mma_sync_warp_cycles},
+    {"overlap_norm", &HardwareProfile::overlap_norm},
+    {"warp_cpi", &HardwareProfile::warp_cpi},
+    {"lockstep_cpi_factor", &HardwareProfile::lockstep_cpi_factor},
+    {"direct_load_inflight_bytes", &HardwareProfile::direct_load_inflight_bytes},
+    {"tma_latency_s", &HardwareProfile::tma_latency_s},
+    {"tma_bytes_per_s", &HardwareProfile::tma_bytes_per_s},
+    {"mbarrier_cycles", &HardwareProfile::mbarrier_cycles},
+    {"named_barrier_cycles", &HardwareProfile::named_barrier_cycles},
+};
+
 // The JSON of the built-in profile named `name` (profiles/*.json), nullopt where there is none.
 std::optional<nlohmann::json> builtin_json(std::string_view name) {
   for (const auto& [file, text] : detail::embedded_profiles()) {
@@ -81,39 +107,18 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
     p.tensor_flops_fp16 = j.at("tensor_flops_fp16").get<double>();
     p.fp32_flops = j.at("fp32_flops").get<double>();
     p.exp_per_s = j.at("exp_per_s").get<double>();
-    p.achieved_mma_flops_fwd = j.value("achieved_mma_flops_fwd", 0.0);
-    p.achieved_mma_flops_bwd = j.value("achieved_mma_flops_bwd", 0.0);
-    p.achieved_dram_bytes_per_s = j.value("achieved_dram_bytes_per_s", 0.0);
+    for (const auto& [name, member] : kMeasuredFields) p.*member = j.value(name, 0.0);
     p.achieved_source = j.value("achieved_source", std::string());
     p.l2_source = j.value("l2_source", std::string());
-    p.ncu_replay_write_bytes = j.value("ncu_replay_write_bytes", 0.0);
     p.ncu_replay_source = j.value("ncu_replay_source", std::string());
-    p.ncu_dram_repeatability = j.value("ncu_dram_repeatability", 0.0);
     p.ncu_dram_repeatability_source = j.value("ncu_dram_repeatability_source", std::string());
-    p.kernel_latency_s = j.value("kernel_latency_s", 0.0);
     p.kernel_latency_source = j.value("kernel_latency_source", std::string());
-    p.cta_dram_latency_s = j.value("cta_dram_latency_s", 0.0);
-    p.sm_dram_bytes_per_s = j.value("sm_dram_bytes_per_s", 0.0);
     p.cta_dram_source = j.value("cta_dram_source", std::string());
-    p.mma_sync_flops = j.value("mma_sync_flops", 0.0);
-    p.smem_bytes_per_s = j.value("smem_bytes_per_s", 0.0);
-    p.clock_hz = j.value("clock_hz", 0.0);
-    p.l2_latency_s = j.value("l2_latency_s", 0.0);
-    p.step_overhead_cycles = j.value("step_overhead_cycles", 0.0);
-    p.mma_sync_warp_cycles = j.value("mma_sync_warp_cycles", 0.0);
-    p.overlap_norm = j.value("overlap_norm", 0.0);
-    p.warp_cpi = j.value("warp_cpi", 0.0);
-    p.lockstep_cpi_factor = j.value("lockstep_cpi_factor", 0.0);
     p.kernel_arch = j.value("kernel_arch", std::string());
-    p.direct_load_inflight_bytes = j.value("direct_load_inflight_bytes", 0.0);
     p.schedulers_per_sm = j.value("schedulers_per_sm", 4);
     p.cta_model_source = j.value("cta_model_source", std::string());
     p.wgmma_ss_flops_per_clock = j.value("wgmma_ss_flops_per_clock", std::vector<double>{});
     p.wgmma_rs_flops_per_clock = j.value("wgmma_rs_flops_per_clock", std::vector<double>{});
-    p.tma_latency_s = j.value("tma_latency_s", 0.0);
-    p.tma_bytes_per_s = j.value("tma_bytes_per_s", 0.0);
-    p.mbarrier_cycles = j.value("mbarrier_cycles", 0.0);
-    p.named_barrier_cycles = j.value("named_barrier_cycles", 0.0);
     p.hopper_source = j.value("hopper_source", std::string());
     for (const auto& e : j.value("measured_steps", nlohmann::json::array())) {
       MeasuredSteps m;
@@ -160,29 +165,7 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
                           {"fp32_flops", p.fp32_flops},
                           {"exp_per_s", p.exp_per_s}})
     positive(field, v);
-  for (auto [field, v] : {std::pair{"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
-                          {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
-                          {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
-                          {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
-                          {"ncu_dram_repeatability", p.ncu_dram_repeatability},
-                          {"kernel_latency_s", p.kernel_latency_s},
-                          {"cta_dram_latency_s", p.cta_dram_latency_s},
-                          {"sm_dram_bytes_per_s", p.sm_dram_bytes_per_s},
-                          {"mma_sync_flops", p.mma_sync_flops},
-                          {"smem_bytes_per_s", p.smem_bytes_per_s},
-                          {"clock_hz", p.clock_hz},
-                          {"l2_latency_s", p.l2_latency_s},
-                          {"step_overhead_cycles", p.step_overhead_cycles},
-                          {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
-                          {"overlap_norm", p.overlap_norm},
-                          {"warp_cpi", p.warp_cpi},
-                          {"lockstep_cpi_factor", p.lockstep_cpi_factor},
-                          {"direct_load_inflight_bytes", p.direct_load_inflight_bytes},
-                          {"tma_latency_s", p.tma_latency_s},
-                          {"tma_bytes_per_s", p.tma_bytes_per_s},
-                          {"mbarrier_cycles", p.mbarrier_cycles},
-                          {"named_barrier_cycles", p.named_barrier_cycles}})
-    non_negative(field, v);
+  for (const auto& [name, member] : kMeasuredFields) non_negative(name, p.*member);
   for (const auto& [field, table] : {std::pair{"wgmma_ss_flops_per_clock", &p.wgmma_ss_flops_per_clock},
                                      {"wgmma_rs_flops_per_clock", &p.wgmma_rs_flops_per_clock}}) {
     if (!table->empty() && table->size() != 3)
@@ -276,42 +259,21 @@ nlohmann::json to_json(const HardwareProfile& p) {
                       {"tensor_flops_fp16", p.tensor_flops_fp16},
                       {"fp32_flops", p.fp32_flops},
                       {"exp_per_s", p.exp_per_s},
-                      {"achieved_mma_flops_fwd", p.achieved_mma_flops_fwd},
-                      {"achieved_mma_flops_bwd", p.achieved_mma_flops_bwd},
-                      {"achieved_dram_bytes_per_s", p.achieved_dram_bytes_per_s},
                       {"achieved_source", p.achieved_source},
                       {"l2_source", p.l2_source},
-                      {"ncu_replay_write_bytes", p.ncu_replay_write_bytes},
                       {"ncu_replay_source", p.ncu_replay_source},
-                      {"ncu_dram_repeatability", p.ncu_dram_repeatability},
                       {"ncu_dram_repeatability_source", p.ncu_dram_repeatability_source},
-                      {"kernel_latency_s", p.kernel_latency_s},
                       {"kernel_latency_source", p.kernel_latency_source},
-                      {"cta_dram_latency_s", p.cta_dram_latency_s},
-                      {"sm_dram_bytes_per_s", p.sm_dram_bytes_per_s},
                       {"cta_dram_source", p.cta_dram_source},
-                      {"mma_sync_flops", p.mma_sync_flops},
-                      {"smem_bytes_per_s", p.smem_bytes_per_s},
-                      {"clock_hz", p.clock_hz},
                       {"schedulers_per_sm", p.schedulers_per_sm},
-                      {"l2_latency_s", p.l2_latency_s},
-                      {"step_overhead_cycles", p.step_overhead_cycles},
-                      {"mma_sync_warp_cycles", p.mma_sync_warp_cycles},
-                      {"overlap_norm", p.overlap_norm},
-                      {"warp_cpi", p.warp_cpi},
-                      {"lockstep_cpi_factor", p.lockstep_cpi_factor},
-                      {"direct_load_inflight_bytes", p.direct_load_inflight_bytes},
                       {"cta_model_source", p.cta_model_source},
                       {"wgmma_ss_flops_per_clock", p.wgmma_ss_flops_per_clock},
                       {"wgmma_rs_flops_per_clock", p.wgmma_rs_flops_per_clock},
-                      {"tma_latency_s", p.tma_latency_s},
-                      {"tma_bytes_per_s", p.tma_bytes_per_s},
-                      {"mbarrier_cycles", p.mbarrier_cycles},
-                      {"named_barrier_cycles", p.named_barrier_cycles},
                       {"hopper_source", p.hopper_source},
                       {"measured_steps", measured_steps_json(p.measured_steps)},
                       {"measured_steps_source", p.measured_steps_source},
                       {"kernel_arch", p.kernel_arch}};
+  for (const auto& [name, member] : kMeasuredFields) j[name] = p.*member;
   if (!p.inherits.empty()) {  // every field above is already the merged one
     j["inherits"] = p.inherits;
     j["inherited_fields"] = p.inherited_fields;
