@@ -216,6 +216,25 @@ class Peers(unittest.TestCase):
         self.assertIn("- k: 2, the kernel does not support varlen", lines)  # the case names dropped: one group
         self.assertIn("Failures and errors (0):", lines)
 
+    def test_every_adapter_exists_and_every_suite_it_lists_is_run(self):
+        import peers
+        for kernel, (adapter, suites) in peers.KERNELS.items():
+            path = os.path.join(peers.HERE, adapter)
+            self.assertTrue(os.path.isfile(path), f"{kernel}: {adapter}")
+            self.assertIn("@pytest.mark.flashsim(", open(path).read(), f"{kernel}: {adapter} has no flashsim marker")
+            # run() walks SUITE_ORDER: a suite missing there would never run, silently
+            self.assertEqual([s for s in suites if s not in peers.SUITE_ORDER], [], kernel)
+        self.assertLessEqual(peers.JIT_PER_VARIANT | peers.COMPILED, set(peers.KERNELS))
+
+    def test_a_run_that_left_no_record_says_so(self):
+        import peers
+        from unittest import mock
+        with tempfile.TemporaryDirectory() as d, redirect_stdout(io.StringIO()) as out, \
+                mock.patch.object(run, "python_env", return_value={}), mock.patch.object(peers, "run") as ran:
+            rc = run.main(["peers", "--out", d, "--kernels", "flash-attn-4"])  # every adapter skipped at import
+        self.assertEqual((rc, ran.call_count), (1, 1))
+        self.assertIn("no case records", out.getvalue())  # not a traceback from the table
+
 
 class DecodeTable(unittest.TestCase):
     def test_peers_beside_each_cell(self):
