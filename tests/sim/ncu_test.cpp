@@ -220,6 +220,60 @@ TEST(Ncu, DramIntervalHasTheCountersSpreadAsFloor) {
   EXPECT_FALSE(write_of(compare_ncu(report(just_over), p, hw)).ok);
 }
 
+// A causal problem's read figures take the larger run-to-run spread its K/V re-reads showed
+// (ncu_dram_reread_repeatability): a forward reading 3% of its kernel's bytes above the adverse bound is within
+// it, as two correct SDPA forwards of the blind set read; a planted 1.5x K/V re-read stays far outside.
+TEST(Ncu, CausalReadsTakeTheReReadSpreadAsFloor) {
+  const RecordedShape& s = kRecorded[0];  // causal_d128_n4096
+  ASSERT_TRUE(s.causal);
+  const auto kernels = with_dram_counters(
+      read_report(std::string(FLASHSIM_TEST_DATA "/ncu/") + s.set + "ncu_" + s.name + ".csv"),
+      read_report(std::string(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_") + s.name + ".csv"));
+  auto hw = load_profile("H100-SXM5-80GB");
+  ASSERT_DOUBLE_EQ(hw.ncu_dram_reread_repeatability, 0.054);
+  const auto forward_reads = [&](const std::vector<NcuKernel>& ks, const HardwareProfile& h) {
+    for (const auto& k : compare_ncu(ks, recorded_problem(s), h).kernels)
+      if (k.name.find("fwd") != std::string::npos)
+        for (const auto& m : k.metrics)
+          if (m.metric == "dram__bytes_read.sum") return m;
+    ADD_FAILURE() << "no forward read figure";
+    return MetricComparison{};
+  };
+  const MetricComparison m = forward_reads(kernels, hw);
+  size_t fwd = 0;
+  while (kernels[fwd].name.find("fwd") == std::string::npos) ++fwd;
+  const double bytes =
+      kernels[fwd].metrics.at("dram__bytes_read.sum") + kernels[fwd].metrics.at("dram__bytes_write.sum");
+  EXPECT_NEAR(m.floor, 0.054 * bytes, 1e-6 * bytes);
+  EXPECT_TRUE(m.ok) << m.verdict;
+  // reads R over the bound: the floor is a share of the kernel's bytes with them, R + W
+  const double w = kernels[fwd].metrics.at("dram__bytes_write.sum");
+  const auto reads_over = [&](double share, const HardwareProfile& h) {
+    auto moved = kernels;
+    moved[fwd].metrics["dram__bytes_read.sum"] = m.upper + share * (m.upper + w);
+    return forward_reads(moved, h);
+  };
+  EXPECT_TRUE(reads_over(0.03, hw).ok);  // within the re-reads' spread
+  EXPECT_EQ(reads_over(0.10, hw).verdict.rfind("EXCESS", 0), 0u) << reads_over(0.10, hw).verdict;
+  hw.ncu_dram_reread_repeatability = 0;  // not measured: the 1% of every DRAM figure
+  EXPECT_EQ(reads_over(0.03, hw).verdict.rfind("EXCESS", 0), 0u) << reads_over(0.03, hw).verdict;
+  // a problem without the causal mask keeps the 1%: the calibration problem's forward reads
+  hw = load_profile("H100-SXM5-80GB");
+  const auto plain = with_dram_counters(
+      read_report(FLASHSIM_TEST_DATA "/ncu_fa2_h100_calibration.csv"),
+      read_report(FLASHSIM_TEST_DATA "/ncu/single_pass/ncu_dram_calibration_d128_n4096.csv"));
+  int checked = 0;
+  for (const auto& k : compare_ncu(plain, recorded_problem(kCalibration), hw).kernels) {
+    if (k.name.find("fwd") == std::string::npos) continue;
+    for (const auto& x : k.metrics) {
+      if (x.metric != "dram__bytes_read.sum") continue;
+      EXPECT_LT(x.floor, 0.02 * x.measured) << k.name;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 1);
+}
+
 // The calibration problem with its DRAM counters measured in one ncu pass (the same kernels, re-run on an
 // H100 the same day): every metric of the four kernels within tolerance.
 TEST(Ncu, CalibrationH100WithinTolerance) {

@@ -21,6 +21,7 @@ constexpr std::pair<const char*, double HardwareProfile::*> kMeasuredFields[] = 
     {"achieved_dram_bytes_per_s", &HardwareProfile::achieved_dram_bytes_per_s},
     {"ncu_replay_write_bytes", &HardwareProfile::ncu_replay_write_bytes},
     {"ncu_dram_repeatability", &HardwareProfile::ncu_dram_repeatability},
+    {"ncu_dram_reread_repeatability", &HardwareProfile::ncu_dram_reread_repeatability},
     {"kernel_latency_s", &HardwareProfile::kernel_latency_s},
     {"cta_dram_latency_s", &HardwareProfile::cta_dram_latency_s},
     {"sm_dram_bytes_per_s", &HardwareProfile::sm_dram_bytes_per_s},
@@ -193,9 +194,10 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
                             what, m.masked_step_s));
   }
   positive("schedulers_per_sm", p.schedulers_per_sm);
-  if (p.ncu_dram_repeatability >= 1)
-    throw InputError("hw", fmt::format("profile {}: ncu_dram_repeatability is a fraction below 1, got {}",
-                                       p.name, p.ncu_dram_repeatability));
+  for (auto [field, v] : {std::pair{"ncu_dram_repeatability", p.ncu_dram_repeatability},
+                          {"ncu_dram_reread_repeatability", p.ncu_dram_reread_repeatability}})
+    if (v >= 1)
+      throw InputError("hw", fmt::format("profile {}: {} is a fraction below 1, got {}", p.name, field, v));
   if (p.shared_memory_per_block > p.shared_memory_per_sm)
     throw InputError("hw",
                      fmt::format("profile {}: shared_memory_per_block exceeds shared_memory_per_sm", p.name));
