@@ -16,7 +16,7 @@
 # FLASHSIM_UNITY: every C++ target compiles its sources in batches of 8 (CMake's unity build): the headers a batch
 # shares are parsed once. The sanitizer presets' build took 40% less time (155 -> about 90 s here, 2 cores). With
 # FLASHSIM_TESTS_QUICK_BUILD the test programs alone get it (cli/'s objects must stay those of the Python package's
-# build, for ccache). A file whose file-local names clash with another's is left out (UNITY_EXCLUDED below).
+# build, for ccache). A file whose file-local names clash with another's is left out (unity_excluded below).
 option(FLASHSIM_UNITY "Unity build of every C++ target (batches of 8 sources)" OFF)
 option(FLASHSIM_PCH "Precompile the heavy third-party headers per target" OFF)
 option(FLASHSIM_FRONT_END_O0 "Compile tests/, cli/, app/ and fuzz/ at -O0" OFF)

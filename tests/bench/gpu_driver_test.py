@@ -309,7 +309,6 @@ class CarryParts(unittest.TestCase):
             self.assertEqual((res.returncode, res.stderr.count("\n")), (2, 1))
             self.assertEqual(sorted(os.listdir(out)), ["p1", "p2", "p3"])
 
-
     def test_lzma_parts_unpack_to_the_same_files(self):
         import argparse
         import zipfile

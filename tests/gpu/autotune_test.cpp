@@ -4,19 +4,18 @@
 
 #include <gtest/gtest.h>
 
-#include "ci_instances.h"
-
-using flashsim::test::runs;
-
 #include <algorithm>
 #include <map>
 #include <string>
 #include <tuple>
 
+#include "ci_instances.h"
 #include "flashsim/error.h"
 #include "flashsim/families/fa2/instances.h"
 #include "flashsim/families/fa3/instances.h"
 #include "flashsim/gpu/harness.h"
+
+using flashsim::test::runs;
 
 using namespace flashsim;
 

@@ -5,10 +5,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "ci_instances.h"
-
-using flashsim::test::runs;
-
 #include <algorithm>
 #include <iterator>
 #include <set>
@@ -16,6 +12,7 @@ using flashsim::test::runs;
 #include <utility>
 #include <vector>
 
+#include "ci_instances.h"
 #include "fa2_bwd_params.cuh"  // gpu/fa2: the backward's host-and-device index arithmetic
 #include "flashsim/error.h"
 #include "flashsim/families/fa2/instances.h"
@@ -28,6 +25,8 @@ using flashsim::test::runs;
 #include "flashsim/gpu/test_versions.h"
 #include "flashsim/sim/kernel_model.h"
 #include "problem_builder.h"
+
+using flashsim::test::runs;
 
 using namespace flashsim;
 using flashsim::test::ProblemBuilder;

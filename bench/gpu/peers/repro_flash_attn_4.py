@@ -7,6 +7,8 @@ softcap lse: its lse error against fp32 pipelines: tanh as torch computes it or 
 (its softcap calls cute.math.tanh with fastmath, flash_attn/cute/utils.py), the exponent formed as its softmax
 does, exp2(s log2e - m log2e) (flash_attn/cute/softmax.py), or subtracted first, exp(s - m)."""
 import math
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -15,6 +17,9 @@ import triton.language as tl
 
 import flashsim
 from flash_attn.cute import flash_attn_func
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_flash_attn_4 import fa4_kwargs  # noqa: E402  (the adapter's arguments)
 
 like = torch.empty(0, device="cuda")
 
@@ -40,23 +45,17 @@ def run(case, q, k, v, do, kw):
     return (o, lse, *torch.autograd.grad(o, (q, k, v), do)) if "dq" in case.output_names else (o, lse)
 
 
-def kwargs(case):
-    kw = case.kwargs("flash_attn", like=like)
-    kw["window_size"] = tuple(None if w < 0 else w for w in kw["window_size"])
-    return kw
-
-
 default = flashsim.golden.Suite("default", progress=False)
 for name in ("hdim-bf16-d40", "hdim-fp16-d80"):
     case = default[name]
     q, k, v, do = case.inputs("q", "k", "v", "do", like=like)
     d = q.shape[-1]
-    out = run(case, q, k, v, do, kwargs(case))
+    out = run(case, q, k, v, do, fa4_kwargs(case, like))
     print(f"{name}: {case.description}\n-- as it is (head dim {d}):")
     print(case.verify(**dict(zip(("o", "lse", "dq", "dk", "dv"), out)), raise_on_failure=False))
     pad = 64 if d <= 64 else 128
     padded = [F.pad(x, (0, pad - d)) for x in (q, k, v, do)]
-    out = run(case, *padded, kwargs(case))
+    out = run(case, *padded, fa4_kwargs(case, like))
     print(f"-- q, k, v, dO zero-padded to head dim {pad}, the first {d} columns kept:")
     print(case.verify(**dict(zip(("o", "lse", "dq", "dk", "dv"), (out[0][..., :d], out[1],
                                                                      *(g[..., :d] for g in out[2:])))),
@@ -65,7 +64,7 @@ for name in ("hdim-bf16-d40", "hdim-fp16-d80"):
 smoke = flashsim.golden.Suite("smoke", progress=False)
 case = smoke["bf16-softcap"]
 q, k, v, do = case.inputs("q", "k", "v", "do", like=like)
-kw = kwargs(case)
+kw = fa4_kwargs(case, like)
 out = run(case, q, k, v, do, kw)
 exact = torch.from_numpy(case.expected("lse")).cuda()
 cap, scale = kw["softcap"], kw["softmax_scale"]

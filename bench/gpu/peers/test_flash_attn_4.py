@@ -9,6 +9,13 @@ import torch
 cute = pytest.importorskip("flash_attn.cute")
 
 
+def fa4_kwargs(case, like):
+    """flash_attn_func's keyword arguments for a case, as flash-attn-4 takes them (its "no limit" window is None)."""
+    kw = case.kwargs("flash_attn", like=like)
+    kw["window_size"] = tuple(None if w < 0 else w for w in kw["window_size"])
+    return kw
+
+
 # fp32: its kernels take fp16 / bf16; FP8 is its SM100 path; ALiBi, bias, masks and block masks would go through its
 # score_mod / mask_mod / block-sparse tensors (not mapped); no keep-mask dropout; MLA's absorbed form (qv) not mapped.
 @pytest.mark.flashsim(kernel="flash-attn-4", unsupported=["fp32", "fp8", "alibi", "bias", "mask", "block_mask",
@@ -21,8 +28,7 @@ def test_flash_attn_4(flashsim_case):
     if dv != d and "dq" in flashsim_case.output_names:  # run 15: an MLIR error compiling dv 16 / 32 / 96, shared
         # memory over the 227 KiB limit at d64 dv128 and d128 dv256 (its forward runs these)
         pytest.skip(f"{flashsim_case.name}: its SM90 backward fails for head_dim_v != head_dim")
-    kw = flashsim_case.kwargs("flash_attn", like=like)
-    kw["window_size"] = tuple(None if w < 0 else w for w in kw["window_size"])  # its "no limit" is None, not -1
+    kw = fa4_kwargs(flashsim_case, like)
     if flashsim_case.has_feature("sinks"):
         kw["learnable_sink"] = flashsim_case.inputs("sinks", like=like).requires_grad_()
     if flashsim_case.has_feature("kv_cache"):  # forward over the pages after the append

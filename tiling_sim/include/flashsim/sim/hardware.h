@@ -70,7 +70,7 @@ struct HardwareProfile {
   // kernel's DRAM bytes (read + write): `traffic compare` holds a DRAM figure within 10% of the prediction or
   // within this much of the kernel's measured DRAM bytes, whichever is wider. 0: not measured (10% only).
   double ncu_dram_repeatability = 0;
-  // The same for a causal problem's read figures, whose K/V re-reads move more between runs (0: not measured).
+  // The same for a causal forward's read figure, whose K/V re-reads move more between runs (0: not measured).
   double ncu_dram_reread_repeatability = 0;
   std::string ncu_dram_repeatability_source;
   // Fixed time of a kernel launch as ncu's gpu__time_duration counts it (start, bandwidth ramp-up, drain),
