@@ -291,7 +291,8 @@ bool check(const Shape& s, bool persistent, bool pingpong, int head_group = 0,
 // The backward's arguments for the forward's problem a: dout, its lse, the gradients and the workspace.
 // The deterministic backward's dq_accum slabs for s (the workspace is sized for them either way).
 int partial_slabs(const Shape& s) {
-  return flashsim::gpu::fa3::fa3_dq_partial_slabs(s.sk, flashsim::fa3_bwd_instance(s.d)->block_k);
+  return flashsim::gpu::fa3::fa3_dq_partial_slabs(s.sk,
+                                                  flashsim::fa3_bwd_instance(s.d, s.softcap > 0)->block_k);
 }
 
 flashsim::gpu::fa3::Fa3BwdParams bwd_params_of(const Fa3FwdParams& a, const void* dout, const float* lse,
@@ -538,25 +539,36 @@ int main(int argc, char** argv) {
     for (int persistent = 0; persistent < (bwd_only ? 0 : 2); ++persistent)
       ok = check(s, persistent, true, 2) && ok;
   const Shape bwd_checks[] = {
-      {1, 2, 2, 128, 128, 128, -1, -1, 0},   {2, 4, 2, 300, 517, 128, -1, -1, 0},
-      {2, 4, 4, 517, 300, 128, -1, 0, 0},    {1, 4, 1, 400, 400, 64, -1, 0, 0},
-      {1, 2, 2, 333, 333, 96, 100, 20, 0},   {1, 2, 2, 64, 200, 64, 10, 0, 0},
-      {1, 4, 2, 500, 700, 96, -1, -1, 30.f}, {2, 2, 2, 300, 300, 64, -1, 0, 30.f},  // softcap (Gemma-2's 30;
-      // d128 has none: it spills)
+      {1, 2, 2, 128, 128, 128, -1, -1, 0},
+      {2, 4, 2, 300, 517, 128, -1, -1, 0},
+      {2, 4, 4, 517, 300, 128, -1, 0, 0},
+      {1, 4, 1, 400, 400, 64, -1, 0, 0},
+      {1, 2, 2, 333, 333, 96, 100, 20, 0},
+      {1, 2, 2, 64, 200, 64, 10, 0, 0},
+      {1, 4, 2, 500, 700, 96, -1, -1, 30.f},
+      {2, 2, 2, 300, 300, 64, -1, 0, 30.f},  // softcap (Gemma-2's 30)
+      // the split-head-dim tile (Bc64): d256, and a softcapped d128
+      {1, 2, 2, 640, 640, 256, -1, 0, 0},
+      {2, 4, 2, 300, 517, 256, -1, -1, 0},
+      {1, 2, 2, 777, 777, 256, 100, 20, 0},
+      {1, 2, 2, 400, 300, 256, -1, 0, 30.f},
+      {1, 4, 2, 500, 700, 128, -1, -1, 30.f},
+      {2, 2, 2, 333, 333, 128, -1, 0, 30.f},
   };
   for (const Shape& s : bwd_checks) ok = check_bwd(s) && ok;
   std::printf("checks: %s\n", ok ? "all ok" : "FAILED");
   if (argc == 2 && !bwd_only) return ok ? 0 : 1;  // "checks": no timing (the sanitizers' run)
   if (bwd_only) {
-    for (int d : {64, 128})
+    for (int d : {64, 128, 256})
       for (int n : {1024, 4096, 16384})
         for (int causal = 0; causal < 2; ++causal)
           time_bwd({2 * 16384 / n, 16, 16, n, n, d, -1, causal ? 0 : -1, 0});
     for (int causal = 0; causal < 2; ++causal)
       for (const bool deterministic : {false, true})
         time_bwd({2, 16, 16, 4096, 4096, 128, -1, causal ? 0 : -1, 0}, deterministic);
-    for (int causal = 0; causal < 2; ++causal)  // the softcapped kernel (Gemma-2's 30) and the plain one, d64
-      for (const float cap : {0.f, 30.f}) time_bwd({4, 32, 32, 4096, 4096, 64, -1, causal ? 0 : -1, cap});
+    for (int causal = 0; causal < 2; ++causal)  // the softcapped kernel (Gemma-2's 30) and the plain one
+      for (const int d : {64, 128})
+        for (const float cap : {0.f, 30.f}) time_bwd({4, 32, 32, 4096, 4096, d, -1, causal ? 0 : -1, cap});
     return ok ? 0 : 1;
   }
   for (int d : {64, 128, 256})

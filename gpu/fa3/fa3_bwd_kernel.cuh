@@ -2,7 +2,8 @@
 // fa3-v1's backward main kernel: FlashAttention's backward on Hopper, one CTA per (key block, kv head, batch),
 // warp-specialized (fa3_bwd_traits.h has the step's five wgmmas and the shared memory):
 //
-//   producer warpgroup (24 registers)               consumer warpgroups 1, 2 (240 registers, 64 key rows each)
+//   producer warpgroup (24 registers)               consumer warpgroups 1, 2 (240 registers, 64 key rows each,
+//                                                   or the same 64 split by queries and head dim: d256)
 //   --------------------------------                -----------------------------------------------------------
 //   TMA K, V -> sK, sV (barrier_kv)                 wait barrier_kv
 //   for each query head h of the kv head's group:   for each (h, query block m), as the producer:
@@ -193,6 +194,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   Tensor sKt = make_tensor(make_smem_ptr(smem.k.data()), typename Tr::SmemLayoutKt{});     // (d, Bc)
   Tensor sdS = make_tensor(make_smem_ptr(smem.ds.data()), typename Tr::SmemLayoutDS{});    // (Br, Bc)
   Tensor sdSt = make_tensor(make_smem_ptr(smem.ds.data()), typename Tr::SmemLayoutDSt{});  // (Bc, Br)
+  Tensor sPt = make_tensor(make_smem_ptr(smem.p.data()), typename Tr::SmemLayoutDSt{});    // (Bc, Br), split
 
   Tensor tSrK = thr_sdp.partition_fragment_A(sK);  // K's (64 keys, d) slice
   Tensor tSrQ = thr_sdp.partition_fragment_B(sQ);  // (MMA, MMA_N, MMA_K, stages)
@@ -207,6 +209,7 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   auto smem_copy_ds = make_tiled_copy_C(Copy_Atom<SM90_U32x4_STSM_N, Element>{}, mma_sdp);
   auto thr_copy_ds = smem_copy_ds.get_thread_slice(tidx);
   Tensor tdSsdSt = thr_copy_ds.partition_D(sdSt);  // where this thread's dS^T values go in shared memory
+  Tensor tPsPt = thr_copy_ds.partition_D(sPt);     // ... and its P^T values (kSplitHeadDim)
 
   Tensor tSrS = partition_fragment_C(mma_sdp, Shape<Int<kBlockN>, Int<kBlockM>>{});    // S^T, then P^T, fp32
   Tensor tdPrdP = partition_fragment_C(mma_sdp, Shape<Int<kBlockN>, Int<kBlockM>>{});  // dP^T, then dS^T
@@ -215,9 +218,21 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   Tensor tdQrdQ = partition_fragment_C(mma_dq, Shape<Int<kBlockM>, Int<kHeadDim>>{});
   Tensor rP = make_tensor<Element>(tSrS.layout());
   Tensor rdS = make_tensor<Element>(tdPrdP.layout());
-  Tensor tdVrP = make_tensor(rP.data(), acc_as_a_operand(tSrS.layout()));
-  Tensor tdKrdS = make_tensor(rdS.data(), acc_as_a_operand(tdPrdP.layout()));
+  // dV's and dK's A: P^T and dS^T from registers, or (kSplitHeadDim: every query's) from shared memory.
+  auto tdVrP = [&] {
+    if constexpr (Tr::kSplitHeadDim)
+      return thr_dkv.partition_fragment_A(sPt);
+    else
+      return make_tensor(rP.data(), acc_as_a_operand(tSrS.layout()));
+  }();
+  auto tdKrdS = [&] {
+    if constexpr (Tr::kSplitHeadDim)
+      return thr_dkv.partition_fragment_A(sdSt);
+    else
+      return make_tensor(rdS.data(), acc_as_a_operand(tdPrdP.layout()));
+  }();
   Tensor tdSrdS = thr_copy_ds.retile_S(rdS);  // rdS as the stmatrix copy's source
+  Tensor tPrP = thr_copy_ds.retile_S(rP);
   Tensor tSrS_rc = make_tensor(tSrS.data(), acc_rows_cols(tSrS.layout()));        // (keys, queries)
   Tensor tdPrdP_rc = make_tensor(tdPrdP.data(), acc_rows_cols(tdPrdP.layout()));  // (keys, queries)
   Tensor tScS = thr_sdp.partition_C(make_identity_tensor(Shape<Int<kBlockN>, Int<kBlockM>>{}));
@@ -316,6 +331,10 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           }
         }
       }
+      if constexpr (Tr::kSplitHeadDim) {  // P^T -> sP, once the other warpgroup's last step has read it
+        named_barrier_sync(Tr::kBarrierDsFree, Tr::kMmaThreads);
+        copy(smem_copy_ds, tPrP, tPsPt);
+      }
       warpgroup_wait<0>();
       warpgroup_fence_operand(tdPrdP);
       CUTE_UNROLL
@@ -326,13 +345,19 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           tdPrdP_rc(r, c) = tSrS_rc(r, c) * (tdPrdP_rc(r, c) - dpsum);  // dS = P (dP - D)
       }
       round_to<Element>(tdPrdP, rdS);
-      wgmma_gemm<false, -1>(mma_dkv, tdVrP, tdVrdOt(_, _, _, read_do.index()), tdVrdV);  // dV += P^T dO
-      wgmma_gemm<false, -1>(mma_dkv, tdKrdS, tdKrQt(_, _, _, read_q.index()), tdKrdK);   // dK += dS^T Q
-      // dS^T -> sdS, once the other warpgroup's previous dQ wgmma is done reading it.
-      named_barrier_sync(Tr::kBarrierDsFree, Tr::kMmaThreads);
+      if constexpr (!Tr::kSplitHeadDim) {
+        wgmma_gemm<false, -1>(mma_dkv, tdVrP, tdVrdOt(_, _, _, read_do.index()), tdVrdV);  // dV += P^T dO
+        wgmma_gemm<false, -1>(mma_dkv, tdKrdS, tdKrQt(_, _, _, read_q.index()), tdKrdK);   // dK += dS^T Q
+        // dS^T -> sdS, once the other warpgroup's previous dQ wgmma is done reading it.
+        named_barrier_sync(Tr::kBarrierDsFree, Tr::kMmaThreads);
+      }
       copy(smem_copy_ds, tdSrdS, tdSsdSt);
       cutlass::arch::fence_view_async_shared();  // ordinary stores, read next by wgmma (the async proxy)
       named_barrier_sync(Tr::kBarrierDsReady, Tr::kMmaThreads);
+      if constexpr (Tr::kSplitHeadDim) {  // every query's P^T and dS^T from shared memory, this half of d
+        wgmma_gemm<false, -1>(mma_dkv, tdVrP, tdVrdOt(_, _, _, read_do.index()), tdVrdV);  // dV += P^T dO
+        wgmma_gemm<false, -1>(mma_dkv, tdKrdS, tdKrQt(_, _, _, read_q.index()), tdKrdK);   // dK += dS^T Q
+      }
       wgmma_gemm<true, -1>(mma_dq, tdQrdS, tdQrKt, tdQrdQ);  // dQ = dS K, this warpgroup's half of d
       warpgroup_wait<0>();
       warpgroup_fence_operand(tdVrdV);

@@ -15,10 +15,13 @@
 namespace flashsim::gpu::fa3 {
 
 // kWithSoftcap: the instance's softcapped main kernel is compiled (instances.h); without it a softcap is
-// cudaErrorInvalidValue (fa3_v1.cpp refuses it first, saying why).
-template <int kHeadDim, int kBlockM, int kBlockN, int kStages, class Element, bool kWithSoftcap>
+// cudaErrorInvalidValue (fa3_v1.cpp refuses it first, saying why). kSoftcapOnly: its plain kernel is not (an
+// instance that only softcapped problems run).
+template <int kHeadDim, int kBlockM, int kBlockN, int kStages, class Element, bool kWithSoftcap,
+          bool kSoftcapOnly = false>
 cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
   if (!kWithSoftcap && a.softcap > 0.f) return cudaErrorInvalidValue;
+  if (kSoftcapOnly && !(a.softcap > 0.f)) return cudaErrorInvalidValue;
   using Tr = Fa3BwdTraits<kHeadDim, kBlockM, kBlockN, kStages, Element>;
   using Params = Fa3BwdKernelParams<Tr>;
   if (a.total_q <= 0 && a.total_k <= 0) return cudaSuccess;
@@ -52,10 +55,14 @@ cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
                       take<0, 2>(typename Tr::SmemLayoutDO{}), Shape<Int<kBlockM>, Int<kHeadDim>>{}, _1{})};
     const dim3 grid(static_cast<unsigned>((a.seqlen_k + kBlockN - 1) / kBlockN),
                     static_cast<unsigned>(a.heads_kv), static_cast<unsigned>(a.batch));
-    if (cudaError_t e =
-            launch_cluster_of_one(kWithSoftcap && a.softcap > 0.f ? flashsim_fa3_bwd_kernel<Tr, kWithSoftcap>
-                                                                  : flashsim_fa3_bwd_kernel<Tr, false>,
-                                  grid, Tr::kThreads, Tr::kSmemBytes, stream, prm);
+    const auto kernel = [&] {
+      if constexpr (kSoftcapOnly)
+        return flashsim_fa3_bwd_kernel<Tr, true>;
+      else
+        return kWithSoftcap && a.softcap > 0.f ? flashsim_fa3_bwd_kernel<Tr, kWithSoftcap>
+                                               : flashsim_fa3_bwd_kernel<Tr, false>;
+    }();
+    if (cudaError_t e = launch_cluster_of_one(kernel, grid, Tr::kThreads, Tr::kSmemBytes, stream, prm);
         e != cudaSuccess)
       return e;
   }
@@ -68,15 +75,27 @@ cudaError_t launch_fa3_bwd(const Fa3BwdParams& a, cudaStream_t stream) {
   return cudaSuccess;
 }
 
-template <Fa3BwdInstance e>
+template <Fa3BwdInstance e, bool kSoftcapOnly = false>
 cudaError_t launch_fa3_bwd_dtype(const Fa3BwdParams& a, bool bf16, cudaStream_t stream) {
   if (bf16)
-    return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::bfloat16_t, e.softcap>(a,
-                                                                                                      stream);
+    return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::bfloat16_t, e.softcap,
+                          kSoftcapOnly>(a, stream);
   if constexpr (kFa3HandOnly)  // bf16 alone (fa3_launch.h)
     return cudaErrorInvalidValue;
   else
-    return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::half_t, e.softcap>(a, stream);
+    return launch_fa3_bwd<e.head_dim, e.block_q, e.block_k, e.stages, cutlass::half_t, e.softcap,
+                          kSoftcapOnly>(a, stream);
+}
+
+// A head dim's backward: its hand-kept instance, or for a softcap the instance that has a softcapped kernel
+// where that is another (a full build: FLASHSIM_GPU_INSTANCES=ci compiles the hand-kept one alone).
+template <int kHeadDim>
+cudaError_t launch_fa3_bwd_head_dim(const Fa3BwdParams& a, bool bf16, cudaStream_t stream) {
+  constexpr const Fa3BwdInstance* kHand = fa3_bwd_instance(kHeadDim);
+  constexpr const Fa3BwdInstance* kCapped = fa3_bwd_instance(kHeadDim, true);
+  if constexpr (kCapped != nullptr && kCapped != kHand && !kFa3HandOnly)
+    if (a.softcap > 0.f) return launch_fa3_bwd_dtype<*kCapped, true>(a, bf16, stream);
+  return launch_fa3_bwd_dtype<*kHand>(a, bf16, stream);
 }
 
 }  // namespace flashsim::gpu::fa3

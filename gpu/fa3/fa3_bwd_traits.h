@@ -2,9 +2,9 @@
 // Traits of fa3-v1's backward kernel (fa3_bwd_kernel.cuh), from <kHeadDim, kBlockM (Br, query rows a step),
 // kBlockN (Bc, key rows a CTA), kStages, Element>. The tile per head dim and why: flashsim/families/fa3.
 //
-// Work split: one CTA per (key block of kBlockN rows, kv head, batch); consumer warpgroup w owns key rows
-// [64 w, 64 w + 64) for the whole kernel: its dK and dV accumulate in registers over every query block of every
-// query head of the kv head's group. A step (one query block of one head):
+// Work split: one CTA per (key block of kBlockN rows, kv head, batch); with kBlockN = 128 consumer warpgroup w
+// owns key rows [64 w, 64 w + 64) for the whole kernel: its dK and dV accumulate in registers over every query
+// block of every query head of the kv head's group. A step (one query block of one head):
 //   S^T  = K Q^T      [64 keys, Br]   wgmma SS (K and Q K-major in shared memory)
 //   dP^T = V dO^T     [64 keys, Br]   wgmma SS
 //   P^T  = exp(S^T scale - lse), dS^T = P^T o (dP^T - D)             registers
@@ -13,6 +13,12 @@
 //   dQ   = dS K       [Br, d / 2]     wgmma SS, a warpgroup each half of d: dS goes through shared memory
 //                                     (both warpgroups' key rows), read MN-major; then each warp stores its dQ
 //                                     registers to sdQ and adds them to dq_accum with a bulk reduce
+//
+// kSplitHeadDim (kBlockN = 64, the d256 tile): dK and dV of 64 keys x 256 would be 256 fp32 registers a thread
+// in one warpgroup, so both warpgroups take the same 64 keys and split the rest: warpgroup w computes S^T and
+// dP^T for query columns [Br/2 w, Br/2 (w + 1)) (wgmma N = Br / 2) and dV, dK, dQ for head-dim columns
+// [d/2 w, d/2 (w + 1)): 64 + 64 + 64 = 192 fp32 at most. dV and dK then need P^T and dS^T of every query, so both
+// go through shared memory (sP beside sdS, read K-major: wgmma SS).
 //
 // Shared memory: sK, sV [Bc, d] (once); sQ, sdO [Br, d, kStages] (two TMA pipelines); sdS [Br, Bc] (16-bit,
 // written by the consumers, MN-major for the dQ wgmma); sdQ [Br x d] fp32 in the dQ registers' order, dq_accum's
@@ -36,23 +42,34 @@ struct Fa3BwdTraits {
   static constexpr int kBlockM = kBlockM_;  // query rows a step
   static constexpr int kBlockN = kBlockN_;  // key rows a CTA
   static constexpr int kStages = kStages_;
-  static constexpr int kConsumerWarpgroups = kBlockN / 64;  // a warpgroup's 64 key rows: wgmma's M
+  static constexpr bool kSplitHeadDim = kBlockN == 64;  // both warpgroups on the same 64 keys (above)
+  static constexpr int kConsumerWarpgroups = 2;
   static constexpr int kMmaThreads = kConsumerWarpgroups * 128;
   static constexpr int kThreads = kMmaThreads + 128;
-  static_assert(kConsumerWarpgroups == 2, "dQ splits the head dim over two warpgroups");
+  static_assert(kBlockN == 64 * kConsumerWarpgroups || kSplitHeadDim, "a warpgroup's 64 key rows: wgmma's M");
   static_assert(kBlockM == 64, "dQ = dS K is one wgmma M of 64 query rows");
 
-  using KeysLayout =
-      Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>;  // warpgroups stacked along the keys (M)
-  // S^T and dP^T: M = keys, N = Br, K = d.
+  // Warpgroups stacked along the keys (M), or side by side along N (the queries of S^T, the head dim of dK, dV).
+  using WarpgroupsLayout = std::conditional_t<kSplitHeadDim, Layout<Shape<_1, Int<kConsumerWarpgroups>, _1>>,
+                                              Layout<Shape<Int<kConsumerWarpgroups>, _1, _1>>>;
+  static constexpr int kSdPN =
+      kSplitHeadDim ? kBlockM / kConsumerWarpgroups : kBlockM;  // S^T's N a warpgroup
+  static constexpr int kDkvN =
+      kSplitHeadDim ? kHeadDim / kConsumerWarpgroups : kHeadDim;  // dK's N a warpgroup
+  // S^T and dP^T: M = keys, N = Br (or its half), K = d.
   using TiledMmaSdP = decltype(make_tiled_mma(
-      GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kBlockM>, Int<kHeadDim>>>(),
-      KeysLayout{}));
-  // dV and dK: M = keys, N = d, K = Br; A = P^T / dS^T from registers, B = dO^T / Q^T MN-major.
+      GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kSdPN>, Int<kHeadDim>>>(),
+      WarpgroupsLayout{}));
+  // dV and dK: M = keys, N = d (or its half), K = Br; B = dO^T / Q^T MN-major; A = P^T / dS^T from registers,
+  // or (kSplitHeadDim) from sP / sdS, the query index contiguous (K-major).
   using TiledMmaDKV = decltype(make_tiled_mma(
-      GMMA::rs_op_selector<Element, Element, float, Shape<_64, Int<kHeadDim>, Int<kBlockM>>, GMMA::Major::K,
-                           GMMA::Major::MN>(),
-      KeysLayout{}));
+      std::conditional_t<
+          kSplitHeadDim,
+          decltype(GMMA::ss_op_selector<Element, Element, float, Shape<_64, Int<kDkvN>, Int<kBlockM>>,
+                                        GMMA::Major::K, GMMA::Major::MN>()),
+          decltype(GMMA::rs_op_selector<Element, Element, float, Shape<_64, Int<kDkvN>, Int<kBlockM>>,
+                                        GMMA::Major::K, GMMA::Major::MN>())>{},
+      WarpgroupsLayout{}));
   // dQ: M = Br, N = d (a warpgroup each half), K = Bc; A = dS MN-major (query index contiguous), B = K^T MN-major.
   using TiledMmaDQ = decltype(make_tiled_mma(
       GMMA::ss_op_selector<Element, Element, float, Shape<Int<kBlockM>, Int<kHeadDim / 2>, Int<kBlockN>>,
@@ -89,6 +106,8 @@ struct Fa3BwdTraits {
     alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutQ>> q;
     alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutDO>> dout;
     alignas(1024) cute::array_aligned<Element, cute::cosize_v<SmemLayoutDS>> ds;
+    // P (kSplitHeadDim), as sdS; else a placeholder (P stays in registers).
+    alignas(1024) cute::array_aligned<Element, kSplitHeadDim ? cute::cosize_v<SmemLayoutDS> : 8> p;
     alignas(128) cute::array_aligned<float, kBlockM * kHeadDim> dq;  // 16-byte aligned for the bulk reduce
     typename PipelineQ::SharedStorage pipeline_q;
     typename PipelineQ::SharedStorage pipeline_do;

@@ -21,9 +21,9 @@ namespace flashsim::gpu::fa3 {
 #define FLASHSIM_FA3_HEAD_DIMS 64, 96, 128, 256
 #endif
 inline constexpr int kFa3CompiledHeadDims[] = {FLASHSIM_FA3_HEAD_DIMS};
-// The backward's: those of the forward that have a backward instance (d256 has none).
+// The backward's: those of the forward that have a backward instance (every one).
 #ifndef FLASHSIM_FA3_BWD_HEAD_DIMS
-#define FLASHSIM_FA3_BWD_HEAD_DIMS 64, 96, 128
+#define FLASHSIM_FA3_BWD_HEAD_DIMS 64, 96, 128, 256
 #endif
 inline constexpr int kFa3CompiledBwdHeadDims[] = {FLASHSIM_FA3_BWD_HEAD_DIMS};
 

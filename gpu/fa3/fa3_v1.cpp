@@ -1,10 +1,13 @@
 // fa3-v1: the registry entry of the Hopper FlashAttention forward (fa3_fwd_kernel.cuh): what it runs, its tile,
 // and the launch (the head dim's translation unit, fa3_launch.h).
 #include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -30,10 +33,11 @@ namespace {
 constexpr int64_t kMaxGridYZ = 65535;
 constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max();
 
+// The head dims of the instances, each once ("64, 96, 128, 256").
 std::string head_dims_text() {
-  std::string s;
-  for (const Fa3FwdInstance& e : kFa3FwdInstances) s += (s.empty() ? "" : ", ") + std::to_string(e.head_dim);
-  return s;
+  std::set<int> dims;
+  for (const Fa3FwdInstance& e : kFa3FwdInstances) dims.insert(e.head_dim);
+  return fmt::format("{}", fmt::join(dims, ", "));
 }
 
 std::string problem_unsupported(const AttentionProblem& p) {
@@ -96,19 +100,18 @@ std::string unsupported(const AttentionProblem& p, const TileConfig& c) {
 
 std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c) {
   const int d = static_cast<int>(p.head_dim);
-  const Fa3BwdInstance* e = fa3_bwd_instance(d);
+  if (!fa3_bwd_instance(d)) return "head_dim " + std::to_string(d) + " has no backward instance";
+  const Fa3BwdInstance* e = fa3_bwd_instance(d, p.softcap > 0);
   if (!e)
-    return "head_dim " + std::to_string(d) +
-           " has no backward instance (dK and dV of a warpgroup's 64 keys would take 2 d = 512 fp32 "
-           "registers "
-           "a thread)";
-  if (p.softcap > 0 && !e->softcap)
     return "softcap at head_dim " + std::to_string(d) +
-           ": its softcapped backward kernel spills registers, so it is not compiled "
-           "(families/fa3/instances.h)";
+           ": no backward instance has a softcapped kernel (families/fa3/instances.h)";
   if (!fa3_bwd_head_dim_compiled(d))
     return "head_dim " + std::to_string(d) +
            "'s backward is not compiled in this build (FLASHSIM_GPU_INSTANCES=ci compiles d128 alone)";
+  if (kFa3HandOnly && e != fa3_bwd_instance(d))
+    return "softcap at head_dim " + std::to_string(d) + ": its backward runs Br" +
+           std::to_string(e->block_q) + " Bc" + std::to_string(e->block_k) +
+           ", not compiled in this build (FLASHSIM_GPU_INSTANCES=ci compiles the hand-kept tile alone)";
   if (c.bwd_block_q != e->block_q || c.bwd_block_k != e->block_k)
     return "backward tile Br" + std::to_string(c.bwd_block_q) + " Bc" + std::to_string(c.bwd_block_k) +
            " is not instantiated (fa3-v1 runs Br" + std::to_string(e->block_q) + " Bc" +
@@ -119,13 +122,13 @@ std::string backward_unsupported(const AttentionProblem& p, const TileConfig& c)
 // dq_accum's blocks are the instance's Br rows (a head dim without one needs no workspace: its backward is
 // refused).
 int bwd_block_q(const AttentionProblem& p) {
-  const Fa3BwdInstance* e = fa3_bwd_instance(static_cast<int>(p.head_dim));
+  const Fa3BwdInstance* e = fa3_bwd_instance(static_cast<int>(p.head_dim), p.softcap > 0);
   return e ? e->block_q : 1;
 }
 
 // dq_accum's slabs: one (bulk reduces into it), or one a key block (partials: deterministic).
 int dq_slabs(const AttentionProblem& p, const TileConfig& c) {
-  const Fa3BwdInstance* e = fa3_bwd_instance(static_cast<int>(p.head_dim));
+  const Fa3BwdInstance* e = fa3_bwd_instance(static_cast<int>(p.head_dim), p.softcap > 0);
   return c.dq_strategy == DqStrategy::Partials && e
              ? fa3_dq_partial_slabs(static_cast<int>(p.seqlen_k), e->block_k)
              : 1;
@@ -146,12 +149,12 @@ TileConfig launch_tile(const AttentionProblem& p, Pass) {
   const Fa3FwdInstance* e = fa3_fwd_launch_instance(d, p.dtype == DType::BF16, masked,
                                                     std::max(p.seqlen_q, p.seqlen_k), p.softcap > 0);
   if (e && !fa3_fwd_instance_compiled(*e)) e = fa3_fwd_instance(d);
-  return e ? fa3_instance_tile(*e) : TileConfig{};
+  return e ? fa3_instance_tile(*e, p.softcap > 0) : TileConfig{};
 }
 
 TileConfig hand_tile(const AttentionProblem& p) {
   const Fa3FwdInstance* e = fa3_fwd_instance(static_cast<int>(p.head_dim));
-  return e ? fa3_instance_tile(*e) : TileConfig{};
+  return e ? fa3_instance_tile(*e, p.softcap > 0) : TileConfig{};
 }
 
 // Every forward instance of the head dim, as `sim tune` ranks them (a ci build runs the hand-kept one and skips

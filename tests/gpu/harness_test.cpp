@@ -200,6 +200,34 @@ TEST(GpuHarness, ABackwardThatCannotRunLeavesTheForwardChecked) {
   EXPECT_TRUE(golden::verify_case(lc, out, fwd_only).pass);
 }
 
+// fa3-v1 (where the build has CUTLASS's headers): every head dim has a backward (d256 on the split Bc64 tile),
+// a softcapped d128 backward runs that Bc64 tile too (the Bc128 one spills with a softcap), and a head dim it
+// lacks is named with the ones it runs, each once.
+TEST(GpuRegistry, Fa3StatesWhatItsBackwardRuns) {
+  const auto& versions = gpu::kernel_versions();
+  if (std::none_of(versions.begin(), versions.end(), [](const auto& v) { return v.name == "fa3-v1"; }))
+    GTEST_SKIP() << "fa3-v1 is not in this build (no CUTLASS headers)";
+  const auto& v = gpu::kernel_version("fa3-v1");
+  auto p = ProblemBuilder().batch(1).heads(4, 2).seqlen(300).head_dim(128).dtype(DType::BF16).build();
+  EXPECT_EQ(v.launch_tile(p, Pass::Backward).bwd_block_k, 128);
+  EXPECT_EQ(runs(v.backward_unsupported(p, v.launch_tile(p, Pass::Backward))), "");
+  p.softcap = 30;
+  const TileConfig capped = v.launch_tile(p, Pass::Backward);
+  EXPECT_EQ(capped.bwd_block_k, 64);
+  EXPECT_EQ(runs(v.backward_unsupported(p, capped)), "");
+  TileConfig bc128 = capped;
+  bc128.bwd_block_k = 128;
+  EXPECT_NE(v.backward_unsupported(p, bc128).find("Bc64"), std::string::npos);  // names the tile it runs
+  p.softcap = 0;
+  p.head_dim = p.head_dim_v = 256;
+  const TileConfig d256 = v.launch_tile(p, Pass::Backward);
+  EXPECT_EQ(d256.bwd_block_k, 64);
+  EXPECT_EQ(runs(v.backward_unsupported(p, d256)), "");
+  p.head_dim = p.head_dim_v = 80;
+  EXPECT_NE(v.unsupported(p, TileConfig{}).find("(fa3-v1 runs 64, 96, 128, 256)"), std::string::npos)
+      << v.unsupported(p, TileConfig{});
+}
+
 TEST(GpuRegistry, Fa2StatesWhatItsBackwardRuns) {
   const auto& v = gpu::kernel_version("fa2-v1");
   ASSERT_TRUE(v.backward && v.backward_unsupported && v.workspace_bytes);

@@ -17,10 +17,12 @@
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/ncu.h"
 #include "problem_builder.h"
+#include "recorded_ncu.h"
 
 using namespace flashsim;
 using namespace flashsim::sim;
 using flashsim::test::ProblemBuilder;
+using flashsim::test::read_report;
 using ref::TensorId;
 
 namespace {
@@ -148,7 +150,27 @@ TEST(Fa3BackwardModel, RecognizesItsNcuNames) {
   const auto r = recognize_kernel("flashsim_fa3_bwd_kernel<Fa3BwdTraits<96, 64, 128, 2, half_t>>");
   EXPECT_EQ(r->config.bwd_block_q, 64);
   EXPECT_EQ(r->config.bwd_block_k, 128);
+  // the split-head-dim tile (d256, a softcapped d128)
+  EXPECT_EQ(
+      recognize_kernel("flashsim_fa3_bwd_kernel<Fa3BwdTraits<256, 64, 64, 1, half_t>>")->config.bwd_block_k,
+      64);
   EXPECT_THROW(recognize_kernel("flashsim_fa3_bwd_kernel<Fa3BwdTraits<128, 64, 96, 2, half_t>>"), InputError);
+}
+
+// d256's tile: Bc64 (both warpgroups on 64 keys, P beside dS in shared memory), one stage of Q and dO; a
+// softcapped d128 runs the Bc64 tile too. Twice the key blocks: Q and dO read twice as often as at Bc128.
+TEST(Fa3BackwardModel, SplitHeadDimTile) {
+  const auto d256 = ProblemBuilder().batch(1).heads(2).seqlen(512).head_dim(256).dtype(DType::BF16).build();
+  const KernelCounts k = counted("bwd_fa3", d256);
+  EXPECT_EQ(k.launch.ctas(), 2 * 512 / 64);
+  // a CTA: K and V (64 x 256 x 2 bytes each), then 8 steps of Q and dO (32 KiB each), lse and D (256 bytes each)
+  EXPECT_EQ(k.load_bytes(), int64_t{16} * (2 * 32768 + 8 * (2 * 32768 + 512)));
+  int64_t smem = 0;
+  for (const auto& [name, bytes] : k.launch.smem) smem += bytes;
+  EXPECT_EQ(smem, 2 * 32768 + 2 * 32768 + 2 * 8192 + 64 * 256 * 4);  // K, V, Q, dO, dS, P, dQ's staging
+  const auto capped = ProblemBuilder().batch(1).heads(2).seqlen(512).head_dim(128).softcap(30).build();
+  const auto plain = ProblemBuilder().batch(1).heads(2).seqlen(512).head_dim(128).build();
+  EXPECT_EQ(counted("bwd_fa3", capped).launch.ctas(), 2 * counted("bwd_fa3", plain).launch.ctas());
 }
 
 TEST(Fa3BackwardModel, RefusesWhatTheKernelLacks) {
@@ -256,4 +278,55 @@ TEST(Fa3BackwardModel, BulkReducesHeldToTheL2ReduceSectors) {
   const auto ok = compare(sectors);
   EXPECT_TRUE(ok["ok"].get<bool>()) << ok.dump(2);
   EXPECT_FALSE(compare(0.97 * sectors)["ok"].get<bool>());
+}
+
+// fa3-v1's backward under ncu on an H200 (tests/data/ncu/fa3_bwd_h200, 2026-11-28): the split tile's bytes (d256
+// Bc64: each step's Q and dO once for both warpgroups, P and dS through shared memory, no L2 bytes) are the
+// measured ones within 2%, on plain, causal and GQA problems with a length that is no multiple of the tile.
+TEST(Fa3BackwardModel, SplitTileBytesAgainstNcu) {
+  const auto hw = load_profile("H100-SXM5-80GB");  // the H200's SM; its L2 -> SM bytes do not depend on DRAM
+  const std::pair<const char*, AttentionProblem> reports[] = {
+      {"ncu_bwd_d256_b2_h8_n4096.csv",
+       ProblemBuilder().batch(2).heads(8).seqlen(4096).head_dim(256).dtype(DType::BF16).build()},
+      {"ncu_bwd_d256_b2_h8_n4096_causal.csv",
+       ProblemBuilder().batch(2).heads(8).seqlen(4096).head_dim(256).dtype(DType::BF16).causal().build()},
+      {"ncu_bwd_d256_b2_h16_4_n3000_causal.csv",
+       ProblemBuilder().batch(2).heads(16, 4).seqlen(3000).head_dim(256).dtype(DType::BF16).causal().build()},
+  };
+  for (const auto& [file, p] : reports) {
+    const auto kernels = read_report(std::string(FLASHSIM_TEST_DATA "/ncu/fa3_bwd_h200/") + file);
+    const Comparison c = compare_ncu(kernels, p, hw, dram_counters_replayed(kernels));
+    ASSERT_EQ(c.kernels.size(), 3u) << file;
+    int held = 0;
+    for (const auto& k : c.kernels) {
+      ASSERT_TRUE(k.recognized) << file << " " << k.name;
+      for (const auto& m : k.metrics)
+        if (m.metric.starts_with("l1tex__m_xbar2l1tex") ||
+            m.metric.starts_with("lts__t_sectors_srcunit_tex_op_red")) {
+          EXPECT_LE(std::abs(m.measured - m.predicted), 0.02 * m.predicted)
+              << file << " " << k.name << " " << m.metric;
+          ++held;
+        }
+    }
+    EXPECT_EQ(held, 4) << file;  // three kernels' loads and the main kernel's bulk reduces
+  }
+}
+
+// traffic compare with the report alone: the backward's main kernel (its grid (key blocks, kv heads, batch),
+// its bytes) tells the batch, heads, kv heads, length and mask; the dot_do_o kernel's flat grid tells none of
+// them. A non-causal report was once refused as fitting "causal and not equally" (only the convert kernel was
+// read, whose bytes do not depend on the mask).
+TEST(Fa3BackwardModel, TheReportAloneGivesTheProblem) {
+  const std::pair<const char*, std::string> reports[] = {
+      {"ncu_bwd_d128_b2_h16_n4096.csv", "b2 h16 q4096 k4096 d128 bf16"},
+      {"ncu_bwd_d256_b2_h8_n4096.csv", "b2 h8 q4096 k4096 d256 bf16"},
+      {"ncu_bwd_d256_b2_h8_n4096_causal.csv", "b2 h8 q4096 k4096 d256 causal bf16"},
+      {"ncu_bwd_d256_b2_h16_4_n3000_causal.csv", "b2 h16/4 q3000 k3000 d256 causal bf16"},
+  };
+  for (const auto& [file, want] : reports) {
+    const auto kernels = read_report(std::string(FLASHSIM_TEST_DATA "/ncu/fa3_bwd_h200/") + file);
+    const auto from = problem_from_report(kernels, ProblemBuilder().dtype(DType::F32).build(),
+                                          [](const std::string&) { return false; });
+    EXPECT_EQ(from.problem.describe(), want) << file;
+  }
 }

@@ -120,7 +120,7 @@ ProblemFromReport problem_from_report(const std::vector<NcuKernel>& kernels, con
   std::vector<ReportKernel> ks;
   for (const NcuKernel& k : kernels)
     if (auto rec = recognize_kernel(k.name))
-      if (!rec->model->counts && rec->model->ncu_splits == KernelModel::NcuSplits::None)
+      if (!rec->model->grid_not_problem_shaped && rec->model->ncu_splits == KernelModel::NcuSplits::None)
         ks.push_back({&k, *rec, parse_dim3(k.grid)});
   if (ks.empty()) return out;
   const auto note = [&](std::vector<std::string>& to, std::string text) { to.push_back(std::move(text)); };

@@ -523,6 +523,7 @@ KernelModel fa2_splitkv_forward() {
   m.tile_rule = fa2_forward_tile_rule;
   m.cta = splitkv_cta;
   m.counts = splitkv_counts;
+  m.grid_not_problem_shaped = true;  // (splits, ...) in grid y: ncu_splits reads it
   return m;
 }
 
@@ -533,6 +534,7 @@ KernelModel fa2_splitkv_combine() {
   m.block_sparse = true;  // reads partials, no keys: nothing to skip
   m.lsu_store_sectors = true;
   m.launch = combine_launch;
+  m.grid_not_problem_shaped = true;  // a flat grid over rows
   m.cta = combine_cta;
   m.counts = combine_counts;
   return m;

@@ -37,15 +37,17 @@ constexpr int kStoresPerSector = 2;     // 4-byte stores of register pairs, a qu
 constexpr int kRowThreads = 256;        // dot_do_o's CTA: 8 warps, a (row, head) each
 constexpr int kConsumerThreads = 256;   // convert_dq's CTA: the main kernel's two consumer warpgroups
 
-// The tile: the config's when it has fa3's shape (12 warps: a producer and two consumer warpgroups of 64 key
-// rows; the ncu name's template arguments give one), else fa3-v1's instance for the head dim, else
-// FlashAttention-3's (Br 64, Bc 128, two stages).
+// The tile: the config's when it has fa3's shape (12 warps: a producer and two consumer warpgroups, of 64 key
+// rows each (Bc 128) or both on 64 keys (Bc 64, the split head dim); the ncu name's template arguments give
+// one), else fa3-v1's instance for the head dim (and softcap), else FlashAttention-3's (Br 64, Bc 128, two
+// stages).
 struct BwdShape {
   int64_t br = 64, bc = 128, stages = 2;
 };
 BwdShape bwd_shape(const AttentionProblem& p, const TileConfig& c) {
-  if (c.warps == 12 && c.bwd_block_k == 128 && c.bwd_block_q % 64 == 0) return {c.bwd_block_q, 128, c.stages};
-  if (const Fa3BwdInstance* e = fa3_bwd_instance(static_cast<int>(p.head_dim)))
+  if (c.warps == 12 && (c.bwd_block_k == 128 || c.bwd_block_k == 64) && c.bwd_block_q % 64 == 0)
+    return {c.bwd_block_q, c.bwd_block_k, c.stages};
+  if (const Fa3BwdInstance* e = fa3_bwd_instance(static_cast<int>(p.head_dim), p.softcap > 0))
     return {e->block_q, e->block_k, e->stages};
   return {};
 }
@@ -150,13 +152,15 @@ KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
   l.heads_then_batch = true;
   l.threads = 3 * 128;
   l.regs_per_thread = 65536 / l.threads / 8 * 8;  // 168 at entry; setmaxnreg: 24 producer, 240 consumers
-  // K, V once; Q, dO stages deep; dS (Br x Bc); dQ's per-warp staging (Br x d fp32).
+  // K, V once; Q, dO stages deep; dS (Br x Bc), and P beside it where both warpgroups share 64 keys (Bc 64);
+  // dQ's per-warp staging (Br x d fp32).
   l.smem = {{"K", s.bc * d * e},
             {"V", s.bc * d * e},
             {"Q", s.stages * s.br * d * e},
             {"dO", s.stages * s.br * d * e},
             {"dS", s.br * s.bc * e},
             {"dQ", s.br * d * 4}};
+  if (s.bc == 64) l.smem.push_back({"P", s.br * s.bc * e});
   WarpSpecializedWork& w = l.ws;
   w.block_q = s.br;
   w.block_k = s.bc;
@@ -357,9 +361,9 @@ TileConfig from_bwd_traits(const std::smatch& m, const std::string& name) {
   c.bwd_block_q = ncu_template_int(m[2], name);
   c.bwd_block_k = ncu_template_int(m[3], name);
   c.stages = static_cast<int>(ncu_template_int(m[4], name));
-  if (c.bwd_block_k != 128 || c.bwd_block_q % 64 != 0 || c.bwd_block_q > 128)
+  if ((c.bwd_block_k != 128 && c.bwd_block_k != 64) || c.bwd_block_q % 64 != 0 || c.bwd_block_q > 128)
     throw InputError("ncu", "kernel '" + name.substr(0, 200) +
-                                "' has a tile fa3-v1's backward does not run (Bc 128, Br 64 or 128)");
+                                "' has a tile fa3-v1's backward does not run (Bc 128 or 64, Br 64 or 128)");
   c.warps = 12;
   return checked_ncu_config(c, name);
 }
@@ -431,7 +435,8 @@ KernelModel fa3_backward_dot_do_o() {
   m.name = "bwd_fa3_dot_do_o";
   m.pass = Pass::Backward;
   m.summary = "fa3-v1 backward 1/3 (Hopper): D = rowsum(dO o O), a warp a (row, head)";
-  m.follows_memset = true;  // dq_accum's clear
+  m.follows_memset = true;           // dq_accum's clear
+  m.grid_not_problem_shaped = true;  // a flat grid over (row, head) pairs
   m.launch = dot_launch;
   m.cta = dot_cta;
   m.counts = dot_counts;

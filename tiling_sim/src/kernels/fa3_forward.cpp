@@ -415,6 +415,7 @@ KernelModel fa3_forward() {
   m.launch = fa3_launch;
   m.cta = fa3_cta;
   m.counts = fa3_counts;
+  m.grid_not_problem_shaped = true;  // the persistent schedule's grid is one CTA a SM
   m.time_model = fa3_time;
   // Demangled as ncu prints it, with or without namespaces, casts or spaces in the template arguments.
   m.ncu_names = {{R"(flashsim_fa3_fwd_kernel\s*<\s*(?:\w+::)*Fa3FwdTraits\s*<\s*(?:\(\w+\)\s*)?(\d+)\s*,\s*)"

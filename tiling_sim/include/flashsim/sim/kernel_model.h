@@ -137,6 +137,10 @@ struct KernelModel {
   // The grid's z spans the kv heads (not the query heads): CTA (b, hk, block) moves the data of kv head hk's
   // whole group of query heads (counted once per kv head, and dK / dV footprints per kv head).
   bool per_kv_head = false;
+  // The grid is not always (blocks, batch, heads) or (blocks, heads, batch): a flat list of rows or a persistent
+  // grid of one CTA a SM. traffic compare does not read the problem (batch, heads, length, mask) from this
+  // kernel's grid and bytes.
+  bool grid_not_problem_shaped = false;
   // dQ's partial sums leave through the TMA unit (cp.reduce.async.bulk, or cp.async.bulk to slabs), not the
   // load/store unit: traffic compare leaves the DqAccum bytes out of the LSU's store and reduce metrics and
   // holds its reduces to the L2's reduce sectors (lts__t_sectors_srcunit_tex_op_red).

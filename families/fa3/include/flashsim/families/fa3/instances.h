@@ -103,7 +103,10 @@ inline constexpr Fa3FwdInstance kFa3FwdInstances[] = {
 // 64 + 64 + 32 + 32 + 16 + 16 + 32 = 256 at most, 192 live at once (S^T and dP^T die as P and dS are formed),
 // under 240. Shared memory: K, V (Bc x d) once, Q and dO (Br x d) two stages each, dS (Br x Bc):
 //   d64: 16 + 16 + 16 + 16 + 16 = 80 KB;  d96: 120 KB;  d128: 32 + 32 + 32 + 32 + 16 = 144 KB.
-// d256 has none: dK and dV alone would be 256 registers a thread.
+// At d256 dK and dV of a warpgroup's 64 keys would be 256 registers a thread: its tile is Bc64, both warpgroups
+// on the same keys, each taking half of the queries of S^T and half of the head dim of dK, dV and dQ
+// (fa3_bwd_traits.h kSplitHeadDim; P then goes through shared memory beside dS). Per head dim the hand-kept
+// instance first (fa3_bwd_instance(d)); a softcapped problem runs the head dim's first with a softcapped kernel.
 struct Fa3BwdInstance {
   int head_dim, block_q, block_k, stages;
   // Whether its softcapped kernel is compiled (the score's tanh and its derivative a score on top; fa3_bwd_kernel.cuh
@@ -115,11 +118,26 @@ inline constexpr Fa3BwdInstance kFa3BwdInstances[] = {
     {64, 64, 128, 2},
     {96, 64, 128, 2},
     {128, 64, 128, 2, false},
+    // A softcapped d128 runs the split tile: dK, dV, dQ 32 registers a thread each leave the softcap's tanh room
+    // (no spill: ptxas -warn-spills, CUDA 13.0); K, V 16 + 16, Q, dO two stages 32 + 32, dS, P 8 + 8, sdQ 32 =
+    // 144 KB. Twice the key blocks of Bc128: Q and dO are read twice as often.
+    {128, 64, 64, 2},
+    // d256: both warpgroups on 64 keys, split by queries and head dim (fa3_bwd_traits.h kSplitHeadDim): dK, dV
+    // and dQ 64 registers a thread each. Shared memory K, V 32 + 32, Q, dO one stage 32 + 32, dS and P 8 + 8,
+    // sdQ 64 (64 x 256 fp32) = 208 KB: a second stage of Q and dO (64 KB) is over the 227 KB.
+    {256, 64, 64, 1},
 };
 
 constexpr const Fa3BwdInstance* fa3_bwd_instance(int head_dim) {
   for (const Fa3BwdInstance& e : kFa3BwdInstances)
     if (e.head_dim == head_dim) return &e;
+  return nullptr;
+}
+// The instance a problem of the head dim runs: the hand-kept one, or with a softcap the first that has a
+// softcapped kernel (nullptr: none).
+constexpr const Fa3BwdInstance* fa3_bwd_instance(int head_dim, bool softcap) {
+  for (const Fa3BwdInstance& e : kFa3BwdInstances)
+    if (e.head_dim == head_dim && (!softcap || e.softcap)) return &e;
   return nullptr;
 }
 
