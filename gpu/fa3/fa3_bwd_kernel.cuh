@@ -3,7 +3,8 @@
 // warp-specialized (fa3_bwd_traits.h has the step's five wgmmas and the shared memory):
 //
 //   producer warpgroup (24 registers)               consumer warpgroups 1, 2 (240 registers, 64 key rows each,
-//                                                   or the same 64 split by queries and head dim: d256)
+//                                                   or the same 64 split by queries and head dim: d256 and a
+//                                                   softcapped d128)
 //   --------------------------------                -----------------------------------------------------------
 //   TMA K, V -> sK, sV (barrier_kv)                 wait barrier_kv
 //   for each query head h of the kv head's group:   for each (h, query block m), as the producer:

@@ -14,11 +14,11 @@
 //                                     (both warpgroups' key rows), read MN-major; then each warp stores its dQ
 //                                     registers to sdQ and adds them to dq_accum with a bulk reduce
 //
-// kSplitHeadDim (kBlockN = 64, the d256 tile): dK and dV of 64 keys x 256 would be 256 fp32 registers a thread
-// in one warpgroup, so both warpgroups take the same 64 keys and split the rest: warpgroup w computes S^T and
-// dP^T for query columns [Br/2 w, Br/2 (w + 1)) (wgmma N = Br / 2) and dV, dK, dQ for head-dim columns
-// [d/2 w, d/2 (w + 1)): 64 + 64 + 64 = 192 fp32 at most. dV and dK then need P^T and dS^T of every query, so both
-// go through shared memory (sP beside sdS, read K-major: wgmma SS).
+// kSplitHeadDim (kBlockN = 64: d256, and a softcapped d128): dK and dV of 64 keys x 256 would be 256 fp32
+// registers a thread in one warpgroup, so both warpgroups take the same 64 keys and split the rest: warpgroup w
+// computes S^T and dP^T for query columns [Br/2 w, Br/2 (w + 1)) (wgmma N = Br / 2) and dV, dK, dQ for head-dim
+// columns [d/2 w, d/2 (w + 1)): 64 + 64 + 64 = 192 fp32 at most at d256. dV and dK then need P^T and dS^T of every
+// query, so both go through shared memory (sP beside sdS, read K-major: wgmma SS).
 //
 // Shared memory: sK, sV [Bc, d] (once); sQ, sdO [Br, d, kStages] (two TMA pipelines); sdS [Br, Bc] (16-bit,
 // written by the consumers, MN-major for the dQ wgmma); sdQ [Br x d] fp32 in the dQ registers' order, dq_accum's
