@@ -229,6 +229,14 @@ TEST(Fa3Model, FoundBySimPredict) {
     EXPECT_TRUE(k.contains("cta_model"));
     EXPECT_GT(k["time_s"].get<double>(), 0);
   }
+  // The report names the tile the model runs, not only the caller's (which is not of fa3's shape here).
+  EXPECT_NE(app::run_predict(req).config.find("fwd_fa3 runs Br128 Bc128 st2"), std::string::npos)
+      << app::run_predict(req).config;
+  req.kernels = {"bwd_fa3"};
+  req.problem.head_dim = req.problem.head_dim_v = 256;
+  EXPECT_NE(app::run_predict(req).config.find("bwd_fa3 runs Br64 Bc64 st1"), std::string::npos);
+  req.kernels = {"fwd_fa3"};
+  req.problem.head_dim = req.problem.head_dim_v = 128;
   // A profile without the Hopper rates: the roofline times it.
   req.executed = false;
   req.hw = "A100-SXM4-80GB";
