@@ -48,9 +48,10 @@ PredictReport run_predict(const PredictRequest& r) {
                : r.pass == "bwd"                         ? sim::describe_pass(c, algo, Pass::Backward)
                                                          : c.describe(algo);
   // A warp-specialized model (fa3-v1's) runs its own tile where the given one is not of its shape: say which.
-  for (const auto& k : out.kernels)
-    if (const auto& w = k.counts.launch.ws; w.block_q > 0 && !r.kernels.empty())
-      out.config += fmt::format("; {} runs Br{} Bc{} st{}", k.name, w.block_q, w.block_k, w.stages);
+  if (!r.kernels.empty())
+    for (const auto& k : out.kernels)
+      if (const auto& w = k.counts.launch.ws; w.block_q > 0)
+        out.config += fmt::format("; {} runs Br{} Bc{} st{}", k.name, w.block_q, w.block_k, w.stages);
   for (const auto& k : out.kernels) {
     if (!k.occ.fits && out.misfit.empty())
       out.misfit = fmt::format("{} does not fit: {}", k.name, k.occ.reason);

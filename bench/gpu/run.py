@@ -105,8 +105,8 @@ class Gpu:
 
 
 def sanitize_small(g, golden, tag, flags, max_bytes):
-    """compute-sanitizer memcheck, racecheck and synccheck on the cases of a suite whose file is under max_bytes, each tool's
-    log sanitizer_<tool>_<tag>_small.txt, its summary printed."""
+    """compute-sanitizer memcheck, racecheck and synccheck on the cases of a suite whose file is under max_bytes,
+    each tool's log sanitizer_<tool>_<tag>_small.txt, its summary printed."""
     with open(os.path.join(golden, "manifest.json")) as f:
         small = [c["name"] for c in json.load(f)["cases"]
                  if os.path.getsize(os.path.join(golden, c["file"])) < max_bytes]
@@ -145,8 +145,8 @@ def cmd_bundle(args):
 def cmd_check(args):
     """Every CUDA kernel version on the smoke suite (committed), the default suite and the fa2-tiles suite
     (suites/fa2_tiles.json: the default's features at d96, d128, d256), each at its launch tiles; optionally the
-    deterministic backward (--dq) and other tiles (--tiles); then compute-sanitizer memcheck, racecheck and synccheck on
-    smoke and on the default suite's small cases."""
+    deterministic backward (--dq) and other tiles (--tiles); then compute-sanitizer memcheck, racecheck and
+    synccheck on smoke and on the default suite's small cases."""
     g = Gpu(args)
     g.gpu_txt()
     default = g.golden("default", "/tmp/golden-default")
@@ -493,8 +493,8 @@ def cmd_probe(args):
 
 def cmd_decode(args):
     """decode-v1 (issue 30): the decode suite and the default suite's decode cases checked, compute-sanitizer
-    memcheck, racecheck and synccheck on the decode suite's small cases, then flashsim-gpu decode-bench's grid (every split
-    count the model predicts, the device's copy bandwidth) and SDPA's backends on the same grid (contiguous
+    memcheck, racecheck and synccheck on the decode suite's small cases, then flashsim-gpu decode-bench's grid
+    (every split count the model predicts, the device's copy bandwidth) and SDPA's backends on the same grid (contiguous
     K/V; with flashinfer among --sdpa-grid's --backends, FlashInfer's paged decode too) in the same run."""
     g = Gpu(args)
     g.gpu_txt()
@@ -545,7 +545,8 @@ def cmd_sparse(args):
     version that takes a block mask (fa2-v1 skips inactive tiles, its tile counts checked against the
     reference's; naive-v1, three-pass-v1, two-pass-v1 mask them), extra check runs with tile flags (--tiles:
     ';'-separated "--case GLOB ... tile flags" groups, for a build that lacks the launch tiles), compute-sanitizer
-    memcheck, racecheck and synccheck on the small cases, then flashsim-gpu sparse-bench (time and prediction per density)."""
+    memcheck, racecheck and synccheck on the small cases, then flashsim-gpu sparse-bench (time and prediction per
+    density)."""
     g = Gpu(args)
     g.gpu_txt()
     sparse = g.golden("sparse", "/tmp/golden-sparse")

@@ -488,13 +488,13 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
       // DRAM figures: also within the counters' run-to-run spread, a share of the kernel's measured DRAM
       // bytes (a figure of a few hundred KB out of tens of MB cannot be held to its own size).
       // A causal forward's reads take the larger spread its K/V re-reads showed between runs (measured on the
-      // forward alone: other kernels keep the 1%).
+      // forward alone: other kernels, and forward kernels that read no keys, keep the 1%).
       double dram_floor = 0, read_floor = 0;
       if (auto r = k.metrics.find("dram__bytes_read.sum"), w = k.metrics.find("dram__bytes_write.sum");
           r != k.metrics.end() && w != k.metrics.end()) {
         const bool causal_forward = p.window_right == 0 && p.window_left < 0 &&
-                                    rec->model->name.rfind("fwd", 0) == 0 &&
-                                    rec->model->name.find("combine") == std::string::npos;
+                                    rec->model->pass == Pass::Forward &&
+                                    counts.tensors[static_cast<size_t>(ref::TensorId::K)].load.bytes > 0;
         dram_floor = hw.ncu_dram_repeatability * (r->second + w->second);
         read_floor = causal_forward
                          ? std::max(hw.ncu_dram_reread_repeatability * (r->second + w->second), dram_floor)

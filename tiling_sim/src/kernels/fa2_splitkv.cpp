@@ -523,7 +523,6 @@ KernelModel fa2_splitkv_forward() {
   m.tile_rule = fa2_forward_tile_rule;
   m.cta = splitkv_cta;
   m.counts = splitkv_counts;
-  m.grid_not_problem_shaped = true;  // (splits, ...) in grid y: ncu_splits reads it
   return m;
 }
 

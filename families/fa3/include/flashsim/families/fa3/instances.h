@@ -128,14 +128,9 @@ inline constexpr Fa3BwdInstance kFa3BwdInstances[] = {
     {256, 64, 64, 1},
 };
 
-constexpr const Fa3BwdInstance* fa3_bwd_instance(int head_dim) {
-  for (const Fa3BwdInstance& e : kFa3BwdInstances)
-    if (e.head_dim == head_dim) return &e;
-  return nullptr;
-}
-// The instance a problem of the head dim runs: the hand-kept one, or with a softcap the first that has a
-// softcapped kernel (nullptr: none).
-constexpr const Fa3BwdInstance* fa3_bwd_instance(int head_dim, bool softcap) {
+// The instance a problem of the head dim runs: the hand-kept one (the head dim's first), or with a softcap the
+// first that has a softcapped kernel (nullptr: none).
+constexpr const Fa3BwdInstance* fa3_bwd_instance(int head_dim, bool softcap = false) {
   for (const Fa3BwdInstance& e : kFa3BwdInstances)
     if (e.head_dim == head_dim && (!softcap || e.softcap)) return &e;
   return nullptr;
