@@ -460,7 +460,8 @@ int main(int argc, char** argv) {
   }
   // One shape: fwdshape / bwdshape b h hkv sq sk d wl wr (the window, -1 unbounded; -1 0: causal). The forward
   // with fa3-v1's own schedule (fa3_v1.cpp: persistent unless causal or windowed, then one CTA a tile in head
-  // groups sized by the L2), timed by events; the backward's three kernels (ncu picks its main kernel).
+  // groups sized by the L2), timed by events, but its persistent grids walk statically (fa3-v1's launch walks
+  // unequal tiles balanced: families/fa3/walk.h); the backward's three kernels (ncu picks its main kernel).
   if (argc == 10 && (std::string(argv[1]) == "fwdshape" || std::string(argv[1]) == "bwdshape")) {
     int v[8];
     for (int i = 0; i < 8; ++i) v[i] = std::atoi(argv[2 + i]);

@@ -95,9 +95,11 @@ class Gpu:
            env=self.env)
         return where
 
-    def check(self, golden, name, extra=(), summary=True):
+    def check(self, golden, name, extra=(), summary=True, env=None):
+        """flashsim-gpu check of a suite into log `name`, its summary printed; env: variables set beside the
+        bundle's."""
         log = self.path(name)
-        rc = sh([self.fg, "check", "--golden", golden] + list(extra), out=log, err=log, env=self.env)
+        rc = sh([self.fg, "check", "--golden", golden] + list(extra), out=log, err=log, env=dict(self.env, **(env or {})))
         if summary:
             say(f"{name}: exit {rc}")
             say("\n".join(tables.check_summary(read(log))[:20]))
@@ -145,14 +147,22 @@ def cmd_bundle(args):
 def cmd_check(args):
     """Every CUDA kernel version on the smoke suite (committed), the default suite and the fa2-tiles suite
     (suites/fa2_tiles.json: the default's features at d96, d128, d256), each at its launch tiles; optionally the
-    deterministic backward (--dq) and other tiles (--tiles); then compute-sanitizer memcheck, racecheck and
-    synccheck on smoke and on the default suite's small cases."""
+    deterministic backward (--dq) and other tiles (--tiles); fa3-v1 also on the fa3-walk suite (suites/fa3_walk.json:
+    persistent grids of several tiles a CTA) at the rule's walk, the balanced and the static one; then
+    compute-sanitizer memcheck, racecheck and synccheck on smoke and on the default suite's small cases (fa3-v1:
+    memcheck of two fa3-walk cases walked balanced)."""
     g = Gpu(args)
     g.gpu_txt()
     default = g.golden("default", "/tmp/golden-default")
     tiles = g.golden(os.path.join(HERE, "suites", "fa2_tiles.json"), "/tmp/golden-fa2-tiles")
     for suite in ("golden/data/smoke", default, tiles):
         g.check(suite, f"check_{os.path.basename(suite)}.txt", kernels_flag(args))
+    fa3 = not args.kernels or "fa3-v1" in args.kernels.split(",")
+    walk = g.golden(os.path.join(HERE, "suites", "fa3_walk.json"), "/tmp/golden-fa3-walk") if fa3 else None
+    if fa3:
+        for mode in ("", "balanced", "static"):
+            g.check(walk, f"check_fa3_walk{'_' + mode if mode else ''}.txt", ["--kernel", "fa3-v1"],
+                    env={"FLASHSIM_FA3_WALK": mode})
     if args.dq:
         for suite in (default, tiles):
             g.check(suite, f"check_{os.path.basename(suite)}_dq_{args.dq}.txt",
@@ -172,6 +182,13 @@ def cmd_check(args):
                     out=log, err=log, env=g.env)
             say(f"compute-sanitizer {tool} {name}: exit {rc}")
             say("\n".join(tables.check_summary(read(log))))
+    if fa3:
+        log = g.path("sanitizer_memcheck_fa3_walk.txt")
+        rc = sh(["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "3", g.fg, "check", "--golden", walk,
+                 "--kernel", "fa3-v1", "--quiet", "--case", "causal-d64-b2h12-n1024", "--case", "varlen-d96-h6"],
+                out=log, err=log, env=dict(g.env, FLASHSIM_FA3_WALK="balanced"))
+        say(f"compute-sanitizer memcheck on two fa3-walk cases walked balanced: exit {rc}")
+        say("\n".join(tables.check_summary(read(log))))
     return 0
 
 

@@ -1,7 +1,8 @@
 #pragma once
 // fa3-v1's forward kernel: FlashAttention's forward on Hopper (FlashAttention-3's structure), warp-specialized
 // (fa3_fwd_traits.h has the tiles and shared memory). A tile is (query block, head, batch); CTA i runs tiles i,
-// i + gridDim.x, ... (one tile a CTA, or persistent: one CTA a SM; flashsim/families/fa3 says which when).
+// i + gridDim.x, ... (one tile a CTA, or persistent: one CTA a SM; flashsim/families/fa3 says which when), or
+// the list the launch's balanced walk gives it (Fa3FwdParams::walk: unequal causal or varlen tiles).
 //
 //   producer warpgroup (24 registers a thread)        consumer warpgroups 1, 2 (240 registers, 64 query rows each)
 //   ------------------------------------------        -------------------------------------------------------------
@@ -165,9 +166,13 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
   extern __shared__ __align__(1024) char smem_raw[];
   auto& smem = *reinterpret_cast<typename Tr::SharedStorage*>(smem_raw);
 
-  // CTA i runs tiles i, i + gridDim.x, ...: one tile a CTA, or persistent (one CTA a SM).
+  // CTA i runs tiles i, i + gridDim.x, ...: one tile a CTA, or persistent (one CTA a SM); or, with a balanced
+  // walk, its list: entries [k, k_end) of a.walk.
   const int num_m = (a.seqlen_q + kBlockM - 1) / kBlockM;
   const int num_tiles = num_m * a.heads_q * a.batch;
+  const int k_first = a.walk ? a.walk[blockIdx.x] : static_cast<int>(blockIdx.x);
+  const int k_end = a.walk ? a.walk[blockIdx.x + 1] : num_tiles;
+  const int k_step = a.walk ? 1 : static_cast<int>(gridDim.x);
 
   const int warp_group = cutlass::canonical_warp_group_idx();
   typename PipelineKV::Params pipe_params;
@@ -200,8 +205,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
     PipelineState write_k = cutlass::make_producer_start_state<PipelineKV>();
     PipelineState write_v = cutlass::make_producer_start_state<PipelineKV>();
     int loaded = 0;  // tiles whose Q this CTA loaded: Q's barriers' phases
-    for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
-      const Fa3Tile tile = tile_of(a, t, num_m);
+    for (int k = k_first; k < k_end; k += k_step) {
+      const Fa3Tile tile = tile_of(a, a.walk ? a.walk[k] : k, num_m);
       if (tile.m_block * kBlockM >= tile.lq) continue;  // past a shorter sequence of a varlen batch
       int n_min, n_max;
       key_block_range<Tr>(a, tile.m_block, tile.lq, tile.lk, n_min, n_max);
@@ -284,8 +289,8 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
 
   PipelineState read_k, read_v;
   int loaded = 0;
-  for (int t = blockIdx.x; t < num_tiles; t += gridDim.x) {
-    const Fa3Tile tile = tile_of(a, t, num_m);
+  for (int k = k_first; k < k_end; k += k_step) {
+    const Fa3Tile tile = tile_of(a, a.walk ? a.walk[k] : k, num_m);
     const int m_block = tile.m_block, lq = tile.lq, lk = tile.lk;
     if (m_block * kBlockM >= lq) continue;
     int n_min, n_max;

@@ -65,14 +65,15 @@ cudaError_t launch_fa3_fwd(const Fa3FwdParams& a, cudaStream_t stream) {
       make_tma_copy(SM90_TMA_LOAD{}, gmem_tensor<Tr>(a.v, a.total_k, a.heads_kv),
                     take<0, 2>(typename Tr::SmemLayoutV{}), Shape<Int<kBlockN>, Int<kHeadDim>>{}, _1{})};
   // Persistent: one CTA a SM (its shared memory and 384 threads of 168 registers allow no second), each
-  // walking the tiles gridDim.x apart; else one CTA a tile, which the hardware hands out as SMs free up.
+  // walking the tiles gridDim.x apart or its list of the balanced walk (built for walk_ctas CTAs); else one CTA
+  // a tile, which the hardware hands out as SMs free up.
   int device = 0, sms = 0;
   if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
   if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess)
     return e;
   const int64_t tiles = static_cast<int64_t>((a.seqlen_q + kBlockM - 1) / kBlockM) * a.heads_q * a.batch;
-  return launch_cluster_of_one(flashsim_fa3_fwd_kernel<Tr, kSoftcap>,
-                               dim3(static_cast<unsigned>(a.persistent && sms < tiles ? sms : tiles)),
+  const int64_t grid = a.walk ? a.walk_ctas : a.persistent && sms < tiles ? sms : tiles;
+  return launch_cluster_of_one(flashsim_fa3_fwd_kernel<Tr, kSoftcap>, dim3(static_cast<unsigned>(grid)),
                                Tr::kThreads, Tr::kSmemBytes, stream, prm);
 }
 

@@ -28,6 +28,11 @@ struct Fa3FwdParams {
   // and, within the G, the query blocks from the last with the heads fastest (heavy causal tiles of G heads
   // first, whose K and V stay in L2 together).
   int head_group = 0;
+  // The persistent grid's balanced walk (flashsim/families/fa3/walk.h: grid + 1 offsets into the array, then the
+  // tiles; CTA i runs walk[walk[i]] .. walk[walk[i + 1] - 1]); nullptr: the static walk (CTA i runs tiles i,
+  // i + gridDim.x, ...).
+  const int32_t* walk = nullptr;
+  int walk_ctas = 0;  // the CTAs the walk deals to: the launch's grid with a walk
   // The instance (flashsim/families/fa3/instances.h) of head_dim with this Bc and stage count; 0, 0: the head
   // dim's hand-kept one. Br is 128 in every instance.
   int block_k = 0, stages = 0;

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -19,9 +21,11 @@
 #include "flashsim/families/fa3/instances.h"
 #include "flashsim/families/fa3/launch.h"
 #include "flashsim/families/fa3/tiles.h"
+#include "flashsim/families/fa3/walk.h"
 #include "flashsim/gpu/kernel.h"
 #include "flashsim/gpu/params.h"
-#include "flashsim/sim/tune.h"  // tune_space
+#include "flashsim/sim/schedule.h"  // fa3_forward_walk
+#include "flashsim/sim/tune.h"      // tune_space
 #include "versions.h"
 
 namespace flashsim::gpu {
@@ -134,9 +138,50 @@ int dq_slabs(const AttentionProblem& p, const TileConfig& c) {
              : 1;
 }
 
-size_t backward_workspace_bytes(const AttentionProblem& p, const TileConfig& c) {
-  return static_cast<size_t>(fa3_bwd_workspace_bytes(p.total_q(), static_cast<int>(p.batch), p.heads_q,
+// The workspace: the forward's balanced walk (walk.h; at most a CTA a tile, Br at least wgmma's 64 rows),
+// then, 128-byte aligned (the backward's bulk copies need 16), the backward's dq_accum and D.
+size_t walk_region_bytes(const AttentionProblem& p) {
+  const int64_t tiles = (p.seqlen_q + 63) / 64 * p.heads_q * p.batch;
+  return static_cast<size_t>((fa3_walk_bytes(tiles, tiles) + 127) / 128 * 128);
+}
+
+size_t workspace_bytes(const AttentionProblem& p, const TileConfig& c) {
+  return walk_region_bytes(p) +
+         static_cast<size_t>(fa3_bwd_workspace_bytes(p.total_q(), static_cast<int>(p.batch), p.heads_q,
                                                      p.head_dim, bwd_block_q(p), dq_slabs(p, c)));
+}
+
+// Whether the persistent walk is the balanced one: the rule (fa3_fwd_walks_balanced), or FLASHSIM_FA3_WALK's
+// `static` / `balanced` (to time one against the other); unset or empty: the rule.
+bool balanced_walk(bool by_rule) {
+  const char* env = std::getenv("FLASHSIM_FA3_WALK");
+  const std::string walk = env ? env : "";
+  if (walk.empty()) return by_rule;
+  if (walk != "static" && walk != "balanced")
+    throw InputError("FLASHSIM_FA3_WALK", "'" + walk + "' is neither static nor balanced (unset: the rule)");
+  return walk == "balanced";
+}
+
+// Copies the forward's balanced walk to the workspace's head on `stream`. The walk is a function of the lengths,
+// the windows, the tile, the head groups and the grid, and the last one is kept: repeated launches of a problem
+// copy it without building it again (from pageable memory: the copy is staged before cudaMemcpyAsync returns).
+cudaError_t copy_walk(const AttentionProblem& p, const TileConfig& c, int head_group, int64_t grid, void* to,
+                      cudaStream_t stream) {
+  std::vector<int64_t> key = {p.batch,       p.heads_q,      p.seqlen_q, p.seqlen_k,
+                              p.window_left, p.window_right, p.head_dim, c.block_q,
+                              c.block_k,     head_group,     grid,       p.varlen() ? 1 : 0};
+  key.insert(key.end(), p.seqlens_q.begin(), p.seqlens_q.end());
+  key.insert(key.end(), p.seqlens_k.begin(), p.seqlens_k.end());
+  static std::mutex mutex;
+  static std::vector<int64_t> last_key;
+  static std::vector<int32_t> last_walk;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (key != last_key) {
+    last_walk = sim::fa3_forward_walk(p, c.block_q, c.block_k, head_group, grid);
+    last_key = std::move(key);
+  }
+  return cudaMemcpyAsync(to, last_walk.data(), last_walk.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                         stream);
 }
 
 // The launch table's instance (families/fa3's launch.h), or the hand-kept one where this build did not compile
@@ -218,7 +263,19 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   a.pingpong = schedule.pingpong;
   a.head_group = schedule.head_group;
   if (a.total_q == 0) return;  // no query row: nothing to write
-  const cudaError_t e = launch_fwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
+  // A persistent grid of unequal tiles walks balanced: the walk built here, copied to the workspace's head
+  // (stream-ordered: the previous launch has read its own). Without a workspace: static.
+  const int64_t grid = std::min<int64_t>(tiles, device_sm_count());
+  const auto stream = static_cast<cudaStream_t>(args.stream);
+  if (args.workspace &&
+      balanced_walk(fa3_fwd_walks_balanced(a.persistent && grid < tiles, causal, a.varlen))) {
+    if (cudaError_t e = copy_walk(p, c, a.head_group, grid, args.workspace, stream); e != cudaSuccess)
+      throw std::runtime_error(std::string("fa3-v1 forward's walk: ") + cudaGetErrorString(e));
+    a.persistent = true;
+    a.walk = static_cast<const int32_t*>(args.workspace);
+    a.walk_ctas = static_cast<int>(grid);
+  }
+  const cudaError_t e = launch_fwd(a, p.dtype == DType::BF16, stream);
   if (e != cudaSuccess)
     throw std::runtime_error(std::string("fa3-v1 forward launch: ") + cudaGetErrorString(e));
 }
@@ -241,7 +298,7 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
   a.dq = args.dq, a.dk = args.dk, a.dv = args.dv;
   a.dq_slabs = dq_slabs(p, c);
   a.softcap = static_cast<float>(p.softcap);
-  fa3_bwd_set_workspace(a, args.workspace, bwd_block_q(p));
+  fa3_bwd_set_workspace(a, static_cast<char*>(args.workspace) + walk_region_bytes(p), bwd_block_q(p));
   const cudaError_t e = launch_bwd(a, p.dtype == DType::BF16, static_cast<cudaStream_t>(args.stream));
   if (e != cudaSuccess)
     throw std::runtime_error(std::string("fa3-v1 backward launch: ") + cudaGetErrorString(e));
@@ -270,7 +327,7 @@ KernelVersion fa3_v1() {
   kv.forward = fa3::forward;
   kv.backward = fa3::backward;
   kv.backward_unsupported = fa3::backward_unsupported;
-  kv.workspace_bytes = fa3::backward_workspace_bytes;
+  kv.workspace_bytes = fa3::workspace_bytes;
   return kv;
 }
 

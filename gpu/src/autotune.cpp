@@ -66,10 +66,10 @@ DeviceArgs device_case(DeviceMemory& mem, const AttentionProblem& p, bool backwa
     a.dk = output(p.k_elems(), p.dtype);
     a.dv = output(p.v_elems(), p.dtype);
     if (p.bias != BroadcastShape::None) a.dbias = static_cast<float*>(output(p.bias_elems(), DType::F32));
-    if (workspace > 0) {
-      a.workspace = mem.alloc(workspace);
-      mem.fill(a.workspace, 0, workspace);
-    }
+  }
+  if (workspace > 0) {  // the backward's, or the forward's (fa3-v1's walk)
+    a.workspace = mem.alloc(workspace);
+    mem.fill(a.workspace, 0, workspace);
   }
   return a;
 }
@@ -209,7 +209,7 @@ void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptio
     std::string why_not = missing_gpu_feature(p, v.features);
     if (why_not.empty() && v.unsupported) why_not = v.unsupported(p, hand);
     bool backward = false;
-    size_t workspace = 0;
+    size_t workspace = v.workspace_bytes ? v.workspace_bytes(p, hand) : 0;
     for (size_t i = first; i < last; ++i)
       if (plan.items[i].pass == TunePass::Bwd && why_no_backward(v, p, plan.items[i].tile).empty()) {
         backward = true;

@@ -70,7 +70,7 @@ BenchResult bench(const KernelVersion& v, const AttentionProblem& p, const TileC
   DeviceMemory mem(Backend::Cuda);
   std::vector<DeviceArgs> sets;
   do {  // enough copies that the rotation moves more bytes than L2 holds
-    sets.push_back(upload_case(mem, p, in, v, backward ? cb : c, backward));  // the workspace: the backward's
+    sets.push_back(upload_case(mem, p, in, v, backward ? cb : c, backward));  // the workspace: both passes'
   } while (mem.allocated_bytes() < static_cast<size_t>(o.rotate_bytes) && sets.size() < 64);
   for (const auto& s : sets) v.forward(p, c, s);  // o and lse for the backward
   mem.synchronize();

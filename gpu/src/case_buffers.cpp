@@ -60,7 +60,7 @@ DeviceArgs upload_case(DeviceMemory& mem, const AttentionProblem& p, const Atten
     if (p.bias != BroadcastShape::None)
       a.dbias = static_cast<float*>(nan_output(mem, p.bias_elems(), DType::F32));
   }
-  if ((backward || !v.backward) && v.workspace_bytes) {  // the backward's, or a forward-only version's
+  if (v.workspace_bytes) {  // the backward's, a forward-only version's partials, fa3-v1's forward walk
     const size_t bytes = v.workspace_bytes(p, c);
     a.workspace = mem.alloc(bytes);
     mem.fill(a.workspace, 0, bytes);

@@ -203,6 +203,21 @@ TEST(GpuHarness, ABackwardThatCannotRunLeavesTheForwardChecked) {
 // fa3-v1 (where the build has CUTLASS's headers): every head dim has a backward (d256 on the split Bc64 tile),
 // a softcapped d128 backward runs that Bc64 tile too (the Bc128 one spills with a softcap), and a head dim it
 // lacks is named with the ones it runs, each once.
+// fa3-v1's workspace holds the forward's balanced walk (families/fa3/walk.h: an offset a CTA and a tile, at most a
+// CTA a tile) ahead of the backward's dq_accum (an fp32 row a query row and head) and D, so that a forward and a
+// backward of one case share it: b16 h16 n1024 d128, 2048 forward tiles of Br128.
+TEST(GpuRegistry, Fa3WorkspaceHoldsTheWalkAndTheBackward) {
+  const auto& versions = gpu::kernel_versions();
+  if (std::none_of(versions.begin(), versions.end(), [](const auto& v) { return v.name == "fa3-v1"; }))
+    GTEST_SKIP() << "fa3-v1 is not in this build (no CUTLASS headers)";
+  const auto& v = gpu::kernel_version("fa3-v1");
+  const auto p =
+      ProblemBuilder().batch(16).heads(16).seqlen(1024).head_dim(128).dtype(DType::BF16).causal().build();
+  const size_t walk = (2048 + 1 + 2048) * 4, dq_accum = size_t{16} * 1024 * 16 * 128 * 4,
+               d = 16 * 1024 * 16 * 4;
+  EXPECT_GE(v.workspace_bytes(p, v.launch_tile(p, Pass::Forward)), walk + dq_accum + d);
+}
+
 TEST(GpuRegistry, Fa3StatesWhatItsBackwardRuns) {
   const auto& versions = gpu::kernel_versions();
   if (std::none_of(versions.begin(), versions.end(), [](const auto& v) { return v.name == "fa3-v1"; }))

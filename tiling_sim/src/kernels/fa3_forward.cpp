@@ -2,7 +2,7 @@
 // CTA is a producer warpgroup (one thread issuing TMA loads) and two consumer warpgroups (64 query rows each,
 // wgmma); tiles are (query block, head, batch), numbered with the query block fastest and walked from a
 // (head, batch)'s last query block; one CTA a tile, or a persistent grid of one CTA an SM taking tiles gridDim
-// apart (families/fa3: fa3_fwd_schedule). Per tile: Q by one TMA load, then the visible key blocks from the last
+// apart or, with unequal tiles, by the balanced walk (families/fa3: fa3_fwd_schedule, walk.h). Per tile: Q by one TMA load, then the visible key blocks from the last
 // to the first, K and V by TMA each; O and lse stored from registers. MLA (problem.mla): V is the first
 // head_dim_v columns of the K tile, so a key block is one TMA load of K and V has no buffer of its own.
 //
@@ -21,6 +21,7 @@
 #include "flashsim/error.h"
 #include "flashsim/families/fa3/instances.h"
 #include "flashsim/families/fa3/launch.h"
+#include "flashsim/families/fa3/walk.h"
 #include "flashsim/sim/cta_model.h"
 #include "kernels.h"
 #include "measured_steps.h"
@@ -42,6 +43,7 @@ struct Fa3Shape {
   bool persistent = false;
   int64_t head_group = 0;  // causal / window tile order: (batch, head)s taken this many at a time (0: one)
   int64_t num_m = 0, tiles = 0, grid = 0;
+  std::vector<int32_t> walk;  // the persistent CTAs' balanced walk (families/fa3/walk.h); empty: static
 };
 
 bool fa3_config(const TileConfig& c) {
@@ -77,6 +79,8 @@ Fa3Shape fa3_shape(const AttentionProblem& p, const TileConfig& c) {
   s.num_m = ceil_div(p.seqlen_q, s.br);
   s.tiles = s.num_m * p.heads_q * p.batch;
   s.grid = s.persistent ? std::min(s.tiles, kFa3PersistentCtas) : s.tiles;
+  if (fa3_fwd_walks_balanced(s.persistent && s.grid < s.tiles, causal, p.varlen()))
+    s.walk = fa3_forward_walk(p, s.br, s.bc, s.head_group, s.grid);
   return s;
 }
 
@@ -87,13 +91,7 @@ struct TileId {
   int64_t b, h, m;
 };
 TileId tile_id(const Fa3Shape& s, const AttentionProblem& p, int64_t t) {
-  int64_t bh = t / s.num_m, m = s.num_m - 1 - t % s.num_m;
-  if (s.head_group > 0) {
-    const int64_t per_group = s.head_group * s.num_m, g = t / per_group, in_group = t % per_group;
-    const int64_t heads_here = std::min(s.head_group, p.batch * p.heads_q - g * s.head_group);
-    bh = g * s.head_group + in_group % heads_here;
-    m = s.num_m - 1 - in_group / heads_here;
-  }
+  const auto [bh, m] = Fa3TileOrder{s.num_m, p.batch * p.heads_q, s.head_group}(t);
   return {bh / p.heads_q, bh % p.heads_q, m};
 }
 
@@ -189,6 +187,11 @@ void fa3_tile(CtaBuilder& x, const Fa3Shape& s, const std::vector<int64_t>& cu_q
 void fa3_cta(CtaBuilder& x, const TileConfig& c, int64_t /*b*/, int64_t /*h*/, int64_t cta) {
   const Fa3Shape s = fa3_shape(x.p, c);
   const auto cu_q = x.p.cu_seqlens_q(), cu_k = x.p.cu_seqlens_k();
+  if (!s.walk.empty()) {
+    for (int32_t i = s.walk[static_cast<size_t>(cta)]; i < s.walk[static_cast<size_t>(cta) + 1]; ++i)
+      fa3_tile(x, s, cu_q, cu_k, s.walk[static_cast<size_t>(i)]);
+    return;
+  }
   for (int64_t t = cta; t < s.tiles; t += s.grid) fa3_tile(x, s, cu_q, cu_k, t);
 }
 
@@ -242,15 +245,23 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
   k.exp_ops = one.exp_ops * static_cast<double>(hq);
   k.vector_ops = one.vector_ops * static_cast<double>(hq);
   // The CTAs' work in launch order: a tile each (the block scheduler deals them out), or a persistent CTA's
-  // tiles summed. Kept only when the CTAs differ (as the executed count keeps it).
+  // tiles summed (its static or balanced walk's). Kept only when the CTAs differ (as the executed count keeps
+  // it).
   std::vector<double> ctas(static_cast<size_t>(s.grid), 0.0);
   WarpSpecializedWork& w = k.launch.ws;
   const bool listed = s.grid <= WarpSpecializedWork::kMaxListedCtas;
   if (listed)
     for (auto* v : {&w.cta_tiles, &w.cta_steps, &w.cta_masked}) v->assign(static_cast<size_t>(s.grid), 0.0);
+  std::vector<int32_t> cta_of;  // the balanced walk's CTA of each tile
+  if (!s.walk.empty()) {
+    cta_of.assign(static_cast<size_t>(s.tiles), 0);
+    for (int64_t cta = 0; cta < s.grid; ++cta)
+      for (int32_t i = s.walk[static_cast<size_t>(cta)]; i < s.walk[static_cast<size_t>(cta) + 1]; ++i)
+        cta_of[static_cast<size_t>(s.walk[static_cast<size_t>(i)])] = static_cast<int32_t>(cta);
+  }
   for (int64_t t = 0; t < s.tiles; ++t) {
     const auto [b, h, m] = tile_id(s, p, t);
-    const auto cta = static_cast<size_t>(t % s.grid);
+    const auto cta = static_cast<size_t>(cta_of.empty() ? t % s.grid : cta_of[static_cast<size_t>(t)]);
     ctas[cta] += work[b][m];
     if (listed) {
       w.cta_tiles[cta] += live[b][m];
@@ -425,3 +436,26 @@ KernelModel fa3_forward() {
 }
 
 }  // namespace flashsim::sim::kernels
+
+namespace flashsim::sim {
+
+std::vector<int32_t> fa3_forward_walk(const AttentionProblem& p, int64_t block_q, int64_t block_k,
+                                      int64_t head_group, int64_t grid) {
+  const int64_t num_m = kernels::ceil_div(p.seqlen_q, block_q);
+  const int64_t overhead = fa3_tile_overhead_blocks(p.head_dim);
+  // cost[b][m]: tile (b, m)'s, any head (a tile past a shorter sequence is skipped: none)
+  std::vector<int64_t> cost(static_cast<size_t>(p.batch * num_m), 0);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t m = 0; m < num_m && m * block_q < p.len_q(b); ++m) {
+      const auto [n0, n1] =
+          visible_key_blocks(p, b, m * block_q, std::min(p.len_q(b), (m + 1) * block_q), block_k);
+      cost[static_cast<size_t>(b * num_m + m)] = n1 - n0 + overhead;
+    }
+  const Fa3TileOrder order{num_m, p.batch * p.heads_q, head_group};
+  return fa3_balanced_walk(num_m * p.batch * p.heads_q, grid, [&](int64_t t) {
+    const auto [bh, m] = order(t);
+    return cost[static_cast<size_t>(bh / p.heads_q * num_m + m)];
+  });
+}
+
+}  // namespace flashsim::sim

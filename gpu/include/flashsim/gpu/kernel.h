@@ -43,7 +43,7 @@ struct DeviceArgs {
   // backward computed, [3] backward skipped (zeroed by the harness), as the reference counts them
   // (flashsim/ref/attention.h, at the launch's tiles).
   unsigned long long* tile_counts = nullptr;
-  void* workspace = nullptr;  // workspace_bytes(...) bytes, zeroed before each launch
+  void* workspace = nullptr;  // workspace_bytes(...) bytes, zeroed when allocated
   void* stream = nullptr;     // cudaStream_t of the launch (nullptr: the default stream)
 };
 
@@ -77,7 +77,8 @@ struct KernelVersion {
   // Why the backward cannot run a case the forward runs ("" when it can; nullptr: never): the harness then
   // checks o and lse only and lists the case's backward as skipped.
   std::string (*backward_unsupported)(const AttentionProblem& p, const TileConfig& c) = nullptr;
-  // Device scratch of a launch (nullptr: none): the backward's, or a forward-only version's (split-KV partials).
+  // Device scratch of a case's launches, forward and backward (nullptr: none): the backward's, a forward-only
+  // version's (split-KV partials), fa3-v1's forward walk.
   size_t (*workspace_bytes)(const AttentionProblem& p, const TileConfig& c) = nullptr;
   // The tile config the version runs a problem with when the user names none (nullptr: TileConfig{}): its
   // launch table, per head dim and score path, as flash-attention's run_mha_fwd_hdim* choose.

@@ -125,4 +125,11 @@ std::pair<int64_t, int64_t> visible_key_blocks(const AttentionProblem& p, int64_
 std::pair<int64_t, int64_t> visible_query_blocks(const AttentionProblem& p, int64_t b, int64_t k0, int64_t k1,
                                                  int64_t block_q);
 
+// fa3-v1's forward: the balanced walk (flashsim/families/fa3/walk.h) of its Br x Bc tiles in the order of
+// `head_group` over `grid` persistent CTAs, each tile costing its visible key blocks plus the fill and epilogue
+// (fa3_tile_overhead_blocks); the launch (gpu/fa3/fa3_v1.cpp) hands it to the kernel, the fwd_fa3 model
+// walks it.
+std::vector<int32_t> fa3_forward_walk(const AttentionProblem& p, int64_t block_q, int64_t block_k,
+                                      int64_t head_group, int64_t grid);
+
 }  // namespace flashsim::sim

@@ -27,7 +27,7 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {64, true, false, 4096, 128, 128, 2},
     // d64 bf16 plain n16384: 4816.3 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 17247 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.1% faster (< 5%)
     {64, true, false, 16384, 128, 128, 2},
-    // d64 bf16 causal n1024: 255.3 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 671 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.0% faster (< 5%)
+    // d64 bf16 causal n1024: 250.6 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 671 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.0% faster (< 5%)
     {64, true, true, 1024, 128, 128, 2},
     // d64 bf16 causal n4096: 755.0 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 270 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.6% faster (< 5%)
     {64, true, true, 4096, 128, 128, 2},
@@ -39,7 +39,7 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {64, false, false, 4096, 128, 128, 2},
     // d64 fp16 plain n16384: 4816.3 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 17247 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.1% faster (< 5%)
     {64, false, false, 16384, 128, 128, 2},
-    // d64 fp16 causal n1024: 255.3 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 671 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.0% faster (< 5%)
+    // d64 fp16 causal n1024: 250.6 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 671 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.0% faster (< 5%)
     {64, false, true, 1024, 128, 128, 2},
     // d64 fp16 causal n4096: 755.0 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 270 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.6% faster (< 5%)
     {64, false, true, 4096, 128, 128, 2},
@@ -51,7 +51,7 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {96, true, false, 4096, 128, 128, 2},
     // d96 bf16 plain n16384: 3643.2 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc128 w12 st3 +14.8%
     {96, true, false, 16384, 128, 128, 2},
-    // d96 bf16 causal n1024: 249.7 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc128 w12 st3 +10.5%
+    // d96 bf16 causal n1024: 209.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc128 w12 st3 +9.8%
     {96, true, true, 1024, 128, 128, 2},
     // d96 bf16 causal n4096: 597.5 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc128 w12 st3 +8.5%
     {96, true, true, 4096, 128, 128, 2},
@@ -63,7 +63,7 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {96, false, false, 4096, 128, 128, 2},
     // d96 fp16 plain n16384: 3643.2 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 16977 MB L2->SM; runner-up Br128 Bc128 w12 st3 +14.8%
     {96, false, false, 16384, 128, 128, 2},
-    // d96 fp16 causal n1024: 249.7 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc128 w12 st3 +10.5%
+    // d96 fp16 causal n1024: 209.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc128 w12 st3 +9.8%
     {96, false, true, 1024, 128, 128, 2},
     // d96 fp16 causal n4096: 597.5 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc128 w12 st3 +8.5%
     {96, false, true, 4096, 128, 128, 2},
@@ -75,7 +75,7 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {128, true, false, 4096, 128, 128, 2},
     // d128 bf16 plain n16384: 3350.2 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc128 w12 st3 +2.6%
     {128, true, false, 16384, 128, 128, 2},
-    // d128 bf16 causal n1024: 243.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w12 st3 +6.1%
+    // d128 bf16 causal n1024: 198.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w12 st3 +4.1%
     {128, true, true, 1024, 128, 128, 2},
     // d128 bf16 causal n4096: 567.8 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 267 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.3% faster (< 5%)
     {128, true, true, 4096, 128, 128, 2},
@@ -87,7 +87,7 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {128, false, false, 4096, 128, 128, 2},
     // d128 fp16 plain n16384: 3350.2 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 17247 MB L2->SM; runner-up Br128 Bc128 w12 st3 +2.6%
     {128, false, false, 16384, 128, 128, 2},
-    // d128 fp16 causal n1024: 243.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w12 st3 +6.1%
+    // d128 fp16 causal n1024: 198.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w12 st3 +4.1%
     {128, false, true, 1024, 128, 128, 2},
     // d128 fp16 causal n4096: 567.8 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 267 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.3% faster (< 5%)
     {128, false, true, 4096, 128, 128, 2},

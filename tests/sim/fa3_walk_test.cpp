@@ -1,0 +1,174 @@
+// fa3-v1's balanced persistent walk (flashsim/families/fa3/walk.h) and the fwd_fa3 model walking it: every tile
+// dealt once, in order; equal tiles dealt as the static walk deals them; list scheduling's bound; the short
+// causal problem whose static walk is unbalanced, balanced; the model's CTAs the walk's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "flashsim/families/fa3/instances.h"
+#include "flashsim/families/fa3/walk.h"
+#include "flashsim/sim/counts.h"
+#include "flashsim/sim/hardware.h"
+#include "flashsim/sim/kernel_model.h"
+#include "flashsim/sim/ncu.h"
+#include "flashsim/sim/schedule.h"
+#include "problem_builder.h"
+#include "recorded_ncu.h"
+
+using namespace flashsim;
+using namespace flashsim::sim;
+using flashsim::test::ProblemBuilder;
+
+namespace {
+
+// CTA c's tiles of a walk.
+std::vector<int32_t> tiles_of(const std::vector<int32_t>& walk, int64_t c) {
+  return {walk.begin() + walk[static_cast<size_t>(c)], walk.begin() + walk[static_cast<size_t>(c) + 1]};
+}
+
+// Each CTA's summed cost.
+std::vector<int64_t> loads(const std::vector<int32_t>& walk, int64_t grid, const std::vector<int64_t>& cost) {
+  std::vector<int64_t> out(static_cast<size_t>(grid), 0);
+  for (int64_t c = 0; c < grid; ++c)
+    for (int32_t t : tiles_of(walk, c)) out[static_cast<size_t>(c)] += cost[static_cast<size_t>(t)];
+  return out;
+}
+
+double balance(const std::vector<int64_t>& load) {  // mean over max
+  const double total = static_cast<double>(std::accumulate(load.begin(), load.end(), int64_t{0}));
+  return total / static_cast<double>(load.size()) /
+         static_cast<double>(*std::max_element(load.begin(), load.end()));
+}
+
+}  // namespace
+
+TEST(Fa3Walk, DealsEveryTileOnceInOrderWithinListSchedulingsBound) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t grid = 1 + static_cast<int64_t>(rng() % 140), tiles = static_cast<int64_t>(rng() % 3000);
+    std::vector<int64_t> cost(static_cast<size_t>(tiles));
+    for (auto& c : cost) c = static_cast<int64_t>(rng() % 40);
+    const auto walk = fa3_balanced_walk(tiles, grid, [&](int64_t t) { return cost[static_cast<size_t>(t)]; });
+    ASSERT_EQ(static_cast<int64_t>(walk.size()), grid + 1 + tiles);
+    EXPECT_EQ(static_cast<int64_t>(walk.size()) * 4, fa3_walk_bytes(tiles, grid));
+    EXPECT_EQ(walk.front(), grid + 1);
+    EXPECT_EQ(walk[static_cast<size_t>(grid)], static_cast<int32_t>(walk.size()));
+    std::vector<int> seen(static_cast<size_t>(tiles), 0);
+    for (int64_t c = 0; c < grid; ++c) {
+      const auto mine = tiles_of(walk, c);
+      EXPECT_TRUE(std::is_sorted(mine.begin(), mine.end())) << "CTA " << c;  // the walk's order kept
+      for (int32_t t : mine) ++seen[static_cast<size_t>(t)];
+    }
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    if (tiles == 0) continue;
+    // Graham's bound of list scheduling: no CTA ends later than the mean plus the costliest tile.
+    const auto load = loads(walk, grid, cost);
+    const int64_t total = std::accumulate(cost.begin(), cost.end(), int64_t{0});
+    const int64_t most = *std::max_element(cost.begin(), cost.end());
+    EXPECT_LE(static_cast<double>(*std::max_element(load.begin(), load.end())),
+              static_cast<double>(total) / static_cast<double>(grid) + static_cast<double>(most));
+  }
+}
+
+TEST(Fa3Walk, EqualTilesAreDealtAsTheStaticWalkDealsThem) {
+  const int64_t grid = 132, tiles = 1000;
+  const auto walk = fa3_balanced_walk(tiles, grid, [](int64_t) { return 5; });
+  for (int64_t c = 0; c < grid; ++c) {
+    std::vector<int32_t> want;
+    for (int64_t t = c; t < tiles; t += grid) want.push_back(static_cast<int32_t>(t));
+    EXPECT_EQ(tiles_of(walk, c), want) << "CTA " << c;
+  }
+}
+
+// b16 h16 n1024 d128 causal, Br = Bc = 128 on 132 CTAs in head groups of 16: query block m sees m + 1 key
+// blocks; the static walk (tile t on CTA t % 132) leaves the mean CTA at 0.78 of the busiest, the balanced walk
+// at 0.95 or more.
+TEST(Fa3Walk, ShortCausalProblemIsBalanced) {
+  const auto p = ProblemBuilder().batch(16).heads(16).seqlen(1024).head_dim(128).causal().build();
+  const int64_t grid = 132, num_m = 8, tiles = num_m * 16 * 16, group = 16;
+  const Fa3TileOrder order{num_m, 16 * 16, group};
+  std::vector<int64_t> cost(static_cast<size_t>(tiles));
+  for (int64_t t = 0; t < tiles; ++t)
+    cost[static_cast<size_t>(t)] = order(t).second + 1 + fa3_tile_overhead_blocks(128);
+  std::vector<int64_t> static_load(static_cast<size_t>(grid), 0);
+  for (int64_t t = 0; t < tiles; ++t)
+    static_load[static_cast<size_t>(t % grid)] += cost[static_cast<size_t>(t)];
+  const auto walk = fa3_forward_walk(p, 128, 128, group, grid);
+  EXPECT_LT(balance(static_load), 0.8);
+  EXPECT_GE(balance(loads(walk, grid, cost)), 0.95);
+  // The order: a head group's 16 last query blocks first.
+  EXPECT_EQ(order(0), (std::pair<int64_t, int64_t>{0, 7}));
+  EXPECT_EQ(order(15), (std::pair<int64_t, int64_t>{15, 7}));
+  EXPECT_EQ(order(16), (std::pair<int64_t, int64_t>{0, 6}));
+  EXPECT_EQ(order(128), (std::pair<int64_t, int64_t>{16, 7}));
+}
+
+TEST(Fa3Walk, RuleWalksUnequalPersistentTilesOnly) {
+  EXPECT_TRUE(fa3_fwd_walks_balanced(true, true, false));
+  EXPECT_TRUE(fa3_fwd_walks_balanced(true, false, true));
+  EXPECT_FALSE(fa3_fwd_walks_balanced(true, false, false));  // equal tiles: the static walk
+  EXPECT_FALSE(fa3_fwd_walks_balanced(false, true, true));   // one CTA a tile: the hardware deals them
+}
+
+// The model's per-CTA work is the walk's: the analytic counts (fa3_counts) and the executed schedule (fa3_cta)
+// agree on each CTA's work, and the CTAs of the short causal problem differ by little.
+TEST(Fa3Walk, ModelWalksTheCtasTheLaunchWalks) {
+  const KernelModel& m = kernel_model("fwd_fa3");
+  for (const auto& p :
+       {ProblemBuilder().batch(16).heads(16).seqlen(1024).head_dim(128).causal().build(),
+        ProblemBuilder().varlen({700, 1500, 64, 900}, {700, 1500, 64, 900}).heads(12).head_dim(64).build()}) {
+    const KernelCounts a = analytic_counts(m, p, {});
+    const KernelCounts x = execute_counts(schedule(m, p, {}));
+    ASSERT_FALSE(a.cta_work.empty());
+    EXPECT_EQ(a.cta_work, x.cta_work);
+    EXPECT_EQ(a.launch.ctas(), 132);  // the H100's SMs: one persistent CTA each
+  }
+  const auto p = ProblemBuilder().batch(16).heads(16).seqlen(1024).head_dim(128).causal().build();
+  const KernelCounts a = analytic_counts(m, p, {});
+  const double most = *std::max_element(a.cta_work.begin(), a.cta_work.end());
+  const double mean =
+      std::accumulate(a.cta_work.begin(), a.cta_work.end(), 0.0) / static_cast<double>(a.cta_work.size());
+  EXPECT_GE(mean / most, 0.9);  // FLOPs a CTA (the walk balanced their costs, the overhead included)
+}
+
+// fa3-v1's forward walking balanced under ncu on an H200 (tests/data/ncu/fa3_walk_h200, 2026-11-29): the L2 ->
+// SM bytes within 2% (a tile's bytes do not depend on its CTA) and the DRAM reads and writes inside the range the
+// L2 simulation gives the walk's CTAs (the H200's profile: its L2 and HBM).
+TEST(Fa3Walk, BalancedWalkAgainstNcu) {
+  const auto hw = load_profile("H200");
+  const std::pair<const char*, AttentionProblem> reports[] = {
+      {"ncu_fwd_b16_h16_n1024_d128_causal.csv",
+       ProblemBuilder().batch(16).heads(16).seqlen(1024).head_dim(128).dtype(DType::BF16).causal().build()},
+      {"ncu_fwd_b16_h32_n1024_d64_causal.csv",
+       ProblemBuilder().batch(16).heads(32).seqlen(1024).head_dim(64).dtype(DType::BF16).causal().build()},
+      {"ncu_fwd_b8_h16_n2048_d128_causal.csv",
+       ProblemBuilder().batch(8).heads(16).seqlen(2048).head_dim(128).dtype(DType::BF16).causal().build()},
+  };
+  for (const auto& [file, p] : reports) {
+    const auto kernels = read_report(std::string(FLASHSIM_TEST_DATA "/ncu/fa3_walk_h200/") + file);
+    const Comparison c = compare_ncu(kernels, p, hw, dram_counters_replayed(kernels));
+    ASSERT_EQ(c.kernels.size(), 3u) << file;  // three timed launches
+    for (const auto& k : c.kernels) {
+      ASSERT_TRUE(k.recognized) << file << " " << k.name;
+      int held = 0;
+      for (const auto& m : k.metrics) {
+        if (m.metric.starts_with("l1tex__m_xbar2l1tex")) {
+          EXPECT_LE(std::abs(m.measured - m.predicted), 0.02 * m.predicted) << file;
+          ++held;
+        }
+        if (m.metric.starts_with("dram__bytes")) {
+          EXPECT_TRUE(m.interval && m.ok) << file << " " << m.metric << ": " << m.verdict;
+          ++held;
+        }
+      }
+      EXPECT_EQ(held, 3) << file;
+    }
+  }
+}
