@@ -32,6 +32,7 @@
 #include "fa3_bwd_params.h"
 #include "fa3_bwd_traits.h"
 #include "fa3_fwd_kernel.cuh"  // named barriers
+#include "fa3_mask.cuh"
 #include "fa3_wgmma.cuh"
 
 namespace flashsim::gpu::fa3 {
@@ -68,13 +69,6 @@ __device__ __forceinline__ void query_block_range(const Fa3BwdParams& a, int n, 
     const int last_row = n * Tr::kBlockN + Tr::kBlockN - 1 - lk + lq + a.window_left;
     m_max = last_row < 0 ? 0 : min(num_m, last_row / Tr::kBlockM + 1);
   }
-}
-
-// Whether query `row` sees key `col_k` (bottom-right aligned window, lq queries and lk keys).
-__device__ __forceinline__ bool bwd_visible(const Fa3BwdParams& a, int row, int col_k, int lq, int lk) {
-  const int diag = row + lk - lq;
-  return row < lq && col_k < lk && (a.window_left < 0 || col_k >= diag - a.window_left) &&
-         (a.window_right < 0 || col_k <= diag + a.window_right);
 }
 
 template <class Tr>
@@ -295,15 +289,19 @@ __global__ void __launch_bounds__(Tr::kThreads, 1)
           return fmaf(sc, a.scale, -lse) * kLog2e;
       };
       if (bwd_block_needs_mask<Tr>(a, m, n_block, lq, lk)) {
+        const int key0 = n_block * kBlockN + get<0>(tScS_rc(0, 0));  // the thread's first key
         CUTE_UNROLL
         for (int c = 0; c < kCols; ++c) {
           const float lse = of_column(lse_lane, c);
-          const int row = m * kBlockM + get<1>(tScS_rc(0, c));  // the query
+          const int row = m * kBlockM + get<1>(tScS_rc(0, c));  // the query; none past the sequence
+          const VisibleKeys v =
+              row < lq ? visible_keys(a.window_left, a.window_right, row, lq, lk) : VisibleKeys{0, 0};
+          const int lo = v.lo - key0, hi = v.hi - key0;  // its keys, relative to the thread's first key
           CUTE_UNROLL
           for (int r = 0; r < size<0>(tSrS_rc); ++r) {
-            const int col_k = n_block * kBlockN + get<0>(tScS_rc(r, 0));  // the key
+            const int at = get<0>(tScS_rc(r, 0)) - get<0>(tScS_rc(0, 0));  // compile-time once unrolled
             const float x = exponent(tSrS_rc(r, c), lse);
-            tSrS_rc(r, c) = exp2_approx(bwd_visible(a, row, col_k, lq, lk) ? x : -CUDART_INF_F);
+            tSrS_rc(r, c) = exp2_approx(at >= lo && at < hi ? x : -CUDART_INF_F);
           }
         }
       } else {

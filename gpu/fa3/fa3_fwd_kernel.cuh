@@ -32,6 +32,7 @@
 
 #include "fa3_fwd_params.h"
 #include "fa3_fwd_traits.h"
+#include "fa3_mask.cuh"
 #include "fa3_softmax.cuh"
 #include "fa3_wgmma.cuh"
 
@@ -90,16 +91,16 @@ __device__ __forceinline__ void score_pipeline(const Fa3FwdParams& a, TensorS& s
     for (int i = 0; i < size(s); ++i) s(i) = a.softcap * tanhf(s(i) * k);  // s = c tanh(scale s / c)
   }
   if constexpr (kMask) {
+    const int col0 = n * Tr::kBlockN + get<1>(coord(0, 0));  // the thread's first column
     CUTE_UNROLL
     for (int r = 0; r < size<0>(s); ++r) {
-      const int row = m_block * Tr::kBlockM + get<0>(coord(r, 0));
-      const int diag = row + lk - lq;
+      const VisibleKeys v =
+          visible_keys(a.window_left, a.window_right, m_block * Tr::kBlockM + get<0>(coord(r, 0)), lq, lk);
+      const int lo = v.lo - col0, hi = v.hi - col0;  // the row's keys, relative to the thread's first column
       CUTE_UNROLL
       for (int c = 0; c < size<1>(s); ++c) {
-        const int col = n * Tr::kBlockN + get<1>(coord(0, c));
-        const bool visible = col < lk && (a.window_left < 0 || col >= diag - a.window_left) &&
-                             (a.window_right < 0 || col <= diag + a.window_right);
-        if (!visible) s(r, c) = -CUDART_INF_F;
+        const int at = get<1>(coord(0, c)) - get<1>(coord(0, 0));  // compile-time once unrolled
+        if (at < lo || at >= hi) s(r, c) = -CUDART_INF_F;
       }
     }
   }

@@ -303,7 +303,8 @@ TileConfig from_fa3_traits(const std::smatch& m, const std::string& name) {
 // and scale ((s - m) scale log2 e: FADD, FMUL), add to the row sum, and half a conversion (two scores a packed
 // 16-bit pair): ncu's instruction counts of the d64 forward have 1.03 FMNMX, 1.97 FADD, 1.48 FMUL (O's rescale
 // too) and 0.49 F2FP a MUFU.EX2 (calibration fa3.step_costs_h100's run); plus 4 where
-// the block masks its scores element by element (index, two compares, select) and 2 with a softcap (two
+// the block masks its scores element by element (index, two compares, select: ncu counts 3.8 a score since the
+// kernel tests a range a row, calibration fa3.mask_cost_h200; 13.1 before) and 2 with a softcap (two
 // multiplies; its tanh is a second MUFU op).
 constexpr double kStepInstructions = 40;
 constexpr double kScoreInstructions = 4.5, kMaskInstructions = 4, kSoftcapInstructions = 2;
