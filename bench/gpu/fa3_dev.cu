@@ -473,9 +473,9 @@ int main(int argc, char** argv) {
     const int span = s.sq + s.sk;
     const int wl = s.wl < span ? s.wl : -1, wr = s.wr < span ? s.wr : -1;
     const bool causal = wl < 0 && wr == 0, windowed = !causal && (wl >= 0 || wr >= 0);
-    const flashsim::Fa3Schedule rule =
-        flashsim::fa3_fwd_schedule(causal, windowed, s.sk, int64_t((s.sq + 127) / 128) * s.h * s.b, 132,
-                                   2LL * s.sk * s.d * 2, 52428800LL, int64_t(s.b) * s.h);
+    const flashsim::Fa3Schedule rule = flashsim::fa3_fwd_schedule(
+        causal, windowed, s.sk, int64_t((s.sq + 127) / 128) * s.h * s.b, 132, 2LL * s.sk * s.d * 2,
+        52428800LL, int64_t(s.b) * s.h, /*balanced_walk=*/false);
     const double ms = time_shape(s, rule.persistent, rule.pingpong, rule.head_group);
     std::printf("fwdshape %d %d %d %d %d %d %d %d: %.4f ms\n", v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
                 ms);

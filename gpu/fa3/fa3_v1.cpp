@@ -256,9 +256,10 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   const bool windowed = !causal && (a.window_left >= 0 || a.window_right >= 0);
   a.block_k = static_cast<int>(c.block_k), a.stages = c.stages;  // the instance (unsupported() checked it)
   const int64_t tiles = (p.seqlen_q + c.block_q - 1) / c.block_q * p.heads_q * p.batch;
-  const Fa3Schedule schedule = fa3_fwd_schedule(causal, windowed, p.seqlen_k, tiles, device_sm_count(),
-                                                2 * p.seqlen_k * p.head_dim * kFa3ElementBytes,
-                                                device_l2_bytes(), p.batch * p.heads_q);
+  const Fa3Schedule schedule =
+      fa3_fwd_schedule(causal, windowed, p.seqlen_k, tiles, device_sm_count(),
+                       2 * p.seqlen_k * p.head_dim * kFa3ElementBytes, device_l2_bytes(), p.batch * p.heads_q,
+                       /*balanced_walk=*/args.workspace != nullptr);
   a.persistent = schedule.persistent;
   a.pingpong = schedule.pingpong;
   a.head_group = schedule.head_group;

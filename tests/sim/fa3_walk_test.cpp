@@ -172,3 +172,19 @@ TEST(Fa3Walk, BalancedWalkAgainstNcu) {
     }
   }
 }
+
+// The schedule rule (instances.h): a causal launch of at least 8 tiles an SM runs persistent at any length where
+// the launch walks balanced (at 4096 keys and more in L2-sized head groups), one CTA a tile where it cannot;
+// windowed launches and causal ones of fewer tiles run one CTA a tile.
+TEST(Fa3Walk, LongCausalRunsPersistentWhereTheLaunchWalksBalanced) {
+  const int64_t sms = 132, l2 = 50 << 20, kv = 2 * 16384 * 128 * 2;  // K and V of a head at 16K keys, d128
+  const Fa3Schedule walked = fa3_fwd_schedule(true, false, 16384, 2048, sms, kv, l2, 16);
+  EXPECT_TRUE(walked.persistent);
+  EXPECT_EQ(walked.head_group, 3);  // 25 MiB / 8 MiB a head
+  EXPECT_FALSE(fa3_fwd_schedule(true, false, 16384, 2048, sms, kv, l2, 16, /*balanced_walk=*/false).persistent);
+  EXPECT_FALSE(fa3_fwd_schedule(true, false, 16384, 8 * sms - 1, sms, kv, l2, 16).persistent);
+  EXPECT_FALSE(fa3_fwd_schedule(false, true, 16384, 2048, sms, kv, l2, 16).persistent);  // a window
+  const Fa3Schedule short_causal = fa3_fwd_schedule(true, false, 1024, 2048, sms, kv / 16, l2, 256, false);
+  EXPECT_TRUE(short_causal.persistent);  // the static walk's measured range (below 4096 keys)
+  EXPECT_EQ(short_causal.head_group, 16);
+}

@@ -39,28 +39,35 @@ struct Fa3FwdInstance {
 //    10-20% slower at 16384 (calibration fa3.schedule_h100). With few tiles an SM the static walk leaves its
 //    last round unbalanced (b2 h16/4 n912 d64 causal, 2 tiles an SM: 30.2 us persistent, 25.7 one CTA a tile
 //    in another run);
-//  - longer causal and every windowed launch: one CTA a tile (the hardware's dynamic hand-out balances unequal
-//    tiles better than a static walk), the (batch, head)s in groups whose K and V fit half the L2 (the share
-//    data read again keeps on an H100: 24 of 50 MiB, calibration h100.l2_reuse_bytes), heavy blocks first.
+//  - longer causal: persistent too where the launch walks balanced (walk.h: each tile to the CTA with the least
+//    work so far), at least 8 tiles an SM: on an H200 1-6% faster than one CTA a tile at 4096 .. 16384 keys, d64
+//    and d128 (calibration fa3.balanced_walk_h200), the (batch, head)s in the L2-sized groups below; without the
+//    balanced walk (a launch with no workspace) one CTA a tile, as the static walk ran 10-20% slower at 16384;
+//  - every windowed launch (and causal ones with fewer tiles): one CTA a tile (the hardware's dynamic hand-out),
+//    the (batch, head)s in groups whose K and V fit half the L2 (the share data read again keeps on an H100: 24
+//    of 50 MiB, calibration h100.l2_reuse_bytes), heavy blocks first.
 struct Fa3Schedule {
   bool persistent, pingpong;
   int head_group;  // 0: each (batch, head)'s blocks in turn; G: G (batch, head)s at a time, heavy blocks first
 };
-inline constexpr int64_t kFa3PersistentCausalKeys = 4096;  // between 3072 (persistent faster) and 6144 (even)
+inline constexpr int64_t kFa3PersistentCausalKeys = 4096;  // static walk: 3072 persistent faster, 6144 even
 inline constexpr int64_t kFa3PersistentCausalGroup = 16;   // within 5% of the best of 4 .. 64 at 512 .. 3072
 inline constexpr int64_t kFa3PersistentCausalTilesPerSm = 8;  // a quarter of the fewest measured (31)
-// tiles: the launch's (query block, head, batch) tiles; sms: the device's SMs.
+// tiles: the launch's (query block, head, batch) tiles; sms: the device's SMs; balanced_walk: whether the launch
+// can walk a persistent grid balanced (fa3-v1's can with a workspace; the dev driver's walk is static).
 constexpr Fa3Schedule fa3_fwd_schedule(bool causal, bool windowed, int64_t seqlen_k, int64_t tiles,
                                        int64_t sms, int64_t kv_bytes_per_head, int64_t l2_bytes,
-                                       int64_t batch_heads) {
+                                       int64_t batch_heads, bool balanced_walk = true) {
   if (!causal && !windowed) return {true, true, 0};
-  if (causal && !windowed && seqlen_k < kFa3PersistentCausalKeys &&
-      tiles >= kFa3PersistentCausalTilesPerSm * sms)
-    return {
-        true, true,
-        static_cast<int>(batch_heads < kFa3PersistentCausalGroup ? batch_heads : kFa3PersistentCausalGroup)};
   int64_t group = kv_bytes_per_head > 0 ? l2_bytes / 2 / kv_bytes_per_head : batch_heads;
   group = group < 1 ? 1 : group > batch_heads ? batch_heads : group;
+  if (causal && !windowed && tiles >= kFa3PersistentCausalTilesPerSm * sms) {
+    if (seqlen_k < kFa3PersistentCausalKeys)
+      return {true, true,
+              static_cast<int>(batch_heads < kFa3PersistentCausalGroup ? batch_heads
+                                                                       : kFa3PersistentCausalGroup)};
+    if (balanced_walk) return {true, true, static_cast<int>(group)};
+  }
   return {false, true, static_cast<int>(group)};
 }
 

@@ -29,9 +29,9 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {64, true, false, 16384, 128, 128, 2},
     // d64 bf16 causal n1024: 250.6 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 671 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.0% faster (< 5%)
     {64, true, true, 1024, 128, 128, 2},
-    // d64 bf16 causal n4096: 755.0 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 270 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.6% faster (< 5%)
+    // d64 bf16 causal n4096: 700.2 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.5% faster (< 5%)
     {64, true, true, 4096, 128, 128, 2},
-    // d64 bf16 causal n16384: 2482.6 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 270 MB DRAM, 8724 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.2% faster (< 5%)
+    // d64 bf16 causal n16384: 2400.3 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 8724 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.2% faster (< 5%)
     {64, true, true, 16384, 128, 128, 2},
     // d64 fp16 plain n1024: 381.1 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 1141 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.9% faster (< 5%)
     {64, false, false, 1024, 128, 128, 2},
@@ -41,9 +41,9 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {64, false, false, 16384, 128, 128, 2},
     // d64 fp16 causal n1024: 250.6 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 671 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.0% faster (< 5%)
     {64, false, true, 1024, 128, 128, 2},
-    // d64 fp16 causal n4096: 755.0 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 270 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.6% faster (< 5%)
+    // d64 fp16 causal n4096: 700.2 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.5% faster (< 5%)
     {64, false, true, 4096, 128, 128, 2},
-    // d64 fp16 causal n16384: 2482.6 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 270 MB DRAM, 8724 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.2% faster (< 5%)
+    // d64 fp16 causal n16384: 2400.3 us, measured steps-bound, 1 CTA/SM (registers), 240 regs, 257 MB DRAM, 8724 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 2.2% faster (< 5%)
     {64, false, true, 16384, 128, 128, 2},
     // d96 bf16 plain n1024: 308.4 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc128 w12 st3 +11.4%
     {96, true, false, 1024, 128, 128, 2},
@@ -53,9 +53,9 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {96, true, false, 16384, 128, 128, 2},
     // d96 bf16 causal n1024: 209.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc128 w12 st3 +9.8%
     {96, true, true, 1024, 128, 128, 2},
-    // d96 bf16 causal n4096: 597.5 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc128 w12 st3 +8.5%
+    // d96 bf16 causal n4096: 542.8 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc128 w12 st3 +13.1%
     {96, true, true, 4096, 128, 128, 2},
-    // d96 bf16 causal n16384: 1872.2 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc128 w12 st3 +17.0%
+    // d96 bf16 causal n16384: 1902.4 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc128 w12 st3 +14.6%
     {96, true, true, 16384, 128, 128, 2},
     // d96 fp16 plain n1024: 308.4 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 1123 MB L2->SM; runner-up Br128 Bc128 w12 st3 +11.4%
     {96, false, false, 1024, 128, 128, 2},
@@ -65,9 +65,9 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {96, false, false, 16384, 128, 128, 2},
     // d96 fp16 causal n1024: 209.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 661 MB L2->SM; runner-up Br128 Bc128 w12 st3 +9.8%
     {96, false, true, 1024, 128, 128, 2},
-    // d96 fp16 causal n4096: 597.5 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 264 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc128 w12 st3 +8.5%
+    // d96 fp16 causal n4096: 542.8 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 2246 MB L2->SM; runner-up Br128 Bc128 w12 st3 +13.1%
     {96, false, true, 4096, 128, 128, 2},
-    // d96 fp16 causal n16384: 1872.2 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 264 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc128 w12 st3 +17.0%
+    // d96 fp16 causal n16384: 1902.4 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 252 MB DRAM, 8588 MB L2->SM; runner-up Br128 Bc128 w12 st3 +14.6%
     {96, false, true, 16384, 128, 128, 2},
     // d128 bf16 plain n1024: 275.0 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc128 w12 st3 +7.0%
     {128, true, false, 1024, 128, 128, 2},
@@ -77,9 +77,9 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {128, true, false, 16384, 128, 128, 2},
     // d128 bf16 causal n1024: 198.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w12 st3 +4.1%
     {128, true, true, 1024, 128, 128, 2},
-    // d128 bf16 causal n4096: 567.8 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 267 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.3% faster (< 5%)
+    // d128 bf16 causal n4096: 494.4 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc128 w12 st3 +4.9%
     {128, true, true, 4096, 128, 128, 2},
-    // d128 bf16 causal n16384: 1809.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 267 MB DRAM, 8724 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.8% faster (< 5%)
+    // d128 bf16 causal n16384: 1742.9 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc128 w12 st3 +2.9%
     {128, true, true, 16384, 128, 128, 2},
     // d128 fp16 plain n1024: 275.0 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc128 w12 st3 +7.0%
     {128, false, false, 1024, 128, 128, 2},
@@ -89,9 +89,9 @@ inline constexpr Fa3LaunchEntry kFa3FwdLaunchTable[] = {
     {128, false, false, 16384, 128, 128, 2},
     // d128 fp16 causal n1024: 198.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 671 MB L2->SM; runner-up Br128 Bc128 w12 st3 +4.1%
     {128, false, true, 1024, 128, 128, 2},
-    // d128 fp16 causal n4096: 567.8 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 267 MB DRAM, 2282 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.3% faster (< 5%)
+    // d128 fp16 causal n4096: 494.4 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 2282 MB L2->SM; runner-up Br128 Bc128 w12 st3 +4.9%
     {128, false, true, 4096, 128, 128, 2},
-    // d128 fp16 causal n16384: 1809.3 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 267 MB DRAM, 8724 MB L2->SM; the hand-kept config, kept: Br128 Bc128 w12 st3 is predicted only 3.8% faster (< 5%)
+    // d128 fp16 causal n16384: 1742.9 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 8724 MB L2->SM; runner-up Br128 Bc128 w12 st3 +2.9%
     {128, false, true, 16384, 128, 128, 2},
     // d256 bf16 plain n1024: 268.6 us, measured steps-bound, 1 CTA/SM (shared memory), 240 regs, 256 MB DRAM, 1141 MB L2->SM; runner-up Br128 Bc32 w12 st3 +28.6%
     {256, true, false, 1024, 128, 64, 2},
