@@ -5,12 +5,12 @@
 //
 // The static walk (CTA i runs tiles i, i + grid, ...) deals causal tiles of 1 .. num_m key blocks unevenly: the
 // head groups' 16 x num_m tiles drift against the 132 CTAs each round, so a CTA that starts on heavy tiles keeps
-// them (mean over max CTA work 0.71 at b16 h16 n1024 d128 causal; ncu on an H200: the SMs active 84% of the
-// kernel). The balanced walk hands each tile, in the same order, to the CTA with the least work so far (what a
-// dynamic scheduler does when the tiles cost what the rule says; 0.97-0.99 on the same problems), computed on
-// the host at each launch: the kernel reads its CTA's list and carries no atomic counter and no hand-off
-// between its warpgroups (a dynamic walk that did lost 7-9% where the static one is balanced). Measured:
-// calibration fa3.balanced_walk_h200.
+// them (mean over max CTA work 0.71 at b16 h16 n1024 d128 causal; ncu on an H200: the SMs busy 77% of the
+// kernel's cycles). The balanced walk hands each tile, in the same order, to the CTA with the least work so far
+// (what a dynamic scheduler does when the tiles cost what the rule says; 0.97-0.99 on the same problems; the
+// SMs busy 96%), built on the host by the launch (kept for its next launch of the same problem): the kernel
+// reads its CTA's list and carries no atomic counter and no hand-off between its warpgroups (a dynamic walk
+// that did lost 7-9% where the static one is balanced). Measured: calibration fa3.balanced_walk_h200.
 #include <bit>
 #include <cstdint>
 #include <utility>
