@@ -157,7 +157,8 @@ def cmd_check(args):
     tiles = g.golden(os.path.join(HERE, "suites", "fa2_tiles.json"), "/tmp/golden-fa2-tiles")
     for suite in ("golden/data/smoke", default, tiles):
         g.check(suite, f"check_{os.path.basename(suite)}.txt", kernels_flag(args))
-    fa3 = not args.kernels or "fa3-v1" in args.kernels.split(",")
+    listed = subprocess.run([g.fg, "list"], capture_output=True, text=True, env=g.env).stdout
+    fa3 = "fa3-v1" in (args.kernels.split(",") if args.kernels else listed.split())  # not in a build without CUTLASS
     walk = g.golden(os.path.join(HERE, "suites", "fa3_walk.json"), "/tmp/golden-fa3-walk") if fa3 else None
     if fa3:
         for mode in ("", "balanced", "static"):
