@@ -256,20 +256,25 @@ void forward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& a
   const bool windowed = !causal && (a.window_left >= 0 || a.window_right >= 0);
   a.block_k = static_cast<int>(c.block_k), a.stages = c.stages;  // the instance (unsupported() checked it)
   const int64_t tiles = (p.seqlen_q + c.block_q - 1) / c.block_q * p.heads_q * p.batch;
+  // The balanced walk needs the workspace and a stream it may copy to from pageable memory (not one being
+  // captured into a CUDA graph, where such a copy is an error: the static walk there).
+  const auto stream = static_cast<cudaStream_t>(args.stream);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaError_t e = cudaStreamIsCapturing(stream, &capture); e != cudaSuccess)
+    throw std::runtime_error(std::string("fa3-v1 forward: ") + cudaGetErrorString(e));
+  const bool can_walk = args.workspace != nullptr && capture == cudaStreamCaptureStatusNone;
   const Fa3Schedule schedule =
       fa3_fwd_schedule(causal, windowed, p.seqlen_k, tiles, device_sm_count(),
                        2 * p.seqlen_k * p.head_dim * kFa3ElementBytes, device_l2_bytes(), p.batch * p.heads_q,
-                       /*balanced_walk=*/args.workspace != nullptr);
+                       /*balanced_walk=*/can_walk);
   a.persistent = schedule.persistent;
   a.pingpong = schedule.pingpong;
   a.head_group = schedule.head_group;
   if (a.total_q == 0) return;  // no query row: nothing to write
   // A persistent grid of unequal tiles walks balanced: the walk built here, copied to the workspace's head
-  // (stream-ordered: the previous launch has read its own). Without a workspace: static.
+  // (stream-ordered: the previous launch has read its own). Without a workspace (or in a capture): static.
   const int64_t grid = std::min<int64_t>(tiles, device_sm_count());
-  const auto stream = static_cast<cudaStream_t>(args.stream);
-  if (args.workspace &&
-      balanced_walk(fa3_fwd_walks_balanced(a.persistent && grid < tiles, causal, a.varlen))) {
+  if (can_walk && balanced_walk(fa3_fwd_walks_balanced(a.persistent && grid < tiles, causal, a.varlen))) {
     if (cudaError_t e = copy_walk(p, c, a.head_group, grid, args.workspace, stream); e != cudaSuccess)
       throw std::runtime_error(std::string("fa3-v1 forward's walk: ") + cudaGetErrorString(e));
     a.persistent = true;
