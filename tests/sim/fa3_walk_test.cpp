@@ -123,7 +123,14 @@ TEST(Fa3Walk, ModelWalksTheCtasTheLaunchWalks) {
   const KernelModel& m = kernel_model("fwd_fa3");
   for (const auto& p :
        {ProblemBuilder().batch(16).heads(16).seqlen(1024).head_dim(128).causal().build(),
-        ProblemBuilder().varlen({700, 1500, 64, 900}, {700, 1500, 64, 900}).heads(12).head_dim(64).build()}) {
+        ProblemBuilder().varlen({700, 1500, 64, 900}, {700, 1500, 64, 900}).heads(12).head_dim(64).build(),
+        // causal varlen, 1,536 tiles: persistent, its tiles unequal by length and by query block
+        ProblemBuilder()
+            .varlen({2000, 1500, 300, 1000}, {2000, 1500, 300, 1000})
+            .heads(24)
+            .head_dim(64)
+            .causal()
+            .build()}) {
     const KernelCounts a = analytic_counts(m, p, {});
     const KernelCounts x = execute_counts(schedule(m, p, {}));
     ASSERT_FALSE(a.cta_work.empty());
@@ -181,7 +188,8 @@ TEST(Fa3Walk, LongCausalRunsPersistentWhereTheLaunchWalksBalanced) {
   const Fa3Schedule walked = fa3_fwd_schedule(true, false, 16384, 2048, sms, kv, l2, 16);
   EXPECT_TRUE(walked.persistent);
   EXPECT_EQ(walked.head_group, 3);  // 25 MiB / 8 MiB a head
-  EXPECT_FALSE(fa3_fwd_schedule(true, false, 16384, 2048, sms, kv, l2, 16, /*balanced_walk=*/false).persistent);
+  EXPECT_FALSE(
+      fa3_fwd_schedule(true, false, 16384, 2048, sms, kv, l2, 16, /*balanced_walk=*/false).persistent);
   EXPECT_FALSE(fa3_fwd_schedule(true, false, 16384, 8 * sms - 1, sms, kv, l2, 16).persistent);
   EXPECT_FALSE(fa3_fwd_schedule(false, true, 16384, 2048, sms, kv, l2, 16).persistent);  // a window
   const Fa3Schedule short_causal = fa3_fwd_schedule(true, false, 1024, 2048, sms, kv / 16, l2, 256, false);
