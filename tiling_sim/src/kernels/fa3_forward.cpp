@@ -2,8 +2,8 @@
 // CTA is a producer warpgroup (one thread issuing TMA loads) and two consumer warpgroups (64 query rows each,
 // wgmma); tiles are (query block, head, batch), numbered with the query block fastest and walked from a
 // (head, batch)'s last query block; one CTA a tile, or a persistent grid of one CTA an SM taking tiles gridDim
-// apart or, with unequal tiles, by the balanced walk (families/fa3: fa3_fwd_schedule, walk.h). Per tile: Q by one TMA load, then the visible key blocks from the last
-// to the first, K and V by TMA each; O and lse stored from registers. MLA (problem.mla): V is the first
+// apart or, with unequal tiles, by the balanced walk (families/fa3: fa3_fwd_schedule, walk.h). Per tile: Q by
+// one TMA load, then the visible key blocks from the last to the first, K and V by TMA each; O and lse stored from registers. MLA (problem.mla): V is the first
 // head_dim_v columns of the K tile, so a key block is one TMA load of K and V has no buffer of its own.
 //
 // TMA moves whole tiles: a box of Br (Q) or Bc (K, V) rows starting at the tile's first row of the packed
@@ -43,7 +43,8 @@ struct Fa3Shape {
   bool persistent = false;
   int64_t head_group = 0;  // causal / window tile order: (batch, head)s taken this many at a time (0: one)
   int64_t num_m = 0, tiles = 0, grid = 0;
-  std::vector<int32_t> walk;  // the persistent CTAs' balanced walk (families/fa3/walk.h); empty: static
+  bool balanced =
+      false;  // the persistent CTAs walk balanced (families/fa3/walk.h: balanced_walk), else static
 };
 
 bool fa3_config(const TileConfig& c) {
@@ -79,9 +80,13 @@ Fa3Shape fa3_shape(const AttentionProblem& p, const TileConfig& c) {
   s.num_m = ceil_div(p.seqlen_q, s.br);
   s.tiles = s.num_m * p.heads_q * p.batch;
   s.grid = s.persistent ? std::min(s.tiles, kFa3PersistentCtas) : s.tiles;
-  if (fa3_fwd_walks_balanced(s.persistent && s.grid < s.tiles, causal, p.varlen()))
-    s.walk = fa3_forward_walk(p, s.br, s.bc, s.head_group, s.grid);
+  s.balanced = fa3_fwd_walks_balanced(s.persistent && s.grid < s.tiles, causal, p.varlen());
   return s;
+}
+
+// The balanced walk of a shape that walks balanced (the launch's: fa3_v1.cpp builds the same), else empty.
+std::vector<int32_t> balanced_walk(const Fa3Shape& s, const AttentionProblem& p) {
+  return s.balanced ? fa3_forward_walk(p, s.br, s.bc, s.head_group, s.grid) : std::vector<int32_t>{};
 }
 
 // Tile t (tile_of in the kernel): query block m = num_m - 1 - t % num_m, then the query head, then the batch;
@@ -187,9 +192,9 @@ void fa3_tile(CtaBuilder& x, const Fa3Shape& s, const std::vector<int64_t>& cu_q
 void fa3_cta(CtaBuilder& x, const TileConfig& c, int64_t /*b*/, int64_t /*h*/, int64_t cta) {
   const Fa3Shape s = fa3_shape(x.p, c);
   const auto cu_q = x.p.cu_seqlens_q(), cu_k = x.p.cu_seqlens_k();
-  if (!s.walk.empty()) {
-    for (int32_t i = s.walk[static_cast<size_t>(cta)]; i < s.walk[static_cast<size_t>(cta) + 1]; ++i)
-      fa3_tile(x, s, cu_q, cu_k, s.walk[static_cast<size_t>(i)]);
+  if (const std::vector<int32_t> walk = balanced_walk(s, x.p); !walk.empty()) {
+    for (int32_t i = walk[static_cast<size_t>(cta)]; i < walk[static_cast<size_t>(cta) + 1]; ++i)
+      fa3_tile(x, s, cu_q, cu_k, walk[static_cast<size_t>(i)]);
     return;
   }
   for (int64_t t = cta; t < s.tiles; t += s.grid) fa3_tile(x, s, cu_q, cu_k, t);
@@ -253,11 +258,11 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
   if (listed)
     for (auto* v : {&w.cta_tiles, &w.cta_steps, &w.cta_masked}) v->assign(static_cast<size_t>(s.grid), 0.0);
   std::vector<int32_t> cta_of;  // the balanced walk's CTA of each tile
-  if (!s.walk.empty()) {
+  if (const std::vector<int32_t> walk = balanced_walk(s, p); !walk.empty()) {
     cta_of.assign(static_cast<size_t>(s.tiles), 0);
     for (int64_t cta = 0; cta < s.grid; ++cta)
-      for (int32_t i = s.walk[static_cast<size_t>(cta)]; i < s.walk[static_cast<size_t>(cta) + 1]; ++i)
-        cta_of[static_cast<size_t>(s.walk[static_cast<size_t>(i)])] = static_cast<int32_t>(cta);
+      for (int32_t i = walk[static_cast<size_t>(cta)]; i < walk[static_cast<size_t>(cta) + 1]; ++i)
+        cta_of[static_cast<size_t>(walk[static_cast<size_t>(i)])] = static_cast<int32_t>(cta);
   }
   for (int64_t t = 0; t < s.tiles; ++t) {
     const auto [b, h, m] = tile_id(s, p, t);
