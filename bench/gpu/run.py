@@ -646,7 +646,7 @@ def cmd_peers(args):
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX and PyTorch share the GPU's memory
     peers.run(env, args.out, args.kernels.split(",") if args.kernels else None,
               args.suites.split(",") if args.suites else None, args.time, args.budget_s, args.filter or None,
-              args.run_s)
+              args.run_s, args.shards)
     record = os.path.join(args.out, "peers.jsonl")
     if not os.path.exists(record):  # every adapter skipped at import (a missing package) or failed to start
         say(f"no case records in {record}: see the pytest logs in {os.path.join(args.out, 'logs')}")
@@ -855,6 +855,8 @@ def parser():
     p.add_argument("--filter", default="", help="only the cases whose name matches (--flashsim-filter)")
     p.add_argument("--run-s", type=float, default=300, help="seconds one (adapter, suite) run may take")
     p.add_argument("--budget-s", type=float, default=540, help="seconds the whole verb may take")
+    p.add_argument("--shards", type=int, default=6, help="pytest processes at once for the adapters that compile "
+                   "per variant or per case (peers.py JIT_PER_VARIANT, COMPILED): more compile at once on more cores")
     p.add_argument("--checkout-python", action="store_true", help=CHECKOUT_PYTHON)
 
     p = verb("table", cmd_table, help="tables from recorded files")

@@ -14,9 +14,8 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
                                    "rows_without_keys"])
 def test_sdpa(flashsim_case):
     like = torch.empty(0, device=DEVICE)
-    q, k, v, do = flashsim_case.inputs("q", "k", "v", "do", like=like)
-    q, k, v = (x.transpose(1, 2).contiguous().requires_grad_() for x in (q, k, v))  # BSHD -> BHSD
+    q, k, v, do = flashsim_case.inputs("q", "k", "v", "do", like=like, layout="bhsd")  # [b, heads, s, d] views
+    q, k, v = (x.contiguous().requires_grad_() for x in (q, k, v))
     o = F.scaled_dot_product_attention(q, k, v, **flashsim_case.kwargs("sdpa", like=like))
-    o.backward(do.transpose(1, 2))
-    bshd = {name: t.transpose(1, 2) for name, t in dict(o=o, dq=q.grad, dk=k.grad, dv=v.grad).items()}
-    flashsim_case.verify(**bshd)  # SDPA returns no lse: o and the gradients are checked
+    o.backward(do)
+    flashsim_case.verify(o=o, dq=q.grad, dk=k.grad, dv=v.grad, layout="bhsd")  # SDPA returns no lse

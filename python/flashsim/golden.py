@@ -28,6 +28,7 @@ import numpy as np
 
 from . import _native
 from ._arrays import convert_like, to_numpy
+from ._layout import check_layout, from_case, to_case
 from ._paged import PagedCache, paged_cache
 from ._problem import Problem
 
@@ -313,14 +314,24 @@ class Case:
         """The exact outputs the case holds (o lse, and dq dk dv dbias where it has gradients)."""
         return list(self.native.output_names)
 
-    def inputs(self, *names: str, like: Any = None) -> Any:
+    def inputs(self, *names: str, like: Any = None, layout: str = "bshd") -> Any:
         """Input tensors as stored (q, k, v in the case dtype; do; bias, mask, alibi_slopes, sinks, dropout_keep,
         block_mask,
         cu_seqlens_q/k; a KV-cache case's k_cache, v_cache, block_table, cache_seqlens, k_new, v_new; a norm
         case's x, weight, bias, residual, dy). One name:
         the tensor; several: a tuple; none: a dict of all. like: a torch tensor (its device), a JAX or NumPy array
-        picks the type returned; bfloat16 arrives as torch.bfloat16 or ml_dtypes.bfloat16."""
-        return self._select(names, self.input_names, self.native.tensor, like)
+        picks the type returned; bfloat16 arrives as torch.bfloat16 or ml_dtypes.bfloat16. layout: q, k, v and do
+        as "bshd" (stored: [batch, seqlen, heads, d], a variable-length case's [total, heads, d]), "bhsd" ([batch,
+        heads, seqlen, d]; [1, heads, total, d]) or "tokens" ([batch * seqlen, heads, d]), views where they can be
+        (give verify() the outputs in the same layout)."""
+        check_layout(layout)
+        out = self._select(names, self.input_names, self.native.tensor, like)
+        varlen = "cu_seqlens_q" in self.input_names
+        if isinstance(out, dict):
+            return {n: from_case(x, n, layout, varlen) for n, x in out.items()}
+        if len(names) == 1:
+            return from_case(out, names[0], layout, varlen)
+        return tuple(from_case(x, n, layout, varlen) for n, x in zip(names, out))
 
     def expected(self, *names: str, like: Any = None) -> Any:
         """Exact outputs (float64): o, lse, and dq, dk, dv (dbias, dsinks) where the case has gradients; a norm
@@ -497,12 +508,48 @@ class Case:
             self.seconds = statistics.median(times)
         return result
 
-    def verify(self, *, compute: Optional[str] = None, raise_on_failure: bool = True, **outputs: Any) -> Report:
-        """Verifies the given outputs (o=..., lse=..., dq=..., any array type and device, in the case's layout)
-        with the suite's rule for compute dtype `compute` (default: the case's). Returns the Report; raises
-        VerificationError (an AssertionError: a failed pytest test showing the report) when an output fails and
-        raise_on_failure is set."""
-        arrays = {name: to_numpy(value, name) for name, value in outputs.items()}
+    def with_grads(self, forward: Callable[[], Any], leaves: dict[str, Any], cotangent: Any) -> Callable[[], dict]:
+        """torch: a zero-argument call for timed() running forward() (o, or (o, lse)) and, where the case checks
+        gradients, torch.autograd.grad of o against `cotangent` (do) for each of `leaves` ({input name: tensor})
+        whose gradient the case holds; it returns {"o", "lse" where forward gives it, "d" + name for those leaves},
+        verify()'s keywords. The leaves that get a gradient are made to require one here."""
+        wanted = {n: t for n, t in leaves.items() if "d" + n in self.output_names}
+        for t in wanted.values():
+            t.requires_grad_()
+
+        def call() -> dict:
+            out = forward()
+            o, rest = (out[0], out[1:]) if isinstance(out, (tuple, list)) else (out, ())
+            result = {"o": o, **({"lse": rest[0]} if rest else {})}
+            if wanted:
+                import torch
+
+                grads = torch.autograd.grad(o, list(wanted.values()), cotangent)
+                result.update({"d" + n: g for n, g in zip(wanted, grads)})
+            return result
+
+        return call
+
+    def verify(self, *, compute: Optional[str] = None, raise_on_failure: bool = True, layout: str = "bshd",
+               lse_base: float = 0.0, **outputs: Any) -> Report:
+        """Verifies the given outputs (o=..., lse=..., dq=..., any array type and device) with the suite's rule for
+        compute dtype `compute` (default: the case's). layout: the outputs' ("bshd", the case's own; "bhsd";
+        "tokens": o and gradients [batch * seqlen, heads, d], lse [batch * seqlen_q, heads]; see inputs()).
+        lse_base: the base of the kernel's lse where it is not e (2: FlashInfer's and FlashAttention-3's log2
+        lse; multiplied by ln 2 here). Returns the Report; raises VerificationError (an AssertionError: a failed
+        pytest test showing the report) when an output fails and raise_on_failure is set."""
+        check_layout(layout)
+        if layout != "bshd" and self.op != "attention":
+            raise ValueError(f"layout '{layout}': a {self.op} case's tensors have one layout")
+        if lse_base < 0 or lse_base == 1:
+            raise ValueError(f"lse_base: {lse_base}: a logarithm's base is positive and not 1 (0: natural)")
+        varlen = "cu_seqlens_q" in self.input_names
+        arrays = {name: to_numpy(to_case(value, name, layout, varlen, self.case_json.get("batch", 1)), name)
+                  for name, value in outputs.items()}
+        if lse_base and "lse" in arrays:  # log_b(x) = ln(x) / ln(b)
+            lse = arrays["lse"]  # scaled in float64, kept in the kernel's float type (its rounding, not ours)
+            arrays["lse"] = (lse.astype(np.float64) * np.log(lse_base)).astype(lse.dtype if lse.dtype.kind == "f" else
+                                                                               np.float64)
         report = Report(*self.native.verify(arrays, compute))
         self.last_report = report
         if raise_on_failure and not report.passed:

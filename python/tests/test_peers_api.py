@@ -227,3 +227,59 @@ def test_paged_cache_gives_each_sequences_keys_after_the_append(tmp_path):
     assert suite["append"].paged_cache().lengths.tolist() == [2, 11, 22]  # cache_seqlens + seqlen_new
     with pytest.raises(ValueError, match="not a KV-cache case"):
         flashsim.golden.Suite(SMOKE)["fp16-causal-odd"].paged_cache()
+
+
+@pytest.mark.parametrize("layout", ["bhsd", "tokens"])
+def test_layouts_carry_inputs_and_outputs_both_ways(smoke, layout):
+    # batch 2 (flash-dma), a packed variable-length case, GQA, head_dim_v != d: the stand-in kernel's outputs in the
+    # layout pass; the same values with the batch and sequence axes of lse swapped fail.
+    for name in ("bf16-flash-dma", "bf16-varlen-causal", "fp16-mqa", "fp32-dv-ne-d"):
+        case = smoke[name]
+        varlen, c = case.has_feature("varlen"), case.case_json
+        q = case.inputs("q", layout=layout)
+        tokens = case.inputs("q").shape[0] if varlen else c["batch"] * c["seqlen_q"]  # stored [total, h, d]
+        assert q.shape == {"bhsd": (1, c["heads_q"], tokens, c["head_dim"]) if varlen else
+                           (c["batch"], c["heads_q"], c["seqlen_q"], c["head_dim"]),
+                           "tokens": (tokens, c["heads_q"], c["head_dim"])}[layout]
+        out = numpy_outputs(case)
+        from flashsim._layout import from_case  # the inverse of what verify undoes, checked against inputs()
+        assert np.array_equal(np.asarray(from_case(case.inputs("q"), "q", layout, varlen)), np.asarray(q))
+        moved = {n: from_case(x, n, layout, varlen) for n, x in out.items()}
+        assert case.verify(layout=layout, raise_on_failure=False, **moved).passed, name
+        if layout == "tokens" and not varlen and c["batch"] > 1:  # [b * s, h] read as [s * b, h]: wrong rows
+            lse = moved["lse"].reshape(c["batch"], c["seqlen_q"], -1).swapaxes(0, 1).reshape(tokens, -1)
+            assert not case.verify(layout=layout, raise_on_failure=False, **{**moved, "lse": lse}).passed
+
+
+def test_lse_in_another_base_is_scaled_to_the_natural_log(smoke):
+    case = smoke["fp16-alibi-causal"]
+    out = numpy_outputs(case)
+    log2 = {**out, "lse": out["lse"] / np.log(2)}
+    assert case.verify(lse_base=2, raise_on_failure=False, **log2).passed
+    assert not case.verify(raise_on_failure=False, **log2).passed
+    with pytest.raises(ValueError, match="lse_base"):
+        case.verify(lse_base=1, **out)
+    with pytest.raises(ValueError, match="layout"):
+        case.verify(layout="bsdh", **out)
+    with pytest.raises(ValueError, match="layout"):
+        case.inputs("q", layout="thd")
+
+
+def test_with_grads_differentiates_the_leaves_the_case_holds(smoke):
+    torch = pytest.importorskip("torch")
+    case = smoke["bf16-flash-dma"]  # o, lse, dq, dk, dv
+    like = torch.empty(0)
+    q, k, v, do = (x.float() for x in case.inputs("q", "k", "v", "do", like=like))
+    leaves = {"q": q, "k": k, "v": v, "sinks": torch.zeros(3)}  # no dsinks in this case: not differentiated
+    w = torch.randn(q.shape[-1], v.shape[-1])
+
+    def forward():  # a stand-in with an lse and a known gradient: o = q w + 2 k + v
+        return q @ w + 2 * k + v, q.sum(-1).transpose(1, 2)
+
+    out = case.with_grads(forward, leaves, do)()
+    assert set(out) == {"o", "lse", "dq", "dk", "dv"} and not leaves["sinks"].requires_grad
+    assert torch.allclose(out["dq"], do @ w.T) and torch.equal(out["dk"], 2 * do) and torch.equal(out["dv"], do)
+    forward_only = smoke["fp16-seqlen-1"]
+    if "dq" not in forward_only.output_names:
+        x = torch.ones(2)
+        assert set(forward_only.with_grads(lambda: x * 2, {"q": x}, x)()) == {"o"} and not x.requires_grad

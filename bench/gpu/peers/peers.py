@@ -19,7 +19,8 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
     "sdpa-keep": ("test_sdpa_dropout.py", ["dropout"]),  # the math backend given the case's keep mask
     "flex": ("test_flex_attention.py", ["smoke", "default", "sparse", "sinks", "long"]),
     "flex-paged": ("test_flex_paged.py", ["decode", "default"]),  # FlexAttention's paged attention, KV caches alone
-    "flashinfer": ("test_flashinfer.py", ["default", "mla", "decode"]),  # paged attention and MLA, KV caches alone
+    "flashinfer": ("test_flashinfer.py", ["default", "decode"]),  # paged attention, KV caches alone
+    "flashinfer-mla": ("test_flashinfer_mla.py", ["default", "mla"]),  # its MLA kernel, latent KV caches alone
     "flashinfer-prefill": ("test_flashinfer_prefill.py", ["smoke", "default", "long"]),  # dense cases, forward only
     "flashinfer-norm": ("test_flashinfer_norms.py", NORM_SUITES),
     # FlashAttention's CuTe-DSL kernels (its SM90 forward and backward; paged forward on the KV-cache cases)
@@ -31,14 +32,14 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
 
 
 # Adapters whose every case compiles (torch.compile, jax.jit: 3-8 s a case on the H100 machine's CPUs) run the large
-# suites in SHARDS processes at once; their timed calls take a lock in turn (--flashsim-time-lock), so a case's time
-# is the GPU's alone while the other shards compile.
+# suites in `shards` processes at once (run.py peers --shards, default 6); their timed calls take a lock in turn
+# (--flashsim-time-lock), so a case's time is the GPU's alone while the other shards compile.
 COMPILED = {"flex", "flex-paged", "jax"}
-SHARDS, LARGE_SUITES = 6, {"default"}
+LARGE_SUITES = {"default"}
 # FlashInfer JIT-compiles a kernel per variant (dtype, head dim, features) on first use, 1-3 minutes of nvcc each:
 # every suite in shards, so the variants compile at once (its JIT locks a variant another shard is building).
 # flash-attn-4 compiles each variant through the CuTe DSL in the calling process (seconds to a minute of CPU each).
-JIT_PER_VARIANT = {"flashinfer", "flashinfer-prefill", "flashinfer-norm", "flash-attn-4"}
+JIT_PER_VARIANT = {"flashinfer", "flashinfer-mla", "flashinfer-prefill", "flashinfer-norm", "flash-attn-4"}
 SUITE_ORDER = ["smoke", "norm", "default", "sparse", "sinks", "dropout", "mla", "decode", "long"]  # cheap first
 
 
@@ -53,7 +54,7 @@ def generate(env, suite, out):
         f.write(f"{suite}: rc {r.returncode}, {time.time() - t0:.0f} s\n{r.stderr[-2000:]}\n")
 
 
-def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filter=None, run_s=300):
+def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filter=None, run_s=300, shards=6):
     """pytest per (suite, adapter) within budget_s, suite by suite in SUITE_ORDER, each stopped after run_s (the
     cases it finished are recorded); the records in out/peers.jsonl, pytest's logs in out/logs."""
     start = time.time()
@@ -75,10 +76,10 @@ def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filte
             cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
                    os.path.join(HERE, KERNELS[kernel][0]), "--flashsim-suite", suite, "--flashsim-record", record]
             cmd += ["--flashsim-filter", case_filter] if case_filter else []
-            shards = SHARDS if kernel in JIT_PER_VARIANT or (kernel in COMPILED and suite in LARGE_SUITES) else 1
+            n = shards if kernel in JIT_PER_VARIANT or (kernel in COMPILED and suite in LARGE_SUITES) else 1
             cmd += ["--flashsim-time", str(repeats), "--flashsim-time-lock", os.path.join(out, "time.lock")]
-            runs = [(cmd, f"{kernel}_{suite}")] if shards == 1 else \
-                [(cmd + ["--flashsim-shard", f"{i}/{shards}"], f"{kernel}_{suite}_{i}") for i in range(shards)]
+            runs = [(cmd, f"{kernel}_{suite}")] if n == 1 else \
+                [(cmd + ["--flashsim-shard", f"{i}/{n}"], f"{kernel}_{suite}_{i}") for i in range(n)]
             t0 = time.time()
             procs = []
             for c, name in runs:

@@ -5,6 +5,7 @@ distance counted from the query's index among the new tokens (not its position i
 features-dv-ne-d: lse's error with head_dim_v 64 (the prefill kernel) against the same scores with V zero-padded
 to 128 (lse depends on q and k alone) through the decode and the prefill kernel."""
 import dataclasses
+import math
 import os
 import sys
 
@@ -19,6 +20,14 @@ like = torch.empty(0, device="cuda")
 suite = flashsim.golden.Suite("decode", progress=False)
 
 
+def run(case, cache, prefill=False):
+    """paged_call's outputs (the "tokens" layout, lse base 2) as the case holds them: o [b, sq, hq, dv], lse
+    [b, hq, sq] natural."""
+    o, lse = paged_call(case, cache, prefill)()
+    b, (n, hq) = case.case_json["batch"], lse.shape
+    return o.view(b, n // b, hq, -1), lse.view(b, n // b, hq).transpose(1, 2) * math.log(2)
+
+
 def lse_error(case, lse):
     """lse - exact (float64 [b, hq, sq]), rows that see no key left out (NaN)."""
     exact = torch.from_numpy(case.expected("lse")).cuda()
@@ -27,7 +36,7 @@ def lse_error(case, lse):
 
 case = suite["features-alibi"]
 cache = case.paged_cache(like)
-o, lse = paged_call(case, cache)()
+o, lse = run(case, cache)
 print(f"{case.name}: {case.description}\n-- o alone:\n{case.verify(o=o, raise_on_failure=False)}")
 err = lse_error(case, lse)
 offset = case.inputs("alibi_slopes", like=like).double()[None, :, None] * \
@@ -43,6 +52,6 @@ padded = dataclasses.replace(cache, v=torch.nn.functional.pad(cache.v, (0, cache
 print(f"\n{case.name}: {case.description}")
 for label, c, prefill in (("prefill kernel, head_dim_v 64", cache, True), ("decode kernel, V padded to 128", padded,
                           False), ("prefill kernel, V padded to 128", padded, True)):
-    o, lse = paged_call(case, c, prefill=prefill)()
+    o, lse = run(case, c, prefill)
     print(f"-- {label}: max |lse - exact| {lse_error(case, lse).nan_to_num().abs().max():.3g}")
     print(case.verify(lse=lse, raise_on_failure=False))

@@ -16,26 +16,22 @@ BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTEN
                                                   "fp8"])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sdpa(flashsim_case, backend):
-    like = torch.empty(0, device="cuda")
-    mla = flashsim_case.has_feature("mla")
-    q, k, do = (x.transpose(1, 2) for x in flashsim_case.inputs("q", "k", "do", like=like))  # BHSD views
-    q, k = q.requires_grad_(), k.requires_grad_()
-    v = k[..., :flashsim_case.case_json["head_dim_v"]] if mla else \
-        flashsim_case.inputs("v", like=like).transpose(1, 2).requires_grad_()
-    leaves = (q, k) if mla else (q, k, v)  # MLA: dk is K's whole gradient, V's part included
-    kwargs = flashsim_case.kwargs("sdpa", like=like, takes=["mla"])
-    backward = "dq" in flashsim_case.output_names
+    case, like = flashsim_case, torch.empty(0, device="cuda")
+    mla, dv = case.has_feature("mla"), case.case_json.get("head_dim_v")
+    leaves = dict(zip("qk", case.inputs("q", "k", like=like, layout="bhsd")))
+    if not mla:  # MLA: v is k[..., :head_dim_v], dk K's whole gradient (V's part included)
+        leaves["v"] = case.inputs("v", like=like, layout="bhsd")
+    kwargs = case.kwargs("sdpa", like=like, takes=["mla"])
 
-    def call():
+    def forward():
         with sdpa_kernel(BACKENDS[backend]):
-            o = F.scaled_dot_product_attention(q, k, v, **kwargs)
-            return (o, *torch.autograd.grad(o, leaves, do)) if backward else (o,)
+            q, k = leaves["q"], leaves["k"]
+            return F.scaled_dot_product_attention(q, k, k[..., :dv] if mla else leaves["v"], **kwargs)
 
     try:
-        out = flashsim_case.timed(call)
+        out = case.timed(case.with_grads(forward, leaves, case.inputs("do", like=like, layout="bhsd")))
     except RuntimeError as e:  # the backend has no kernel for the case: SDPA's own words
         if "No available kernel" not in str(e):
             raise
-        pytest.skip(f"sdpa-{backend} has no kernel for {flashsim_case.describe_features()}")
-    names = ("o", "dq", "dk", "dv")[: len(out)]
-    flashsim_case.verify(**{n: t.transpose(1, 2) for n, t in zip(names, out)})  # SDPA returns no lse
+        pytest.skip(f"sdpa-{backend} has no kernel for {case.describe_features()}")
+    case.verify(layout="bhsd", **out)  # SDPA returns no lse: o and the gradients are checked
