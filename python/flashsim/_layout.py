@@ -21,6 +21,20 @@ def check_layout(layout: str) -> None:
         raise ValueError(f"layout: '{layout}': expected one of {', '.join(LAYOUTS)}")
 
 
+def shape_in(shape: tuple, name: str, layout: str, varlen: bool) -> tuple:
+    """The shape a case tensor of `shape` (the case's layout) has in `layout` (what from_case gives)."""
+    shape = tuple(shape)
+    if layout == "bshd" or (name not in SEQUENCE_TENSORS and name != "lse"):
+        return shape
+    if layout == "bhsd":
+        if name == "lse":
+            return (1, *shape) if varlen else shape
+        return (1, shape[1], shape[0], *shape[2:]) if varlen else (shape[0], shape[2], shape[1], *shape[3:])
+    if name == "lse":
+        return (shape[1], shape[0]) if varlen else (shape[0] * shape[2], shape[1])
+    return shape if varlen else (shape[0] * shape[1], *shape[2:])
+
+
 def from_case(x: Any, name: str, layout: str, varlen: bool) -> Any:
     """A case tensor (the case's layout) in `layout`; tensors other than the sequence tensors and lse unchanged."""
     if layout == "bshd" or (name not in SEQUENCE_TENSORS and name != "lse"):

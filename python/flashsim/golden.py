@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _native
 from ._arrays import convert_like, to_numpy
-from ._layout import check_layout, from_case, to_case
+from ._layout import check_layout, from_case, shape_in, to_case
 from ._paged import PagedCache, paged_cache
 from ._problem import Problem
 
@@ -514,6 +514,10 @@ class Case:
         whose gradient the case holds; it returns {"o", "lse" where forward gives it, "d" + name for those leaves},
         verify()'s keywords. The leaves that get a gradient are made to require one here."""
         wanted = {n: t for n, t in leaves.items() if "d" + n in self.output_names}
+        missing = [n for n, t in wanted.items() if t is None]
+        if missing:
+            raise ValueError(f"leaves: {', '.join(missing)} given as None, but case {self.name} holds "
+                             f"{', '.join('d' + n for n in missing)}")
         for t in wanted.values():
             t.requires_grad_()
 
@@ -544,6 +548,12 @@ class Case:
         if lse_base < 0 or lse_base == 1:
             raise ValueError(f"lse_base: {lse_base}: a logarithm's base is positive and not 1 (0: natural)")
         varlen = "cu_seqlens_q" in self.input_names
+        for name, value in outputs.items():  # a shape error in the caller's layout, not in the case's
+            if layout != "bshd" and name in self.output_names and hasattr(value, "shape"):
+                want = shape_in(self.native.expected(name).shape, name, layout, varlen)
+                if tuple(value.shape) != want:
+                    raise ValueError(f"output '{name}' has shape {list(value.shape)}; in layout '{layout}' the case "
+                                     f"needs {list(want)}")
         arrays = {name: to_numpy(to_case(value, name, layout, varlen, self.case_json.get("batch", 1)), name)
                   for name, value in outputs.items()}
         if lse_base and "lse" in arrays:  # log_b(x) = ln(x) / ln(b)

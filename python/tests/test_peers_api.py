@@ -242,9 +242,11 @@ def test_layouts_carry_inputs_and_outputs_both_ways(smoke, layout):
                            (c["batch"], c["heads_q"], c["seqlen_q"], c["head_dim"]),
                            "tokens": (tokens, c["heads_q"], c["head_dim"])}[layout]
         out = numpy_outputs(case)
-        from flashsim._layout import from_case  # the inverse of what verify undoes, checked against inputs()
+        from flashsim._layout import from_case, shape_in  # what verify undoes, checked against inputs()
         assert np.array_equal(np.asarray(from_case(case.inputs("q"), "q", layout, varlen)), np.asarray(q))
         moved = {n: from_case(x, n, layout, varlen) for n, x in out.items()}
+        for n, x in out.items():  # the shape arithmetic verify() checks a caller's outputs with
+            assert np.asarray(moved[n]).shape == shape_in(np.asarray(x).shape, n, layout, varlen), (name, n)
         assert case.verify(layout=layout, raise_on_failure=False, **moved).passed, name
         if layout == "tokens" and not varlen and c["batch"] > 1:  # [b * s, h] read as [s * b, h]: wrong rows
             lse = moved["lse"].reshape(c["batch"], c["seqlen_q"], -1).swapaxes(0, 1).reshape(tokens, -1)
@@ -263,6 +265,8 @@ def test_lse_in_another_base_is_scaled_to_the_natural_log(smoke):
         case.verify(layout="bsdh", **out)
     with pytest.raises(ValueError, match="layout"):
         case.inputs("q", layout="thd")
+    with pytest.raises(ValueError, match=r"output 'o' has shape \[56, 2, 2, 32\]; in layout 'bhsd' the case needs"):
+        smoke["bf16-flash-dma"].verify(layout="bhsd", o=numpy_outputs(smoke["bf16-flash-dma"])["o"].swapaxes(0, 1))
 
 
 def test_with_grads_differentiates_the_leaves_the_case_holds(smoke):
@@ -276,6 +280,8 @@ def test_with_grads_differentiates_the_leaves_the_case_holds(smoke):
     def forward():  # a stand-in with an lse and a known gradient: o = q w + 2 k + v
         return q @ w + 2 * k + v, q.sum(-1).transpose(1, 2)
 
+    with pytest.raises(ValueError, match="leaves: v given as None, but case bf16-flash-dma holds dv"):
+        case.with_grads(forward, {**leaves, "v": None}, do)
     out = case.with_grads(forward, leaves, do)()
     assert set(out) == {"o", "lse", "dq", "dk", "dv"} and not leaves["sinks"].requires_grad
     assert torch.allclose(out["dq"], do @ w.T) and torch.equal(out["dk"], 2 * do) and torch.equal(out["dv"], do)
