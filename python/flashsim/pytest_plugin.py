@@ -9,7 +9,8 @@ A test taking the `flashsim_case` fixture runs once per case of a golden suite, 
         flashsim_case.verify(o=o, lse=lse)
 
 Options: --flashsim-suite NAME|PATH (default: the marker's suite=, else smoke), --flashsim-filter REGEX (case
-names, re.search), --flashsim-shard I/N (every N-th case from the I-th), --flashsim-time N
+names, re.search), --flashsim-shard I/N (every N-th case from the I-th; with --flashsim-shard-by variant, the
+cases a kernel likely compiles as one variant together), --flashsim-time N
 (flashsim_case.timed(fn) times N more calls: the median is the case's time), --flashsim-time-lock FILE (the
 timed calls hold an exclusive lock on FILE: processes that share a GPU, e.g. shards compiling their cases at
 once, take their timings one at a time), --flashsim-record FILE (a JSON line
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from typing import Any
 
 import pytest
@@ -42,6 +44,11 @@ def pytest_addoption(parser: Any) -> None:
                     help="only the cases whose name matches (re.search)")
     group.addoption("--flashsim-shard", default=None, metavar="I/N",
                     help="only every N-th case from the I-th (0-based): N processes share a suite")
+    group.addoption("--flashsim-shard-by", choices=["index", "variant"], default="index",
+                    help="how --flashsim-shard deals the cases: 'index' (default) every N-th; 'variant' the cases a "
+                         "JIT-compiling kernel likely builds one variant for (op, dtype, head dims, ALiBi, window, "
+                         "softcap, sinks, KV cache) to one shard, largest group first to the shard with the fewest "
+                         "cases: shards then compile different variants at once")
     group.addoption("--flashsim-time", type=int, default=0, metavar="N",
                     help="flashsim_case.timed(fn) calls fn N more times and keeps the median (default 0: once)")
     group.addoption("--flashsim-time-lock", default=None, metavar="FILE",
@@ -99,8 +106,35 @@ def pytest_generate_tests(metafunc: Any) -> None:
                 raise ValueError
         except ValueError:
             raise pytest.UsageError(f"--flashsim-shard: '{shard}': expected I/N with 0 <= I < N") from None
-        cases = cases[i::n]
+        cases = cases[i::n] if metafunc.config.getoption("flashsim_shard_by") == "index" else \
+            _variant_shard(cases, i, n)
     metafunc.parametrize("flashsim_case", cases, ids=[c.name for c in cases], indirect=True)
+
+
+def _variant(case: Any) -> tuple:
+    """What a kernel that compiles per variant likely specializes on, from the case file's header alone (no tensor
+    is read): op, dtype, head dims, ALiBi, a window, softcap, sinks, a KV cache."""
+    with open(case.file, "rb") as f:  # safetensors: an 8-byte little-endian header length, then the JSON header
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    c = json.loads(header.get("__metadata__", {}).get("flashsim.case", "{}"))
+    return (case.op, c.get("dtype", ""), c.get("head_dim", 0), c.get("head_dim_v", c.get("head_dim", 0)),
+            "alibi_slopes" in header, c.get("window_left", -1) >= 0 or c.get("window_right", -1) > 0,
+            bool(c.get("softcap", 0.0)), "sinks" in header, "k_cache" in header)
+
+
+def _variant_shard(cases: list, i: int, n: int) -> list:
+    """Shard i of n with each variant's cases together: the groups, largest first (then by key, so that every
+    shard computes the same deal), each to the shard holding the fewest cases so far; the suite's order kept."""
+    groups: dict = {}
+    for case in cases:
+        groups.setdefault(_variant(case), []).append(case)
+    load, mine = [0] * n, set()
+    for key in sorted(groups, key=lambda k: (-len(groups[k]), repr(k))):
+        to = min(range(n), key=lambda s: (load[s], s))
+        load[to] += len(groups[key])
+        if to == i:
+            mine.update(c.name for c in groups[key])
+    return [c for c in cases if c.name in mine]
 
 
 @pytest.fixture

@@ -169,6 +169,29 @@ def test_plugin_shards_a_suite(pytester):
     assert bad.ret != 0 and "expected I/N" in bad.stderr.str() + bad.stdout.str()
 
 
+def test_plugin_shards_a_suite_by_variant(pytester):
+    # Every case in exactly one of 4 shards; cases of one (dtype, head dims, features) variant in the same shard;
+    # no shard holds more than the largest variant's group above the mean (the largest-first deal).
+    from flashsim.pytest_plugin import _variant
+
+    pytester.makepyfile("def test_ids(flashsim_case):\n    assert flashsim_case.name\n")
+    suite = flashsim.golden.Suite(SMOKE)
+    shards = []
+    for i in range(4):
+        result = pytester.runpytest("-p", "no:cacheprovider", "--flashsim-suite", str(SMOKE), "--flashsim-shard",
+                                    f"{i}/4", "--flashsim-shard-by", "variant", "--collect-only", "-q")
+        shards.append([line.split("[", 1)[1].rstrip("]") for line in result.stdout.lines if "test_ids[" in line])
+    assert sorted(sum(shards, [])) == sorted(suite.names)
+    home = {n: i for i, names in enumerate(shards) for n in names}
+    variants = {}
+    for case in suite:
+        variants.setdefault(_variant(case), set()).add(home[case.name])
+    assert all(len(where) == 1 for where in variants.values()) and len(variants) > 4
+    biggest = max(sum(1 for c in suite if _variant(c) == v) for v in variants)
+    assert max(map(len, shards)) <= len(suite) / 4 + biggest
+    assert _variant(suite["bf16-softcap"]) != _variant(suite["bf16-gqa"])  # softcap is a variant of its own
+
+
 PAGED = {"name": "tiny-paged", "defaults": {"batch": 3, "heads_q": 4, "heads_kv": 2, "head_dim": 16, "dtype": "bf16",
                                             "seqlen_q": 2, "page_size": 7, "causal": True},
          "cases": [{"name": "append", "cache_seqlens": [0, 9, 20], "seqlen_new": 2, "softcap": 10.0},

@@ -37,7 +37,8 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
 COMPILED = {"flex", "flex-paged", "jax"}
 LARGE_SUITES = {"default"}
 # FlashInfer JIT-compiles a kernel per variant (dtype, head dim, features) on first use, 1-3 minutes of nvcc each:
-# every suite in shards, so the variants compile at once (its JIT locks a variant another shard is building).
+# every suite in shards, so the variants compile at once, each variant's cases in one shard (--flashsim-shard-by
+# variant: a shard does not wait on the lock of a variant another shard is building).
 # flash-attn-4 compiles each variant through the CuTe DSL in the calling process (seconds to a minute of CPU each).
 JIT_PER_VARIANT = {"flashinfer", "flashinfer-mla", "flashinfer-prefill", "flashinfer-norm", "flash-attn-4"}
 SUITE_ORDER = ["smoke", "norm", "default", "sparse", "sinks", "dropout", "mla", "decode", "long"]  # cheap first
@@ -78,8 +79,9 @@ def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filte
             cmd += ["--flashsim-filter", case_filter] if case_filter else []
             n = shards if kernel in JIT_PER_VARIANT or (kernel in COMPILED and suite in LARGE_SUITES) else 1
             cmd += ["--flashsim-time", str(repeats), "--flashsim-time-lock", os.path.join(out, "time.lock")]
+            by = ["--flashsim-shard-by", "variant"] if kernel in JIT_PER_VARIANT else []  # a variant compiled once
             runs = [(cmd, f"{kernel}_{suite}")] if n == 1 else \
-                [(cmd + ["--flashsim-shard", f"{i}/{n}"], f"{kernel}_{suite}_{i}") for i in range(n)]
+                [(cmd + ["--flashsim-shard", f"{i}/{n}"] + by, f"{kernel}_{suite}_{i}") for i in range(n)]
             t0 = time.time()
             procs = []
             for c, name in runs:
