@@ -4,7 +4,9 @@
 // and `traffic compare` find it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/ncu.h"
+#include "flashsim/sim/schedule.h"
 #include "problem_builder.h"
 
 using namespace flashsim;
@@ -267,4 +270,77 @@ TEST(Fa3Model, ComparedByTrafficCompare) {
   EXPECT_EQ(j["kernels"][0]["name"], "fwd_fa3 (void flashsim::gpu::fa3::flashsim_fa3_fwd_kernel)");
   EXPECT_FALSE(compare(1.03 * static_cast<double>(loads), "(132, 1, 1)")["ok"].get<bool>());  // 3% over
   EXPECT_THROW(compare(static_cast<double>(loads), "(1024, 1, 1)"), InputError);  // another launch
+}
+
+namespace {
+
+// block_needs_mask of the kernels (gpu/fa3, gpu/fa2), block by block: key block n of query block [q0, q0 + Br)
+// runs past the sequence's keys or crosses a window edge of some row of the box.
+bool needs_mask(const AttentionProblem& p, int64_t b, int64_t q0, int64_t br, int64_t n, int64_t bc) {
+  const int64_t lk = p.len_k(b), shift = lk - p.len_q(b), first_col = n * bc, last_col = first_col + bc - 1;
+  return last_col >= lk || (p.window_right >= 0 && last_col > q0 + shift + p.window_right) ||
+         (p.window_left >= 0 && first_col < q0 + br - 1 + shift - p.window_left);
+}
+
+// The launch's masked steps, one visible key block at a time.
+double masked_steps_by_block(const AttentionProblem& p, int64_t br, int64_t bc) {
+  double masked = 0;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t q0 = 0; q0 < p.len_q(b); q0 += br) {
+      const auto [n0, n1] = visible_key_blocks(p, b, q0, std::min(p.len_q(b), q0 + br), bc);
+      for (int64_t n = n0; n < n1; ++n)
+        masked += needs_mask(p, b, q0, br, n, bc) ? static_cast<double>(p.heads_q) : 0.0;
+    }
+  return masked;
+}
+
+}  // namespace
+
+TEST(Fa3Model, MaskedStepsInClosedFormAreTheKernelsBlockTests) {
+  // The models count masked steps in O(1) a tile (a 10M-key problem has 1e5 key blocks a tile); against the
+  // kernels' test of each block, over random causal, windowed (edges before the first key and past the last),
+  // unequal and variable lengths, for fwd_fa3 and fwd_fa2_v1. The bytes of these launches are checked against
+  // the executed schedule (counted) too: the K / V rows read come in closed form as well.
+  std::mt19937 rng(29);
+  const auto draw = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int i = 0; i < 60; ++i) {
+    ProblemBuilder pb;
+    pb.heads(2).head_dim(i % 3 == 0 ? 64 : 128).dtype(DType::BF16);
+    if (i < 15) {  // lengths in whole tiles (edges on block boundaries: the off-by-one cases)
+      pb.batch(2).seqlen(128 * draw(1, 12), 64 * draw(1, 24));
+    } else if (i % 4 == 3) {
+      pb.varlen({draw(1, 700), draw(1, 700), draw(1, 700)}, {draw(1, 900), draw(1, 900), draw(1, 900)});
+    } else {
+      pb.batch(draw(1, 3)).seqlen(draw(1, 1500), draw(1, 1500));
+    }
+    switch (i % 5) {
+      case 0:
+        pb.causal();
+        break;
+      case 1:
+        pb.window(draw(0, 400), draw(-1, 300));
+        break;
+      case 2:
+        pb.window(-1, draw(0, 200));
+        break;
+      case 3:
+        pb.window(64 * draw(0, 4), 0);
+        break;
+      default:
+        break;  // no mask: the key tail alone
+    }
+    const AttentionProblem p = pb.build();
+    const KernelLaunch l3 = launch(fa3(), p, TileConfig{});
+    EXPECT_DOUBLE_EQ(l3.ws.masked_steps, masked_steps_by_block(p, l3.ws.block_q, l3.ws.block_k)) << i;
+    if (i % 6 == 0 || i % 4 == 3) counted(p);
+    TileConfig c2;
+    c2.block_q = 128;
+    c2.block_k = i % 2 ? 64 : 32;
+    c2.warps = 4;
+    c2.stages = 2;
+    const KernelLaunch l2 = launch(kernel_model("fwd_fa2_v1"), p, c2);
+    EXPECT_DOUBLE_EQ(l2.ws.masked_steps, masked_steps_by_block(p, c2.block_q, c2.block_k)) << i;
+  }
 }

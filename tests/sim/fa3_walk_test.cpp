@@ -77,6 +77,27 @@ TEST(Fa3Walk, DealsEveryTileOnceInOrderWithinListSchedulingsBound) {
   }
 }
 
+TEST(Fa3Walk, CalendarAndHeapDealTheSameWalk) {
+  // The heap (long problems, whose costs span more units than a calendar holds) and the calendar choose the same
+  // CTA every time: the least cost so far, then the lowest CTA; zero-cost tiles and ties included.
+  std::mt19937 rng(31);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t grid = 1 + static_cast<int64_t>(rng() % 200), tiles = static_cast<int64_t>(rng() % 4000);
+    const int64_t spread = trial % 4 == 0 ? 1 : 1 + static_cast<int64_t>(rng() % 3000);
+    std::vector<int64_t> cost(static_cast<size_t>(tiles));
+    for (auto& c : cost) c = static_cast<int64_t>(rng() % static_cast<uint64_t>(spread + 1));  // 0 .. spread
+    const auto cost_of = [&](int64_t t) { return cost[static_cast<size_t>(t)]; };
+    const auto calendar = fa3_balanced_walk(tiles, grid, cost_of, Fa3WalkMethod::Calendar);
+    EXPECT_EQ(fa3_balanced_walk(tiles, grid, cost_of, Fa3WalkMethod::Heap), calendar) << "trial " << trial;
+    EXPECT_EQ(fa3_balanced_walk(tiles, grid, cost_of), calendar) << "trial " << trial;
+  }
+  // A 10M-key causal problem's tiles (1 .. 78125 key blocks each): the automatic choice takes the heap and
+  // returns (a calendar would span 7e7 slots of 8 bytes).
+  const int64_t num_m = 78125, grid = 132;
+  const auto walk = fa3_balanced_walk(num_m, grid, [&](int64_t t) { return num_m - t % num_m; });
+  EXPECT_EQ(static_cast<int64_t>(walk.size()), grid + 1 + num_m);
+}
+
 TEST(Fa3Walk, EqualTilesAreDealtAsTheStaticWalkDealsThem) {
   const int64_t grid = 132, tiles = 1000;
   const auto walk = fa3_balanced_walk(tiles, grid, [](int64_t) { return 5; });

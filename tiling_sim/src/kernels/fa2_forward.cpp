@@ -82,9 +82,8 @@ std::pair<int64_t, int64_t> query_block_steps(const AttentionProblem& p, const T
   const int64_t right_min = p.window_right < 0 ? lk : std::min(lk, q0 + shift + p.window_right + 1);
   const int64_t full_lo = left_max <= 0 ? 0 : std::min(ceil_div(left_max, bc), n_max);
   const int64_t full_hi = right_min < bc ? 0 : right_min / bc;
-  int64_t masked = 0;
-  for (int64_t n = n_min; n < n_max; ++n) masked += n < full_lo || n >= full_hi ? 1 : 0;
-  return {n_max - n_min, masked};
+  // In O(1), not a block at a time: a 10M-key problem has 1e5 key blocks a query block.
+  return {n_max - n_min, blocks_outside(n_min, n_max, full_lo, full_hi)};
 }
 
 // The launch's CTAs in launch order (query blocks fastest, then the batch, then the heads) with their key-block

@@ -107,14 +107,28 @@ std::pair<int64_t, int64_t> key_blocks(const AttentionProblem& p, const Fa3Shape
   return visible_key_blocks(p, b, q0, std::min(p.len_q(b), q0 + s.br), s.bc);
 }
 
-// Whether key block n needs the per-element mask (block_needs_mask in the kernel): it runs past the keys, or
-// crosses a window edge of some row of the box.
-bool masked_block(const AttentionProblem& p, const Fa3Shape& s, int64_t b, int64_t m, int64_t n) {
+// The key blocks of [n0, n1) that need the per-element mask (block_needs_mask in the kernel: the block runs past
+// the keys, or crosses a window edge of some row of the box). Block n needs none when its last column
+// n Bc + Bc - 1 is at most R = min(lk - 1, first_row + shift + right) and its first column n Bc at least
+// L = last_row + shift - left: n in [ceil(L / Bc), floor((R + 1) / Bc)). In O(1), not a block at a time.
+int64_t masked_blocks(const AttentionProblem& p, const Fa3Shape& s, int64_t b, int64_t m, int64_t n0,
+                      int64_t n1) {
   const int64_t lq = p.len_q(b), lk = p.len_k(b), shift = lk - lq;
-  const int64_t first_col = n * s.bc, last_col = first_col + s.bc - 1;
   const int64_t first_row = m * s.br, last_row = first_row + s.br - 1;
-  return last_col >= lk || (p.window_right >= 0 && last_col > first_row + shift + p.window_right) ||
-         (p.window_left >= 0 && first_col < last_row + shift - p.window_left);
+  const int64_t right = p.window_right >= 0 ? std::min(lk - 1, first_row + shift + p.window_right) : lk - 1;
+  const int64_t full_hi = floor_div(right + 1, s.bc);
+  const int64_t full_lo = p.window_left >= 0 ? -floor_div(-(last_row + shift - p.window_left), s.bc) : n0;
+  return blocks_outside(n0, n1, full_lo, full_hi);
+}
+
+// Rows the TMA boxes of key blocks [n0, n1) of sequence b read (box_rows of each: whole blocks up to the
+// tensor's end, then its remainder), in O(1).
+int64_t key_rows_read(const std::vector<int64_t>& cu_k, int64_t b, int64_t n0, int64_t n1, int64_t bc) {
+  const int64_t left =
+      cu_k.back() - cu_k[static_cast<size_t>(b)];  // rows from the sequence's start to the end
+  const int64_t whole = floor_div(left, bc);       // blocks wholly inside the tensor
+  const int64_t rows = bc * std::max<int64_t>(0, std::min(n1, whole) - n0);
+  return rows + (n0 <= whole && whole < n1 ? left - whole * bc : 0);
 }
 
 // The launch: 384 threads (a producer and two consumer warpgroups), Q and stages x (K, V) in shared memory, 168
@@ -151,8 +165,7 @@ KernelLaunch fa3_launch(const AttentionProblem& p, const TileConfig& c) {
       const auto [n0, n1] = key_blocks(p, s, b, m);
       w.tiles += times;
       w.steps += times * static_cast<double>(n1 - n0);
-      for (int64_t n = n0; n < n1; ++n)
-        if (masked_block(p, s, b, m, n)) w.masked_steps += times;
+      w.masked_steps += times * static_cast<double>(masked_blocks(p, s, b, m, n0, n1));
     }
   }
   return l;
@@ -221,12 +234,10 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
       const auto [n0, n1] = key_blocks(p, s, b, m);
       live[b][m] = 1;
       steps[b][m] = static_cast<double>(std::max<int64_t>(0, n1 - n0));
-      for (int64_t n = n0; n < n1; ++n)
-        if (masked_block(p, s, b, m, n)) masked[b][m] += 1;
+      masked[b][m] = static_cast<double>(masked_blocks(p, s, b, m, n0, n1));
       if (n1 > n0) {
         x.load(TensorId::Q, box_rows(cu_q[b] + q0, s.br, cu_q.back()), d, e);
-        int64_t read = 0;
-        for (int64_t n = n0; n < n1; ++n) read += box_rows(cu_k[b] + n * s.bc, s.bc, cu_k.back());
+        const int64_t read = key_rows_read(cu_k, b, n0, n1, s.bc);
         x.load(TensorId::K, read, d, e);
         if (!p.mla) x.load(TensorId::V, read, dv, e);
         const double pairs = static_cast<double>(rq) * static_cast<double>(block_rows(n0, n1, s.bc, lk));

@@ -43,6 +43,18 @@ inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
+// floor(a / b) for b > 0 and any sign of a (a window's edges can lie before the first key).
+inline int64_t floor_div(int64_t a, int64_t b) {
+  return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+// Blocks of [n0, n1) outside the run [full_lo, full_hi) that needs no per-element mask: the blocks a kernel
+// masks element by element when the blocks it need not mask are contiguous (a window's or the keys' edges bound
+// them on both sides).
+inline int64_t blocks_outside(int64_t n0, int64_t n1, int64_t full_lo, int64_t full_hi) {
+  return std::max<int64_t>(0, n1 - n0) - std::max<int64_t>(0, std::min(n1, full_hi) - std::max(n0, full_lo));
+}
+
 // The grid every built-in kernel launches: `blocks` CTAs along x (query or key blocks of the longest
 // sequence), the batch along y, the query heads along z (FlashAttention-2's order), `threads` per CTA.
 inline KernelLaunch per_head_launch(const AttentionProblem& p, int64_t blocks, int threads) {

@@ -13,6 +13,8 @@
 // that did lost 7-9% where the static one is balanced). Measured: calibration fa3.balanced_walk_h200.
 #include <bit>
 #include <cstdint>
+#include <functional>
+#include <queue>
 #include <utility>
 #include <vector>
 
@@ -54,14 +56,67 @@ constexpr int64_t fa3_walk_bytes(int64_t tiles, int64_t grid) {
   return (grid + 1 + tiles) * static_cast<int64_t>(sizeof(int32_t));
 }
 
+// The walk's array from each tile's CTA (walk[0 .. grid) holding the per-CTA counts on entry).
+inline std::vector<int32_t> fa3_walk_from_ctas(std::vector<int32_t> walk, const std::vector<int32_t>& cta_of,
+                                               int64_t grid) {
+  // counts -> offsets (grid + 1 of them, into the array itself), then each CTA's tiles in order
+  int32_t at = static_cast<int32_t>(grid + 1);
+  for (int64_t c = 0; c <= grid; ++c) {
+    const int32_t n = c < grid ? walk[static_cast<size_t>(c)] : 0;
+    walk[static_cast<size_t>(c)] = at;
+    at += n;
+  }
+  std::vector<int32_t> next(walk.begin(), walk.begin() + grid);
+  for (size_t t = 0; t < cta_of.size(); ++t)
+    walk[static_cast<size_t>(next[static_cast<size_t>(cta_of[t])]++)] = static_cast<int32_t>(t);
+  return walk;
+}
+
+// fa3_balanced_walk by a min-heap of (cost so far, CTA): the same choice (least cost, then lowest CTA).
+template <class Cost>
+std::vector<int32_t> fa3_balanced_walk_heap(int64_t tiles, int64_t grid, Cost cost) {
+  using Slot = std::pair<int64_t, int32_t>;
+  std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> free;
+  for (int64_t c = 0; c < grid; ++c) free.emplace(0, static_cast<int32_t>(c));
+  std::vector<int32_t> cta_of(static_cast<size_t>(tiles));
+  std::vector<int32_t> walk(static_cast<size_t>(grid + 1 + tiles), 0);
+  for (int64_t t = 0; t < tiles; ++t) {
+    const auto [so_far, cta] = free.top();
+    free.pop();
+    free.emplace(so_far + static_cast<int64_t>(cost(t)), cta);
+    cta_of[static_cast<size_t>(t)] = cta;
+    ++walk[static_cast<size_t>(cta)];
+  }
+  return fa3_walk_from_ctas(std::move(walk), cta_of, grid);
+}
+
+// How fa3_balanced_walk finds the least-loaded CTA: a calendar of costs (O(tiles + the costs' span x grid / 64),
+// the launch's short problems), a heap (O(tiles log grid), the long ones: a calendar of a 10M-key causal
+// problem's 1e9 cost units would not fit in memory), or whichever is cheaper. The same walk either way.
+enum class Fa3WalkMethod { Auto, Calendar, Heap };
+
 // Deals tiles 0 .. tiles - 1, in order, each to the CTA with the least cost so far (ties: the lowest CTA, so
 // that equal tiles are dealt as the static walk deals them); cost(t) >= 0. The launch builds it at every call,
-// so in O(tiles): the least cost so far never decreases, and a calendar keeps, per cost, the CTAs free at it as
-// a bit set (the lowest set bit: the lowest CTA).
+// so in O(tiles) where it can: the least cost so far never decreases, and a calendar keeps, per cost, the CTAs
+// free at it as a bit set (the lowest set bit: the lowest CTA); where the calendar would span more cost units
+// than the tiles number, a heap of (cost so far, CTA).
 template <class Cost>
-std::vector<int32_t> fa3_balanced_walk(int64_t tiles, int64_t grid, Cost cost) {
+std::vector<int32_t> fa3_balanced_walk(int64_t tiles, int64_t grid, Cost cost,
+                                       Fa3WalkMethod method = Fa3WalkMethod::Auto) {
   grid = grid < 1 ? 1 : grid;
   const auto words = static_cast<size_t>((grid + 63) / 64);
+  // Auto: the calendar scans up to (total / grid + the largest cost) x words slots; past 16 a tile, the heap.
+  if (method == Fa3WalkMethod::Auto) {
+    int64_t total = 0, largest = 0;
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t c = static_cast<int64_t>(cost(t));
+      total += c;
+      largest = c > largest ? c : largest;
+    }
+    const auto span = static_cast<uint64_t>(total / grid + largest + 1) * words;
+    method = span > 16 * static_cast<uint64_t>(tiles) + 4096 ? Fa3WalkMethod::Heap : Fa3WalkMethod::Calendar;
+  }
+  if (method == Fa3WalkMethod::Heap) return fa3_balanced_walk_heap(tiles, grid, cost);
   std::vector<uint64_t> calendar(words, 0);  // [cost so far][words]
   for (int64_t c = 0; c < grid; ++c) calendar[static_cast<size_t>(c) / 64] |= uint64_t{1} << (c % 64);
   std::vector<int32_t> cta_of(static_cast<size_t>(tiles));
@@ -81,18 +136,7 @@ std::vector<int32_t> fa3_balanced_walk(int64_t tiles, int64_t grid, Cost cost) {
     cta_of[static_cast<size_t>(t)] = static_cast<int32_t>(cta);
     ++walk[static_cast<size_t>(cta)];
   }
-  // counts -> offsets (grid + 1 of them, into the array itself), then each CTA's tiles in order
-  int32_t at = static_cast<int32_t>(grid + 1);
-  for (int64_t c = 0; c <= grid; ++c) {
-    const int32_t n = c < grid ? walk[static_cast<size_t>(c)] : 0;
-    walk[static_cast<size_t>(c)] = at;
-    at += n;
-  }
-  std::vector<int32_t> next(walk.begin(), walk.begin() + grid);
-  for (int64_t t = 0; t < tiles; ++t)
-    walk[static_cast<size_t>(next[static_cast<size_t>(cta_of[static_cast<size_t>(t)])]++)] =
-        static_cast<int32_t>(t);
-  return walk;
+  return fa3_walk_from_ctas(std::move(walk), cta_of, grid);
 }
 
 }  // namespace flashsim
