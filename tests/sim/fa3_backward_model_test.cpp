@@ -5,7 +5,9 @@
 // holding of the bulk reduces to the L2's reduce sectors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/ncu.h"
+#include "flashsim/sim/schedule.h"
 #include "problem_builder.h"
 #include "recorded_ncu.h"
 
@@ -328,5 +331,61 @@ TEST(Fa3BackwardModel, TheReportAloneGivesTheProblem) {
     const auto from = problem_from_report(kernels, ProblemBuilder().dtype(DType::F32).build(),
                                           [](const std::string&) { return false; });
     EXPECT_EQ(from.problem.describe(), want) << file;
+  }
+}
+
+TEST(Fa3BackwardModel, MaskedStepsInClosedFormAreTheKernelsBlockTests) {
+  // bwd_block_needs_mask of gpu/fa3, block by block (the block runs past the queries or keys, or crosses a
+  // window edge of some row of the box), against the model's O(1) count a key block, over random causal,
+  // windowed, unequal and variable lengths, block-aligned ones included; the bytes checked by counted().
+  std::mt19937 rng(31);
+  const auto draw = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  // Short sequences (1 .. 320 rows: every residue of the 64- and 128-row blocks comes up) and windows (0 .. 320)
+  // put the mask's edges on and beside every block boundary many times over.
+  for (int i = 0; i < 400; ++i) {
+    ProblemBuilder pb;
+    pb.heads(4, i % 2 ? 2 : 4).head_dim(i % 3 == 0 ? 64 : 128).dtype(DType::BF16);
+    if (i % 4 == 3)
+      pb.varlen({draw(1, 320), draw(1, 320)}, {draw(1, 320), draw(1, 320)});
+    else
+      pb.batch(draw(1, 2)).seqlen(draw(1, 320), draw(1, 320));
+    const int64_t left = draw(0, 320), right = draw(0, 320);
+    switch (i % 5) {
+      case 0:
+        pb.causal();
+        break;
+      case 1:
+        pb.window(left, right);
+        break;
+      case 2:
+        pb.window(-1, right);
+        break;
+      case 3:
+        pb.window(left, 0);
+        break;
+      default:
+        break;
+    }
+    const AttentionProblem p = pb.build();
+    const KernelCounts k =
+        i % 5 == 0 ? counted("bwd_fa3", p) : analytic_counts(kernel_model("bwd_fa3"), p, {});
+    const int64_t br = k.launch.ws.block_q, bc = k.launch.ws.block_k;
+    double masked = 0;
+    for (int64_t b = 0; b < p.batch; ++b) {
+      const int64_t lq = p.len_q(b), lk = p.len_k(b), shift = lk - lq;
+      for (int64_t k0 = 0; k0 < lk; k0 += bc) {
+        const auto [m0, m1] = visible_query_blocks(p, b, k0, std::min(lk, k0 + bc), br);
+        for (int64_t m = m0; m < m1; ++m) {
+          const int64_t first_row = m * br, last_row = first_row + br - 1, last_col = k0 + bc - 1;
+          const bool needs = last_row >= lq || last_col >= lk ||
+                             (p.window_right >= 0 && last_col > first_row + shift + p.window_right) ||
+                             (p.window_left >= 0 && k0 < last_row + shift - p.window_left);
+          masked += needs ? static_cast<double>(p.heads_q) : 0.0;
+        }
+      }
+    }
+    EXPECT_DOUBLE_EQ(k.launch.ws.masked_steps, masked) << i;
   }
 }

@@ -82,16 +82,6 @@ std::pair<int64_t, int64_t> query_blocks(const AttentionProblem& p, const BwdSha
   return {m_min, std::max(m_min, m_max)};
 }
 
-// bwd_block_needs_mask: the block runs past the queries or keys, or crosses a window edge.
-bool masked_block(const AttentionProblem& p, const BwdShape& s, int64_t lq, int64_t lk, int64_t m,
-                  int64_t n) {
-  const int64_t first_row = m * s.br, last_row = first_row + s.br - 1;
-  const int64_t first_col = n * s.bc, last_col = first_col + s.bc - 1;
-  return last_row >= lq || last_col >= lk ||
-         (p.window_right >= 0 && last_col > first_row + lk - lq + p.window_right) ||
-         (p.window_left >= 0 && first_col < last_row + lk - lq - p.window_left);
-}
-
 int64_t key_block_count(const AttentionProblem& p, const BwdShape& s) {
   return ceil_div(p.seqlen_k, s.bc);
 }
@@ -176,12 +166,26 @@ KernelLaunch main_launch(const AttentionProblem& p, const TileConfig& c) {
 struct KeyBlockSteps {
   int64_t m_min = 0, m_max = 0, masked = 0;
 };
+// masked: the blocks bwd_block_needs_mask marks (the block runs past the queries or keys, or crosses a window
+// edge), in O(1): a 10M-key problem has 1e5 query blocks a key block. Query block m of rows [m Br, m Br + Br)
+// needs no mask when its rows end inside the queries (m < floor(lq / Br)), the key block ends inside the keys,
+// its first row sees the block's last column (m Br >= last_col - shift - right) and its last row the block's
+// first column (m Br + Br - 1 + shift - left <= first_col: m < floor((first_col + 1 - shift + left) / Br)).
 KeyBlockSteps key_block_steps(const AttentionProblem& p, const BwdShape& s, int64_t b, int64_t n) {
-  const int64_t lq = p.len_q(b), lk = p.len_k(b);
+  const int64_t lq = p.len_q(b), lk = p.len_k(b), shift = lk - lq;
   KeyBlockSteps k;
   if (n * s.bc >= lk) return k;
   std::tie(k.m_min, k.m_max) = query_blocks(p, s, lq, lk, n);
-  for (int64_t m = k.m_min; m < k.m_max; ++m) k.masked += masked_block(p, s, lq, lk, m, n) ? 1 : 0;
+  const int64_t first_col = n * s.bc, last_col = first_col + s.bc - 1;
+  if (last_col >= lk) {
+    k.masked = k.m_max - k.m_min;
+    return k;
+  }
+  int64_t full_hi = floor_div(lq, s.br);
+  if (p.window_left >= 0) full_hi = std::min(full_hi, floor_div(first_col + 1 - shift + p.window_left, s.br));
+  const int64_t full_lo =
+      p.window_right >= 0 ? -floor_div(-(last_col - shift - p.window_right), s.br) : k.m_min;
+  k.masked = blocks_outside(k.m_min, k.m_max, full_lo, full_hi);
   return k;
 }
 
@@ -241,24 +245,23 @@ void main_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c
       x.load(TensorId::K, kv_rows, d, e);
       x.load(TensorId::V, kv_rows, d, e);
       const double rk = static_cast<double>(std::min(s.bc, lk - n * s.bc));
-      for (int64_t m = kb.m_min; m < kb.m_max; ++m) {
-        const int64_t q0 = m * s.br, rq = std::max<int64_t>(0, std::min(s.br, lq - q0));
-        const int64_t q_rows = box_rows(cu_q[b] + q0, s.br, cu_q.back());
-        for (int64_t g = 0; g < group; ++g) {
-          x.load(TensorId::Q, q_rows, d, e);
-          x.load(TensorId::dO, q_rows, d, e);
-          x.load(TensorId::Lse, rq, 1, 4);
-          x.load(TensorId::Delta, rq, 1, 4);
-          if (deterministic(c))
-            x.store(TensorId::DqAccum, s.br, d, 4);
-          else
-            x.reduce(TensorId::DqAccum, s.br, d, 4);
-        }
-        const double pairs = static_cast<double>(rq) * rk * static_cast<double>(group);
-        one.mma_flops += 2.0 * pairs * static_cast<double>(5 * d);
-        one.exp_ops += pairs;
-        one.vector_ops += 4.0 * pairs;
-      }
+      // The query blocks [m_min, m_max) of each of the group's heads, summed in O(1) (the counts are linear in
+      // rows): Q and dO whole boxes (to the tensor's end), lse and Delta the sequence's rows, a dQ tile each.
+      const int64_t q_rows = blocks_box_rows(cu_q, b, kb.m_min, kb.m_max, s.br) * group;
+      const int64_t rq = block_rows(kb.m_min, kb.m_max, s.br, lq) * group;
+      x.load(TensorId::Q, q_rows, d, e);
+      x.load(TensorId::dO, q_rows, d, e);
+      x.load(TensorId::Lse, rq, 1, 4);
+      x.load(TensorId::Delta, rq, 1, 4);
+      const int64_t dq_rows = (kb.m_max - kb.m_min) * s.br * group;
+      if (deterministic(c))
+        x.store(TensorId::DqAccum, dq_rows, d, 4);
+      else
+        x.reduce(TensorId::DqAccum, dq_rows, d, 4);
+      const double pairs = static_cast<double>(rq) * rk;  // integers: exact, whatever the order
+      one.mma_flops += 2.0 * pairs * static_cast<double>(5 * d);
+      one.exp_ops += pairs;
+      one.vector_ops += 4.0 * pairs;
       for (int half = 0; half < kStoresPerSector; ++half) {
         x.store(TensorId::dK, static_cast<int64_t>(rk), d, e);
         x.store(TensorId::dV, static_cast<int64_t>(rk), d, e);

@@ -121,16 +121,6 @@ int64_t masked_blocks(const AttentionProblem& p, const Fa3Shape& s, int64_t b, i
   return blocks_outside(n0, n1, full_lo, full_hi);
 }
 
-// Rows the TMA boxes of key blocks [n0, n1) of sequence b read (box_rows of each: whole blocks up to the
-// tensor's end, then its remainder), in O(1).
-int64_t key_rows_read(const std::vector<int64_t>& cu_k, int64_t b, int64_t n0, int64_t n1, int64_t bc) {
-  const int64_t left =
-      cu_k.back() - cu_k[static_cast<size_t>(b)];  // rows from the sequence's start to the end
-  const int64_t whole = floor_div(left, bc);       // blocks wholly inside the tensor
-  const int64_t rows = bc * std::max<int64_t>(0, std::min(n1, whole) - n0);
-  return rows + (n0 <= whole && whole < n1 ? left - whole * bc : 0);
-}
-
 // The launch: 384 threads (a producer and two consumer warpgroups), Q and stages x (K, V) in shared memory, 168
 // registers a thread at entry (65536 / 384, rounded to 8: setmaxnreg then gives the producer 24, the consumers
 // 240), one CTA an SM. The grid: one CTA a tile, or min(tiles, SMs) persistent CTAs.
@@ -237,7 +227,7 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
       masked[b][m] = static_cast<double>(masked_blocks(p, s, b, m, n0, n1));
       if (n1 > n0) {
         x.load(TensorId::Q, box_rows(cu_q[b] + q0, s.br, cu_q.back()), d, e);
-        const int64_t read = key_rows_read(cu_k, b, n0, n1, s.bc);
+        const int64_t read = blocks_box_rows(cu_k, b, n0, n1, s.bc);
         x.load(TensorId::K, read, d, e);
         if (!p.mla) x.load(TensorId::V, read, dv, e);
         const double pairs = static_cast<double>(rq) * static_cast<double>(block_rows(n0, n1, s.bc, lk));

@@ -22,6 +22,16 @@ inline int64_t box_rows(int64_t g0, int64_t rows, int64_t total) {
   return std::clamp<int64_t>(total - g0, 0, rows);
 }
 
+// Rows the boxes of blocks [n0, n1) of `rows` rows each, from row 0 of sequence b (cu: the packed tensor's
+// sequence offsets), read: whole blocks up to the tensor's end, then its remainder (the sum of box_rows, in O(1)).
+inline int64_t blocks_box_rows(const std::vector<int64_t>& cu, int64_t b, int64_t n0, int64_t n1,
+                               int64_t rows) {
+  const int64_t left = cu.back() - cu[static_cast<size_t>(b)];  // rows from the sequence's start to the end
+  const int64_t whole = left / rows;                            // blocks wholly inside the tensor (left >= 0)
+  const int64_t read = rows * std::max<int64_t>(0, std::min(n1, whole) - n0);
+  return read + (n0 <= whole && whole < n1 ? left - whole * rows : 0);
+}
+
 // A box's rows as moves of the sequences they belong to (a box may run into the next sequences' rows), so that
 // the executed schedule touches the very rows (their addresses, their footprint) a neighbouring tile reads.
 // cu: the packed tensor's sequence offsets (cu_seqlens), b: the box's sequence, row0: its first row there.
