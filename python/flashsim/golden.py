@@ -556,7 +556,7 @@ class Case:
                                      f"needs {list(want)}")
         arrays = {name: to_numpy(to_case(value, name, layout, varlen, self.case_json.get("batch", 1)), name)
                   for name, value in outputs.items()}
-        if lse_base and "lse" in arrays:  # log_b(x) = ln(x) / ln(b)
+        if lse_base and "lse" in arrays:  # ln(x) = log_b(x) ln(b)
             lse = arrays["lse"]  # scaled in float64, kept in the kernel's float type (its rounding, not ours)
             arrays["lse"] = (lse.astype(np.float64) * np.log(lse_base)).astype(lse.dtype if lse.dtype.kind == "f" else
                                                                                np.float64)
