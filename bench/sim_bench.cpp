@@ -1,5 +1,6 @@
 // Google Benchmark of the tiling simulator: the executed simulator (schedules + counts + L2 model) on FA2's
-// forward and backward at a long sequence, the analytic model's rate over a sweep of tile configs, and the
+// forward and backward at a long sequence, the analytic model's rate over a sweep of tile configs, our kernels'
+// models at 1M and 16M keys, and the
 // decode (paged KV cache, split-KV) predictions per split count, whose counters are the predicted numbers
 // (bench/results/decode_sim_2026-11-24/README.md).
 #include <benchmark/benchmark.h>
@@ -58,6 +59,25 @@ void BM_AnalyticSweep(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(configs.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_AnalyticSweep)->ArgName("causal")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// `flashsim sim predict --kernel K --seqlen N --causal` for our kernels' models at long contexts (b1 h8 d128 bf16,
+// H100): fa3-v1's forward (its balanced walk included) and backward, fa2-v1's forward and backward. Their counts
+// are closed forms per query or key block (a 16M-key problem has 1.3e5 blocks a row of tiles).
+void BM_LongContextModels(benchmark::State& state) {
+  auto p = problem(1, 8, state.range(0), 128);
+  p.window_right = 0;  // causal: unequal tiles, the balanced walk, the masked blocks
+  const auto hw = sim::load_profile("H100-SXM5-80GB");
+  std::vector<const sim::KernelModel*> models;
+  for (const char* name : {"fwd_fa3", "bwd_fa3", "fwd_fa2_v1", "bwd_dq_dk_dv_group"})
+    models.push_back(&sim::kernel_model(name));
+  double t = 0;
+  for (auto _ : state) {
+    for (const auto& k : sim::predict(p, TileConfig{}, hw, models, /*executed=*/false)) t += k.time_s;
+    benchmark::DoNotOptimize(t);
+  }
+  state.counters["seqlen"] = static_cast<double>(state.range(0));
+}
+BENCHMARK(BM_LongContextModels)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond);
 
 // Decode: batch 64, 32 query heads over 8 kv heads, 8192 cached keys each, head dim 128, bf16, pages of
 // state.range(0) rows, state.range(1) splits: `flashsim sim sweep --batch 64 --heads 32 --heads-kv 8

@@ -47,20 +47,24 @@ TEST(Fa2BackwardModel, LaunchListsEachCtasQueryBlockSteps) {
   const TileConfig c = bwd_tile();
   // flashsim's kernel: a CTA per (key block, sequence, kv head) walking its 4 query heads' blocks
   const KernelLaunch group = launch(kernel_model("bwd_dq_dk_dv_group"), p, c);
-  ASSERT_EQ(group.ws.cta_steps.size(), 8u * 2 * 2);
+  const std::vector<double> group_steps = group.ws.whole(group.ws.cta_steps);
+  const std::vector<double> group_tiles = group.ws.whole(group.ws.cta_tiles);
+  ASSERT_EQ(group_steps.size(), 8u * 2 * 2);
+  EXPECT_EQ(group.ws.cta_steps.size(), 8u);  // one (sequence, kv head)'s key blocks, the launch's period
   // FlashAttention-2's: a CTA per (key block, sequence, query head)
   const KernelLaunch fa2 = launch(kernel_model("bwd_dq_dk_dv"), p, c);
-  ASSERT_EQ(fa2.ws.cta_steps.size(), 8u * 2 * 8);
-  for (size_t i = 0; i < group.ws.cta_steps.size(); ++i) {
+  const std::vector<double> fa2_steps = fa2.ws.whole(fa2.ws.cta_steps);
+  ASSERT_EQ(fa2_steps.size(), 8u * 2 * 8);
+  for (size_t i = 0; i < group_steps.size(); ++i) {
     const double n = static_cast<double>(i % 8);
-    EXPECT_EQ(group.ws.cta_steps[i], 4 * (16 - 2 * n)) << i;
-    EXPECT_EQ(group.ws.cta_tiles[i], 1) << i;
+    EXPECT_EQ(group_steps[i], 4 * (16 - 2 * n)) << i;
+    EXPECT_EQ(group_tiles[i], 1) << i;
   }
-  for (size_t i = 0; i < fa2.ws.cta_steps.size(); ++i)
-    EXPECT_EQ(fa2.ws.cta_steps[i], 16 - 2 * static_cast<double>(i % 8)) << i;
+  for (size_t i = 0; i < fa2_steps.size(); ++i)
+    EXPECT_EQ(fa2_steps[i], 16 - 2 * static_cast<double>(i % 8)) << i;
   // both walk the same (query block, key block, query head) steps
   EXPECT_EQ(group.ws.steps, fa2.ws.steps);
-  EXPECT_EQ(group.ws.steps, std::accumulate(group.ws.cta_steps.begin(), group.ws.cta_steps.end(), 0.0));
+  EXPECT_EQ(group.ws.steps, std::accumulate(group_steps.begin(), group_steps.end(), 0.0));
   EXPECT_EQ(group.ws.block_q, 64);
   EXPECT_EQ(group.ws.block_k, 128);
   EXPECT_EQ(group.ws.head_dim, 128);
@@ -76,12 +80,13 @@ TEST(Fa2BackwardModel, VarlenCtasPastTheirSequenceHaveNoSteps) {
                                  .dtype(DType::BF16)
                                  .build();
   const KernelLaunch l = launch(kernel_model("bwd_dq_dk_dv_group"), p, bwd_tile());
-  ASSERT_EQ(l.ws.cta_steps.size(), 6u * 2 * 2);
-  for (size_t i = 0; i < l.ws.cta_steps.size(); ++i) {
+  const std::vector<double> steps = l.ws.whole(l.ws.cta_steps), tiles = l.ws.whole(l.ws.cta_tiles);
+  ASSERT_EQ(steps.size(), 6u * 2 * 2);
+  for (size_t i = 0; i < steps.size(); ++i) {
     const bool first = (i / 6) % 2 == 0;
     const double expected = first ? (i % 6 < 3 ? 5 : 0) : 11;  // ceil(300 / 64) = 5, ceil(700 / 64) = 11
-    EXPECT_EQ(l.ws.cta_steps[i], expected) << i;
-    EXPECT_EQ(l.ws.cta_tiles[i], expected > 0 ? 1 : 0) << i;
+    EXPECT_EQ(steps[i], expected) << i;
+    EXPECT_EQ(tiles[i], expected > 0 ? 1 : 0) << i;
   }
   EXPECT_EQ(l.ws.tiles, 2 * (3 + 6));
 }
@@ -177,12 +182,13 @@ TEST(Fa2ForwardModel, LaunchListsStepsAndMaskedSteps) {
       ProblemBuilder().batch(2).heads(3).seqlen(1000).head_dim(128).causal().dtype(DType::BF16).build();
   for (const std::string kernel : {"fwd_fa2", "fwd_fa2_v1"}) {
     const KernelLaunch l = launch(kernel_model(kernel), causal, c);
-    ASSERT_EQ(l.ws.cta_steps.size(), 8u * 2 * 3) << kernel;
-    for (size_t i = 0; i < l.ws.cta_steps.size(); ++i) {
+    const std::vector<double> steps = l.ws.whole(l.ws.cta_steps), masked = l.ws.whole(l.ws.cta_masked);
+    ASSERT_EQ(steps.size(), 8u * 2 * 3) << kernel;
+    for (size_t i = 0; i < steps.size(); ++i) {
       const int64_t m = static_cast<int64_t>(i % 8),
                     n_max = (std::min<int64_t>(1000, 128 * m + 128) + 63) / 64;
-      EXPECT_EQ(l.ws.cta_steps[i], static_cast<double>(n_max)) << i;
-      EXPECT_EQ(l.ws.cta_masked[i], static_cast<double>(n_max - (128 * m + 1) / 64)) << i;
+      EXPECT_EQ(steps[i], static_cast<double>(n_max)) << i;
+      EXPECT_EQ(masked[i], static_cast<double>(n_max - (128 * m + 1) / 64)) << i;
     }
   }
   // not causal: every query block walks all 16 key blocks, the last (keys 960 .. 999) masked

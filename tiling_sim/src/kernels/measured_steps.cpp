@@ -26,11 +26,15 @@ double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, d
   const size_t n = w.cta_tiles.size();
   if (n == 0 || w.cta_steps.size() != n || w.cta_masked.size() != n)
     return cost(w.tiles, w.steps, w.masked_steps) / static_cast<double>(slots) * imbalance;
+  // one period's costs, dealt cta_repeat times over in launch order
+  std::vector<double> period(n);
+  for (size_t i = 0; i < n; ++i) period[i] = cost(w.cta_tiles[i], w.cta_steps[i], w.cta_masked[i]);
+  const auto total = static_cast<size_t>(std::max<int64_t>(1, w.cta_repeat)) * n;
   // end times of the slots, the earliest on top (a min-heap)
   std::vector<double> heap;
-  heap.reserve(static_cast<size_t>(std::min<int64_t>(slots, static_cast<int64_t>(n))));
-  for (size_t i = 0; i < n; ++i) {
-    const double c = cost(w.cta_tiles[i], w.cta_steps[i], w.cta_masked[i]);
+  heap.reserve(static_cast<size_t>(std::min<int64_t>(slots, static_cast<int64_t>(total))));
+  for (size_t i = 0; i < total; ++i) {
+    const double c = period[i % n];
     if (static_cast<int64_t>(heap.size()) < slots) {
       heap.push_back(c);
       std::push_heap(heap.begin(), heap.end(), std::greater<>());
@@ -52,18 +56,26 @@ void list_ctas(WarpSpecializedWork& w, const KernelLaunch& l, const AttentionPro
   w.head_dim_v = p.head_dim_v;
   w.stages = stages;
   const bool listed = l.ctas() <= WarpSpecializedWork::kMaxListedCtas;
-  for (int64_t z = 0; z < l.grid_z; ++z)
-    for (int64_t b = 0; b < l.grid_y; ++b)
-      for (const auto& [steps, masked] : blocks[blocks.size() > 1 ? static_cast<size_t>(b) : 0]) {
-        const double s = static_cast<double>(steps), mk = static_cast<double>(masked);
-        w.tiles += s > 0 ? 1 : 0;
-        w.steps += s;
-        w.masked_steps += mk;
-        if (!listed) continue;
-        w.cta_tiles.push_back(s > 0 ? 1 : 0);
-        w.cta_steps.push_back(s);
-        w.cta_masked.push_back(mk);
-      }
+  // The period: the sequences' blocks in order (one list for every sequence: its blocks alone), then repeated
+  // over the heads (and the batch).
+  const int64_t batches = blocks.size() > 1 ? l.grid_y : 1, repeat = l.grid_z * (l.grid_y / batches);
+  double tiles = 0, steps = 0, masked = 0;
+  for (int64_t b = 0; b < batches; ++b)
+    for (const auto& [n_steps, n_masked] : blocks[static_cast<size_t>(b)]) {
+      const double s = static_cast<double>(n_steps), mk = static_cast<double>(n_masked);
+      tiles += s > 0 ? 1 : 0;
+      steps += s;
+      masked += mk;
+      if (!listed) continue;
+      w.cta_tiles.push_back(s > 0 ? 1 : 0);
+      w.cta_steps.push_back(s);
+      w.cta_masked.push_back(mk);
+    }
+  const auto times = static_cast<double>(repeat);
+  w.tiles += tiles * times;
+  w.steps += steps * times;
+  w.masked_steps += masked * times;
+  w.cta_repeat = repeat;
 }
 
 CtaTime measured_or_chain_time(const KernelCounts& k, int ctas_per_sm, double imbalance,

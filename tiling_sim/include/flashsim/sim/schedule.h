@@ -71,9 +71,18 @@ struct WarpSpecializedWork {
   bool mla = false;         // MLA: V is the K tile's first head_dim_v columns (a step loads K alone)
   double tiles = 0, steps = 0, masked_steps = 0;
   // Each CTA's tiles, steps and masked steps in launch order (the closed form fills them, up to
-  // kMaxListedCtas CTAs; empty: the totals above alone).
+  // kMaxListedCtas CTAs; empty: the totals above alone): one period of the order, which the launch runs
+  // cta_repeat times over (a grid whose sequences and heads repeat one pattern lists it once: a sweep builds
+  // these for every config).
   std::vector<double> cta_tiles, cta_steps, cta_masked;
+  int64_t cta_repeat = 1;
   static constexpr int64_t kMaxListedCtas = int64_t{1} << 22;  // 4M CTAs: 96 MiB of lists at most
+  // One of the lists over the whole launch order.
+  std::vector<double> whole(const std::vector<double>& list) const {
+    std::vector<double> out;
+    for (int64_t r = 0; r < cta_repeat; ++r) out.insert(out.end(), list.begin(), list.end());
+    return out;
+  }
 };
 
 // Launch shape of a kernel (no moves).
