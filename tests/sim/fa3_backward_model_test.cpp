@@ -337,38 +337,11 @@ TEST(Fa3BackwardModel, TheReportAloneGivesTheProblem) {
 TEST(Fa3BackwardModel, MaskedStepsInClosedFormAreTheKernelsBlockTests) {
   // bwd_block_needs_mask of gpu/fa3, block by block (the block runs past the queries or keys, or crosses a
   // window edge of some row of the box), against the model's O(1) count a key block, over random causal,
-  // windowed, unequal and variable lengths, block-aligned ones included; the bytes checked by counted().
+  // windowed, unequal and variable lengths with edges on and beside every block boundary (masked_edges_problem);
+  // the bytes of some checked by counted().
   std::mt19937 rng(31);
-  const auto draw = [&](int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-  };
-  // Short sequences (1 .. 320 rows: every residue of the 64- and 128-row blocks comes up) and windows (0 .. 320)
-  // put the mask's edges on and beside every block boundary many times over.
   for (int i = 0; i < 400; ++i) {
-    ProblemBuilder pb;
-    pb.heads(4, i % 2 ? 2 : 4).head_dim(i % 3 == 0 ? 64 : 128).dtype(DType::BF16);
-    if (i % 4 == 3)
-      pb.varlen({draw(1, 320), draw(1, 320)}, {draw(1, 320), draw(1, 320)});
-    else
-      pb.batch(draw(1, 2)).seqlen(draw(1, 320), draw(1, 320));
-    const int64_t left = draw(0, 320), right = draw(0, 320);
-    switch (i % 5) {
-      case 0:
-        pb.causal();
-        break;
-      case 1:
-        pb.window(left, right);
-        break;
-      case 2:
-        pb.window(-1, right);
-        break;
-      case 3:
-        pb.window(left, 0);
-        break;
-      default:
-        break;
-    }
-    const AttentionProblem p = pb.build();
+    const AttentionProblem p = flashsim::test::masked_edges_problem(rng, i, 4, i % 2 ? 2 : 4);
     const KernelCounts k =
         i % 5 == 0 ? counted("bwd_fa3", p) : analytic_counts(kernel_model("bwd_fa3"), p, {});
     const int64_t br = k.launch.ws.block_q, bc = k.launch.ws.block_k;

@@ -298,43 +298,15 @@ double masked_steps_by_block(const AttentionProblem& p, int64_t br, int64_t bc) 
 
 TEST(Fa3Model, MaskedStepsInClosedFormAreTheKernelsBlockTests) {
   // The models count masked steps in O(1) a tile (a 10M-key problem has 1e5 key blocks a tile); against the
-  // kernels' test of each block, over random causal, windowed (edges before the first key and past the last),
-  // unequal and variable lengths, for fwd_fa3 and fwd_fa2_v1. The bytes of these launches are checked against
-  // the executed schedule (counted) too: the K / V rows read come in closed form as well.
+  // kernels' test of each block, over problems with mask edges on and beside every block boundary, for fwd_fa3
+  // and fwd_fa2_v1. The bytes of some are checked against the executed schedule (counted) too: the K / V rows
+  // read come in closed form as well.
   std::mt19937 rng(29);
-  const auto draw = [&](int64_t lo, int64_t hi) {
-    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
-  };
-  for (int i = 0; i < 60; ++i) {
-    ProblemBuilder pb;
-    pb.heads(2).head_dim(i % 3 == 0 ? 64 : 128).dtype(DType::BF16);
-    if (i < 15) {  // lengths in whole tiles (edges on block boundaries: the off-by-one cases)
-      pb.batch(2).seqlen(128 * draw(1, 12), 64 * draw(1, 24));
-    } else if (i % 4 == 3) {
-      pb.varlen({draw(1, 700), draw(1, 700), draw(1, 700)}, {draw(1, 900), draw(1, 900), draw(1, 900)});
-    } else {
-      pb.batch(draw(1, 3)).seqlen(draw(1, 1500), draw(1, 1500));
-    }
-    switch (i % 5) {
-      case 0:
-        pb.causal();
-        break;
-      case 1:
-        pb.window(draw(0, 400), draw(-1, 300));
-        break;
-      case 2:
-        pb.window(-1, draw(0, 200));
-        break;
-      case 3:
-        pb.window(64 * draw(0, 4), 0);
-        break;
-      default:
-        break;  // no mask: the key tail alone
-    }
-    const AttentionProblem p = pb.build();
+  for (int i = 0; i < 400; ++i) {
+    const AttentionProblem p = flashsim::test::masked_edges_problem(rng, i, 2, 2);
     const KernelLaunch l3 = launch(fa3(), p, TileConfig{});
     EXPECT_DOUBLE_EQ(l3.ws.masked_steps, masked_steps_by_block(p, l3.ws.block_q, l3.ws.block_k)) << i;
-    if (i % 6 == 0 || i % 4 == 3) counted(p);
+    if (i % 10 == 0 || i % 20 == 3) counted(p);
     TileConfig c2;
     c2.block_q = 128;
     c2.block_k = i % 2 ? 64 : 32;

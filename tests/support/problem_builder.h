@@ -5,6 +5,7 @@
 //       ProblemBuilder().batch(2).heads(8, 2).seqlen(128).head_dim(64).causal().dtype(DType::BF16).build();
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -113,5 +114,27 @@ class ProblemBuilder {
  private:
   AttentionProblem p_;
 };
+
+// Problem i of a random set whose mask edges fall on and beside every block boundary (for models that count
+// masked blocks in closed form, against a block-by-block test): lengths 1 .. 320 (every residue of 64- and
+// 128-row blocks comes up), windows 0 .. 320; by i % 5 causal, a window with both edges, a right edge alone, a
+// left edge with the diagonal, none; every 4th of two variable-length sequences; d64 every 3rd, else d128; bf16.
+inline AttentionProblem masked_edges_problem(std::mt19937& rng, int i, int64_t heads_q, int64_t heads_kv) {
+  const auto draw = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  ProblemBuilder pb;
+  pb.heads(heads_q, heads_kv).head_dim(i % 3 == 0 ? 64 : 128).dtype(DType::BF16);
+  if (i % 4 == 3)
+    pb.varlen({draw(1, 320), draw(1, 320)}, {draw(1, 320), draw(1, 320)});
+  else
+    pb.batch(draw(1, 2)).seqlen(draw(1, 320), draw(1, 320));
+  const int64_t left = draw(0, 320), right = draw(0, 320);
+  if (i % 5 == 0) pb.causal();
+  if (i % 5 == 1) pb.window(left, right);
+  if (i % 5 == 2) pb.window(-1, right);
+  if (i % 5 == 3) pb.window(left, 0);
+  return pb.build();
+}
 
 }  // namespace flashsim::test

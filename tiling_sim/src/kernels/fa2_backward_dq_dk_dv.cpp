@@ -192,67 +192,25 @@ KernelLaunch group_launch(const AttentionProblem& p, const TileConfig& c) {
   return l;
 }
 
-void main_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
+// The closed form of a CTA per key block walking `heads` query heads from h0 (FA2's: one, its own; flashsim's:
+// a kv head's group), for sequence b: K and V once a key block where some of them computes a block, each query
+// block's Q, dO, lse, Delta and dQ, then dK and dV. Linear in the rows: a key block's query blocks summed, not
+// walked one by one (a 1M-key launch 0.02 s, where building flashsim's CTAs took 9 s). Under a block mask the
+// tiles the mask leaves active alone (x.head: the head, or kv head, counted).
+void key_block_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b,
+                        int64_t h0, int64_t heads) {
   const int e = dtype_bytes(p.dtype);
-  const int64_t sq = p.len_q(b), sk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v;
-  const bool masked = p.block_mask != BroadcastShape::None;
-  for (int64_t k0 = 0; k0 < sk; k0 += c.bwd_block_k) {
-    const int64_t rk = std::min(c.bwd_block_k, sk - k0);
-    const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, c.bwd_block_q);
-    // Query blocks computed and their rows: every visible block, or those a block mask leaves active.
-    int64_t nb = m1 - m0, rq = block_rows(m0, m1, c.bwd_block_q, sq);
-    if (masked) {
-      nb = rq = 0;
-      for (int64_t m = m0; m < m1; ++m) {
-        const int64_t r = std::min(c.bwd_block_q, sq - m * c.bwd_block_q);
-        if (x.tile(p, b, x.head, m * c.bwd_block_q, r, k0, rk)) {
-          ++nb;
-          rq += r;
-        }
-      }
-    } else {
-      x.k.tiles += nb;
-    }
-    if (nb > 0) {
-      x.load(TensorId::K, rk, d, e);
-      if (!p.mla) x.load(TensorId::V, rk, dv, e);
-    }
-    x.load(TensorId::Q, rq, d, e);
-    x.load(TensorId::dO, rq, dv, e);
-    x.load(TensorId::Lse, rq, 1, 4);
-    x.load(TensorId::Delta, rq, 1, 4);
-    if (c.dq_strategy == DqStrategy::Atomic) {
-      x.reduce(TensorId::DqAccum, nb * c.bwd_block_q, d, 4);
-    } else {
-      x.store(TensorId::DqAccum, rq, d, 4);
-    }
-    x.cta_work(tile_flops(p, rq, rk));
-    x.k.mma_flops += tile_flops(p, rq, rk);
-    x.k.exp_ops += static_cast<double>(rq * rk);
-    x.k.vector_ops += 3.0 * static_cast<double>(rq * rk);
-  }
-  x.store(TensorId::dK, sk, d, e);
-  if (!p.mla) x.store(TensorId::dV, sk, dv, e);
-}
-
-// group_cta's counts for one kv head of sequence b (x.head, under a block mask), in closed form (linear in the
-// rows: a key block's query blocks summed, not walked one by one; a 1M-key launch 0.02 s where building the CTAs
-// took 9 s): K and V once a key block where some query head of the group computes a block, each query head's
-// blocks' Q, dO, lse, Delta and dQ, dK and dV once.
-void group_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
-  const int e = dtype_bytes(p.dtype);
-  const int64_t sq = p.len_q(b), sk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v, g = p.group_size();
-  const int64_t bq = c.bwd_block_q;
+  const int64_t sq = p.len_q(b), sk = p.len_k(b), d = p.head_dim, dv = p.head_dim_v, bq = c.bwd_block_q;
   const bool masked = p.block_mask != BroadcastShape::None;
   for (int64_t k0 = 0; k0 < sk; k0 += c.bwd_block_k) {
     const int64_t rk = std::min(c.bwd_block_k, sk - k0);
     const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, bq);
-    // Query blocks computed over the group's heads and their rows: every visible block of each, or those a
-    // block mask leaves active.
-    int64_t nb = (m1 - m0) * g, rq = block_rows(m0, m1, bq, sq) * g;
+    // Query blocks computed over the heads and their rows: every visible block of each, or those a block mask
+    // leaves active.
+    int64_t nb = (m1 - m0) * heads, rq = block_rows(m0, m1, bq, sq) * heads;
     if (masked) {
       nb = rq = 0;
-      for (int64_t h = x.head * g; h < (x.head + 1) * g; ++h)
+      for (int64_t h = h0; h < h0 + heads; ++h)
         for (int64_t m = m0; m < m1; ++m) {
           const int64_t r = std::min(bq, sq - m * bq);
           if (x.tile(p, b, h, m * bq, r, k0, rk)) {
@@ -283,6 +241,14 @@ void group_sequence(SequenceCounter& x, const AttentionProblem& p, const TileCon
   }
   x.store(TensorId::dK, sk, d, e);
   if (!p.mla) x.store(TensorId::dV, sk, dv, e);
+}
+
+void main_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
+  key_block_sequence(x, p, c, b, x.head, 1);
+}
+
+void group_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
+  key_block_sequence(x, p, c, b, x.head * p.group_size(), p.group_size());
 }
 
 }  // namespace
