@@ -640,13 +640,18 @@ def cmd_peers(args):
     machine lacks (Liger-Kernel) travel in .whl (carry it)."""
     import peers
     os.chdir(ROOT)
+    resume = [f for f in args.resume.split(",") if f]
+    missing = [f for f in resume if not os.path.isfile(f)]
+    if missing:
+        say(f"run.py peers --resume: {missing[0]}: no such file")
+        return 2
     os.makedirs(args.out, exist_ok=True)
     env = python_env(args.bundle, extra_wheels=sorted(glob.glob(os.path.join(ROOT, ".whl", "*.whl"))),
                      checkout_python=args.checkout_python)
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX and PyTorch share the GPU's memory
     peers.run(env, args.out, args.kernels.split(",") if args.kernels else None,
               args.suites.split(",") if args.suites else None, args.time, args.budget_s, args.filter or None,
-              args.run_s, args.shards)
+              args.run_s, args.shards, resume)
     record = os.path.join(args.out, "peers.jsonl")
     if not os.path.exists(record):  # every adapter skipped at import (a missing package) or failed to start
         say(f"no case records in {record}: see the pytest logs in {os.path.join(args.out, 'logs')}")
@@ -857,6 +862,8 @@ def parser():
     p.add_argument("--budget-s", type=float, default=540, help="seconds the whole verb may take")
     p.add_argument("--shards", type=int, default=6, help="pytest processes at once for the adapters that compile "
                    "per variant or per case (peers.py JIT_PER_VARIANT, COMPILED): more compile at once on more cores")
+    p.add_argument("--resume", default="", help="comma-separated record files (peers.jsonl) of earlier runs: the "
+                   "(adapter, suite, case)s they hold are not run again (a run that its time limit cut, continued)")
     p.add_argument("--checkout-python", action="store_true", help=CHECKOUT_PYTHON)
 
     p = verb("table", cmd_table, help="tables from recorded files")

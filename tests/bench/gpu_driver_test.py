@@ -226,6 +226,29 @@ class Peers(unittest.TestCase):
             self.assertEqual([s for s in suites if s not in peers.SUITE_ORDER], [], kernel)
         self.assertLessEqual(peers.JIT_PER_VARIANT | peers.COMPILED, set(peers.KERNELS))
 
+    def test_resume_skips_the_recorded_cases(self):
+        import re
+
+        import peers
+        with tempfile.TemporaryDirectory() as d:
+            rec = os.path.join(d, "r.jsonl")
+            with open(rec, "w") as f:
+                for kernel, suite, case in (("flashinfer-prefill", "default", "a-1"), ("sdpa-flash", "smoke", "b"),
+                                            ("flashinfer-prefill", "default", "a.1"), ("flashinfer", "decode", "c")):
+                    f.write(json.dumps({"kernel": kernel, "suite": suite, "case": case}) + "\n")
+            done = peers.recorded([rec])
+        self.assertEqual(done[("flashinfer-prefill", "default")], {"a-1", "a.1"})
+        self.assertEqual(done[("sdpa", "smoke")], {"b"})  # a parametrized adapter's record
+        self.assertEqual(done[("flashinfer", "decode")], {"c"})
+        self.assertNotIn(("flashinfer", "default"), done)  # flashinfer-prefill's records are not flashinfer's
+        regex = peers.case_filter_regex(None, done[("flashinfer-prefill", "default")])
+        kept = [n for n in ("a-1", "a.1", "a-10", "ax1", "b") if re.search(regex, n)]
+        self.assertEqual(kept, ["a-10", "ax1", "b"])  # exact names only ("." is not a wildcard)
+        regex = peers.case_filter_regex("^a", {"a-1"})
+        self.assertEqual([n for n in ("a-1", "a-2", "b-2") if re.search(regex, n)], ["a-2"])
+        self.assertIsNone(peers.case_filter_regex(None, set()))
+        self.assertEqual(run.main(["peers", "--resume", os.path.join(d, "gone.jsonl")]), 2)
+
     def test_a_run_that_left_no_record_says_so(self):
         import peers
         from unittest import mock

@@ -55,9 +55,36 @@ def generate(env, suite, out):
         f.write(f"{suite}: rc {r.returncode}, {time.time() - t0:.0f} s\n{r.stderr[-2000:]}\n")
 
 
-def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filter=None, run_s=300, shards=6):
+def recorded(paths):
+    """(adapter, suite) -> the cases earlier runs' records (JSON lines) hold; a parametrized adapter's records
+    ("sdpa-flash" of adapter "sdpa") count for it."""
+    done = collections.defaultdict(set)
+    for path in paths:
+        for line in open(path):
+            if line.strip():
+                r = json.loads(line)
+                adapter = r["kernel"] if r["kernel"] in KERNELS else \
+                    next((k for k in KERNELS if r["kernel"].startswith(k + "-")), None)
+                if adapter:
+                    done[(adapter, r["suite"])].add(r["case"])
+    return done
+
+
+def case_filter_regex(case_filter, skip):
+    """The plugin's --flashsim-filter (re.search on a case's name) for the cases that match case_filter (None: any)
+    and are not in skip (names)."""
+    if not skip:
+        return case_filter
+    regex = "^(?!(?:" + "|".join(re.escape(n) for n in sorted(skip)) + ")$)"
+    return regex + (f"(?=.*(?:{case_filter}))" if case_filter else "")
+
+
+def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filter=None, run_s=300, shards=6,
+        resume=()):
     """pytest per (suite, adapter) within budget_s, suite by suite in SUITE_ORDER, each stopped after run_s (the
-    cases it finished are recorded); the records in out/peers.jsonl, pytest's logs in out/logs."""
+    cases it finished are recorded); the records in out/peers.jsonl, pytest's logs in out/logs. resume: earlier
+    runs' record files: the cases they hold are not run again (a run its time limit cut, continued)."""
+    done = recorded(resume)
     start = time.time()
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
     record = os.path.join(out, "peers.jsonl")
@@ -76,7 +103,8 @@ def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filte
                 continue
             cmd = [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
                    os.path.join(HERE, KERNELS[kernel][0]), "--flashsim-suite", suite, "--flashsim-record", record]
-            cmd += ["--flashsim-filter", case_filter] if case_filter else []
+            cases = case_filter_regex(case_filter, done.get((kernel, suite)))
+            cmd += ["--flashsim-filter", cases] if cases else []
             n = shards if kernel in JIT_PER_VARIANT or (kernel in COMPILED and suite in LARGE_SUITES) else 1
             cmd += ["--flashsim-time", str(repeats), "--flashsim-time-lock", os.path.join(out, "time.lock")]
             by = ["--flashsim-shard-by", "variant"] if kernel in JIT_PER_VARIANT else []  # a variant compiled once
