@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
-#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -162,26 +161,13 @@ bool balanced_walk(bool by_rule) {
   return walk == "balanced";
 }
 
-// Copies the forward's balanced walk to the workspace's head on `stream`. The walk is a function of the lengths,
-// the windows, the tile, the head groups and the grid, and the last one is kept: repeated launches of a problem
-// copy it without building it again (from pageable memory: the copy is staged before cudaMemcpyAsync returns).
+// Copies the forward's balanced walk to the workspace's head on `stream` (sim::fa3_forward_walk keeps the last
+// one: repeated launches of a problem copy it without building it again; from pageable memory, the copy is
+// staged before cudaMemcpyAsync returns).
 cudaError_t copy_walk(const AttentionProblem& p, const TileConfig& c, int head_group, int64_t grid, void* to,
                       cudaStream_t stream) {
-  std::vector<int64_t> key = {p.batch,       p.heads_q,      p.seqlen_q, p.seqlen_k,
-                              p.window_left, p.window_right, p.head_dim, c.block_q,
-                              c.block_k,     head_group,     grid,       p.varlen() ? 1 : 0};
-  key.insert(key.end(), p.seqlens_q.begin(), p.seqlens_q.end());
-  key.insert(key.end(), p.seqlens_k.begin(), p.seqlens_k.end());
-  static std::mutex mutex;
-  static std::vector<int64_t> last_key;
-  static std::vector<int32_t> last_walk;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (key != last_key) {
-    last_walk = sim::fa3_forward_walk(p, c.block_q, c.block_k, head_group, grid);
-    last_key = std::move(key);
-  }
-  return cudaMemcpyAsync(to, last_walk.data(), last_walk.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
-                         stream);
+  const std::vector<int32_t> walk = sim::fa3_forward_walk(p, c.block_q, c.block_k, head_group, grid);
+  return cudaMemcpyAsync(to, walk.data(), walk.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream);
 }
 
 // The launch table's instance (families/fa3's launch.h), or the hand-kept one where this build did not compile

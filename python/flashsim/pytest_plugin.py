@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 from typing import Any
 
 import pytest
@@ -114,8 +113,9 @@ def pytest_generate_tests(metafunc: Any) -> None:
 def _variant(case: Any) -> tuple:
     """What a kernel that compiles per variant likely specializes on, from the case file's header alone (no tensor
     is read): op, dtype, head dims, ALiBi, a window, softcap, sinks, a KV cache."""
-    with open(case.file, "rb") as f:  # safetensors: an 8-byte little-endian header length, then the JSON header
-        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    from .golden import read_header
+
+    header = read_header(case.file)
     c = json.loads(header.get("__metadata__", {}).get("flashsim.case", "{}"))
     return (case.op, c.get("dtype", ""), c.get("head_dim", 0), c.get("head_dim_v", c.get("head_dim", 0)),
             "alibi_slopes" in header, c.get("window_left", -1) >= 0 or c.get("window_right", -1) > 0,

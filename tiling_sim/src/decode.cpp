@@ -9,15 +9,13 @@
 #include "flashsim/error.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/sweep.h"
+#include "int_math.h"
 
 namespace flashsim::sim {
 
 namespace {
 bool split_forward(const AttentionProblem& p, const TileConfig& c) {
   return p.kv_cache() || c.num_splits > 1;
-}
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
 }
 }  // namespace
 

@@ -5,17 +5,9 @@
 
 #include "flashsim/sim/counts.h"
 #include "flashsim/sim/kernel_model.h"
+#include "int_math.h"
 
 namespace flashsim::sim {
-
-namespace {
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-int64_t floor_div(int64_t a, int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-}  // namespace
 
 std::pair<int64_t, int64_t> visible_key_blocks(const AttentionProblem& p, int64_t b, int64_t q0, int64_t q1,
                                                int64_t block_k) {

@@ -184,7 +184,7 @@ KeyBlockSteps key_block_steps(const AttentionProblem& p, const BwdShape& s, int6
   int64_t full_hi = floor_div(lq, s.br);
   if (p.window_left >= 0) full_hi = std::min(full_hi, floor_div(first_col + 1 - shift + p.window_left, s.br));
   const int64_t full_lo =
-      p.window_right >= 0 ? -floor_div(-(last_col - shift - p.window_right), s.br) : k.m_min;
+      p.window_right >= 0 ? ceil_div_any(last_col - shift - p.window_right, s.br) : k.m_min;
   k.masked = blocks_outside(k.m_min, k.m_max, full_lo, full_hi);
   return k;
 }

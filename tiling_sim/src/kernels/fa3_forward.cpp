@@ -3,8 +3,9 @@
 // wgmma); tiles are (query block, head, batch), numbered with the query block fastest and walked from a
 // (head, batch)'s last query block; one CTA a tile, or a persistent grid of one CTA an SM taking tiles gridDim
 // apart or, with unequal tiles, by the balanced walk (families/fa3: fa3_fwd_schedule, walk.h). Per tile: Q by
-// one TMA load, then the visible key blocks from the last to the first, K and V by TMA each; O and lse stored from registers. MLA (problem.mla): V is the first
-// head_dim_v columns of the K tile, so a key block is one TMA load of K and V has no buffer of its own.
+// one TMA load, then the visible key blocks from the last to the first, K and V by TMA each; O and lse stored
+// from registers. MLA (problem.mla): V is the first head_dim_v columns of the K tile, so a key block is one TMA
+// load of K and V has no buffer of its own.
 //
 // TMA moves whole tiles: a box of Br (Q) or Bc (K, V) rows starting at the tile's first row of the packed
 // [rows, heads, d] tensor. Rows past the tensor's end are filled with zeros without reading memory; rows past
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <vector>
 
 #include "fa3_tiles.h"
@@ -43,8 +45,8 @@ struct Fa3Shape {
   bool persistent = false;
   int64_t head_group = 0;  // causal / window tile order: (batch, head)s taken this many at a time (0: one)
   int64_t num_m = 0, tiles = 0, grid = 0;
-  bool balanced =
-      false;  // the persistent CTAs walk balanced (families/fa3/walk.h: balanced_walk), else static
+  // the persistent CTAs walk balanced (families/fa3/walk.h: balanced_walk), else static
+  bool balanced = false;
 };
 
 bool fa3_config(const TileConfig& c) {
@@ -117,7 +119,7 @@ int64_t masked_blocks(const AttentionProblem& p, const Fa3Shape& s, int64_t b, i
   const int64_t first_row = m * s.br, last_row = first_row + s.br - 1;
   const int64_t right = p.window_right >= 0 ? std::min(lk - 1, first_row + shift + p.window_right) : lk - 1;
   const int64_t full_hi = floor_div(right + 1, s.bc);
-  const int64_t full_lo = p.window_left >= 0 ? -floor_div(-(last_row + shift - p.window_left), s.bc) : n0;
+  const int64_t full_lo = p.window_left >= 0 ? ceil_div_any(last_row + shift - p.window_left, s.bc) : n0;
   return blocks_outside(n0, n1, full_lo, full_hi);
 }
 
@@ -448,6 +450,19 @@ namespace flashsim::sim {
 
 std::vector<int32_t> fa3_forward_walk(const AttentionProblem& p, int64_t block_q, int64_t block_k,
                                       int64_t head_group, int64_t grid) {
+  // The last walk is kept: the executed schedule asks for it once a CTA, the launch once a call. Its key is
+  // what the walk reads: the tile order, the costs' lengths and windows, the head dim's overhead.
+  std::vector<int64_t> key = {p.batch, p.heads_q,  p.seqlen_q, p.head_dim,    block_q,
+                              block_k, head_group, grid,       p.window_left, p.window_right};
+  for (int64_t b = 0; b < p.batch; ++b) {
+    key.push_back(p.len_q(b));
+    key.push_back(p.len_k(b));
+  }
+  static std::mutex mutex;
+  static std::vector<int64_t> last_key;
+  static std::vector<int32_t> last_walk;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (key == last_key) return last_walk;
   const int64_t num_m = kernels::ceil_div(p.seqlen_q, block_q);
   const int64_t overhead = fa3_tile_overhead_blocks(p.head_dim);
   // cost[b][m]: tile (b, m)'s, any head (a tile past a shorter sequence is skipped: none)
@@ -459,10 +474,12 @@ std::vector<int32_t> fa3_forward_walk(const AttentionProblem& p, int64_t block_q
       cost[static_cast<size_t>(b * num_m + m)] = n1 - n0 + overhead;
     }
   const Fa3TileOrder order{num_m, p.batch * p.heads_q, head_group};
-  return fa3_balanced_walk(num_m * p.batch * p.heads_q, grid, [&](int64_t t) {
+  last_walk = fa3_balanced_walk(num_m * p.batch * p.heads_q, grid, [&](int64_t t) {
     const auto [bh, m] = order(t);
     return cost[static_cast<size_t>(bh / p.heads_q * num_m + m)];
   });
+  last_key = std::move(key);
+  return last_walk;
 }
 
 }  // namespace flashsim::sim

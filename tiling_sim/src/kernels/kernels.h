@@ -1,6 +1,7 @@
 #pragma once
 // The built-in kernel models, one file each (registry.cpp lists them in one table).
 #include "flashsim/sim/kernel_model.h"
+#include "int_math.h"
 
 namespace flashsim::sim::kernels {
 
@@ -39,14 +40,9 @@ std::optional<TileRuleBreak> fa2_forward_tile_rule(const TileConfig& c);
 std::optional<TileRuleBreak> mma16_forward_tile_rule(const TileConfig& c);
 std::optional<TileRuleBreak> fa2_backward_tile_rule(const TileConfig& c);
 
-inline int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-// floor(a / b) for b > 0 and any sign of a (a window's edges can lie before the first key).
-inline int64_t floor_div(int64_t a, int64_t b) {
-  return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
+using sim::ceil_div;  // int_math.h
+using sim::ceil_div_any;
+using sim::floor_div;
 
 // Blocks of [n0, n1) outside the run [full_lo, full_hi) that needs no per-element mask: the blocks a kernel
 // masks element by element when the blocks it need not mask are contiguous (a window's or the keys' edges bound
