@@ -642,8 +642,14 @@ def cmd_peers(args):
     os.chdir(ROOT)
     resume = [f for f in args.resume.split(",") if f]
     missing = [f for f in resume if not os.path.isfile(f)]
-    if missing:
-        say(f"run.py peers --resume: {missing[0]}: no such file")
+    if missing or args.shards < 1:
+        print(f"run.py peers: --resume {missing[0]}: no such file" if missing else
+              f"run.py peers: --shards {args.shards}: at least 1", file=sys.stderr)
+        return 2
+    try:
+        done = peers.recorded(resume)
+    except (ValueError, KeyError, TypeError) as e:  # not run.py peers' JSON lines (json's errors are ValueErrors)
+        print(f"run.py peers: --resume: not a record file of run.py peers: {e!r}", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
     env = python_env(args.bundle, extra_wheels=sorted(glob.glob(os.path.join(ROOT, ".whl", "*.whl"))),
@@ -651,7 +657,7 @@ def cmd_peers(args):
     env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"  # JAX and PyTorch share the GPU's memory
     peers.run(env, args.out, args.kernels.split(",") if args.kernels else None,
               args.suites.split(",") if args.suites else None, args.time, args.budget_s, args.filter or None,
-              args.run_s, args.shards, resume)
+              args.run_s, args.shards, done)
     record = os.path.join(args.out, "peers.jsonl")
     if not os.path.exists(record):  # every adapter skipped at import (a missing package) or failed to start
         say(f"no case records in {record}: see the pytest logs in {os.path.join(args.out, 'logs')}")

@@ -248,6 +248,11 @@ class Peers(unittest.TestCase):
         self.assertEqual([n for n in ("a-1", "a-2", "b-2") if re.search(regex, n)], ["a-2"])
         self.assertIsNone(peers.case_filter_regex(None, set()))
         self.assertEqual(run.main(["peers", "--resume", os.path.join(d, "gone.jsonl")]), 2)
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as bad:
+            bad.write("not json\n")
+            bad.flush()
+            self.assertEqual(run.main(["peers", "--resume", bad.name]), 2)
+        self.assertEqual(run.main(["peers", "--shards", "0"]), 2)
 
     def test_a_run_that_left_no_record_says_so(self):
         import peers

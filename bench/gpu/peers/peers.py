@@ -80,11 +80,11 @@ def case_filter_regex(case_filter, skip):
 
 
 def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filter=None, run_s=300, shards=6,
-        resume=()):
+        done=None):
     """pytest per (suite, adapter) within budget_s, suite by suite in SUITE_ORDER, each stopped after run_s (the
-    cases it finished are recorded); the records in out/peers.jsonl, pytest's logs in out/logs. resume: earlier
-    runs' record files: the cases they hold are not run again (a run its time limit cut, continued)."""
-    done = recorded(resume)
+    cases it finished are recorded); the records in out/peers.jsonl, pytest's logs in out/logs. done: recorded()
+    of earlier runs' records: the cases they hold are not run again (a run its time limit cut, continued)."""
+    done = done or {}
     start = time.time()
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
     record = os.path.join(out, "peers.jsonl")

@@ -96,8 +96,8 @@ std::vector<int32_t> fa3_balanced_walk_heap(int64_t tiles, int64_t grid, Cost co
 enum class Fa3WalkMethod { Auto, Calendar, Heap };
 
 // Deals tiles 0 .. tiles - 1, in order, each to the CTA with the least cost so far (ties: the lowest CTA, so
-// that equal tiles are dealt as the static walk deals them); cost(t) >= 0. The launch builds it at every call,
-// so in O(tiles) where it can: the least cost so far never decreases, and a calendar keeps, per cost, the CTAs
+// that equal tiles are dealt as the static walk deals them); cost(t) >= 0. The launch builds it for each new
+// problem (host time inside the call), so in O(tiles) where it can: the least cost so far never decreases, and a calendar keeps, per cost, the CTAs
 // free at it as a bit set (the lowest set bit: the lowest CTA); where the calendar would span more cost units
 // than the tiles number, a heap of (cost so far, CTA).
 template <class Cost>
@@ -120,9 +120,8 @@ std::vector<int32_t> fa3_balanced_walk(int64_t tiles, int64_t grid, Cost cost,
   std::vector<uint64_t> calendar(words, 0);  // [cost so far][words]
   for (int64_t c = 0; c < grid; ++c) calendar[static_cast<size_t>(c) / 64] |= uint64_t{1} << (c % 64);
   std::vector<int32_t> cta_of(static_cast<size_t>(tiles));
-  std::vector<int32_t> walk(static_cast<size_t>(grid + 1 + tiles),
-                            0);  // per-CTA counts first, in walk[0..grid)
-  size_t now = 0, word = 0;      // the least cost so far; its first word that may have a bit
+  std::vector<int32_t> walk(static_cast<size_t>(grid + 1 + tiles), 0);  // per-CTA counts first, walk[0..grid)
+  size_t now = 0, word = 0;  // the least cost so far; its first word that may have a bit
   for (int64_t t = 0; t < tiles; ++t) {
     while (calendar[now * words + word] == 0)
       if (++word == words) word = 0, ++now;
