@@ -520,8 +520,11 @@ class Case:
         """torch: a zero-argument call for timed() running forward() (o, or (o, lse)) and, where the case checks
         gradients, torch.autograd.grad of o against `cotangent` (do) for each of `leaves` ({input name: tensor})
         whose gradient the case holds; it returns {"o", "lse" where forward gives it, "d" + name for those leaves},
-        verify()'s keywords. The leaves that get a gradient are made to require one here."""
+        verify()'s keywords. The leaves that get a gradient are made to require one here. cotangent may be None for
+        a case without gradients (a forward-only case holds no do)."""
         wanted = {n: t for n, t in leaves.items() if "d" + n in self.output_names}
+        if wanted and cotangent is None:
+            raise ValueError(f"cotangent: None, but case {self.name} holds {', '.join('d' + n for n in wanted)}")
         missing = [n for n, t in wanted.items() if t is None]
         if missing:
             raise ValueError(f"leaves: {', '.join(missing)} given as None, but case {self.name} holds "

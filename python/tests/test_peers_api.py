@@ -305,10 +305,12 @@ def test_with_grads_differentiates_the_leaves_the_case_holds(smoke):
 
     with pytest.raises(ValueError, match="leaves: v given as None, but case bf16-flash-dma holds dv"):
         case.with_grads(forward, {**leaves, "v": None}, do)
+    with pytest.raises(ValueError, match="cotangent: None, but case bf16-flash-dma holds dq, dk, dv"):
+        case.with_grads(forward, leaves, None)
     out = case.with_grads(forward, leaves, do)()
     assert set(out) == {"o", "lse", "dq", "dk", "dv"} and not leaves["sinks"].requires_grad
     assert torch.allclose(out["dq"], do @ w.T) and torch.equal(out["dk"], 2 * do) and torch.equal(out["dv"], do)
     forward_only = smoke["fp16-seqlen-1"]
     if "dq" not in forward_only.output_names:
         x = torch.ones(2)
-        assert set(forward_only.with_grads(lambda: x * 2, {"q": x}, x)()) == {"o"} and not x.requires_grad
+        assert set(forward_only.with_grads(lambda: x * 2, {"q": x}, None)()) == {"o"} and not x.requires_grad

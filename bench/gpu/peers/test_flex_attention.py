@@ -16,26 +16,17 @@ flex = torch.compile(flex_attention, dynamic=False)
 # 576-wide keys do not fit its kernels' shared memory.
 @pytest.mark.flashsim(kernel="flex", unsupported=["kv_cache", "dropout", "mla", "fp8"])
 def test_flex(flashsim_case):
-    like = torch.empty(0, device="cuda")
-    varlen = flashsim_case.has_feature("varlen")
-    # BSHD -> BHSD views; a packed [total, heads, d] as [1, heads, total, d]
-    to_bhsd = (lambda x: x.transpose(0, 1)[None]) if varlen else (lambda x: x.transpose(1, 2))
-    q, k, v, do = (to_bhsd(x) for x in flashsim_case.inputs("q", "k", "v", "do", like=like))
-    q, k, v = (x.requires_grad_() for x in (q, k, v))
-    sinks = flashsim_case.inputs("sinks", like=like).requires_grad_() if flashsim_case.has_feature("sinks") else None
-    kwargs = flashsim_case.kwargs("flex", like=like, sinks=sinks)
-    leaves = (q, k, v) + ((sinks,) if sinks is not None else ())
-    backward = "dq" in flashsim_case.output_names
+    case, like = flashsim_case, torch.empty(0, device="cuda")
+    leaves = dict(zip("qkv", case.inputs("q", "k", "v", like=like, layout="bhsd")))  # a varlen case: [1, h, total, d]
+    if case.has_feature("sinks"):  # differentiated through score_mod's captured tensor
+        leaves["sinks"] = case.inputs("sinks", like=like)
+    kwargs = case.kwargs("flex", like=like, sinks=leaves.get("sinks"))
 
-    def call():
-        kv = (k, v) if sinks is None else (torch.nn.functional.pad(x, (0, 0, 0, 1)) for x in (k, v))  # + sink key
-        o, lse = flex(q, *kv, return_lse=True, **kwargs)
-        return (o, lse, *torch.autograd.grad(o, leaves, do)) if backward else (o, lse)
+    def forward():
+        k, v = leaves["k"], leaves["v"]
+        if "sinks" in leaves:  # the sink as one more key, its logit from score_mod
+            k, v = (torch.nn.functional.pad(x, (0, 0, 0, 1)) for x in (k, v))
+        return flex(leaves["q"], k, v, return_lse=True, **kwargs)
 
-    out = flashsim_case.timed(call)
-    from_bhsd = (lambda x: x[0].transpose(0, 1)) if varlen else (lambda x: x.transpose(1, 2))
-    lse = out[1][0] if varlen else out[1]  # [heads, total] / [batch, heads, seqlen], as the case's
-    grads = dict(zip(("dq", "dk", "dv"), (from_bhsd(t) for t in out[2:5])))
-    if len(out) > 5:
-        grads["dsinks"] = out[5]
-    flashsim_case.verify(o=from_bhsd(out[0]), lse=lse, **grads)
+    out = case.timed(case.with_grads(forward, leaves, case.inputs("do", like=like, layout="bhsd")))
+    case.verify(layout="bhsd", **out)
