@@ -698,6 +698,7 @@ def cmd_table(args):
     agree A.csv B.csv              two autotune CSVs of one plan, A taken as the prediction of B (the ceiling of
                                    sim tune --check's statistics)
     peers PEERS.jsonl...           run.py peers' records: kernel x suite, skips by reason, failures
+    peers-speed PEERS.jsonl...     the same records' times side by side, a case a row (one GPU's records)
     decode BENCH.csv... [SDPA.csv] decode-bench's CSVs (one a version) beside sdpa.py decode-grid's"""
     f = args.files
     missing = [x for x in f + ([args.model] if args.model else []) if not os.path.exists(x)]
@@ -714,9 +715,9 @@ def cmd_table(args):
         lines = tables.dram_spread(f)
     elif args.what == "agree":
         lines = tables.autotune_agreement(f[0], f[1])
-    elif args.what == "peers":
+    elif args.what in ("peers", "peers-speed"):
         import peers
-        lines = peers.table(*f)
+        lines = peers.table(*f) if args.what == "peers" else peers.speed(*f)
     elif args.what == "decode":
         sdpa = [x for x in f if os.path.basename(x).startswith("decode_sdpa")]
         try:
@@ -873,7 +874,8 @@ def parser():
     p.add_argument("--checkout-python", action="store_true", help=CHECKOUT_PYTHON)
 
     p = verb("table", cmd_table, help="tables from recorded files")
-    p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree", "peers", "decode"])
+    p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree", "peers", "peers-speed",
+                                    "decode"])
     p.add_argument("files", nargs="+")
     p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
     p.add_argument("--model", default=None, help="decode: a later model's predictions (flashsim sim tune --kernel "

@@ -216,6 +216,34 @@ class Peers(unittest.TestCase):
         self.assertIn("- k: 2, the kernel does not support varlen", lines)  # the case names dropped: one group
         self.assertIn("Failures and errors (0):", lines)
 
+    def test_speed_compares_kernels_case_by_case_and_pass_by_pass(self):
+        import peers
+
+        def rec(kernel, case, seconds, outputs=("o", "lse", "dq", "dk", "dv"), outcome="pass", suite="s"):
+            return dict(kernel=kernel, suite=suite, case=case, outcome=outcome, reason="", worst_fraction=0.1,
+                        outputs=list(outputs), seconds=seconds)
+        rows = [rec("a", "c1", 0.001), rec("b", "c1", 0.004), rec("a", "c2", 0.003), rec("b", "c2", 0.001),
+                rec("c", "c2", 0.002),
+                rec("a", "c3", 0.009), rec("b", "c3", 0.001, outcome="fail"),  # a failure is not timed beside
+                rec("f", "c1", 0.0001, outputs=("o", "lse")),  # forward only: not beside a's forward + backward
+                rec("g", "c1", 0.0002, outputs=("o",))]
+        rerun = rec("b", "c1", 0.002)  # a later file's record replaces the first
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "r1.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+            write(d, "r2.jsonl", json.dumps(rerun) + "\n")
+            lines = peers.speed(os.path.join(d, "r1.jsonl"), os.path.join(d, "r2.jsonl"))
+            none = peers.speed(os.path.join(d, "r2.jsonl"))
+        self.assertIn("## s, fwd: 1 cases timed on two kernels or more", lines)
+        self.assertIn("| f | 1 | 1.00 | 1 | 0.100 |", lines)
+        self.assertIn("| g | 1 | 2.00 | 0 | 0.200 |", lines)
+        self.assertIn("## s, fwd+bwd: 2 cases timed on two kernels or more", lines)  # c3: a alone passed
+        self.assertIn("| a | 2 | 1.73 | 1 | 2.000 |", lines)  # ratios 1 and 3: geometric mean sqrt(3)
+        self.assertIn("| b | 2 | 1.41 | 1 | 1.500 |", lines)  # 2 and 1 (the rerun's 2 ms on c1)
+        self.assertIn("| c | 1 | 2.00 | 0 | 2.000 |", lines)
+        self.assertIn("| c1 | 1.000* | 2.000 |  |", lines)
+        self.assertIn("| c2 | 3.000 | 1.000* | 2.000 |", lines)
+        self.assertEqual(none, ["no case passed on two kernels with times"])
+
     def test_every_adapter_exists_and_every_suite_it_lists_is_run(self):
         import peers
         for kernel, (adapter, suites) in peers.KERNELS.items():

@@ -131,16 +131,22 @@ def _reason(r):
     return re.sub(r"^" + re.escape(r["case"]) + r": ", "", r["reason"] or "")
 
 
-def table(*paths):
-    """kernel x suite: passed / failed / skipped / errors, the worst error / bound of the passing cases, the median
-    time of a case; then the skips grouped by reason and every failure or error."""
-    latest = {}  # a later file's record of a (kernel, suite, case) replaces an earlier one's (a rerun)
+def latest_records(paths):
+    """The records of the files in order, a later file's record of a (kernel, suite, case) replacing an earlier
+    one's (a rerun)."""
+    latest = {}
     for p in paths:
         for line in open(p):
             if line.strip():
                 r = json.loads(line)
                 latest[(r["kernel"], r["suite"], r["case"])] = r
-    rows = list(latest.values())
+    return list(latest.values())
+
+
+def table(*paths):
+    """kernel x suite: passed / failed / skipped / errors, the worst error / bound of the passing cases, the median
+    time of a case; then the skips grouped by reason and every failure or error."""
+    rows = latest_records(paths)
     cells = collections.defaultdict(list)
     for r in rows:
         cells[(r["kernel"], r["suite"])].append(r)
@@ -160,3 +166,46 @@ def table(*paths):
     out += ["", f"Failures and errors ({len(bad)}):"]
     out += [f"- {r['kernel']} {r['suite']} {r['case']}: {r['outcome']}: {_reason(r)}" for r in bad]
     return out
+
+
+def _timed_pass(r):
+    """What a passing record's time covers: "fwd+bwd" where it checked a gradient (its outputs dq, dk, dx, ...),
+    else "fwd"."""
+    return "fwd+bwd" if any(o.startswith("d") for o in r.get("outputs") or ()) else "fwd"
+
+
+def speed(*paths):
+    """The kernels side by side, case by case: a kernel's time is compared only with the others' on the same case and
+    the same pass (forward, or forward and backward), each kernel's median over different cases being no
+    comparison. Per (suite, pass): each kernel's cases timed beside another kernel, the geometric mean of its time
+    over the fastest kernel's on each of them, the cases it was fastest on; then a table a case, a column a kernel
+    (ms, the fastest marked *). Records of one GPU: the times are wall times of the adapter's call (median)."""
+    groups = collections.defaultdict(dict)  # (suite, pass) -> case -> kernel -> seconds
+    for r in latest_records(paths):
+        if r["outcome"] == "pass" and r.get("seconds"):
+            groups[(r["suite"], _timed_pass(r))].setdefault(r["case"], {})[r["kernel"]] = r["seconds"]
+    out = []
+    for (suite, kind), cases in sorted(groups.items(), key=lambda g: (SUITE_ORDER.index(g[0][0])
+                                                                      if g[0][0] in SUITE_ORDER else 99, g[0][1])):
+        shared = {c: t for c, t in cases.items() if len(t) > 1}
+        if not shared:
+            continue
+        kernels = sorted({k for t in shared.values() for k in t})
+        out += [f"## {suite}, {kind}: {len(shared)} cases timed on two kernels or more", "",
+                "| kernel | cases | time / fastest's (geometric mean) | fastest on | median ms |",
+                "| --- | ---: | ---: | ---: | ---: |"]
+        summary = []
+        for k in kernels:
+            mine = [t for t in shared.values() if k in t]
+            ratios = [t[k] / min(t.values()) for t in mine]
+            summary.append((statistics.geometric_mean(ratios), k, len(mine), sum(r == 1.0 for r in ratios),
+                            1e3 * statistics.median(t[k] for t in mine)))
+        out += [f"| {k} | {n} | {g:.2f} | {fast} | {ms:.3f} |" for g, k, n, fast, ms in sorted(summary)]
+        out += ["", "| case | " + " | ".join(kernels) + " |", "| --- |" + " ---: |" * len(kernels)]
+        for case, t in sorted(shared.items()):
+            best = min(t.values())
+            out.append(f"| {case} | " + " | ".join("" if k not in t else f"{1e3 * t[k]:.3f}" + ("*" if t[k] == best
+                                                                                                  else "")
+                                                    for k in kernels) + " |")
+        out.append("")
+    return out or ["no case passed on two kernels with times"]
