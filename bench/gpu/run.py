@@ -868,7 +868,9 @@ def parser():
     p.add_argument("--run-s", type=float, default=300, help="seconds one (adapter, suite) run may take")
     p.add_argument("--budget-s", type=float, default=540, help="seconds the whole verb may take")
     p.add_argument("--shards", type=int, default=6, help="pytest processes at once for the adapters that compile "
-                   "per variant or per case (peers.py JIT_PER_VARIANT, COMPILED): more compile at once on more cores")
+                   "per variant or per case (peers.py JIT_PER_VARIANT, COMPILED): more compile at once on more cores; "
+                   "the JIT adapters' shards share MAX_JOBS (default: the cores) nvcc jobs, so few shards finish "
+                   "some variants within a time limit where many finish none")
     p.add_argument("--resume", default="", help="comma-separated record files (peers.jsonl) of earlier runs: the "
                    "(adapter, suite, case)s they hold are not run again (a run that its time limit cut, continued)")
     p.add_argument("--checkout-python", action="store_true", help=CHECKOUT_PYTHON)

@@ -244,6 +244,25 @@ class Peers(unittest.TestCase):
         self.assertIn("| c2 | 3.000 | 1.000* | 2.000 |", lines)
         self.assertEqual(none, ["no case passed on two kernels with times"])
 
+    def test_jit_shards_share_the_compile_jobs(self):
+        from unittest import mock
+
+        import peers
+        self.assertEqual(peers.compile_jobs({"MAX_JOBS": "16"}, 14), 1)
+        self.assertEqual(peers.compile_jobs({"MAX_JOBS": "16"}, 3), 5)
+        self.assertEqual(peers.compile_jobs({"MAX_JOBS": "16"}, 1), 16)
+        with mock.patch.object(peers.os, "cpu_count", return_value=16):
+            self.assertEqual(peers.compile_jobs({}, 2), 8)
+        launched = []
+        fake = mock.MagicMock()
+        fake.wait.return_value = 0
+        with tempfile.TemporaryDirectory() as d, mock.patch.object(peers, "generate"), \
+                mock.patch.object(peers.subprocess, "Popen", side_effect=lambda c, env, **kw: launched.append(env)
+                                  or fake):
+            peers.run({"MAX_JOBS": "16"}, d, kernels=["flashinfer-prefill"], suites=["smoke"], shards=4)
+            peers.run({"MAX_JOBS": "16"}, d, kernels=["sdpa"], suites=["smoke"], shards=4)
+        self.assertEqual([e["MAX_JOBS"] for e in launched], ["4"] * 4 + ["16"])  # SDPA compiles nothing: unchanged
+
     def test_every_adapter_exists_and_every_suite_it_lists_is_run(self):
         import peers
         for kernel, (adapter, suites) in peers.KERNELS.items():

@@ -79,6 +79,15 @@ def case_filter_regex(case_filter, skip):
     return regex + (f"(?=.*(?:{case_filter}))" if case_filter else "")
 
 
+def compile_jobs(env, shards):
+    """nvcc jobs a shard of a JIT-compiling adapter may run (its MAX_JOBS): the caller's MAX_JOBS (default: every
+    core) shared among the shards. Each shard taking them all oversubscribes the cores: run 22 (FlashInfer, 14
+    shards of 16 jobs on 16 cores) compiled 14 variants at once and none finished within its 410 s, where one
+    variant alone takes about 3 minutes."""
+    total = int(env.get("MAX_JOBS") or 0) or os.cpu_count() or 1
+    return max(1, total // shards)
+
+
 def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filter=None, run_s=300, shards=6,
         done=None):
     """pytest per (suite, adapter) within budget_s, suite by suite in SUITE_ORDER, each stopped after run_s (the
@@ -112,9 +121,10 @@ def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filte
                 [(cmd + ["--flashsim-shard", f"{i}/{n}"] + by, f"{kernel}_{suite}_{i}") for i in range(n)]
             t0 = time.time()
             procs = []
+            shard_env = dict(env, MAX_JOBS=str(compile_jobs(env, n))) if kernel in JIT_PER_VARIANT else env
             for c, name in runs:
                 log = open(os.path.join(out, "logs", name + ".log"), "w")
-                procs.append((subprocess.Popen(c, env=env, stdout=log, stderr=subprocess.STDOUT), log, name))
+                procs.append((subprocess.Popen(c, env=shard_env, stdout=log, stderr=subprocess.STDOUT), log, name))
             for p, log, name in procs:
                 try:
                     rc = p.wait(timeout=max(1, min(left, run_s) - (time.time() - t0)))
