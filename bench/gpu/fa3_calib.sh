@@ -7,6 +7,8 @@
 #              clocks, as events see them) of the backward on 264 heads x 4 key blocks at 1 .. 64 query blocks a
 #              CTA (its main kernel's costs), and both causal at the longest (masked steps' costs): calibration
 #              fa3.step_costs_h100 (run.py derive fa3-steps)
+#   CALIB_SPREAD=1 (default 0) fa3_dev.cu's calib-spread: calib's forward shapes with the query heads over many
+#              K / V heads (still L2-resident), whether calib's tile costs carry one K / V head's same-line reads
 #   HELDOUT=1  bench/gpu/data/fa3_heldout.txt's shapes, drawn before any was timed: the forward by events with
 #              fa3-v1's own schedule, the backward's three kernels by ncu (bench/gpu/ncu.py's TRAFFIC metrics)
 #   GRID=1     ncu of the backward on the bench grid, the issue's shape, a GQA and an odd-length causal problem
@@ -32,6 +34,7 @@ KEEP_BIN=$bin SDPA=0 MODE=$([ "${CALIB:-1}" = 1 ] && echo calib || echo build) \
 mv "$out/fa3_dev.txt" "$out/calib_events.txt" 2> /dev/null
 wait
 [ "${ACCUM:-1}" = 1 ] && timeout 60 "$bin/accum_probe" | tee "$out/accum_probe.txt"
+[ "${CALIB_SPREAD:-0}" = 1 ] && timeout 300 "$bin/fa3_dev" calib-spread | tee "$out/calib_spread_events.txt"
 metrics=$(python3 -c "import sys; sys.path.insert(0, 'bench/gpu'); import ncu; print(ncu.TRAFFIC)")
 bwd_ncu() {  # name b h hkv sq sk d wl wr: one backward call's three kernels, after the timing's warm-up calls
   local name=$1
