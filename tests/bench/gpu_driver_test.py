@@ -212,7 +212,7 @@ class Peers(unittest.TestCase):
             for name, recs in (("r1.jsonl", rows), ("r2.jsonl", [rerun])):
                 write(d, name, "".join(json.dumps(r) + "\n" for r in recs))
             lines = peers.table(os.path.join(d, "r1.jsonl"), os.path.join(d, "r2.jsonl"))
-        self.assertIn("| k | s | 2 | 0 | 2 | 0 | 0.50 | 3.000 |", lines)  # b passed on the rerun; median of 2, 4 ms
+        self.assertIn("| k | s | 2 | 0 | 2 | 0 | 0.50 | 3.000 | - |", lines)  # no other kernel: no ratio  # b passed on the rerun; median of 2, 4 ms
         self.assertIn("- k: 2, the kernel does not support varlen", lines)  # the case names dropped: one group
         self.assertIn("Failures and errors (0):", lines)
 
@@ -243,6 +243,12 @@ class Peers(unittest.TestCase):
         self.assertIn("| c1 | 1.000* | 2.000 |  |", lines)
         self.assertIn("| c2 | 3.000 | 1.000* | 2.000 |", lines)
         self.assertEqual(none, ["no case passed on two kernels with times"])
+        with tempfile.TemporaryDirectory() as d:
+            write(d, "r1.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+            write(d, "r2.jsonl", json.dumps(rerun) + "\n")
+            table = peers.table(os.path.join(d, "r1.jsonl"), os.path.join(d, "r2.jsonl"))
+        self.assertIn("| a | s | 3 | 0 | 0 | 0 | 0.10 | 3.000 | 1.73 (2) |", table)  # c3 alone: not in the ratio
+        self.assertIn("| g | s | 1 | 0 | 0 | 0 | 0.10 | 0.200 | 2.00 (1) |", table)  # beside f's forward
 
     def test_jit_shards_share_the_compile_jobs(self):
         from unittest import mock

@@ -155,20 +155,30 @@ def latest_records(paths):
 
 def table(*paths):
     """kernel x suite: passed / failed / skipped / errors, the worst error / bound of the passing cases, the median
-    time of a case; then the skips grouped by reason and every failure or error."""
+    time of a case (over the cases it passed: no comparison between kernels) and its time over the fastest kernel's
+    on the cases another kernel also passed in the same pass (geometric mean; speed() has them case by case); then
+    the skips grouped by reason and every failure or error."""
     rows = latest_records(paths)
     cells = collections.defaultdict(list)
     for r in rows:
         cells[(r["kernel"], r["suite"])].append(r)
-    out = ["| kernel | suite | pass | fail | skip | error | worst error / bound (passing) | median ms / case |",
-           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    ratios = collections.defaultdict(list)  # (kernel, suite) -> its time over the fastest's, on shared cases
+    for (suite, _), shared in _shared_times(rows).items():
+        for t in shared.values():
+            for k, sec in t.items():
+                ratios[(k, suite)].append(sec / min(t.values()))
+    out = ["| kernel | suite | pass | fail | skip | error | worst error / bound (passing) | median ms / case | "
+           "time / fastest's on shared cases (cases) |",
+           "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for (kernel, suite), rs in sorted(cells.items()):
         n = collections.Counter(r["outcome"] for r in rs)
         worst = [r["worst_fraction"] for r in rs if r["outcome"] == "pass" and r["worst_fraction"] is not None]
         secs = [r["seconds"] for r in rs if r["outcome"] == "pass" and r["seconds"] is not None]
+        vs = ratios.get((kernel, suite))
+        vs = f"{statistics.geometric_mean(vs):.2f} ({len(vs)})" if vs else "-"
         out.append(f"| {kernel} | {suite} | {n['pass']} | {n['fail']} | {n['skip']} | {n['error']} | "
-                   f"{max(worst):.2f} | {1e3 * statistics.median(secs):.3f} |" if worst and secs else
-                   f"| {kernel} | {suite} | {n['pass']} | {n['fail']} | {n['skip']} | {n['error']} | - | - |")
+                   f"{max(worst):.2f} | {1e3 * statistics.median(secs):.3f} | {vs} |" if worst and secs else
+                   f"| {kernel} | {suite} | {n['pass']} | {n['fail']} | {n['skip']} | {n['error']} | - | - | {vs} |")
     out += ["", "Skips by reason (kernel: count, reason):"]
     skips = collections.Counter((r["kernel"], _reason(r)) for r in rows if r["outcome"] == "skip")
     out += [f"- {k}: {c}, {why}" for (k, why), c in sorted(skips.items())]
@@ -184,22 +194,26 @@ def _timed_pass(r):
     return "fwd+bwd" if any(o.startswith("d") for o in r.get("outputs") or ()) else "fwd"
 
 
+def _shared_times(rows):
+    """(suite, pass) -> case -> kernel -> seconds, for the cases that passed with a time on two kernels or more."""
+    groups = collections.defaultdict(dict)
+    for r in rows:
+        if r["outcome"] == "pass" and r.get("seconds"):
+            groups[(r["suite"], _timed_pass(r))].setdefault(r["case"], {})[r["kernel"]] = r["seconds"]
+    return {g: {c: t for c, t in cases.items() if len(t) > 1} for g, cases in groups.items()
+            if any(len(t) > 1 for t in cases.values())}
+
+
 def speed(*paths):
     """The kernels side by side, case by case: a kernel's time is compared only with the others' on the same case and
     the same pass (forward, or forward and backward), each kernel's median over different cases being no
     comparison. Per (suite, pass): each kernel's cases timed beside another kernel, the geometric mean of its time
     over the fastest kernel's on each of them, the cases it was fastest on; then a table a case, a column a kernel
     (ms, the fastest marked *). Records of one GPU: the times are wall times of the adapter's call (median)."""
-    groups = collections.defaultdict(dict)  # (suite, pass) -> case -> kernel -> seconds
-    for r in latest_records(paths):
-        if r["outcome"] == "pass" and r.get("seconds"):
-            groups[(r["suite"], _timed_pass(r))].setdefault(r["case"], {})[r["kernel"]] = r["seconds"]
     out = []
-    for (suite, kind), cases in sorted(groups.items(), key=lambda g: (SUITE_ORDER.index(g[0][0])
-                                                                      if g[0][0] in SUITE_ORDER else 99, g[0][1])):
-        shared = {c: t for c, t in cases.items() if len(t) > 1}
-        if not shared:
-            continue
+    for (suite, kind), shared in sorted(_shared_times(latest_records(paths)).items(),
+                                        key=lambda g: (SUITE_ORDER.index(g[0][0]) if g[0][0] in SUITE_ORDER else 99,
+                                                       g[0][1])):
         kernels = sorted({k for t in shared.values() for k in t})
         out += [f"## {suite}, {kind}: {len(shared)} cases timed on two kernels or more", "",
                 "| kernel | cases | time / fastest's (geometric mean) | fastest on | median ms |",
