@@ -699,7 +699,8 @@ def cmd_table(args):
                                    sim tune --check's statistics)
     peers PEERS.jsonl...           run.py peers' records: kernel x suite, skips by reason, failures
     peers-speed PEERS.jsonl...     the same records' times side by side, a case a row (one GPU's records)
-    decode BENCH.csv... [SDPA.csv] decode-bench's CSVs (one a version) beside sdpa.py decode-grid's"""
+    decode BENCH.csv... [SDPA.csv] decode-bench's CSVs (one a version) beside sdpa.py decode-grid's
+    sparse SPARSE.csv...           sparse-bench's CSVs: measured and predicted time a pass (--flashsim: predicted now)"""
     f = args.files
     missing = [x for x in f + ([args.model] if args.model else []) if not os.path.exists(x)]
     if missing:  # a bad path is the caller's: one line, exit 2
@@ -718,6 +719,12 @@ def cmd_table(args):
     elif args.what in ("peers", "peers-speed"):
         import peers
         lines = peers.table(*f) if args.what == "peers" else peers.speed(*f)
+    elif args.what == "sparse":
+        try:
+            lines = tables.sparse_table(f, args.flashsim, args.hw)
+        except (KeyError, ValueError, AttributeError) as e:  # a CSV of another shape, or a kernel with no models
+            print(f"run.py table sparse: not flashsim-gpu sparse-bench data: {e!r}", file=sys.stderr)
+            return 2
     elif args.what == "decode":
         sdpa = [x for x in f if os.path.basename(x).startswith("decode_sdpa")]
         try:
@@ -877,11 +884,14 @@ def parser():
 
     p = verb("table", cmd_table, help="tables from recorded files")
     p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree", "peers", "peers-speed",
-                                    "decode"])
+                                    "decode", "sparse"])
     p.add_argument("files", nargs="+")
     p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
     p.add_argument("--model", default=None, help="decode: a later model's predictions (flashsim sim tune --kernel "
                    "splitkv --split-tile ... --json) in place of the recorded ones")
+    p.add_argument("--flashsim", default=None, help="sparse: a flashsim build whose predictions replace the recorded "
+                   "ones (the same problems, masks and tiles)")
+    p.add_argument("--hw", default="H100-SXM5-80GB", help="sparse: the profile of those predictions")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
     p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout",

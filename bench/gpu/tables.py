@@ -7,6 +7,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 
 from ncu import read_metrics
 
@@ -339,4 +340,50 @@ def decode_table(version_csvs, sdpa_csv=None, model_json=None):
                          f"{fl if fl else '-'} | {cu if cu else '-'} | {fi if fi else '-'} |")
         lines += ["", f"{name}: prediction within 10% in {within10} of {len(cells)} cells; the model's split count "
                   f"within 5% of the measured best in {within5} of {len(cells)}", ""]
+    return lines
+
+
+# The sparse-bench kernel's own models for each pass, as flashsim-gpu's sparse-bench predicts it (gpu/fa2's
+# KernelVersion::sim_kernels); its CSV records the version's name.
+SPARSE_MODELS = {"fa2-v1": (["fwd_fa2_v1"], ["bwd_dot_do_o_lse", "bwd_dq_dk_dv_group", "bwd_convert_dq_rows"])}
+
+
+def _sparse_predict(flashsim, row, hw):
+    """(forward ms, backward ms) the simulator predicts for a sparse-bench CSV row: its problem, block mask (seed 1,
+    the bench's inputs) and tiles, the kernel's own models."""
+    prob = row["problem"]
+    b, h, q, k, d = (int(re.search(pat + r"(\d+)", prob).group(1)) for pat in (r"\bb", r"\bh", r"\bq", r"\bk", r"\bd"))
+    br, bc, w, st = re.search(r"fwd Br(\d+) Bc(\d+) w(\d+) st(\d+)", row["tile"]).groups()
+    bbr, bbc, bw = re.search(r"bwd Br(\d+) Bc(\d+) w(\d+)", row["tile"]).groups()
+    dtype = prob.split()[-1]
+    args = ["--batch", str(b), "--heads", str(h), "--seqlen-q", str(q), "--seqlen-k", str(k), "--head-dim", str(d),
+            "--dtype", dtype, "--hw", hw, "--seed", "1", "--json"] + (["--causal"] if " causal" in prob else [])
+    mask = re.search(r"block_mask:(\w+):(\d+)x(\d+):(\S+)", prob)
+    if mask:
+        args += ["--block-mask", mask.group(4), "--block-mask-shape", mask.group(1), "--block-mask-tile",
+                 f"{mask.group(2)},{mask.group(3)}"]
+    fwd_models, bwd_models = SPARSE_MODELS[row["kernel"]]
+
+    def run(models, tile):
+        cmd = [flashsim, "sim", "predict"] + [x for m in models for x in ("--kernel", m)] + args + tile
+        out = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+        return 1e3 * sum(kernel["time_s"] for kernel in out["kernels"])
+
+    return (run(fwd_models, ["--block-q", br, "--block-k", bc, "--warps", w, "--stages", st]),
+            run(bwd_models, ["--bwd-block-q", bbr, "--bwd-block-k", bbc, "--warps", bw]))
+
+
+def sparse_table(csv_paths, flashsim=None, hw="H100-SXM5-80GB"):
+    """flashsim-gpu sparse-bench's rows: measured time per pass beside the prediction the CSV recorded or, with a
+    flashsim build, the one it predicts now for the same problem, mask and tiles (the kernel's own models)."""
+    rows = [r for p in csv_paths for r in csv.DictReader(open(p))]
+    lines = ["| problem | mask | fwd ms | predicted | pred / meas | bwd ms | predicted | pred / meas |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        fwd, bwd = (float(r["fwd_predicted_ms"]), float(r["bwd_predicted_ms"])) if not flashsim else \
+            _sparse_predict(flashsim, r, hw)
+        fm, bm = float(r["fwd_ms"]), float(r["bwd_ms"])
+        shape = re.sub(r" block_mask:\S+", "", r["problem"])
+        lines.append(f"| {shape} | {r['spec']} | {fm:.3f} | {fwd:.3f} | {fwd / fm:.3f} | {bm:.2f} | {bwd:.2f} | "
+                     f"{bwd / bm:.3f} |")
     return lines

@@ -22,6 +22,7 @@
 #include "flashsim/golden/manifest.h"
 #include "flashsim/golden/safetensors.h"
 #include "flashsim/golden/suite.h"
+#include "flashsim/gpu/sparse_bench.h"
 #include "flashsim/gpu/test_versions.h"
 #include "flashsim/sim/kernel_model.h"
 #include "problem_builder.h"
@@ -60,6 +61,23 @@ TEST(GpuRegistry, NamesAreUniqueAndSimulatorKernelsExist) {
     for (const auto& k : v.sim_kernels) EXPECT_NO_THROW(sim::kernel_model(k)) << v.name << ": " << k;
   }
   EXPECT_THROW(gpu::kernel_version("nope"), InputError);
+}
+
+// sparse-bench predicts a version with its own kernel models (fa2-v1's), an emulating version with its algorithm's.
+TEST(SparseBench, PredictsAVersionWithItsOwnKernelModels) {
+  const AttentionProblem p =
+      ProblemBuilder().batch(1).heads(2).seqlen(256).head_dim(64).dtype(DType::BF16).build();
+  const auto names = [&](const std::string& version, Pass pass) {
+    std::vector<std::string> out;
+    for (const sim::KernelModel* m :
+         gpu::sparse_pass_models(gpu::kernel_version(version), p, TileConfig{}, pass))
+      out.push_back(m->name);
+    return out;
+  };
+  EXPECT_EQ(names("fa2-v1", Pass::Forward), std::vector<std::string>{"fwd_fa2_v1"});
+  EXPECT_EQ(names("fa2-v1", Pass::Backward),
+            (std::vector<std::string>{"bwd_dot_do_o_lse", "bwd_dq_dk_dv_group", "bwd_convert_dq_rows"}));
+  EXPECT_EQ(names("host-emulated-v1", Pass::Forward), std::vector<std::string>{"fwd_fa2"});
 }
 
 // The planted-bug versions are not in the production registry; a test or bench binary adds them

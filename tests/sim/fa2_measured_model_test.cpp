@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "flashsim/sim/counts.h"
 #include "flashsim/sim/hardware.h"
 #include "flashsim/sim/kernel_model.h"
 #include "flashsim/sim/model.h"
+#include "flashsim/sim/problem_data.h"
 #include "problem_builder.h"
 
 using namespace flashsim;
@@ -91,19 +94,127 @@ TEST(Fa2BackwardModel, VarlenCtasPastTheirSequenceHaveNoSteps) {
   EXPECT_EQ(l.ws.tiles, 2 * (3 + 6));
 }
 
-TEST(Fa2BackwardModel, BlockMaskedProblemsListNoSteps) {
-  // the mask is data the launch does not see: the per-CTA chain times them
-  AttentionProblem p = ProblemBuilder().batch(1).heads(2).seqlen(512).head_dim(64).dtype(DType::BF16).build();
+namespace {
+
+// A problem with a random block mask (bhqk) of the given keep fraction and tile.
+AttentionProblem masked(AttentionProblem p, double keep, int64_t tq, int64_t tk) {
   p.block_mask = BroadcastShape::BHQK;
-  p.block_mask_spec = "random:keep=0.5";
-  p.block_mask_q = p.block_mask_k = 64;
+  p.block_mask_spec = "random:keep=" + std::to_string(keep);
+  p.block_mask_q = tq;
+  p.block_mask_k = tk;
   p.validate();
-  const KernelLaunch l = launch(kernel_model("bwd_dq_dk_dv_group"), p, bwd_tile());
-  EXPECT_EQ(l.ws.tiles, 0);
-  EXPECT_TRUE(l.ws.cta_steps.empty());
+  return p;
+}
+
+TileConfig both_tiles() {
+  TileConfig c = bwd_tile();
+  c.block_q = 128;
+  c.block_k = 64;
+  return c;
+}
+
+const char* const kListingModels[] = {"fwd_fa2", "fwd_fa2_v1", "bwd_dq_dk_dv", "bwd_dq_dk_dv_group"};
+
+}  // namespace
+
+TEST(Fa2Models, BlockMaskLaunchesListTheActiveSteps) {
+  // The launch alone cannot see the mask (its data): nothing listed; with the data every CTA is listed, its steps
+  // the tiles the closed form counts as computed (the kernels' tile counts are held to those on the GPU).
   const auto hw = load_profile("H100-SXM5-80GB");
-  const auto pr = predict_kernel(analytic_counts(kernel_model("bwd_dq_dk_dv_group"), p, bwd_tile()), hw);
-  EXPECT_NE(pr.cta.bound, "measured steps");
+  const TileConfig c = both_tiles();
+  const AttentionProblem base[] = {
+      ProblemBuilder().batch(2).heads(4, 2).seqlen(600).head_dim(64).dtype(DType::BF16).build(),
+      ProblemBuilder().batch(1).heads(2).seqlen(700).head_dim(128).causal().dtype(DType::BF16).build(),
+      ProblemBuilder().batch(2).heads(2).seqlen(513).head_dim(64).window(100, 20).dtype(DType::BF16).build(),
+      ProblemBuilder()
+          .batch(2)
+          .heads(4, 1)
+          .varlen({300, 650}, {420, 650})
+          .head_dim(64)
+          .dtype(DType::BF16)
+          .build()};
+  int timed = 0;  // problems whose tile the profile has measured
+  for (const AttentionProblem& plain : base)
+    for (const auto& [tq, tk] : {std::pair<int64_t, int64_t>{64, 64}, {48, 80}})
+      for (const char* name : kListingModels) {
+        const KernelModel& m = kernel_model(name);
+        const std::string what = std::string(name) + " " + plain.describe() + " tile " + std::to_string(tq);
+        const AttentionProblem p = masked(plain, 0.5, tq, tk);
+        const ProblemData d = problem_data(p, 3);
+        EXPECT_EQ(launch(m, p, c).ws.tiles, 0) << what;
+        const KernelLaunch l = launch(m, p, c, &d);
+        const KernelCounts k = analytic_counts(m, p, c, &d);
+        EXPECT_EQ(l.ws.steps, static_cast<double>(k.tiles)) << what;
+        EXPECT_GT(k.skipped_tiles, 0) << what;
+        const std::vector<double> steps = l.ws.whole(l.ws.cta_steps);
+        ASSERT_EQ(static_cast<int64_t>(steps.size()), l.ctas()) << what;
+        EXPECT_EQ(std::accumulate(steps.begin(), steps.end(), 0.0), l.ws.steps) << what;
+        const bool bwd = m.pass == Pass::Backward;  // the profile's measured tiles: timed by them
+        if (entry(hw, name, static_cast<int>(p.head_dim), static_cast<int>(bwd ? c.bwd_block_q : c.block_q),
+                  static_cast<int>(bwd ? c.bwd_block_k : c.block_k))) {
+          EXPECT_EQ(predict_kernel(k, hw).cta.bound, "measured steps") << what;
+          ++timed;
+        }
+        // every tile active: the lists (steps and masked steps, CTA by CTA) and the time of the plain problem
+        const AttentionProblem all = masked(plain, 1.0, tq, tk);
+        const ProblemData d_all = problem_data(all, 3);
+        const KernelLaunch la = launch(m, all, c, &d_all), lp = launch(m, plain, c);
+        EXPECT_EQ(la.ws.whole(la.ws.cta_steps), lp.ws.whole(lp.ws.cta_steps)) << what;
+        EXPECT_EQ(la.ws.whole(la.ws.cta_masked), lp.ws.whole(lp.ws.cta_masked)) << what;
+        EXPECT_DOUBLE_EQ(predict_kernel(analytic_counts(m, all, c, &d_all), hw).time_s,
+                         predict_kernel(analytic_counts(m, plain, c), hw).time_s)
+            << what;
+      }
+  EXPECT_GE(timed, 8);
+}
+
+TEST(Fa2ForwardModel, BlockMaskTilesCutByABlockAreMaskedSteps) {
+  // Non-causal, lengths on the blocks: only the block mask masks a score. A key block is a masked step where the
+  // mask tiles it overlaps are not all active (the kernel then tests each score), which mask tiles of 48 x 80
+  // make happen and 128 x 64 (the blocks, Br 128 x Bc 64) never do.
+  const TileConfig c = both_tiles();
+  const AttentionProblem plain =
+      ProblemBuilder().batch(2).heads(3).seqlen(1024).head_dim(64).dtype(DType::BF16).build();
+  for (const auto& [tq, tk] : {std::pair<int64_t, int64_t>{128, 64}, {48, 80}}) {
+    const AttentionProblem p = masked(plain, 0.5, tq, tk);
+    const ProblemData d = problem_data(p, 7);
+    const KernelLaunch l = launch(kernel_model("fwd_fa2_v1"), p, c, &d);
+    const std::vector<double> masked_steps = l.ws.whole(l.ws.cta_masked), steps = l.ws.whole(l.ws.cta_steps);
+    ASSERT_EQ(masked_steps.size(), 8u * 2 * 3);
+    size_t i = 0;
+    for (int64_t h = 0; h < 3; ++h)
+      for (int64_t b = 0; b < 2; ++b)
+        for (int64_t m = 0; m < 8; ++m, ++i) {
+          double active = 0, partial = 0;
+          for (int64_t n = 0; n < 16; ++n)
+            if (tile_active(p, d, b, h, m * 128, 128, n * 64, 64)) {
+              ++active;
+              partial += tile_fully_active(p, d, b, h, m * 128, 128, n * 64, 64) ? 0 : 1;
+            }
+          EXPECT_EQ(steps[i], active) << i;
+          EXPECT_EQ(masked_steps[i], partial) << i;
+        }
+    const double total = std::accumulate(masked_steps.begin(), masked_steps.end(), 0.0);
+    if (tq == 128)
+      EXPECT_EQ(total, 0);
+    else
+      EXPECT_GT(total, 0);
+  }
+}
+
+TEST(ProblemData, FullyActiveTilesAreThoseWithEveryMaskTileActive) {
+  AttentionProblem p =
+      masked(ProblemBuilder().batch(1).heads(1).seqlen(256).head_dim(64).build(), 0.5, 64, 64);
+  ProblemData d = problem_data(p, 1);
+  std::fill(d.block_mask.begin(), d.block_mask.end(), uint8_t{1});
+  d.block_mask[1] = 0;  // mask tile (0, 1): rows 0-63, keys 64-127
+  EXPECT_TRUE(tile_fully_active(p, d, 0, 0, 0, 64, 0, 64));
+  EXPECT_FALSE(tile_fully_active(p, d, 0, 0, 0, 64, 0, 128));  // overlaps (0, 1)
+  EXPECT_TRUE(tile_active(p, d, 0, 0, 0, 64, 0, 128));
+  EXPECT_FALSE(tile_fully_active(p, d, 0, 0, 32, 64, 100, 10));
+  EXPECT_FALSE(tile_active(p, d, 0, 0, 32, 32, 64, 64));  // inside (0, 1) alone
+  EXPECT_TRUE(tile_fully_active(p, d, 0, 0, 64, 192, 0, 256));
+  EXPECT_FALSE(tile_fully_active(p, d, 0, 0, 0, 0, 0, 64));  // empty
 }
 
 TEST(Fa2BackwardModel, MeasuredStepsTimeTheMainKernels) {

@@ -149,7 +149,7 @@ KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, co
   ProblemData storage;
   const ProblemData& d = resolve_data(p, data, storage);
   KernelCounts k;
-  k.launch = launch(m, p, c);
+  k.launch = launch(m, p, c, &d);
   if (m.counts) {  // the model's own closed form of the whole launch
     m.counts(k, p, c, d);
     return k;

@@ -38,8 +38,11 @@ void check_problem_data(const AttentionProblem& p, const ProblemData& d) {
                                                p.block_mask_elems()));
 }
 
-bool tile_active(const AttentionProblem& p, const ProblemData& d, int64_t b, int64_t h, int64_t q0,
-                 int64_t nq, int64_t k0, int64_t nk) {
+namespace {
+
+// Whether some (any = true) or every (any = false) block-mask tile the rectangle overlaps is active.
+bool scan_tiles(const AttentionProblem& p, const ProblemData& d, int64_t b, int64_t h, int64_t q0, int64_t nq,
+                int64_t k0, int64_t nk, bool any) {
   if (nq <= 0 || nk <= 0) return false;
   if (p.block_mask == BroadcastShape::None) return true;
   const auto s = p.block_mask_shape();  // {batch | 1, heads | 1, q tiles, k tiles}
@@ -49,8 +52,20 @@ bool tile_active(const AttentionProblem& p, const ProblemData& d, int64_t b, int
   const int64_t kt1 = std::min(s[3] - 1, (k0 + nk - 1) / p.block_mask_k);
   for (int64_t qt = q0 / p.block_mask_q; qt <= qt1; ++qt)
     for (int64_t kt = k0 / p.block_mask_k; kt <= kt1; ++kt)
-      if (m[qt * s[3] + kt] != 0) return true;
-  return false;
+      if ((m[qt * s[3] + kt] != 0) == any) return any;
+  return !any;
+}
+
+}  // namespace
+
+bool tile_active(const AttentionProblem& p, const ProblemData& d, int64_t b, int64_t h, int64_t q0,
+                 int64_t nq, int64_t k0, int64_t nk) {
+  return scan_tiles(p, d, b, h, q0, nq, k0, nk, true);
+}
+
+bool tile_fully_active(const AttentionProblem& p, const ProblemData& d, int64_t b, int64_t h, int64_t q0,
+                       int64_t nq, int64_t k0, int64_t nk) {
+  return scan_tiles(p, d, b, h, q0, nq, k0, nk, false);
 }
 
 int64_t cache_row(const AttentionProblem& p, const ProblemData& d, int64_t b, int64_t j) {

@@ -40,7 +40,7 @@ KernelSchedule schedule(const KernelModel& m, const AttentionProblem& p, const T
                         const ProblemData* data) {
   ProblemData storage;
   const ProblemData& d = resolve_data(p, data, storage);
-  KernelSchedule s{launch(m, p, c), {}};
+  KernelSchedule s{launch(m, p, c, &d), {}};
   s.ctas.reserve(static_cast<size_t>(s.launch.ctas()));
   // Launch order: x fastest, then the batch, then the heads (FA2's grid); or heads before the batch
   // (KernelLaunch::heads_then_batch).

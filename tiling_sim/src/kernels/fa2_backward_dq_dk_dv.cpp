@@ -57,8 +57,8 @@ CtaStep backward_step(const AttentionProblem& p, const TileConfig& c) {
 
 // The launch's CTAs in launch order (key blocks fastest, then the batch, then the grid's heads), each with the
 // query-block steps it walks (`group` query heads' for flashsim's kernel), for the measured time model
-// (measured_or_chain_time). A block mask is data the launch does not see: its problems list none (the per-CTA
-// chain times them), as do launches of more than kMaxListedCtas CTAs (their totals alone).
+// (measured_or_chain_time); launches of more than kMaxListedCtas CTAs list their totals alone. A block mask's
+// launch lists them from the mask's data (list_block_mask_steps).
 void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c, int64_t group) {
   WarpSpecializedWork& w = l.ws;
   if (p.block_mask != BroadcastShape::None) return;
@@ -75,6 +75,29 @@ void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c,
       blocks[static_cast<size_t>(b)].emplace_back((m1 - m0) * group, 0);
     }
   list_ctas(w, l, p, c.bwd_block_q, c.bwd_block_k, 1, blocks);  // stages 1: Q and dO double-buffered in all
+}
+
+// Under a block mask, each CTA's steps: the visible query blocks of its `group` query heads whose tile with the
+// CTA's key block overlaps an active block-mask tile (the others skipped, as the closed form counts them). No
+// masked steps, as without a mask (list_steps). Every CTA listed: the mask differs by head and sequence.
+template <bool Group>
+void list_block_mask_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c,
+                           const ProblemData& d) {
+  const int64_t group = Group ? p.group_size() : 1, bq = c.bwd_block_q;
+  std::vector<std::pair<int64_t, int64_t>> ctas;
+  ctas.reserve(static_cast<size_t>(std::min(l.ctas(), WarpSpecializedWork::kMaxListedCtas)));
+  for_each_cta(l, [&](int64_t b, int64_t hz, int64_t n) {
+    const int64_t k0 = n * c.bwd_block_k, rk = std::min(c.bwd_block_k, p.len_k(b) - k0), lq = p.len_q(b);
+    int64_t steps = 0;
+    if (rk > 0) {
+      const auto [m0, m1] = visible_query_blocks(p, b, k0, k0 + c.bwd_block_k, bq);
+      for (int64_t h = hz * group; h < (hz + 1) * group; ++h)
+        for (int64_t m = m0; m < m1; ++m)
+          steps += tile_active(p, d, b, h, m * bq, std::min(bq, lq - m * bq), k0, rk);
+    }
+    ctas.emplace_back(steps, 0);
+  });
+  list_period(l.ws, l, p, bq, c.bwd_block_k, 1, ctas, 1);  // stages 1, as list_steps
 }
 
 // The launch of either main kernel but for its grid's heads and its listed steps.
@@ -266,6 +289,7 @@ KernelModel fa2_backward_dq_dk_dv() {
   m.backward_mma_rate = true;
   m.block_sparse = true;
   m.launch = main_launch;
+  m.list_block_mask_steps = list_block_mask_steps<false>;
   m.cta = main_cta;
   m.sequence = main_sequence;
   m.time_model = measured_or_chain_time;
@@ -285,6 +309,7 @@ KernelModel fa2_backward_dq_dk_dv_group() {
   m.block_sparse = true;
   m.per_kv_head = true;
   m.launch = group_launch;
+  m.list_block_mask_steps = list_block_mask_steps<true>;
   m.cta = group_cta;
   m.sequence = group_sequence;
   m.time_model = measured_or_chain_time;

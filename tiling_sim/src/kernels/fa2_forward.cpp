@@ -71,25 +71,33 @@ CtaStep forward_step(const AttentionProblem& p, const TileConfig& c) {
   return s;
 }
 
-// A query block's key-block steps and those that mask scores element by element, as gpu/fa2's forward decides
-// them: the visible key blocks [n_min, n_max) of rows [q0, q0 + Br), the blocks outside [n_full_lo, n_full_hi)
-// crossing a window limit of some row or the end of the keys.
-std::pair<int64_t, int64_t> query_block_steps(const AttentionProblem& p, const TileConfig& c, int64_t b,
-                                              int64_t q0) {
+// A query block's key blocks as gpu/fa2's forward walks them: the visible ones [n_min, n_max) of rows
+// [q0, q0 + Br), of which those outside [full_lo, full_hi) cross a window limit of some row or the end of the keys
+// (their scores masked one by one).
+struct QueryBlockKeys {
+  int64_t n_min, n_max, full_lo, full_hi;
+};
+QueryBlockKeys query_block_keys(const AttentionProblem& p, const TileConfig& c, int64_t b, int64_t q0) {
   const auto [n_min, n_max] = visible_key_blocks(p, b, q0, q0 + c.block_q, c.block_k);
   const int64_t lk = p.len_k(b), shift = lk - p.len_q(b), bc = c.block_k;
   const int64_t left_max = p.window_left < 0 ? 0 : q0 + c.block_q - 1 + shift - p.window_left;
   const int64_t right_min = p.window_right < 0 ? lk : std::min(lk, q0 + shift + p.window_right + 1);
-  const int64_t full_lo = left_max <= 0 ? 0 : std::min(ceil_div(left_max, bc), n_max);
-  const int64_t full_hi = right_min < bc ? 0 : right_min / bc;
-  // In O(1), not a block at a time: a 10M-key problem has 1e5 key blocks a query block.
-  return {n_max - n_min, blocks_outside(n_min, n_max, full_lo, full_hi)};
+  return {n_min, n_max, left_max <= 0 ? 0 : std::min(ceil_div(left_max, bc), n_max),
+          right_min < bc ? 0 : right_min / bc};
+}
+
+// A query block's key-block steps and those that mask scores element by element. In O(1), not a block at a time:
+// a 10M-key problem has 1e5 key blocks a query block.
+std::pair<int64_t, int64_t> query_block_steps(const AttentionProblem& p, const TileConfig& c, int64_t b,
+                                              int64_t q0) {
+  const QueryBlockKeys k = query_block_keys(p, c, b, q0);
+  return {k.n_max - k.n_min, blocks_outside(k.n_min, k.n_max, k.full_lo, k.full_hi)};
 }
 
 // The launch's CTAs in launch order (query blocks fastest, then the batch, then the heads) with their key-block
-// steps and masked steps, for the measured time model (measured_or_chain_time). A block mask is data the launch
-// does not see: its problems list none (the per-CTA chain times them), as do launches of more than
-// kMaxListedCtas CTAs (their totals alone).
+// steps and masked steps, for the measured time model (measured_or_chain_time); launches of more than
+// kMaxListedCtas CTAs list their totals alone. A block mask's launch lists them from the mask's data
+// (list_block_mask_steps).
 void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c) {
   WarpSpecializedWork& w = l.ws;
   if (p.block_mask != BroadcastShape::None) return;
@@ -101,6 +109,33 @@ void list_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c)
                                                    ? query_block_steps(p, c, b, m * c.block_q)
                                                    : std::pair<int64_t, int64_t>{0, 0});
   list_ctas(w, l, p, c.block_q, c.block_k, c.stages, blocks);
+}
+
+// Under a block mask, each CTA's steps as gpu/fa2's forward walks them: the visible key blocks whose tile with
+// the CTA's rows overlaps an active block-mask tile (the others skipped, as the closed form counts them), of which
+// masked those crossing a window limit or the keys' end and those not every block-mask tile of which is active
+// (the kernel then tests each score against the mask). Every CTA listed: the mask differs by head and sequence.
+void list_block_mask_steps(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c,
+                           const ProblemData& d) {
+  std::vector<std::pair<int64_t, int64_t>> ctas;
+  ctas.reserve(static_cast<size_t>(std::min(l.ctas(), WarpSpecializedWork::kMaxListedCtas)));
+  for_each_cta(l, [&](int64_t b, int64_t h, int64_t m) {
+    const int64_t q0 = m * c.block_q, rq = std::min(c.block_q, p.len_q(b) - q0), lk = p.len_k(b);
+    if (rq <= 0) {
+      ctas.emplace_back(0, 0);
+      return;
+    }
+    const QueryBlockKeys k = query_block_keys(p, c, b, q0);
+    int64_t steps = 0, masked = 0;
+    for (int64_t n = k.n_min; n < k.n_max; ++n) {
+      const int64_t k0 = n * c.block_k, rk = std::min(c.block_k, lk - k0);
+      if (!tile_active(p, d, b, h, q0, rq, k0, rk)) continue;
+      ++steps;
+      if (n < k.full_lo || n >= k.full_hi || !tile_fully_active(p, d, b, h, q0, rq, k0, rk)) ++masked;
+    }
+    ctas.emplace_back(steps, masked);
+  });
+  list_period(l.ws, l, p, c.block_q, c.block_k, c.stages, ctas, 1);
 }
 
 KernelLaunch forward_launch(const AttentionProblem& p, const TileConfig& c) {
@@ -121,6 +156,7 @@ KernelModel fa2_forward() {
   // lse: the lanes of a warp's m16 tile's first column, 8 rows a store instruction
   m.lsu_row_stat_rows = [](const TileConfig&) { return 8; };
   m.time_model = measured_or_chain_time;
+  m.list_block_mask_steps = list_block_mask_steps;
   m.tile_rule = fa2_forward_tile_rule;
   // Then (optionally) the template flags after the traits: Is_dropout, Is_causal, Is_local, ... (traffic compare
   // checks --causal / --window against them).

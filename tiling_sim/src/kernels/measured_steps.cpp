@@ -47,35 +47,43 @@ double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, d
   return *std::max_element(heap.begin(), heap.end());
 }
 
-void list_ctas(WarpSpecializedWork& w, const KernelLaunch& l, const AttentionProblem& p, int64_t block_q,
-               int64_t block_k, int stages,
-               const std::vector<std::vector<std::pair<int64_t, int64_t>>>& blocks) {
+void list_period(WarpSpecializedWork& w, const KernelLaunch& l, const AttentionProblem& p, int64_t block_q,
+                 int64_t block_k, int stages, const std::vector<std::pair<int64_t, int64_t>>& period,
+                 int64_t repeat) {
   w.block_q = block_q;
   w.block_k = block_k;
   w.head_dim = p.head_dim;
   w.head_dim_v = p.head_dim_v;
   w.stages = stages;
   const bool listed = l.ctas() <= WarpSpecializedWork::kMaxListedCtas;
-  // The period: the sequences' blocks in order (one list for every sequence: its blocks alone), then repeated
-  // over the heads (and the batch).
-  const int64_t batches = blocks.size() > 1 ? l.grid_y : 1, repeat = l.grid_z * (l.grid_y / batches);
   double tiles = 0, steps = 0, masked = 0;
-  for (int64_t b = 0; b < batches; ++b)
-    for (const auto& [n_steps, n_masked] : blocks[static_cast<size_t>(b)]) {
-      const double s = static_cast<double>(n_steps), mk = static_cast<double>(n_masked);
-      tiles += s > 0 ? 1 : 0;
-      steps += s;
-      masked += mk;
-      if (!listed) continue;
-      w.cta_tiles.push_back(s > 0 ? 1 : 0);
-      w.cta_steps.push_back(s);
-      w.cta_masked.push_back(mk);
-    }
+  for (const auto& [n_steps, n_masked] : period) {
+    const double s = static_cast<double>(n_steps), mk = static_cast<double>(n_masked);
+    tiles += s > 0 ? 1 : 0;
+    steps += s;
+    masked += mk;
+    if (!listed) continue;
+    w.cta_tiles.push_back(s > 0 ? 1 : 0);
+    w.cta_steps.push_back(s);
+    w.cta_masked.push_back(mk);
+  }
   const auto times = static_cast<double>(repeat);
   w.tiles += tiles * times;
   w.steps += steps * times;
   w.masked_steps += masked * times;
   w.cta_repeat = repeat;
+}
+
+void list_ctas(WarpSpecializedWork& w, const KernelLaunch& l, const AttentionProblem& p, int64_t block_q,
+               int64_t block_k, int stages,
+               const std::vector<std::vector<std::pair<int64_t, int64_t>>>& blocks) {
+  // The period: the sequences' blocks in order (one list for every sequence: its blocks alone), then repeated
+  // over the heads (and the batch).
+  const int64_t batches = blocks.size() > 1 ? l.grid_y : 1, repeat = l.grid_z * (l.grid_y / batches);
+  std::vector<std::pair<int64_t, int64_t>> period;
+  for (int64_t b = 0; b < batches; ++b)
+    period.insert(period.end(), blocks[static_cast<size_t>(b)].begin(), blocks[static_cast<size_t>(b)].end());
+  list_period(w, l, p, block_q, block_k, stages, period, repeat);
 }
 
 CtaTime measured_or_chain_time(const KernelCounts& k, int ctas_per_sm, double imbalance,

@@ -104,9 +104,12 @@ const KernelModel& register_kernel_model(KernelModel m) {
   return *registry().models.back();
 }
 
-KernelLaunch launch(const KernelModel& m, const AttentionProblem& p, const TileConfig& c) {
+KernelLaunch launch(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
+                    const ProblemData* data) {
   KernelLaunch l = m.launch(p, c);
   l.model = &m;
+  if (data && p.block_mask != BroadcastShape::None && m.list_block_mask_steps)
+    m.list_block_mask_steps(l, p, c, *data);
   return l;
 }
 

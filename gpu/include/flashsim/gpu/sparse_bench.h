@@ -4,9 +4,11 @@
 // simulator's prediction for the same mask and the tiles it computes and skips.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "flashsim/gpu/bench.h"
 #include "flashsim/gpu/kernel.h"
+#include "flashsim/sim/kernel_model.h"
 
 namespace flashsim::gpu {
 
@@ -24,5 +26,11 @@ struct SparseBenchRow {
 // (make_random_inputs' seed 1). Throws InputError when v cannot run p.
 SparseBenchRow sparse_bench(const KernelVersion& v, const AttentionProblem& p, const BenchOptions& o,
                             const TileOverride& user = {});
+
+// The kernel models sparse_bench predicts a pass of v with: v's own (KernelVersion::sim_kernels of that pass:
+// fa2-v1's fwd_fa2_v1, bwd_dq_dk_dv_group, ...), or its algorithm's where it names none (host-emulated-v1: the
+// FlashAttention-2 tiles it emulates).
+std::vector<const sim::KernelModel*> sparse_pass_models(const KernelVersion& v, const AttentionProblem& p,
+                                                        const TileConfig& c, Pass pass);
 
 }  // namespace flashsim::gpu

@@ -168,6 +168,11 @@ struct KernelModel {
   int (*lsu_row_stat_rows)(const TileConfig& c) = nullptr;
   // Grid, threads, registers and shared-memory buffers (launch() sets the model).
   KernelLaunch (*launch)(const AttentionProblem& p, const TileConfig& c) = nullptr;
+  // Under a block mask, which launch() does not see: each CTA's steps (KernelLaunch::ws) from the mask's active
+  // tiles, for the measured time model (measured_steps.h); launch(m, p, c, data) calls it where the problem has
+  // a block mask. nullptr: none listed (the per-CTA chain times such a launch).
+  void (*list_block_mask_steps)(KernelLaunch& l, const AttentionProblem& p, const TileConfig& c,
+                                const ProblemData& d) = nullptr;
   // The moves and work of CTA (b, h, block) of the grid (b < grid_y, h < grid_z, block < grid_x; h a kv head
   // when per_kv_head).
   void (*cta)(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64_t block) = nullptr;

@@ -25,6 +25,11 @@ void check_problem_data(const AttentionProblem& p, const ProblemData& d);
 // an empty rectangle. A tiled kernel computes such a tile and skips the others (their scores are all masked).
 bool tile_active(const AttentionProblem& p, const ProblemData& d, int64_t b, int64_t h, int64_t q0,
                  int64_t nq, int64_t k0, int64_t nk);
+// Whether every block-mask tile that rectangle overlaps is active (no score of it is masked by the block
+// mask: a kernel's per-score mask test is not needed there). True without a block mask; false for an empty
+// rectangle.
+bool tile_fully_active(const AttentionProblem& p, const ProblemData& d, int64_t b, int64_t h, int64_t q0,
+                       int64_t nq, int64_t k0, int64_t nk);
 
 // The paged cache's row (of num_blocks * page_size) holding key j of sequence b:
 // block_table[b][j / page_size] * page_size + j % page_size. Kv head hk's elements of it start at element

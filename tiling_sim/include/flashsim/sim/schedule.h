@@ -113,8 +113,10 @@ struct KernelSchedule {
   std::vector<CtaWork> ctas;  // launch order: grid_x fastest, then grid_y (batch), then grid_z (head)
 };
 
-// The launch of a kernel for (problem, config), as the kernel chooses it.
-KernelLaunch launch(const KernelModel& m, const AttentionProblem& p, const TileConfig& c);
+// The launch of a kernel for (problem, config), as the kernel chooses it; with the problem's data, a block-mask
+// launch's CTA steps listed (KernelModel::list_block_mask_steps).
+KernelLaunch launch(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
+                    const ProblemData* data = nullptr);
 // The full schedule of one kernel: every CTA's moves, in launch order. `data`: the block table and block mask
 // (nullptr: those of seed 0, built when the problem has them).
 KernelSchedule schedule(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
