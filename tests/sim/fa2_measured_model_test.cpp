@@ -142,6 +142,7 @@ TEST(Fa2Models, BlockMaskLaunchesListTheActiveSteps) {
         const AttentionProblem p = masked(plain, 0.5, tq, tk);
         const ProblemData d = problem_data(p, 3);
         EXPECT_EQ(launch(m, p, c).ws.tiles, 0) << what;
+        EXPECT_EQ(analytic_counts(m, p, c, &d, false).launch.ws.tiles, 0) << what;  // a ranking needs none
         const KernelLaunch l = launch(m, p, c, &d);
         const KernelCounts k = analytic_counts(m, p, c, &d);
         EXPECT_EQ(l.ws.steps, static_cast<double>(k.tiles)) << what;

@@ -145,11 +145,11 @@ void add_footprints(KernelCounts& k, const AttentionProblem& p, const TileConfig
 }  // namespace
 
 KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
-                             const ProblemData* data) {
+                             const ProblemData* data, bool list_block_mask_steps) {
   ProblemData storage;
   const ProblemData& d = resolve_data(p, data, storage);
   KernelCounts k;
-  k.launch = launch(m, p, c, &d);
+  k.launch = launch(m, p, c, list_block_mask_steps ? &d : nullptr);
   if (m.counts) {  // the model's own closed form of the whole launch
     m.counts(k, p, c, d);
     return k;

@@ -45,14 +45,16 @@ bool scan_tiles(const AttentionProblem& p, const ProblemData& d, int64_t b, int6
                 int64_t k0, int64_t nk, bool any) {
   if (nq <= 0 || nk <= 0) return false;
   if (p.block_mask == BroadcastShape::None) return true;
-  const auto s = p.block_mask_shape();  // {batch | 1, heads | 1, q tiles, k tiles}
-  const int64_t bb = s[0] == 1 ? 0 : b, hh = s[1] == 1 ? 0 : h;
-  const uint8_t* m = d.block_mask.data() + (bb * s[1] + hh) * s[2] * s[3];
-  const int64_t qt1 = std::min(s[2] - 1, (q0 + nq - 1) / p.block_mask_q);
-  const int64_t kt1 = std::min(s[3] - 1, (k0 + nk - 1) / p.block_mask_k);
+  // The (b, h) plane of q tiles x k tiles, found without block_mask_shape()'s vector: this runs once a tile of
+  // every kernel's closed form and launch list (a sweep's configs over a block-masked problem).
+  const int64_t q_tiles = p.mask_q_blocks(), k_tiles = p.mask_k_blocks();
+  const int64_t plane = p.broadcast_index(p.block_mask, b, h, 0, 0) / (p.seqlen_q * p.seqlen_k);
+  const uint8_t* m = d.block_mask.data() + plane * q_tiles * k_tiles;
+  const int64_t qt1 = std::min(q_tiles - 1, (q0 + nq - 1) / p.block_mask_q);
+  const int64_t kt1 = std::min(k_tiles - 1, (k0 + nk - 1) / p.block_mask_k);
   for (int64_t qt = q0 / p.block_mask_q; qt <= qt1; ++qt)
     for (int64_t kt = k0 / p.block_mask_k; kt <= kt1; ++kt)
-      if ((m[qt * s[3] + kt] != 0) == any) return any;
+      if ((m[qt * k_tiles + kt] != 0) == any) return any;
   return !any;
 }
 

@@ -45,7 +45,9 @@ SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const Ha
       return row;
     }
   for (const KernelModel* m : kernels) {
-    KernelCounts counts = analytic_counts(*m, p, c, data);
+    const bool measured = std::any_of(hw.measured_steps.begin(), hw.measured_steps.end(),
+                                      [&](const MeasuredSteps& e) { return e.kernel == m->name; });
+    KernelCounts counts = analytic_counts(*m, p, c, data, measured);
     // the pass's main loop (the kernel with a per-CTA step) is the one fa2-v1 compiles per tile config
     if (compiled && counts.launch.step.warps > 0)
       if (const CompiledKernel* ck = compiled->find(m->pass, p, c)) {

@@ -81,8 +81,10 @@ struct KernelCounts {
 // Run a schedule: sum its moves (the executed simulator's counting part).
 KernelCounts execute_counts(const KernelSchedule& s);
 // The same numbers in closed form, without building the schedule. `data`: the block table and block mask
-// (nullptr: those of seed 0, built when the problem has them).
+// (nullptr: those of seed 0, built when the problem has them). list_block_mask_steps false: a block-masked
+// launch's CTA steps are not listed (a profile without the kernel's measured costs has no use for them, and
+// listing them tests every tile again: a sweep's configs).
 KernelCounts analytic_counts(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
-                             const ProblemData* data = nullptr);
+                             const ProblemData* data = nullptr, bool list_block_mask_steps = true);
 
 }  // namespace flashsim::sim
