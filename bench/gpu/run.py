@@ -725,6 +725,9 @@ def cmd_table(args):
         except (KeyError, ValueError, AttributeError) as e:  # a CSV of another shape, or a kernel with no models
             print(f"run.py table sparse: not flashsim-gpu sparse-bench data: {e!r}", file=sys.stderr)
             return 2
+        except (OSError, subprocess.CalledProcessError) as e:  # no flashsim / flashsim-gpu build there
+            print(f"run.py table sparse: --flashsim {args.flashsim}: {e}", file=sys.stderr)
+            return 2
     elif args.what == "decode":
         sdpa = [x for x in f if os.path.basename(x).startswith("decode_sdpa")]
         try:

@@ -3,6 +3,7 @@
 lines of `flashsim-gpu check`. Each returns its lines; run.py prints them."""
 import collections
 import csv
+import functools
 import json
 import os
 import re
@@ -343,9 +344,20 @@ def decode_table(version_csvs, sdpa_csv=None, model_json=None):
     return lines
 
 
-# The sparse-bench kernel's own models for each pass, as flashsim-gpu's sparse-bench predicts it (gpu/fa2's
-# KernelVersion::sim_kernels); its CSV records the version's name.
-SPARSE_MODELS = {"fa2-v1": (["fwd_fa2_v1"], ["bwd_dot_do_o_lse", "bwd_dq_dk_dv_group", "bwd_convert_dq_rows"])}
+@functools.lru_cache(maxsize=None)
+def version_models(flashsim, version):
+    """(forward models, backward models) of a kernel version, as sparse-bench predicts it: its simulator kernels
+    (`flashsim-gpu list`, from the build beside `flashsim`) split by pass (`flashsim sim kernels`). KeyError: a
+    version without them."""
+    listing = subprocess.run([os.path.join(os.path.dirname(flashsim), "flashsim-gpu"), "list"], capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+    names = next((nxt.split("simulator kernels:")[1].split() for line, nxt in zip(listing, listing[1:])
+                  if line.split()[:1] == [version] and "simulator kernels:" in nxt), None)
+    if not names:
+        raise KeyError(f"{version}: no simulator kernels in flashsim-gpu list")
+    passes = {f[0]: f[2] for f in (line.split() for line in subprocess.run(
+        [flashsim, "sim", "kernels"], capture_output=True, text=True, check=True).stdout.splitlines()[1:]) if f}
+    return [n for n in names if passes[n] == "fwd"], [n for n in names if passes[n] == "bwd"]
 
 
 def _sparse_predict(flashsim, row, hw):
@@ -362,7 +374,7 @@ def _sparse_predict(flashsim, row, hw):
     if mask:
         args += ["--block-mask", mask.group(4), "--block-mask-shape", mask.group(1), "--block-mask-tile",
                  f"{mask.group(2)},{mask.group(3)}"]
-    fwd_models, bwd_models = SPARSE_MODELS[row["kernel"]]
+    fwd_models, bwd_models = version_models(flashsim, row["kernel"])
 
     def run(models, tile):
         cmd = [flashsim, "sim", "predict"] + [x for m in models for x in ("--kernel", m)] + args + tile

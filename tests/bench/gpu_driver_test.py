@@ -376,6 +376,12 @@ class SparseTable(unittest.TestCase):
         self.assertIn("| b2 h16 q8192 k8192 d128 causal bf16 | random:keep=0.5 | 0.976 | 0.944 | 0.967 | 4.15 | "
                       "2.55 | 0.614 |", lines)  # the FA2 models' backward the CSV recorded
         self.assertEqual(run.main(["table", "sparse", os.path.join(SRC, "README.md")]), 2)
+        csv0 = os.path.join(self.RUN3, "sparse_bench0.csv")
+        self.assertEqual(run.main(["table", "sparse", csv0, "--flashsim", os.path.join(SRC, "no/flashsim")]), 2)
+        self.assertEqual(tables.version_models(FLASHSIM, "fa2-v1"),
+                         (["fwd_fa2_v1"], ["bwd_dot_do_o_lse", "bwd_dq_dk_dv_group", "bwd_convert_dq_rows"]))
+        with self.assertRaises(KeyError):  # the CPU stand-in names no models
+            tables.version_models(FLASHSIM, "host-emulated-v1")
 
 
 class CarryParts(unittest.TestCase):
