@@ -42,19 +42,11 @@ KernelSchedule schedule(const KernelModel& m, const AttentionProblem& p, const T
   const ProblemData& d = resolve_data(p, data, storage);
   KernelSchedule s{launch(m, p, c, &d), {}};
   s.ctas.reserve(static_cast<size_t>(s.launch.ctas()));
-  // Launch order: x fastest, then the batch, then the heads (FA2's grid); or heads before the batch
-  // (KernelLaunch::heads_then_batch).
-  const bool heads_first = s.launch.heads_then_batch;
-  const int64_t outer = heads_first ? s.launch.grid_y : s.launch.grid_z;
-  const int64_t inner = heads_first ? s.launch.grid_z : s.launch.grid_y;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i)
-      for (int64_t blk = 0; blk < s.launch.grid_x; ++blk) {
-        const int64_t b = heads_first ? o : i, h = heads_first ? i : o;
-        CtaWork& w = s.ctas.emplace_back(CtaWork{b, h, blk, {}, 0, 0, 0, 0, 0});
-        CtaBuilder x{p, dtype_bytes(p.dtype), &w, &d};
-        m.cta(x, c, b, h, blk);
-      }
+  for_each_cta(s.launch, [&](int64_t b, int64_t h, int64_t blk) {
+    CtaWork& w = s.ctas.emplace_back(CtaWork{b, h, blk, {}, 0, 0, 0, 0, 0});
+    CtaBuilder x{p, dtype_bytes(p.dtype), &w, &d};
+    m.cta(x, c, b, h, blk);
+  });
   return s;
 }
 

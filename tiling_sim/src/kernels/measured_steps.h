@@ -40,18 +40,6 @@ void list_period(WarpSpecializedWork& w, const KernelLaunch& l, const AttentionP
                  int64_t block_k, int stages, const std::vector<std::pair<int64_t, int64_t>>& period,
                  int64_t repeat);
 
-// Calls f(b, h, x) for each CTA of the launch's grid in launch order: x fastest, then the batch (y), then the
-// heads (z); the heads before the batch where the launch says so (KernelLaunch::heads_then_batch), as
-// schedule() builds them.
-template <class F>
-void for_each_cta(const KernelLaunch& l, F&& f) {
-  const bool heads_first = l.heads_then_batch;
-  const int64_t outer = heads_first ? l.grid_y : l.grid_z, inner = heads_first ? l.grid_z : l.grid_y;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i)
-      for (int64_t x = 0; x < l.grid_x; ++x) f(heads_first ? o : i, heads_first ? i : o, x);
-}
-
 // The time of a kernel whose launch lists its CTAs' steps (KernelLaunch::ws): where the profile has the
 // instance's measured costs (an SM's seconds for a CTA of n steps, measured with every SM full: the FA2 family's
 // forward and backward main kernels, calibration fa2.step_costs_h100), the CTAs dealt in launch order to the

@@ -108,6 +108,17 @@ struct KernelLaunch {
   const std::string& name() const;
 };
 
+// Calls f(b, h, x) for each CTA of the launch's grid in launch order: x fastest, then the batch (y), then the
+// heads (z); the heads before the batch where the launch says so (KernelLaunch::heads_then_batch).
+template <class F>
+void for_each_cta(const KernelLaunch& l, F&& f) {
+  const bool heads_first = l.heads_then_batch;
+  const int64_t outer = heads_first ? l.grid_y : l.grid_z, inner = heads_first ? l.grid_z : l.grid_y;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      for (int64_t x = 0; x < l.grid_x; ++x) f(heads_first ? o : i, heads_first ? i : o, x);
+}
+
 struct KernelSchedule {
   KernelLaunch launch;
   std::vector<CtaWork> ctas;  // launch order: grid_x fastest, then grid_y (batch), then grid_z (head)
