@@ -79,6 +79,32 @@ void BM_LongContextModels(benchmark::State& state) {
 }
 BENCHMARK(BM_LongContextModels)->Arg(1 << 20)->Arg(1 << 24)->Unit(benchmark::kMillisecond);
 
+// A block-masked problem (b2 h16 n8192 d128 bf16, a random 1hqk mask over 128 x 128 tiles keeping half, seed 1):
+// `flashsim sim sweep ... --block-mask random:keep=0.5` over the forward's configs (range 0; each config's
+// tiles tested against the mask, no CTA steps listed: the ranking has no measured costs), and `sim predict` of
+// fa2-v1's four kernels (range 1; their CTAs' computed tiles listed from the mask for the measured costs).
+void BM_BlockMask(benchmark::State& state) {
+  auto p = problem(2, 16, 8192, 128);
+  p.block_mask = BroadcastShape::OneHQK;
+  p.block_mask_spec = "random:keep=0.5";
+  p.block_mask_q = p.block_mask_k = 128;
+  p.validate();
+  const auto hw = sim::load_profile("H100-SXM5-80GB");
+  const auto data = sim::problem_data(p, 1);
+  std::vector<const sim::KernelModel*> models;
+  for (const char* name : {"fwd_fa2_v1", "bwd_dot_do_o_lse", "bwd_dq_dk_dv_group", "bwd_convert_dq_rows"})
+    models.push_back(&sim::kernel_model(name));
+  double t = 0;
+  for (auto _ : state) {
+    if (state.range(0) == 0)
+      t += static_cast<double>(sim::sweep(p, hw, Algorithm::Fa2, Pass::Forward, {}, &data).ranked.size());
+    else
+      for (const auto& k : sim::predict(p, TileConfig{}, hw, models, false, 0, &data)) t += k.time_s;
+    benchmark::DoNotOptimize(t);
+  }
+}
+BENCHMARK(BM_BlockMask)->ArgName("predict")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
 // Decode: batch 64, 32 query heads over 8 kv heads, 8192 cached keys each, head dim 128, bf16, pages of
 // state.range(0) rows, state.range(1) splits: `flashsim sim sweep --batch 64 --heads 32 --heads-kv 8
 // --seqlen-q 1 --cache-seqlens 8192 --page-size 256 --head-dim 128 --dtype bf16` (one row of it). The loop
