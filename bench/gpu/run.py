@@ -718,7 +718,11 @@ def cmd_table(args):
         lines = tables.autotune_agreement(f[0], f[1])
     elif args.what in ("peers", "peers-speed"):
         import peers
-        lines = peers.table(*f) if args.what == "peers" else peers.speed(*f)
+        try:
+            lines = peers.table(*f) if args.what == "peers" else peers.speed(*f)
+        except (ValueError, KeyError, TypeError) as e:  # not run.py peers' JSON lines (json's errors: ValueError)
+            print(f"run.py table {args.what}: not run.py peers records: {e!r}", file=sys.stderr)
+            return 2
     elif args.what == "sparse":
         try:
             lines = tables.sparse_table(f, args.flashsim, args.hw)

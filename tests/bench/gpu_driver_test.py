@@ -244,6 +244,8 @@ class Peers(unittest.TestCase):
         self.assertIn("| c1 | 1.000* | 2.000 |  |", lines)
         self.assertIn("| c2 | 3.000 | 1.000* | 2.000 |", lines)
         self.assertEqual(none, ["no case passed on two kernels with times"])
+        for what in ("peers", "peers-speed"):  # not records: one line, exit 2
+            self.assertEqual(run.main(["table", what, os.path.join(SRC, "README.md")]), 2)
         with tempfile.TemporaryDirectory() as d:
             write(d, "r1.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
             write(d, "r2.jsonl", json.dumps(rerun) + "\n")
