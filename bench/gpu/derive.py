@@ -8,6 +8,7 @@ of bench/calibration.json that are computed rather than read off a table.
   fa3_heldout(flashsim, results)  the fa3 models against the held-out shapes (bench/gpu/data/fa3_heldout.txt)
 """
 import collections
+import glob
 import json
 import os
 import random
@@ -346,7 +347,8 @@ FA3_SMS = 132          # the H100 SXM5's SMs: the calibration grids are 1056 = 8
 FA3_TILES_PER_SM = 8
 # the hand-kept forward tiles (Br, Bc, stages): a calibration line without its tile is of these
 FA3_FWD_TILES = {64: (128, 128, 2), 96: (128, 128, 2), 128: (128, 128, 2), 256: (128, 64, 2)}
-FA3_BWD_TILES = {64: (64, 128, 2), 96: (64, 128, 2), 128: (64, 128, 2)}
+# the backward's tiles (Br, Bc, stages); d256's calibration has 256 keys (4 key blocks of 64, as 512 keys are of 128)
+FA3_BWD_TILES = {64: (64, 128, 2), 96: (64, 128, 2), 128: (64, 128, 2), 256: (64, 64, 1)}
 # The forward's points kept: 1 .. 32 key blocks a tile. At 128 (fa3_tune.sh's run of 2026-11-26, run2) the
 # calibration shape, every SM streaming one shared K / V head, ran the heavy tiles' steps 10-40% slower than the
 # bench grid's (d128 Bc128: 240 us a 128-step tile against 213 in the grid's d128 n16384 launch), and the ranking
@@ -355,25 +357,32 @@ FA3_FWD_MAX_STEPS = 32
 FA3_CALIB = os.path.join(RESULTS, "fa3_model_h100_2026-11-26", "run2")
 
 
-def fa3_profile_latency():
-    with open(os.path.join(ROOT, "tiling_sim/profiles/H100-SXM5-80GB.json")) as f:
-        return json.load(f)["kernel_latency_s"]
+def fa3_profile_latency(hw="H100-SXM5-80GB"):
+    """A built-in profile's kernel_latency_s, its own or the profile it inherits."""
+    for path in glob.glob(os.path.join(ROOT, "tiling_sim/profiles/*.json")):
+        with open(path) as f:
+            j = json.load(f)
+        if j.get("name") == hw:
+            return j["kernel_latency_s"] if "kernel_latency_s" in j else fa3_profile_latency(j["inherits"])
+    sys.exit(f"derive: no built-in profile named {hw}")
 
 
-def fa3_steps(results=FA3_CALIB):
+def fa3_steps(results=FA3_CALIB, hw="H100-SXM5-80GB", spread=False, only=""):
     """The profile's measured_steps from fa3_calib.sh's records: the forward by CUDA events (calib_events.txt:
-    264 query heads over one K / V head, 512 queries, 128 .. 4096 keys), the backward's main kernel by ncu at the
-    card's clocks (bwd_ncu/ncu_bwd_calib_d*_sq*.csv: 264 heads, 512 keys, 64 .. 4096 queries); 8 tiles an SM in
-    every run, so a tile of n steps costs (time - kernel_latency_s) / 8."""
+    264 query heads over one K / V head, 512 queries, 128 .. 4096 keys; spread: calib_spread_events.txt, the
+    same shapes with the query heads over as many K / V heads as stay L2-resident), the backward's main kernel by
+    ncu at the card's clocks (bwd_ncu/ncu_bwd_calib_d*_sq*.csv: 264 heads, 4 key blocks (512 keys, 256 at d256),
+    64 .. 4096 queries); 8 tiles an SM in every run, so a tile of n steps costs (time - kernel_latency_s) / 8,
+    with the latency of the profile hw (the card that ran them); only: these kernels' entries (comma-separated)."""
     import re
-    latency = fa3_profile_latency()
+    latency = fa3_profile_latency(hw)
     fwd = {}  # (d, (Br, Bc, stages), persistent) -> [(keys, seconds)]
-    with open(os.path.join(results, "calib_events.txt")) as f:
+    with open(os.path.join(results, "calib_spread_events.txt" if spread else "calib_events.txt")) as f:
         for line in f:
             # a line names its instance (" Br128 Bc64 st2") since the candidates were timed; before, the hand-kept
             # tile of its head dim
-            m = re.match(r"time b1 h264 hkv1 sq512 sk(\d+) d(\d+) full persistent(\d) pingpong1"
-                         r"(?: Br(\d+) Bc(\d+) st(\d+))?: ([\d.]+) ms", line)
+            m = re.match(r"time b1 h264 hkv" + (r"\d+" if spread else "1") + r" sq512 sk(\d+) d(\d+) full "
+                         r"persistent(\d) pingpong1(?: Br(\d+) Bc(\d+) st(\d+))?: ([\d.]+) ms", line)
             if m:
                 d = int(m[2])
                 tile = (int(m[4]), int(m[5]), int(m[6])) if m[4] else FA3_FWD_TILES[d]
@@ -396,6 +405,8 @@ def fa3_steps(results=FA3_CALIB):
         print(f"# the backward's entries from {os.path.relpath(bwd_dir, ROOT)}", file=sys.stderr)
     for d, tile in FA3_BWD_TILES.items():
         runs = []
+        if not any(re.match(rf"ncu_bwd_calib_d{d}_sq\d+\.csv$", n) for n in os.listdir(bwd_dir)):
+            continue  # a head dim the run did not calibrate (d256's backward came after 2026-11-26)
         for name in sorted(os.listdir(bwd_dir)):
             m = re.match(rf"ncu_bwd_calib_d{d}_sq(\d+)\.csv$", name)
             if not m:
@@ -404,14 +415,16 @@ def fa3_steps(results=FA3_CALIB):
             main = [k for k, n in names.items() if "flashsim_fa3_bwd_kernel" in n]
             runs.append((int(m[1]) // tile[0], metrics[main[0]]["gpu__time_duration.sum"] * 1e-9))
         entry("bwd_fa3", d, tile, False, runs)
+    if only:
+        entries = [e for e in entries if e["kernel"] in only.split(",")]
     print(json.dumps(entries).replace("}, {", "},\n {"))
     return entries
 
 
-def fa3_predict(flashsim, kernel, shape):
+def fa3_predict(flashsim, kernel, shape, hw="H100-SXM5-80GB"):
     """flashsim sim predict's time_s of one fa3 kernel model on a held-out shape (b h hkv sq sk d wl wr)."""
     b, h, hkv, sq, sk, d, wl, wr = shape
-    cmd = [flashsim, "sim", "predict", "--kernel", kernel, "--batch", str(b), "--heads", str(h), "--heads-kv",
+    cmd = [flashsim, "sim", "predict", "--kernel", kernel, "--hw", hw, "--batch", str(b), "--heads", str(h), "--heads-kv",
            str(hkv), "--seqlen-q", str(sq), "--seqlen-k", str(sk), "--head-dim", str(d), "--dtype", "bf16", "--json"]
     if wl >= 0 or wr >= 0:
         cmd += ["--window", f"{wl},{wr}"]
@@ -419,7 +432,7 @@ def fa3_predict(flashsim, kernel, shape):
     return json.loads(out)["kernels"][0]["time_s"]
 
 
-def fa3_heldout(flashsim, results=FA3_CALIB):
+def fa3_heldout(flashsim, results=FA3_CALIB, hw="H100-SXM5-80GB"):
     """The held-out shapes (bench/gpu/data/fa3_heldout.txt, drawn before the run) against the model: the forward's
     time (CUDA events, heldout_fwd.txt), the backward main kernel's (ncu) and the backward kernels' L2 -> SM
     bytes (traffic compare)."""
@@ -429,7 +442,7 @@ def fa3_heldout(flashsim, results=FA3_CALIB):
         fwd = {tuple(map(int, m[1].split())): float(m[2]) * 1e-3
                for m in (re.match(r"fwdshape ([-\d ]+): ([\d.]+) ms", line) for line in f) if m}
     for shape, measured in fwd.items():
-        pred = fa3_predict(flashsim, "fwd_fa3", shape)
+        pred = fa3_predict(flashsim, "fwd_fa3", shape, hw)
         fwd_ratios.append(measured / pred)
         line = f"{' '.join(map(str, shape)):34s} fwd {measured * 1e6:9.1f} us / {pred * 1e6:9.1f} = {measured / pred:.3f}"
         csv_path = os.path.join(results, "bwd_ncu", "ncu_bwd_heldout_" + "_".join(map(str, shape)) + ".csv")
@@ -437,10 +450,10 @@ def fa3_heldout(flashsim, results=FA3_CALIB):
             metrics, names = read_metrics(csv_path)
             main = [k for k, n in names.items() if "flashsim_fa3_bwd_kernel" in n][0]
             bm = metrics[main]["gpu__time_duration.sum"] * 1e-9
-            bp = fa3_predict(flashsim, "bwd_fa3", shape)
+            bp = fa3_predict(flashsim, "bwd_fa3", shape, hw)
             bwd_ratios.append(bm / bp)
             b, h, hkv, sq, sk, d, wl, wr = shape
-            cmd = [flashsim, "traffic", "compare", "--ncu", csv_path, "--batch", str(b), "--heads", str(h),
+            cmd = [flashsim, "traffic", "compare", "--ncu", csv_path, "--hw", hw, "--batch", str(b), "--heads", str(h),
                    "--heads-kv", str(hkv), "--seqlen-q", str(sq), "--seqlen-k", str(sk), "--head-dim", str(d),
                    "--dtype", "bf16", "--json"] + (["--window", f"{wl},{wr}"] if wl >= 0 or wr >= 0 else [])
             js = json.loads(subprocess.run(cmd, capture_output=True, text=True).stdout)

@@ -7,10 +7,13 @@
 #              clocks, as events see them) of the backward on 264 heads x 4 key blocks at 1 .. 64 query blocks a
 #              CTA (its main kernel's costs), and both causal at the longest (masked steps' costs): calibration
 #              fa3.step_costs_h100 (run.py derive fa3-steps)
+#   CALIB_BWD=1 (default: CALIB) the backward's ncu runs of CALIB alone, at the head dims CALIB_BWD_DIMS (default
+#              "64 96 128 256"; d256's tile is Bc64, so its calibration has 256 keys: 4 key blocks a head, 1056 CTAs)
 #   CALIB_SPREAD=1 (default 0) fa3_dev.cu's calib-spread: calib's forward shapes with the query heads over many
 #              K / V heads (still L2-resident), whether calib's tile costs carry one K / V head's same-line reads
 #   HELDOUT=1  bench/gpu/data/fa3_heldout.txt's shapes, drawn before any was timed: the forward by events with
-#              fa3-v1's own schedule, the backward's three kernels by ncu (bench/gpu/ncu.py's TRAFFIC metrics)
+#              fa3-v1's own schedule (HELDOUT_FWD=0: not), the backward's three kernels by ncu (bench/gpu/ncu.py's
+#              TRAFFIC metrics); HELDOUT_DIMS="256" keeps the shapes of those head dims (default: all)
 #   GRID=1     ncu of the backward on the bench grid, the issue's shape, a GQA and an odd-length causal problem
 #   FWD_GRID=1 the forward on the bench grid with fa3-v1's own schedule, by events and by ncu (--clock-control
 #              none): the time the fwd_fa3 model is checked against, two ways
@@ -45,17 +48,21 @@ bwd_ncu() {  # name b h hkv sq sk d wl wr: one backward call's three kernels, af
   echo "ncu bwd $name: rc $?, $(grep -c flashsim_fa3_bwd "$out/bwd_ncu/ncu_bwd_$name.csv") rows"
 }
 start=$(date +%s)
-if [ "${CALIB:-1}" = 1 ]; then
-  for d in 64 96 128; do
-    for sq in 64 128 256 512 1024 4096; do bwd_ncu "calib_d${d}_sq${sq}" 1 264 264 $sq 512 $d -1 -1; done
-    # masked steps: causal (bottom-right), each key block's 2 diagonal query blocks masked element by element
-    bwd_ncu "calib_d${d}_sq4096_causal" 1 264 264 4096 512 $d -1 0
+if [ "${CALIB_BWD:-${CALIB:-1}}" = 1 ]; then
+  for d in ${CALIB_BWD_DIMS:-64 96 128 256}; do
+    # 4 key blocks a head at every head dim: 512 keys of the Bc128 tiles, 256 of d256's Bc64
+    sk=$([ "$d" = 256 ] && echo 256 || echo 512)
+    for sq in 64 128 256 512 1024 4096; do bwd_ncu "calib_d${d}_sq${sq}" 1 264 264 $sq $sk $d -1 -1; done
+    # masked steps: causal (bottom-right), each key block's diagonal query blocks masked element by element
+    bwd_ncu "calib_d${d}_sq4096_causal" 1 264 264 4096 $sk $d -1 0
   done
 fi
 if [ "${HELDOUT:-1}" = 1 ]; then
   grep -v '^#' bench/gpu/data/fa3_heldout.txt | while read -r b h hkv sq sk d wl wr; do
-    timeout 60 "$bin/fa3_dev" fwdshape $b $h $hkv $sq $sk $d $wl $wr | grep fwdshape | tee -a "$out/heldout_fwd.txt"
-    [ "$d" != 256 ] && bwd_ncu "heldout_${b}_${h}_${hkv}_${sq}_${sk}_${d}_${wl}_${wr}" $b $h $hkv $sq $sk $d $wl $wr
+    [ -n "${HELDOUT_DIMS:-}" ] && ! [[ " $HELDOUT_DIMS " == *" $d "* ]] && continue
+    [ "${HELDOUT_FWD:-1}" = 1 ] &&
+      timeout 60 "$bin/fa3_dev" fwdshape $b $h $hkv $sq $sk $d $wl $wr | grep fwdshape | tee -a "$out/heldout_fwd.txt"
+    bwd_ncu "heldout_${b}_${h}_${hkv}_${sq}_${sk}_${d}_${wl}_${wr}" $b $h $hkv $sq $sk $d $wl $wr
   done
 fi
 if [ "${GRID:-1}" = 1 ]; then

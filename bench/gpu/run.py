@@ -700,7 +700,9 @@ def cmd_table(args):
     peers PEERS.jsonl...           run.py peers' records: kernel x suite, skips by reason, failures
     peers-speed PEERS.jsonl...     the same records' times side by side, a case a row (one GPU's records)
     decode BENCH.csv... [SDPA.csv] decode-bench's CSVs (one a version) beside sdpa.py decode-grid's
-    sparse SPARSE.csv...           sparse-bench's CSVs: measured and predicted time a pass (--flashsim: predicted now)"""
+    sparse SPARSE.csv...           sparse-bench's CSVs: measured and predicted time a pass (--flashsim: predicted now)
+    fa3-model BENCH.csv|FWD.txt... fa3-v1's event times (flashsim-gpu bench CSVs, fa3_dev fwdshape lines) against
+                                   the fwd_fa3 / bwd_fa3 models now (--flashsim, --hw)"""
     f = args.files
     missing = [x for x in f + ([args.model] if args.model else []) if not os.path.exists(x)]
     if missing:  # a bad path is the caller's: one line, exit 2
@@ -739,6 +741,15 @@ def cmd_table(args):
         except (ValueError, KeyError) as e:  # a CSV or --model JSON of another shape (json's errors are ValueErrors)
             print(f"run.py table decode: not decode-bench / sim tune --json data: {e!r}", file=sys.stderr)
             return 2
+    elif args.what == "fa3-model":
+        try:
+            lines = tables.fa3_model_table(f, args.flashsim or os.path.join(ROOT, "build/default/flashsim"), args.hw)
+        except (KeyError, ValueError, TypeError) as e:  # a CSV or text of another shape
+            print(f"run.py table fa3-model: not flashsim-gpu bench / fa3_dev fwdshape data: {e!r}", file=sys.stderr)
+            return 2
+        except (OSError, subprocess.CalledProcessError) as e:  # no flashsim build there
+            print(f"run.py table fa3-model: --flashsim {args.flashsim}: {e}", file=sys.stderr)
+            return 2
     else:
         lines = [line for path in f for line in [f"== {path}"] + tables.check_summary(read(path))]
     say("\n".join(lines))
@@ -752,9 +763,9 @@ def cmd_derive(args):
     elif args.what == "dram-coverage":
         derive.dram_coverage(args.flashsim)
     elif args.what == "fa3-heldout":
-        derive.fa3_heldout(args.flashsim, args.results or derive.FA3_CALIB)
+        derive.fa3_heldout(args.flashsim, args.results or derive.FA3_CALIB, args.hw)
     elif args.what == "fa3-steps":
-        derive.fa3_steps(args.results or derive.FA3_CALIB)
+        derive.fa3_steps(args.results or derive.FA3_CALIB, args.hw, args.spread, args.only)
     elif args.what == "fa2-steps":
         derive.fa2_steps(args.results or derive.FA2_MODEL)
     elif args.what == "fa2-heldout":
@@ -891,20 +902,25 @@ def parser():
 
     p = verb("table", cmd_table, help="tables from recorded files")
     p.add_argument("what", choices=["bench", "l2", "launch", "spread", "check", "agree", "peers", "peers-speed",
-                                    "decode", "sparse"])
+                                    "decode", "sparse", "fa3-model"])
     p.add_argument("files", nargs="+")
     p.add_argument("--bandwidth", type=float, default=2.97e12, help="launch: bytes/s (achieved_dram_bytes_per_s)")
     p.add_argument("--model", default=None, help="decode: a later model's predictions (flashsim sim tune --kernel "
                    "splitkv --split-tile ... --json) in place of the recorded ones")
     p.add_argument("--flashsim", default=None, help="sparse: a flashsim build whose predictions replace the recorded "
-                   "ones (the same problems, masks and tiles)")
-    p.add_argument("--hw", default="H100-SXM5-80GB", help="sparse: the profile of those predictions")
+                   "ones (the same problems, masks and tiles); fa3-model: the build predicting (default build/default)")
+    p.add_argument("--hw", default="H100-SXM5-80GB", help="sparse, fa3-model: the profile of those predictions")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
     p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout",
                                     "fa2-steps", "fa2-heldout"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
     p.add_argument("results", nargs="?", default="", help="l2-adverse, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout: the results folder")
+    p.add_argument("--hw", default="H100-SXM5-80GB", help="fa3-steps: the profile of the card that ran them (its "
+                   "kernel_latency_s); fa3-heldout: the profile predicting")
+    p.add_argument("--spread", action="store_true", help="fa3-steps: the forward from calib-spread's shapes "
+                   "(calib_spread_events.txt) in place of calib's one K / V head")
+    p.add_argument("--only", default="", help="fa3-steps: only these simulator kernels' entries (fwd_fa3,bwd_fa3)")
 
     for name, what in (("resources", "fa2-v1's compiled resources as CSV (gpu/tools/sass.py)"),
                        ("spills", "LDL / STL of every kernel's SASS (gpu/tools/sass.py)")):

@@ -399,3 +399,44 @@ def sparse_table(csv_paths, flashsim=None, hw="H100-SXM5-80GB"):
         lines.append(f"| {shape} | {r['spec']} | {fm:.3f} | {fwd:.3f} | {fwd / fm:.3f} | {bm:.2f} | {bwd:.2f} | "
                      f"{bwd / bm:.3f} |")
     return lines
+
+
+def _bench_problem(text):
+    """A bench CSV's problem ("b16 h32/8 q1024 k1024 d64 causal bf16") as fa3_dev's shape (b h hkv sq sk d wl wr)."""
+    m = re.match(r"b(\d+) h(\d+)(?:/(\d+))? q(\d+) k(\d+) d(\d+)( causal)?", text)
+    b, h, sq, sk, d = int(m[1]), int(m[2]), int(m[4]), int(m[5]), int(m[6])
+    return (b, h, int(m[3] or m[2]), sq, sk, d, -1, 0 if m[7] else -1)
+
+
+def fa3_model_table(paths, flashsim, hw="H100-SXM5-80GB"):
+    """fa3-v1's times by CUDA events against `flashsim sim predict --hw hw` now: flashsim-gpu bench's CSVs (the
+    forward kernel, and the backward's three kernels summed) and fa3_dev's `fwdshape` lines (the forward)."""
+    import derive
+    kernels = {"fwd": ["fwd_fa3"], "bwd": ["bwd_fa3_dot_do_o", "bwd_fa3", "bwd_fa3_convert"]}
+    rows = []  # (shape, {pass: measured seconds})
+    for path in paths:
+        if path.endswith(".csv"):
+            rows += [(_bench_problem(r["problem"]), {"fwd": float(r["fwd_ms"]) * 1e-3, "bwd": float(r["bwd_ms"]) * 1e-3})
+                     for r in read_bench_csv(path) if r["kernel"] == "fa3-v1"]
+        else:
+            with open(path) as f:
+                rows += [(tuple(map(int, m[1].split())), {"fwd": float(m[2]) * 1e-3})
+                         for m in (re.match(r"fwdshape ([-\d ]+): ([\d.]+) ms", line) for line in f) if m]
+    if not rows:
+        raise ValueError(f"no fa3-v1 times in {', '.join(paths)}")
+    lines = [f"{'b h hkv sq sk d wl wr':36s} {'fwd us':>9} {'/ model':>8} {'bwd us':>9} {'/ model':>8}"]
+    ratios = collections.defaultdict(list)
+    for shape, measured in rows:
+        line = f"{' '.join(map(str, shape)):36s}"
+        for pass_ in ("fwd", "bwd"):
+            if pass_ not in measured:
+                continue
+            predicted = sum(derive.fa3_predict(flashsim, k, shape, hw) for k in kernels[pass_])
+            ratios[pass_].append(measured[pass_] / predicted)
+            line += f" {measured[pass_] * 1e6:9.1f} {measured[pass_] / predicted:8.3f}"
+        lines.append(line)
+    for pass_, r in ratios.items():
+        dev = sorted(abs(x - 1) for x in r)
+        lines.append(f"{pass_}: {len(r)} problems, measured / predicted {min(r):.3f} .. {max(r):.3f}, median |error| "
+                     f"{statistics.median(dev):.1%}, within 15%: {sum(d <= 0.15 for d in dev)} of {len(r)}")
+    return lines

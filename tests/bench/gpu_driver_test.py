@@ -356,10 +356,15 @@ class DecodeTable(unittest.TestCase):
                       "measured best in 1 of 2", lines)
 
 
+def calibration_results(calibration_id):
+    """The results folder bench/calibration.json names for a calibration id."""
+    with open(os.path.join(SRC, "bench/calibration.json")) as f:
+        return os.path.join(SRC, json.load(f)["constants"][calibration_id]["results"])
+
+
 class SparseTable(unittest.TestCase):
     # calibration fa2.block_sparse_h100: its run at the launch tiles
-    RUN3 = os.path.join(SRC, json.load(open(os.path.join(SRC, "bench/calibration.json")))["constants"]
-                        ["fa2.block_sparse_h100"]["results"], "run3_launch_tiles")
+    RUN3 = os.path.join(calibration_results("fa2.block_sparse_h100"), "run3_launch_tiles")
 
     def test_the_model_follows_the_recorded_block_sparse_times(self):
         # fa2-v1 on the H100 at 1, 1/2, 1/4, 1/8 of a random block mask's tiles (and without one), d64 / d128,
@@ -384,6 +389,27 @@ class SparseTable(unittest.TestCase):
                          (["fwd_fa2_v1"], ["bwd_dot_do_o_lse", "bwd_dq_dk_dv_group", "bwd_convert_dq_rows"]))
         with self.assertRaises(KeyError):  # the CPU stand-in names no models
             tables.version_models(FLASHSIM, "host-emulated-v1")
+
+
+class Fa3ModelTable(unittest.TestCase):
+    # calibration fa3.step_costs_spread_h200: the H200's forward tile costs from calib-spread's shapes
+    RESULTS = calibration_results("fa3.step_costs_spread_h200")
+
+    def test_the_h200_forward_follows_its_recorded_bench_times(self):
+        # fa3-v1's forward on the H200's recorded bench grid, short causal rows and d256 rows (2026-11-28/29, events),
+        # none a calibration shape: within 15% with the H200's own tile costs, where the H100's one-K/V-head costs
+        # gave 0.73x .. 0.83x on the d256 short causal ones. The backward keeps its component estimate at d256.
+        mask, split = calibration_results("fa3.mask_cost_h200"), calibration_results("fa3.bwd_split_h200")
+        bench = [os.path.join(mask, "bench/bench_ours_grid.csv"), os.path.join(mask, "bench/bench_ours_short.csv"),
+                 os.path.join(split, "bench/bench_ours.csv")]
+        lines = tables.fa3_model_table(bench, FLASHSIM, "H200")
+        fwd = [float(line.split()[9]) for line in lines[1:-2]]
+        self.assertEqual(len(fwd), 22)
+        self.assertTrue(all(0.85 <= r <= 1.15 for r in fwd), lines)
+        self.assertTrue(lines[-2].startswith("fwd: 22 problems") and lines[-1].startswith("bwd: 22 problems"), lines)
+        held_out = tables.fa3_model_table([os.path.join(self.RESULTS, "heldout_fwd.txt")], FLASHSIM, "H200")
+        self.assertEqual(len(held_out), 1 + 11 + 1)  # the d256 forward alone, no backward column
+        self.assertEqual(run.main(["table", "fa3-model", os.path.join(SRC, "README.md")]), 2)
 
 
 class CarryParts(unittest.TestCase):

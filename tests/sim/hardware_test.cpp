@@ -56,6 +56,63 @@ TEST(Hardware, H200InheritsTheH100sSmSideAndKeepsItsOwnDram) {
   EXPECT_EQ(to_json(profile_from_json(to_json(h200))), to_json(h200));
 }
 
+// measured_steps merge entry by entry: the H200 measured its forward's tile costs (fwd_fa3) itself and keeps the
+// H100's for every other kernel; a child's entry replaces only the parent's entry of the same key.
+TEST(Hardware, MeasuredStepsMergeEntryByEntry) {
+  const auto h100 = load_profile("H100-SXM5-80GB");
+  const auto h200 = load_profile("H200");
+  const auto find = [](const HardwareProfile& p, const MeasuredSteps& key) -> const MeasuredSteps* {
+    for (const auto& m : p.measured_steps)
+      if (m.kernel == key.kernel && m.head_dim == key.head_dim && m.block_q == key.block_q &&
+          m.block_k == key.block_k && m.stages == key.stages && m.persistent == key.persistent)
+        return &m;
+    return nullptr;
+  };
+  int own = 0, inherited = 0;
+  for (const auto& m : h100.measured_steps) {
+    const MeasuredSteps* e = find(h200, m);
+    ASSERT_NE(e, nullptr) << m.kernel << " d" << m.head_dim << " missing from the H200";
+    if (m.kernel == "fwd_fa3") {
+      own += e->tile_s_by_steps != m.tile_s_by_steps;
+    } else {
+      EXPECT_EQ(e->tile_s_by_steps, m.tile_s_by_steps) << m.kernel << " d" << m.head_dim;
+      ++inherited;
+    }
+  }
+  EXPECT_GT(own, 20);  // its own figures (28 entries; two cards do not time 28 tiles alike)
+  EXPECT_GT(inherited, 10);
+  EXPECT_NE(h200.measured_steps_source.find("fwd_fa3"), std::string::npos);
+  EXPECT_NE(h200.measured_steps_source.find(h100.measured_steps_source), std::string::npos);
+
+  // a child of one entry: that entry replaced, one new appended, the rest the parent's, in the parent's order
+  nlohmann::json child = {
+      {"name", "H100-probe"}, {"inherits", "H100-SXM5-80GB"}, {"measured_steps_source", "probe"}};
+  const MeasuredSteps& first = h100.measured_steps.front();
+  child["measured_steps"] = {{{"kernel", first.kernel},
+                              {"head_dim", first.head_dim},
+                              {"block_q", first.block_q},
+                              {"block_k", first.block_k},
+                              {"stages", first.stages},
+                              {"persistent", first.persistent},
+                              {"tile_s_by_steps", {{1, 1e-6}, {2, 2e-6}}}},
+                             {{"kernel", "fwd_fa3"},
+                              {"head_dim", 192},
+                              {"block_q", 128},
+                              {"block_k", 64},
+                              {"stages", 2},
+                              {"persistent", true},
+                              {"tile_s_by_steps", {{1, 3e-6}, {2, 4e-6}}}}};
+  const auto p = profile_from_json(child);
+  ASSERT_EQ(p.measured_steps.size(), h100.measured_steps.size() + 1);
+  EXPECT_EQ(p.measured_steps[0].kernel,
+            h100.measured_steps[1].kernel);  // the replaced entry moved to the end
+  EXPECT_EQ(p.measured_steps[p.measured_steps.size() - 2].tile_s_by_steps,
+            (std::vector<std::pair<double, double>>{{1, 1e-6}, {2, 2e-6}}));
+  EXPECT_EQ(p.measured_steps.back().head_dim, 192);
+  EXPECT_EQ(p.measured_steps_source.rfind("probe", 0), 0u);
+  EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));  // written back, merged once
+}
+
 TEST(Hardware, InheritsMergesFieldByField) {
   const nlohmann::json j = {{"name", "L4-fast"}, {"inherits", "L4"}, {"dram_bytes_per_s", 1e12}};
   const auto p = profile_from_json(j);

@@ -50,8 +50,33 @@ std::optional<nlohmann::json> builtin_json(std::string_view name) {
   return std::nullopt;
 }
 
+// The key that names a measured_steps entry: a child's entry replaces its parent's of the same key.
+nlohmann::json measured_steps_key(const nlohmann::json& e) {
+  return {e.value("kernel", ""), e.value("head_dim", 0), e.value("block_q", 0),
+          e.value("block_k", 0), e.value("stages", 0),   e.value("persistent", false)};
+}
+
+// A child's measured_steps over its parent's, entry by entry: a card measures some kernels' tile costs itself
+// (the H200 its forward's) and keeps its parent's for the rest. The source names both.
+void merge_measured_steps(const nlohmann::json& parent, nlohmann::json& own, const std::string& parent_name) {
+  if (!own.contains("measured_steps") || !parent.contains("measured_steps")) return;
+  nlohmann::json merged = nlohmann::json::array();
+  for (const auto& e : parent.at("measured_steps")) {
+    bool replaced = false;
+    for (const auto& o : own.at("measured_steps"))
+      replaced = replaced || measured_steps_key(o) == measured_steps_key(e);
+    if (!replaced) merged.push_back(e);
+  }
+  for (const auto& o : own.at("measured_steps")) merged.push_back(o);
+  own["measured_steps"] = merged;
+  own["measured_steps_source"] = own.value("measured_steps_source", std::string()) +
+                                 " The other entries, from " + parent_name + ": " +
+                                 parent.value("measured_steps_source", std::string());
+}
+
 // j with its "inherits" resolved: the named built-in profile's fields, j's own over them (a JSON merge patch,
-// so a child replaces a whole field: measured_steps as one list). A chain deeper than kMaxInherits is a cycle.
+// so a child replaces a whole field, but measured_steps entry by entry). A chain deeper than kMaxInherits is a
+// cycle.
 nlohmann::json resolve_inherits(const nlohmann::json& j, int depth = 0) {
   constexpr int kMaxInherits = 4;  // H200 -> H100 is one level; four leave room without hiding a cycle
   if (!j.is_object() || !j.contains("inherits")) return j;
@@ -68,6 +93,8 @@ nlohmann::json resolve_inherits(const nlohmann::json& j, int depth = 0) {
   nlohmann::json merged = resolve_inherits(*parent, depth + 1);
   nlohmann::json own = j;
   own.erase("inherits");
+  // a profile written back by to_json holds its merged list already (and inherited_fields)
+  if (!own.contains("inherited_fields")) merge_measured_steps(merged, own, parent_name);
   merged.merge_patch(own);
   if (!own.contains("inherited_fields")) {  // which fields came from the parent (to_json writes them back)
     nlohmann::json inherited = nlohmann::json::array();
