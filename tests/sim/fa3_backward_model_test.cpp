@@ -87,8 +87,9 @@ TEST(Fa3BackwardModel, CausalQueryBlocksAreBottomRightAligned) {
   const KernelCounts k = counted("bwd_fa3", p);
   EXPECT_DOUBLE_EQ(k.launch.ws.steps, 16 + 14 + 12 + 10 + 8 + 6 + 4 + 2);
   EXPECT_DOUBLE_EQ(k.launch.ws.masked_steps, 8 * 2 + 7);
-  // Q, dO: one box of 64 rows a step, the last block's box stopping at the tensor's end (40 rows)
-  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, (64 * (72 - 8) + 40 * 8) * 64 * 2);
+  // Q, dO: one whole box of 64 rows a step, the last block's 24 rows past the tensor's end as zeros
+  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, 64 * 72 * 64 * 2);
+  EXPECT_EQ(traffic(k, TensorId::Q).unique_bytes, 1000 * 64 * 2);  // the tensor's rows, no more
   EXPECT_EQ(traffic(k, TensorId::Lse).load.bytes, (64 * (72 - 8) + 40 * 8) * 4);
   // dq_accum: the whole block a step, rows past the sequence too
   EXPECT_EQ(traffic(k, TensorId::DqAccum).reduce.bytes, 72 * 64 * 64 * 4);

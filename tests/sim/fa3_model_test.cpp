@@ -1,7 +1,7 @@
 // fa3-v1's forward model (fwd_fa3, tiling_sim/src/kernels/fa3_forward.cpp): its launch, its TMA tile moves
-// against counts worked out by hand (whole boxes; rows past the tensor's end not read, rows past the sequence
-// inside the tensor read), the closed form against the executed schedule, its ncu names, and that `sim predict`
-// and `traffic compare` find it.
+// against counts worked out by hand (whole boxes cross to the SM, the rows past the tensor's end as zeros; rows
+// past the sequence inside the tensor read), the closed form against the executed schedule, its ncu names, and
+// that `sim predict` and `traffic compare` find it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -117,42 +117,47 @@ TEST(Fa3Model, NonCausalD128BytesByHand) {
 }
 
 TEST(Fa3Model, CausalD64OneSequenceByHand) {
-  // b1 h2 n1000 d64 causal: 8 query blocks (the last of 104 rows), block m sees key blocks 0..m. One sequence:
-  // nothing past the tensor is read, so K's rows are 128 (1 + ... + 7) + 1000 = 4584 a head, Q's 1000.
+  // b1 h2 n1000 d64 causal: 8 query blocks (the last of 104 rows), block m sees key blocks 0..m. Whole boxes:
+  // K's rows are 128 (1 + ... + 8) = 4608 a head, Q's 8 x 128 = 1024, the 24 rows past the tensor's end of each
+  // last box zeros (L2 -> SM bytes; no L2 line, no footprint).
   const auto p =
       ProblemBuilder().batch(1).heads(2).seqlen(1000).head_dim(64).causal().dtype(DType::BF16).build();
   const KernelCounts k = counted(p);
   EXPECT_EQ(k.launch.ctas(), 16);
-  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(1000, 64, 2));
-  EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(4584, 64, 2));
-  EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(4584, 64, 2));
+  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(1024, 64, 2));
+  EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(4608, 64, 2));
+  EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(4608, 64, 2));
+  EXPECT_EQ(traffic(k, TensorId::Q).unique_bytes,
+            rows_bytes(1000, 64, 2));  // the footprint: the tensor's rows
+  EXPECT_EQ(traffic(k, TensorId::K).unique_bytes, rows_bytes(1000, 64, 2));
   EXPECT_EQ(traffic(k, TensorId::O).store.bytes, 2 * rows_bytes(1000, 64, 2));
   EXPECT_EQ(traffic(k, TensorId::Lse).store.bytes, 1000 * 2 * 4);
 }
 
 TEST(Fa3Model, CausalGqaReadsPastTheSequence) {
   // b2 h8/2 n1000 d64 causal: batch 0's last query block and key block 7 run 24 rows into batch 1's rows, which
-  // TMA reads (they are inside the tensor); batch 1's stop at the tensor's end. K: (128 x 36 + 4584) rows a
-  // query head (each query head's tiles load their kv head's blocks); Q: 1024 + 1000 rows a head.
+  // TMA reads (they are inside the tensor); batch 1's run 24 rows past the tensor's end (zeros). K: 128 x 36 a
+  // batch and query head (each query head's tiles load their kv head's blocks); Q: 1024 rows a batch and head.
   const auto p =
       ProblemBuilder().batch(2).heads(8, 2).seqlen(1000).head_dim(64).causal().dtype(DType::BF16).build();
   const KernelCounts k = counted(p);
   EXPECT_EQ(k.launch.ctas(), 8 * 8 * 2);
-  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(1024 + 1000, 64, 8));
-  EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(128 * 36 + 4584, 64, 8));
-  EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(128 * 36 + 4584, 64, 8));
+  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(1024 + 1024, 64, 8));
+  EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(128 * 36 * 2, 64, 8));
+  EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(128 * 36 * 2, 64, 8));
   EXPECT_EQ(traffic(k, TensorId::O).store.bytes, 2 * rows_bytes(2000, 64, 8));
   EXPECT_EQ(traffic(k, TensorId::Lse).store.bytes, 2000 * 8 * 4);
-  // FA2's forward stops at the sequence: 24 rows a query block fewer for batch 0's last block of Q and K/V.
+  // FA2's forward stops at the sequence: 24 rows fewer for each batch's last block of Q.
   const KernelCounts f = analytic_counts(kernel_model("fwd_fa2"), p, TileConfig{128, 128});
-  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes - traffic(f, TensorId::Q).load.bytes, rows_bytes(24, 64, 8));
+  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes - traffic(f, TensorId::Q).load.bytes, rows_bytes(48, 64, 8));
 }
 
 TEST(Fa3Model, VarlenOddLengthsD256ByHand) {
-  // Sequences of 100, 300 and 37 (437 packed rows), d256 (Bc64), 2 heads, non-causal. Boxes (rows read):
+  // Sequences of 100, 300 and 37 (437 packed rows), d256 (Bc64), 2 heads, non-causal. Boxes (rows to the SM;
+  // past the tensor's end, at 437, zeros):
   //   seq 0 (rows 0..99):    Q 128;               K blocks at 0, 64: 64 + 64
-  //   seq 1 (rows 100..399): Q 128, 128, 81;      K blocks at 100 .. 356: 5 x 64, for each of its 3 tiles
-  //   seq 2 (rows 400..436): Q 37;                K block at 400: 37 (the tensor ends)
+  //   seq 1 (rows 100..399): Q 128, 128, 128;     K blocks at 100 .. 356: 5 x 64, for each of its 3 tiles
+  //   seq 2 (rows 400..436): Q 128;               K block at 400: 64
   const auto p = ProblemBuilder()
                      .varlen({100, 300, 37}, {100, 300, 37})
                      .heads(2)
@@ -161,23 +166,24 @@ TEST(Fa3Model, VarlenOddLengthsD256ByHand) {
                      .build();
   const KernelCounts k = counted(p);
   EXPECT_EQ(k.launch.ctas(), 3 * 2 * 3);  // the grid spans the longest sequence's 3 query blocks
-  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(128 + 128 + 128 + 81 + 37, 256, 2));
-  EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(128 + 3 * 320 + 37, 256, 2));
-  EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(128 + 3 * 320 + 37, 256, 2));
+  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(5 * 128, 256, 2));
+  EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(128 + 3 * 320 + 64, 256, 2));
+  EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(128 + 3 * 320 + 64, 256, 2));
+  EXPECT_EQ(traffic(k, TensorId::K).unique_bytes, rows_bytes(437, 256, 2));
   EXPECT_EQ(traffic(k, TensorId::O).store.bytes, 2 * rows_bytes(437, 256, 2));
   EXPECT_EQ(traffic(k, TensorId::Lse).store.bytes, 437 * 2 * 4);
   EXPECT_FALSE(k.cta_work.empty());  // tiles past a short sequence do nothing
 }
 
 TEST(Fa3Model, SequenceShorterThanATileD96ByHand) {
-  // b3 h1 n50 d96: one query block a sequence; the box of 128 rows reads to the tensor's end (150 rows):
-  // 128 + 100 + 50 rows of Q, the same of K and of V; 192-byte rows, 6 sectors each.
+  // b3 h1 n50 d96: one query block a sequence; its box of 128 rows reads to the tensor's end (150 rows) and
+  // carries zeros past it: 3 x 128 rows of Q, the same of K and of V; 192-byte rows, 6 sectors each.
   const auto p = ProblemBuilder().batch(3).heads(1).seqlen(50).head_dim(96).dtype(DType::BF16).build();
   const KernelCounts k = counted(p);
-  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(278, 96, 1));
-  EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(278, 96, 1));
-  EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(278, 96, 1));
-  EXPECT_EQ(traffic(k, TensorId::Q).load.sectors, 278 * 6);
+  EXPECT_EQ(traffic(k, TensorId::Q).load.bytes, rows_bytes(384, 96, 1));
+  EXPECT_EQ(traffic(k, TensorId::K).load.bytes, rows_bytes(384, 96, 1));
+  EXPECT_EQ(traffic(k, TensorId::V).load.bytes, rows_bytes(384, 96, 1));
+  EXPECT_EQ(traffic(k, TensorId::Q).load.sectors, 384 * 6);
   EXPECT_EQ(traffic(k, TensorId::O).store.bytes, 2 * rows_bytes(150, 96, 1));
 }
 

@@ -109,7 +109,8 @@ KernelCounts execute_counts(const KernelSchedule& s) {
     k.skipped_tiles += cta.skipped_tiles;
     if (share) {
       double bytes = 0;
-      for (const auto& m : cta.moves) bytes += static_cast<double>(m.rows * m.cols * m.elem_bytes);
+      for (const auto& m : cta.moves)  // DRAM bytes: a box's zero-filled rows have none
+        if (!m.zero_fill) bytes += static_cast<double>(m.rows * m.cols * m.elem_bytes);
       uneven_bytes = uneven_bytes || (!cta_bytes.empty() && bytes != cta_bytes.front());
       cta_bytes.push_back(bytes);
     }
@@ -121,6 +122,7 @@ KernelCounts execute_counts(const KernelSchedule& s) {
                                                              : tt.reduce;
       d.bytes += m.rows * m.cols * m.elem_bytes;
       d.sectors += move_sectors(m);
+      if (m.zero_fill) continue;  // over the crossbar only: no row of the tensor touched
       // a row's bytes touched: the widest move's (MLA's V part of K's rows alone where no move reads more)
       row_bytes[static_cast<size_t>(t)] = std::max(row_bytes[static_cast<size_t>(t)], m.cols * m.elem_bytes);
       if (m.kind != ref::AccessKind::Store)  // the widest row read (MLA's dK: its first dv columns read back)

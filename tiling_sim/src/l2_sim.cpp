@@ -181,7 +181,7 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
   int64_t rows = std::max(dq_accum_padded_rows(p.seqlen_q), p.seqlen_k);
   for (const auto& cta : s.ctas)  // the partials dQ strategy stores rows beyond a sequence
     for (const auto& m : cta.moves)
-      if (m.addr0 < 0) rows = std::max(rows, m.row0 + m.rows);
+      if (m.addr0 < 0 && !m.zero_fill) rows = std::max(rows, m.row0 + m.rows);
   rows += 128;
   const int64_t heads = std::max(p.heads_q, p.heads_kv);
   const auto n = static_cast<int64_t>(s.ctas.size());
@@ -192,7 +192,7 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
   chunked.fill(true);
   for (const auto& cta : s.ctas)
     for (const auto& m : cta.moves)
-      if (m.row0 % kChunkRows != 0 || (m.row_elems > 0 && m.row_elems != m.cols))
+      if (!m.zero_fill && (m.row0 % kChunkRows != 0 || (m.row_elems > 0 && m.row_elems != m.cols)))
         chunked[static_cast<size_t>(m.tensor)] = false;
   const auto touch_move = [&](const Move& m) {
     const int kind = m.kind == ref::AccessKind::Load ? 0 : m.kind == ref::AccessKind::Store ? 1 : 2;
@@ -247,7 +247,12 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
     for (size_t i = 0; i < slots.size();) {
       Slot& sl = slots[i];
       const auto& moves = s.ctas[static_cast<size_t>(sl.cta)].moves;
+      const auto skip_zero_fill = [&] {  // a box's rows past the tensor: no line (Move::zero_fill)
+        while (sl.pos < moves.size() && moves[sl.pos].zero_fill) ++sl.pos;
+      };
+      skip_zero_fill();
       if (sl.pos < moves.size()) touch_move(moves[sl.pos++]);
+      skip_zero_fill();
       if (sl.pos >= moves.size()) {
         if (next < n) {
           sl = Slot{next++, 0};

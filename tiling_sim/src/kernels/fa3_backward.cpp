@@ -241,13 +241,12 @@ void main_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c
       live[at] = 1;
       steps[at] = static_cast<double>((kb.m_max - kb.m_min) * group);
       masked[at] = static_cast<double>(kb.masked * group);
-      const int64_t kv_rows = box_rows(cu_k[b] + n * s.bc, s.bc, cu_k.back());
-      x.load(TensorId::K, kv_rows, d, e);
-      x.load(TensorId::V, kv_rows, d, e);
+      x.load(TensorId::K, s.bc, d, e);  // whole boxes (fa3_tiles.h: box_rows)
+      x.load(TensorId::V, s.bc, d, e);
       const double rk = static_cast<double>(std::min(s.bc, lk - n * s.bc));
       // The query blocks [m_min, m_max) of each of the group's heads, summed in O(1) (the counts are linear in
-      // rows): Q and dO whole boxes (to the tensor's end), lse and Delta the sequence's rows, a dQ tile each.
-      const int64_t q_rows = blocks_box_rows(cu_q, b, kb.m_min, kb.m_max, s.br) * group;
+      // rows): Q and dO whole boxes, lse and Delta the sequence's rows, a dQ tile each.
+      const int64_t q_rows = (kb.m_max - kb.m_min) * s.br * group;
       const int64_t rq = block_rows(kb.m_min, kb.m_max, s.br, lq) * group;
       x.load(TensorId::Q, q_rows, d, e);
       x.load(TensorId::dO, q_rows, d, e);

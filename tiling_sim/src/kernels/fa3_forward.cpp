@@ -8,10 +8,11 @@
 // load of K and V has no buffer of its own.
 //
 // TMA moves whole tiles: a box of Br (Q) or Bc (K, V) rows starting at the tile's first row of the packed
-// [rows, heads, d] tensor. Rows past the tensor's end are filled with zeros without reading memory; rows past
-// the sequence's end but inside the tensor (the next sequence's rows, batch > 1 or varlen) are read and masked.
-// So the L2 -> SM bytes of a tile are its box's rows inside the tensor, which a query block of a short or last
-// sequence makes more than FA2's (whose loads stop at the sequence's end).
+// [rows, heads, d] tensor. Rows past the sequence's end but inside the tensor (the next sequence's rows, batch
+// > 1 or varlen) are read and masked; rows past the tensor's end are zeros that cross to the SM all the same
+// (fa3_tiles.h: box_rows). So the L2 -> SM bytes of a tile are its whole boxes, which a query block of a short
+// or last sequence makes more than FA2's (whose loads stop at the sequence's end); its L2 lines and DRAM bytes
+// the rows inside the tensor.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -228,10 +229,9 @@ void fa3_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig& c,
       steps[b][m] = static_cast<double>(std::max<int64_t>(0, n1 - n0));
       masked[b][m] = static_cast<double>(masked_blocks(p, s, b, m, n0, n1));
       if (n1 > n0) {
-        x.load(TensorId::Q, box_rows(cu_q[b] + q0, s.br, cu_q.back()), d, e);
-        const int64_t read = blocks_box_rows(cu_k, b, n0, n1, s.bc);
-        x.load(TensorId::K, read, d, e);
-        if (!p.mla) x.load(TensorId::V, read, dv, e);
+        x.load(TensorId::Q, s.br, d, e);  // whole boxes (fa3_tiles.h: box_rows)
+        x.load(TensorId::K, (n1 - n0) * s.bc, d, e);
+        if (!p.mla) x.load(TensorId::V, (n1 - n0) * s.bc, dv, e);
         const double pairs = static_cast<double>(rq) * static_cast<double>(block_rows(n0, n1, s.bc, lk));
         work[b][m] = 2.0 * pairs * static_cast<double>(d + dv);
         one.mma_flops += work[b][m];

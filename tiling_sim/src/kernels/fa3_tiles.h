@@ -16,24 +16,19 @@ namespace flashsim::sim::kernels {
 inline constexpr int64_t kFa3PersistentCtas = 132;
 inline constexpr int64_t kFa3L2Bytes = 52428800;
 
-// Rows a TMA box of `rows` rows starting at packed row g0 reads: those inside the tensor of `total` rows (TMA
-// fills rows past its end with zeros without reading memory; rows of the next sequence inside it are read).
+// A TMA load box of `rows` rows starting at packed row g0 of a tensor of `total` rows: the rows inside the tensor
+// are read from memory (those of the next sequence too); the rows past its end are zeros that no memory backs,
+// yet they cross to the SM as the others do. ncu counts whole boxes in l1tex__m_xbar2l1tex_read_bytes (calibration
+// fa3.tma_box_rows_h200: the backward's Q / dO and the forward's Q, K, V read exactly a whole box of every block
+// at a tensor's end, the rows past it included). So a box's L2 -> SM bytes are all its rows; its L2 lines and
+// footprint the rows inside (box_rows).
 inline int64_t box_rows(int64_t g0, int64_t rows, int64_t total) {
   return std::clamp<int64_t>(total - g0, 0, rows);
 }
 
-// Rows the boxes of blocks [n0, n1) of `rows` rows each, from row 0 of sequence b (cu: the packed tensor's
-// sequence offsets), read: whole blocks up to the tensor's end, then its remainder (the sum of box_rows, in O(1)).
-inline int64_t blocks_box_rows(const std::vector<int64_t>& cu, int64_t b, int64_t n0, int64_t n1,
-                               int64_t rows) {
-  const int64_t left = cu.back() - cu[static_cast<size_t>(b)];  // rows from the sequence's start to the end
-  const int64_t whole = left / rows;                            // blocks wholly inside the tensor (left >= 0)
-  const int64_t read = rows * std::max<int64_t>(0, std::min(n1, whole) - n0);
-  return read + (n0 <= whole && whole < n1 ? left - whole * rows : 0);
-}
-
 // A box's rows as moves of the sequences they belong to (a box may run into the next sequences' rows), so that
-// the executed schedule touches the very rows (their addresses, their footprint) a neighbouring tile reads.
+// the executed schedule touches the very rows (their addresses, their footprint) a neighbouring tile reads; the
+// rows past the tensor's end as a zero-filled move (Move::zero_fill).
 // cu: the packed tensor's sequence offsets (cu_seqlens), b: the box's sequence, row0: its first row there.
 void add_box(CtaBuilder& x, ref::AccessKind k, ref::TensorId t, int64_t head, const std::vector<int64_t>& cu,
              int64_t b, int64_t row0, int64_t rows, int64_t cols);

@@ -29,6 +29,12 @@ struct CtaBuilder {
            int eb) {
     if (rows > 0) w->moves.push_back(Move{k, t, b, h, row0, rows, cols, eb});
   }
+  // Rows of a TMA load box past the tensor's end (Move::zero_fill): L2 -> SM bytes without memory.
+  void add_zero_fill(ref::TensorId t, int64_t b, int64_t h, int64_t row0, int64_t rows, int64_t cols,
+                     int eb) {
+    if (rows > 0)
+      w->moves.push_back(Move{ref::AccessKind::Load, t, b, h, row0, rows, cols, eb, -1, 0, 0, true});
+  }
   // The first `cols` of each of the rows of a tensor whose rows hold `row_elems` elements (MLA: V read apart
   // from K is K's first head_dim_v columns).
   void add_columns(ref::AccessKind k, ref::TensorId t, int64_t b, int64_t h, int64_t row0, int64_t rows,

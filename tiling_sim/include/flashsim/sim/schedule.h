@@ -30,6 +30,9 @@ struct Move {
   // With the row convention: the tensor's elements a row when the move touches only the first `cols` of each
   // (MLA's V, the first head_dim_v columns of K's rows; its gradient, of dK's); 0: cols, whole rows.
   int64_t row_elems = 0;
+  // Rows a TMA box carries past its tensor's end: zeros that cross to the SM (L2 -> SM bytes, ncu's
+  // l1tex__m_xbar2l1tex_read_bytes) but that no memory backs (no L2 line, no footprint, no DRAM).
+  bool zero_fill = false;
 };
 
 struct CtaWork {
