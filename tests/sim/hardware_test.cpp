@@ -113,6 +113,10 @@ TEST(Hardware, MeasuredStepsMergeEntryByEntry) {
   EXPECT_EQ(p.measured_steps.back().head_dim, 192);
   EXPECT_EQ(p.measured_steps_source.rfind("probe", 0), 0u);
   EXPECT_EQ(to_json(profile_from_json(to_json(p))), to_json(p));  // written back, merged once
+  // an empty list: no measured steps at all (every kernel by its component estimate)
+  const auto none = profile_from_json(
+      {{"name", "H100-none"}, {"inherits", "H100-SXM5-80GB"}, {"measured_steps", nlohmann::json::array()}});
+  EXPECT_TRUE(none.measured_steps.empty());
 }
 
 TEST(Hardware, InheritsMergesFieldByField) {

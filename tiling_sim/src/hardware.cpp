@@ -57,9 +57,12 @@ nlohmann::json measured_steps_key(const nlohmann::json& e) {
 }
 
 // A child's measured_steps over its parent's, entry by entry: a card measures some kernels' tile costs itself
-// (the H200 its forward's) and keeps its parent's for the rest. The source names both.
+// (the H200 its forward's) and keeps its parent's for the rest. The source names both. An empty list is none:
+// a profile that times every kernel by its component estimate.
 void merge_measured_steps(const nlohmann::json& parent, nlohmann::json& own, const std::string& parent_name) {
-  if (!own.contains("measured_steps") || !parent.contains("measured_steps")) return;
+  if (!own.contains("measured_steps") || !parent.contains("measured_steps") ||
+      own.at("measured_steps").empty())
+    return;
   nlohmann::json merged = nlohmann::json::array();
   for (const auto& e : parent.at("measured_steps")) {
     bool replaced = false;
