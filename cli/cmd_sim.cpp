@@ -87,11 +87,16 @@ void print_time_note(const std::vector<sim::KernelPrediction>& ks, const sim::Ha
         "      the FA2 main loops by the per-CTA model instead of MMA + exp + vector work: mma.sync, shared "
         "memory and softmax combined, or the CTAs' step chain when longer (docs/simulator.md, `sim predict "
         "--json`: cta_model)\n");
-  if (std::any_of(ks.begin(), ks.end(), [](const auto& k) { return k.cta.bound == "measured steps"; }))
+  std::vector<std::string> where;  // the GPUs the costs used were measured on
+  for (const auto& k : ks)
+    if (k.cta.bound == "measured steps" &&
+        std::find(where.begin(), where.end(), k.cta.measured_on) == where.end())
+      where.push_back(k.cta.measured_on);
+  if (!where.empty())
     fmt::print(
-        "      measured steps: the kernel's CTAs dealt to the SMs at its instance's measured per-CTA costs "
-        "(the "
-        "profile's measured_steps, docs/simulator.md)\n");
+        "      measured steps: the kernel's CTAs dealt to the SMs at its instance's measured per-CTA costs, "
+        "measured on {} (the profile's measured_steps, docs/simulator.md)\n",
+        fmt::join(where, " and "));
 }
 
 // The occupancy limiter in a word for the CTA/SM column ("2 smem"): what stops one more CTA on an SM.

@@ -82,6 +82,18 @@ TEST(Hardware, MeasuredStepsMergeEntryByEntry) {
   }
   EXPECT_GT(own, 20);  // its own figures (30 entries; two cards do not time 30 tiles alike)
   EXPECT_GT(inherited, 10);
+  // where each entry was measured (what `sim` prints beside a measured-steps time): the H200's own entries
+  // here, the H100's there; the H100's all its own
+  for (const auto& m : h200.measured_steps)
+    EXPECT_EQ(m.measured_on, m.kernel == "fwd_fa3" || m.kernel == "fwd_splitkv" ? "" : "H100-SXM5-80GB")
+        << m.kernel;
+  for (const auto& m : h100.measured_steps) EXPECT_EQ(m.measured_on, "") << m.kernel;
+  // two levels down: the H100's entries keep their GPU, the H200's are marked as the H200's
+  const auto grandchild = profile_from_json({{"name", "H200-child"}, {"inherits", "H200"}});
+  ASSERT_EQ(grandchild.measured_steps.size(), h200.measured_steps.size());
+  for (size_t i = 0; i < h200.measured_steps.size(); ++i)
+    EXPECT_EQ(grandchild.measured_steps[i].measured_on,
+              h200.measured_steps[i].measured_on.empty() ? "H200" : h200.measured_steps[i].measured_on);
   EXPECT_NE(h200.measured_steps_source.find("fwd_fa3"), std::string::npos);
   EXPECT_NE(h200.measured_steps_source.find("fwd_splitkv"), std::string::npos);
   EXPECT_NE(h200.measured_steps_source.find(h100.measured_steps_source), std::string::npos);

@@ -94,6 +94,9 @@ nlohmann::json resolve_inherits(const nlohmann::json& j, int depth = 0) {
     throw InputError("hw",
                      fmt::format("profile inherits '{}': no built-in profile of that name", parent_name));
   nlohmann::json merged = resolve_inherits(*parent, depth + 1);
+  if (merged.contains("measured_steps") && merged.at("measured_steps").is_array())
+    for (auto& e : merged.at("measured_steps"))  // where each was measured (a grandparent's keeps its own)
+      if (e.is_object() && !e.contains("measured_on")) e["measured_on"] = parent_name;
   nlohmann::json own = j;
   own.erase("inherits");
   // a profile written back by to_json holds its merged list already (and inherited_fields)
@@ -161,6 +164,7 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
       m.persistent = e.at("persistent").get<bool>();
       m.tile_s_by_steps = e.at("tile_s_by_steps").get<std::vector<std::pair<double, double>>>();
       m.masked_step_s = e.value("masked_step_s", 0.0);
+      m.measured_on = e.value("measured_on", std::string());
       p.measured_steps.push_back(m);
     }
     p.measured_steps_source = j.value("measured_steps_source", std::string());
@@ -256,7 +260,7 @@ double MeasuredSteps::step_s() const {
 
 static nlohmann::json measured_steps_json(const std::vector<MeasuredSteps>& steps) {
   nlohmann::json out = nlohmann::json::array();
-  for (const MeasuredSteps& m : steps)
+  for (const MeasuredSteps& m : steps) {
     out.push_back({{"kernel", m.kernel},
                    {"head_dim", m.head_dim},
                    {"block_q", m.block_q},
@@ -265,6 +269,8 @@ static nlohmann::json measured_steps_json(const std::vector<MeasuredSteps>& step
                    {"persistent", m.persistent},
                    {"tile_s_by_steps", m.tile_s_by_steps},
                    {"masked_step_s", m.masked_step_s}});
+    if (!m.measured_on.empty()) out.back()["measured_on"] = m.measured_on;
+  }
   return out;
 }
 

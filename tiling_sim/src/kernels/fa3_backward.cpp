@@ -419,6 +419,7 @@ CtaTime main_time(const KernelCounts& k, int ctas_per_sm, double imbalance, cons
     t.chain_step_s = m->step_s() + softcap_extra;
     t.t_chain = t.time_s;
     t.bound = "measured steps";
+    t.measured_on = measured_where(*m);
   } else {
     MeasuredSteps estimate;
     estimate.tile_s_by_steps = {{0, 0}, {1, tensor_step}};

@@ -420,6 +420,7 @@ CtaTime fa3_time(const KernelCounts& k, int ctas_per_sm, double imbalance, const
                                  static_cast<int64_t>(slots), imbalance);
     t.chain_step_s = m->step_s() + softcap_extra;
     t.bound = "measured steps";
+    t.measured_on = measured_where(*m);
   }
   return t;
 }

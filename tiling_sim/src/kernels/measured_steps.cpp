@@ -97,6 +97,7 @@ CtaTime measured_or_chain_time(const KernelCounts& k, int ctas_per_sm, double im
   t.chain_step_s = m->step_s();
   t.t_chain = t.time_s;
   t.bound = "measured steps";
+  t.measured_on = measured_where(*m);
   return t;
 }
 

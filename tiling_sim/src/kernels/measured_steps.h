@@ -3,6 +3,7 @@
 // calibration fa3.step_costs_h100): the fa3 family's forward and backward time models take it where the profile
 // has their tile, and their component estimate elsewhere.
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -18,6 +19,11 @@ namespace flashsim::sim::kernels {
 // tile); nullptr when the profile has none.
 const MeasuredSteps* find_measured_steps(const HardwareProfile& hw, std::string_view kernel,
                                          const WarpSpecializedWork& w);
+
+// Where an entry was measured, as `sim` prints it: "this GPU", or "the <profile>" it was inherited from.
+inline std::string measured_where(const MeasuredSteps& m) {
+  return m.measured_on.empty() ? "this GPU" : "the " + m.measured_on;
+}
 
 // Seconds from the first CTA's start to the last CTA's end: CTA i costs tiles_i tile_s(steps_i / tiles_i) +
 // steps_i step_extra_s + masked_i masked_extra_s; one CTA a tile deals the CTAs in launch order to `slots` resident slots (each slot

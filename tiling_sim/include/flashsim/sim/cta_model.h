@@ -82,7 +82,8 @@ struct CtaTime {
   double exposed_load_s = 0;  // of which the next tile's load not hidden by work
   double direct_load_s = 0;   // of which a warp's bias / mask loads
   double time_s = 0;          // max of the four terms x imbalance
-  std::string bound;          // "tensor", "smem", "alu" or "chain"
+  std::string bound;          // "tensor", "smem", "alu" or "chain"; "measured steps" by the profile's costs,
+  std::string measured_on;    // then the GPU they were measured on ("this GPU", "the H100-SXM5-80GB")
 };
 
 // The model of one kernel (counts, its occupancy and imbalance from the roofline model).

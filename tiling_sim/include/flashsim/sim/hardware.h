@@ -19,6 +19,8 @@ struct MeasuredSteps {
   // What a step that masks scores element by element (a causal diagonal's, a window edge's, the keys' end) adds
   // to a tile, measured on causal problems (may be negative: a masked step that skips work); 0: not measured.
   double masked_step_s = 0;
+  // The profile it was measured with when inherited ("measured_on" in the JSON; "": the profile's own GPU).
+  std::string measured_on;
   // A tile of n steps: linear between the measured n, the last two's slope past them, the first two's below
   // (at least 0).
   double tile_s(double steps) const;
