@@ -81,15 +81,18 @@ DType coarser(DType a, DType b) {
 }
 }  // namespace
 
-double OutputTolerance::floor_max_abs(DType candidate_storage) const {
-  return kFloorUlps * ulp(magnitude, coarser(storage, candidate_storage)) + accumulation * magnitude;
+double OutputTolerance::floor_max_abs(DType candidate_storage, double scale) const {
+  // the coarser storage's grid: the emulated output's, or the candidate's at its scale
+  const DType s = coarser(storage, candidate_storage);
+  const double grid = s == candidate_storage ? ulp(magnitude * scale, s) / scale : ulp(magnitude, s);
+  return kFloorUlps * grid + accumulation * magnitude;
 }
 double OutputTolerance::floor_rel_l2(DType candidate_storage) const {
   return unit_roundoff(coarser(storage, candidate_storage)) +
          accumulation;  // one rounding per element, plus A
 }
-double OutputTolerance::bound_max_abs(DType candidate_storage) const {
-  return factor * emulated_max_abs + floor_max_abs(candidate_storage);
+double OutputTolerance::bound_max_abs(DType candidate_storage, double scale) const {
+  return factor * emulated_max_abs + floor_max_abs(candidate_storage, scale);
 }
 double OutputTolerance::bound_rel_l2(DType candidate_storage) const {
   return factor * emulated_rel_l2 + floor_rel_l2(candidate_storage);

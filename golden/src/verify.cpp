@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <functional>
 #include <numeric>
@@ -153,7 +154,7 @@ std::string failure_note(const ErrorStats& s, double bound_abs, bool rel_ok) {
 // where it is -inf, max|got - exact| <= bound_abs, relL2 <= bound_rel where relL2 is defined.
 void judge(OutputVerdict& v, const std::vector<double>& exact, const CandidateTensor& got,
            const OutputTolerance& tol) {
-  v.bound_abs = tol.bound_max_abs(got.storage);
+  v.bound_abs = tol.bound_max_abs(got.storage, got.scale);
   v.bound_rel = tol.bound_rel_l2(got.storage);
   v.zero_bound = tol.magnitude == 0 && tol.emulated_max_abs == 0;  // bound_abs = 2 ulp_S(0)
   v.mismatches = count_above(exact, got.values, v.bound_abs);
@@ -196,6 +197,18 @@ std::optional<DType> stated_compute(const SafetensorsFile& f, const std::string&
   }
 }
 
+// The scale a candidate file states for output `name` (kScaleKeyPrefix), 1 where it states none.
+double stated_scale(const SafetensorsFile& f, const std::string& name, const std::string& source) {
+  const auto it = f.metadata.find(kScaleKeyPrefix + name);
+  if (it == f.metadata.end()) return 1;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc{} || end != it->second.data() + it->second.size() || !std::isfinite(v) || v <= 0)
+    throw InputError(source, fmt::format("__metadata__[\"{}{}\"] is '{}', not a positive number",
+                                         kScaleKeyPrefix, name, it->second));
+  return v;
+}
+
 // The outputs `names` of a candidate file, in memory; nullopt when the file does not exist. Throws InputError
 // for a malformed file or a named output of a non-float dtype or the wrong shape.
 std::optional<Outputs> read_candidate(const fs::path& path, const GoldenCase& c,
@@ -213,7 +226,10 @@ std::optional<Outputs> read_candidate(const fs::path& path, const GoldenCase& c,
       throw InputError(source, fmt::format("output '{}' is {}, not a floating-point dtype", name,
                                            st_dtype_name(t->dtype)));
     check_shape(source, name, t->shape, output_shape(c, name));
-    out.tensors[name] = {t->to_doubles(), t->shape, float_dtype_of(t->dtype)};
+    const double scale = stated_scale(f, name, source);
+    std::vector<double> values = t->to_doubles();
+    for (double& v : values) v /= scale;  // the file holds value x scale
+    out.tensors[name] = {std::move(values), t->shape, float_dtype_of(t->dtype), scale};
   }
   return out;
 }

@@ -8,7 +8,7 @@ or handed to torch without a copy when the caller passed torch tensors.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import ml_dtypes
 import numpy as np
@@ -84,8 +84,16 @@ def convert_like(a: np.ndarray, like: Any) -> Any:
     return a.view(BF16) if bf16 else a
 
 
+def fp8_format(x: Any) -> Optional[str]:
+    """'e4m3' or 'e5m2' for an FP8 array (torch's float8_e4m3fn / float8_e5m2, JAX's and ml_dtypes' of the same
+    names), None for any other."""
+    name = str(getattr(x, "dtype", ""))
+    return "e4m3" if "float8_e4m3fn" in name else "e5m2" if "float8_e5m2" in name else None
+
+
 def to_numpy(x: Any, name: str) -> np.ndarray:
-    """Any array (torch on any device, JAX, NumPy) as a NumPy array on the CPU, bfloat16 as uint16 bits."""
+    """Any array (torch on any device, JAX, NumPy) as a NumPy array on the CPU, bfloat16 as uint16 bits, FP8 as
+    the float32 values of its codes (exact: every FP8 value is a float32)."""
     kind = framework(x)
     if kind == "torch":
         import torch
@@ -93,6 +101,8 @@ def to_numpy(x: Any, name: str) -> np.ndarray:
         t = x.detach().cpu()
         if t.dtype == torch.bfloat16:
             return t.view(torch.int16).numpy().view(np.uint16)
-        return t.numpy()
+        return t.float().numpy() if fp8_format(t) else t.numpy()
     a = np.asarray(x)
+    if fp8_format(a):
+        return a.astype(np.float32)
     return a.view(np.uint16) if a.dtype == BF16 else a

@@ -23,12 +23,12 @@ import struct
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Union
 
 import numpy as np
 
 from . import _native
-from ._arrays import convert_like, to_numpy
+from ._arrays import convert_like, fp8_format, to_numpy
 from ._layout import check_layout, from_case, shape_in, to_case
 from ._paged import PagedCache, paged_cache
 from ._problem import Problem
@@ -546,18 +546,27 @@ class Case:
         return call
 
     def verify(self, *, compute: Optional[str] = None, raise_on_failure: bool = True, layout: str = "bshd",
-               lse_base: float = 0.0, **outputs: Any) -> Report:
+               lse_base: float = 0.0, output_scale: Optional[Dict[str, float]] = None, **outputs: Any) -> Report:
         """Verifies the given outputs (o=..., lse=..., dq=..., any array type and device) with the suite's rule for
         compute dtype `compute` (default: the case's). layout: the outputs' ("bshd", the case's own; "bhsd";
         "tokens": o and gradients [batch * seqlen, heads, d], lse [batch * seqlen_q, heads]; see inputs()).
         lse_base: the base of the kernel's lse where it is not e (2: FlashInfer's and FlashAttention-3's log2
-        lse; multiplied by ln 2 here). Returns the Report; raises VerificationError (an AssertionError: a failed
-        pytest test showing the report) when an output fails and raise_on_failure is set."""
+        lse; multiplied by ln 2 here). An FP8 output (torch's, JAX's or ml_dtypes' float8_e4m3fn / float8_e5m2,
+        as cuDNN's FP8 attention returns o) is taken as stored: its values divided by output_scale[name] (the
+        kernel's scale factor, o_fp8 = o x scale_o; default 1), its floors those of the FP8 grid at that scale.
+        Returns the Report; raises VerificationError (an AssertionError: a failed pytest test showing the
+        report) when an output fails and raise_on_failure is set."""
         check_layout(layout)
         if layout != "bshd" and self.op != "attention":
             raise ValueError(f"layout '{layout}': a {self.op} case's tensors have one layout")
         if lse_base < 0 or lse_base == 1:
             raise ValueError(f"lse_base: {lse_base}: a logarithm's base is positive and not 1 (0: natural)")
+        scales = dict(output_scale or {})
+        stored = {name: (fp8_format(value), float(scales.pop(name, 1.0)))
+                  for name, value in outputs.items() if fp8_format(value)}
+        if scales:
+            raise ValueError(f"output_scale: {', '.join(sorted(scales))}: not an FP8 output given (a scale factor "
+                             f"belongs to an output stored in FP8)")
         varlen = "cu_seqlens_q" in self.input_names
         header = read_header(self.file) if layout != "bshd" else {}  # the stored shapes, no tensor copied
         for name, value in outputs.items():  # a shape error in the caller's layout, not in the case's
@@ -572,7 +581,7 @@ class Case:
             lse = arrays["lse"]  # scaled in float64, kept in the kernel's float type (its rounding, not ours)
             arrays["lse"] = (lse.astype(np.float64) * np.log(lse_base)).astype(lse.dtype if lse.dtype.kind == "f" else
                                                                                np.float64)
-        report = Report(*self.native.verify(arrays, compute))
+        report = Report(*self.native.verify(arrays, compute, stored))
         self.last_report = report
         if raise_on_failure and not report.passed:
             raise VerificationError(report)

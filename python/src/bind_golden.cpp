@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -105,8 +106,11 @@ nb::object expected_output(const NativeCase& c, const std::string& name) {
 }
 
 // Verifies outputs given by name; returns (report as JSON text, the report as `golden verify` prints it).
+// stored: name -> (dtype, scale) for outputs the kernel stored in a format NumPy lacks (FP8: "e4m3", "e5m2"),
+// passed as their float values times scale (the FP8 codes' values; scale the kernel's scale factor).
 std::pair<std::string, std::string> verify(const NativeCase& c, const nb::dict& outputs,
-                                           const std::optional<std::string>& compute) {
+                                           const std::optional<std::string>& compute,
+                                           const nb::dict& stored) {
   golden::Outputs out;
   golden::VerifyOptions opt;
   for (const auto& [key, value] : outputs) {
@@ -116,6 +120,14 @@ std::pair<std::string, std::string> verify(const NativeCase& c, const nb::dict& 
     t.storage = float_dtype(a, name);
     t.values = widen(a, name);
     t.shape = shape_of(a);
+    if (stored.contains(key)) {
+      const auto [dtype, scale] = nb::cast<std::pair<std::string, double>>(stored[key]);
+      if (!(std::isfinite(scale) && scale > 0))
+        throw InputError(name, fmt::format("stored scale {}: a scale factor is a positive number", scale));
+      t.storage = parse_dtype(dtype);
+      t.scale = scale;
+      for (double& v : t.values) v /= scale;  // the values the kernel meant: codes / scale
+    }
     out.tensors.emplace(name, std::move(t));
     opt.outputs.push_back(name);
   }
@@ -171,8 +183,9 @@ void bind_golden(nb::module_& m) {
           "The case's op: attention, rmsnorm or layernorm.")
       .def("tensor", &stored_tensor, "name"_a, "A tensor as stored (bfloat16 as uint16 bit patterns).")
       .def("expected", &expected_output, "name"_a, "An exact output (float64).")
-      .def("verify", &verify, "outputs"_a, "compute"_a = nb::none(),
-           "Verifies the named outputs (dict of arrays); returns (report JSON, report text).");
+      .def("verify", &verify, "outputs"_a, "compute"_a = nb::none(), "stored"_a = nb::dict(),
+           "Verifies the named outputs (dict of arrays); stored: name -> (dtype, scale) of outputs given as "
+           "the float values of FP8 codes; returns (report JSON, report text).");
   m.def("open_case", &open_case, "suite_dir"_a, "name"_a, "max_memory_bytes"_a = 0,
         "Opens case `name` of a suite folder, its sha256 checked against the manifest.");
   m.def("open_file", &open_file, "path"_a, "max_memory_bytes"_a = 0, "Opens one golden case file.");

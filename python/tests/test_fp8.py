@@ -37,3 +37,27 @@ def test_features_inputs_and_outputs(suite):
                    for n in ("q_descale", "k_descale", "v_descale"))
         with pytest.raises(ValueError):
             case.kwargs("sdpa")
+
+
+def test_an_fp8_output_is_verified_on_its_grid(suite):
+    # cuDNN's FP8 attention returns o in e4m3 with its scale factor (o_fp8 = o x scale_o). Declared (an FP8 array
+    # and output_scale), the exact o rounded to e4m3 passes at scales 1 and 64 and an o 20% off fails. On the bf16
+    # case the same e4m3 values handed as float32 fail (bf16's floors); on an FP8 case they would pass anyway (its
+    # P, rounded to FP8, already costs more than o's rounding). A scale for an output not in FP8 is refused.
+    import ml_dtypes
+
+    for name in ("head", "plain"):
+        case = suite[name]
+        exact, lse = case.expected("o", "lse")
+        for scale in (1.0, 64.0):
+            o8 = (exact * scale).astype(ml_dtypes.float8_e4m3fn)
+            assert case.verify(o=o8, lse=lse, output_scale={"o": scale}).passed, (name, scale)
+            assert case.last_report.json["cases"][0]["outputs"][0]["candidate_dtype"] == "F8_E4M3"
+        off = (exact * 1.2 * 64).astype(ml_dtypes.float8_e4m3fn)
+        assert not case.verify(o=off, lse=lse, output_scale={"o": 64}, raise_on_failure=False).passed, name
+    plain = suite["plain"]
+    exact, lse = plain.expected("o", "lse")
+    as_float = (exact * 64).astype(ml_dtypes.float8_e4m3fn).astype(np.float32) / 64
+    assert not plain.verify(o=as_float, lse=lse, raise_on_failure=False).passed
+    with pytest.raises(ValueError, match="output_scale: o"):
+        plain.verify(o=exact.astype(np.float32), lse=lse, output_scale={"o": 2})

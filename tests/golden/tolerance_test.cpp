@@ -55,5 +55,25 @@ TEST(Tolerance, BoundIsFactorTimesEmulatedPlusFloor) {
   EXPECT_EQ(back.bound_max_abs(DType::F16), dq.bound_max_abs(DType::F16));
 }
 
+// An FP8 output (cuDNN's FP8 attention stores o x scale_o in e4m3): the floor is the e4m3 grid at that scale,
+// in the output's units. M = 3 lies in [2, 4): e4m3's ulp there is 2^-2, at 3 x 64 = 192 in [128, 256) it is
+// 2^4, which is 2^-2 again once divided by 64; at scale 1/8 (M x scale = 0.375, in [0.25, 0.5): ulp 2^-5) it is
+// 2^-2 as well: binary scales move the grid with the values, and only a scale into e4m3's subnormals (below
+// 2^-6) widens it.
+TEST(Tolerance, AnFp8OutputsFloorIsItsGridAtItsScale) {
+  ErrorStats e;
+  e.max_abs = 0.01;
+  e.rel_l2 = 0.003;
+  e.magnitude = 3.0;
+  const OutputTolerance o = make_tolerance("o", DType::E4M3, e);  // FP8 compute: the emulated o is bf16
+  EXPECT_EQ(o.storage, DType::BF16);
+  EXPECT_DOUBLE_EQ(o.bound_max_abs(DType::E4M3), 2 * 0.01 + 2 * 0x1p-2);
+  EXPECT_DOUBLE_EQ(o.bound_max_abs(DType::E4M3, 64), 2 * 0.01 + 2 * 0x1p-2);
+  EXPECT_DOUBLE_EQ(o.bound_max_abs(DType::E4M3, 0.125), 2 * 0.01 + 2 * 0x1p-2);
+  EXPECT_DOUBLE_EQ(o.bound_max_abs(DType::E4M3, 0x1p-10), 2 * 0.01 + 2 * 0x1p-9 * 0x1p10);  // subnormal grid
+  EXPECT_DOUBLE_EQ(o.bound_max_abs(DType::BF16, 64), o.bound_max_abs(DType::BF16));  // not coarser: unscaled
+  EXPECT_DOUBLE_EQ(o.bound_rel_l2(DType::E4M3), 2 * 0.003 + 0x1p-4);
+}
+
 }  // namespace
 }  // namespace flashsim::golden

@@ -185,6 +185,36 @@ TEST_F(Verify, ComputeDtypeSelectsTheTolerance) {
   EXPECT_TRUE(verify_suite(golden(), dir("bf16"), {}).pass());
 }
 
+TEST_F(Verify, AnFp8OutputWithItsScaleFactor) {
+  // o stored as cuDNN's FP8 attention stores it: e4m3 codes of o x 64, the scale in the file's metadata. It
+  // passes on the e4m3 grid; without the stated scale the values are 64x off; a malformed scale is an error.
+  const auto fp8_o = [](const std::string& scale) {
+    return [scale](SafetensorsFile& f) {
+      for (auto& [n, t] : f.tensors)
+        if (n == "o") {
+          auto v = t.to_doubles();
+          for (double& x : v) x *= 64;
+          t = Tensor::from_doubles(StDType::F8_E4M3, t.shape, v);
+        }
+      if (!scale.empty()) f.metadata[std::string(kScaleKeyPrefix) + "o"] = scale;
+    };
+  };
+  VerifyOptions o_only;
+  o_only.outputs = {"o"};
+  write_candidates(
+      golden(), dir("fp8"), DType::BF16, [](AttentionProblem&) {}, fp8_o("64"));
+  const VerifyReport r = verify_suite(golden(), dir("fp8"), o_only);
+  EXPECT_TRUE(r.pass());
+  ASSERT_FALSE(r.cases.empty());
+  EXPECT_EQ(r.cases[0].outputs[0].candidate_dtype, "F8_E4M3");
+  write_candidates(
+      golden(), dir("fp8-unscaled"), DType::BF16, [](AttentionProblem&) {}, fp8_o(""));
+  EXPECT_FALSE(verify_suite(golden(), dir("fp8-unscaled"), o_only).pass());
+  write_candidates(
+      golden(), dir("fp8-bad"), DType::BF16, [](AttentionProblem&) {}, fp8_o("sixty-four"));
+  EXPECT_THROW(verify_suite(golden(), dir("fp8-bad"), o_only), InputError);
+}
+
 TEST_F(Verify, MalformedCandidatesAreInputErrors) {
   write_candidates(
       golden(), dir("shape"), DType::BF16, [](AttentionProblem&) {},

@@ -26,6 +26,7 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
     # FlashAttention's CuTe-DSL kernels (its SM90 forward and backward; paged forward on the KV-cache cases)
     "flash-attn-4": ("test_flash_attn_4.py", ["smoke", "default", "sinks", "decode", "long"]),
     "jax": ("test_jax_attention.py", ["smoke", "default", "sparse", "long"]),
+    "jax-fp8": ("test_jax_fp8.py", ["fp8"]),  # cuDNN's FP8 attention: o in e4m3 at its scale factor
     "torch-norms": ("test_torch_norms.py", NORM_SUITES),
     "liger": ("test_liger_norms.py", NORM_SUITES),
 }
@@ -34,14 +35,14 @@ KERNELS = {  # adapter -> (file, suites): each over smoke, default, long and the
 # Adapters whose every case compiles (torch.compile, jax.jit: 3-8 s a case on the H100 machine's CPUs) run the large
 # suites in `shards` processes at once (run.py peers --shards, default 6); their timed calls take a lock in turn
 # (--flashsim-time-lock), so a case's time is the GPU's alone while the other shards compile.
-COMPILED = {"flex", "flex-paged", "jax"}
+COMPILED = {"flex", "flex-paged", "jax", "jax-fp8"}
 LARGE_SUITES = {"default"}
 # FlashInfer JIT-compiles a kernel per variant (dtype, head dim, features) on first use, 1-3 minutes of nvcc each:
 # every suite in shards, so the variants compile at once, each variant's cases in one shard (--flashsim-shard-by
 # variant: a shard does not wait on the lock of a variant another shard is building).
 # flash-attn-4 compiles each variant through the CuTe DSL in the calling process (seconds to a minute of CPU each).
 JIT_PER_VARIANT = {"flashinfer", "flashinfer-mla", "flashinfer-prefill", "flashinfer-norm", "flash-attn-4"}
-SUITE_ORDER = ["smoke", "norm", "default", "sparse", "sinks", "dropout", "mla", "decode", "long"]  # cheap first
+SUITE_ORDER = ["smoke", "norm", "fp8", "default", "sparse", "sinks", "dropout", "mla", "decode", "long"]  # cheap first
 
 
 def generate(env, suite, out):

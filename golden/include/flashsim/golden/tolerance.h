@@ -66,9 +66,11 @@ struct OutputTolerance {
   DType storage = DType::F64;  // of the emulated output
 
   // The floors and bounds for a candidate stored in `candidate_storage` (a coarser type raises the floor).
-  double floor_max_abs(DType candidate_storage) const;  // 2 ulp_S(M) + A M
-  double floor_rel_l2(DType candidate_storage) const;   // u_S + A
-  double bound_max_abs(DType candidate_storage) const;
+  // `scale`: the candidate stored its values times scale (an FP8 output with its scale factor, o_fp8 = o x
+  // scale_o), so the storage's grid in the output's units is ulp_S(M scale) / scale.
+  double floor_max_abs(DType candidate_storage, double scale = 1) const;  // 2 ulp_S(M) + A M
+  double floor_rel_l2(DType candidate_storage) const;                     // u_S + A
+  double bound_max_abs(DType candidate_storage, double scale = 1) const;
   double bound_rel_l2(DType candidate_storage) const;
 };
 // `magnitude` is M above (defaults to emulated.magnitude, the output's own max|exact|); accumulation_length

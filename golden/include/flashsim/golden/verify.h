@@ -19,6 +19,9 @@ namespace flashsim::golden {
 
 // Metadata key a candidate file may set to the dtype it computed in ("bf16"); --as overrides it.
 constexpr const char* kComputeDtypeKey = "flashsim.compute_dtype";
+// __metadata__["flashsim.scale.o"] = "256": the candidate file stores o x 256 (an FP8 output and its scale
+// factor); verify divides by it and takes the FP8 grid at that scale.
+constexpr const char* kScaleKeyPrefix = "flashsim.scale.";
 
 struct VerifyOptions {
   std::optional<DType> compute;  // the candidate's compute dtype; default: Outputs::compute, else the case's
@@ -30,9 +33,10 @@ struct VerifyOptions {
 // One candidate output in memory: row-major values widened to double, its shape, and the dtype the kernel
 // stored it in (the values are that dtype's; it sets the tolerance's floor).
 struct CandidateTensor {
-  std::vector<double> values;
+  std::vector<double> values;  // in the output's units (an FP8 output's codes divided by its scale)
   std::vector<int64_t> shape;
   DType storage = DType::F32;
+  double scale = 1;  // the candidate stored values x scale (an FP8 output's scale factor): its grid's unit
 };
 
 // A candidate's outputs in memory: output name ("o" "lse" "dq" "dk" "dv" "dbias") -> tensor in the case's
