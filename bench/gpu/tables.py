@@ -297,13 +297,15 @@ def decode_table(version_csvs, sdpa_csv=None, model_json=None):
     backends (contiguous K/V) and FlashInfer's paged decode at the same page size beside it. Then the issue's
     tallies: the share at each cell, the prediction within 10%, the model's count within 5% of the best.
     model_json: `flashsim sim tune --kernel splitkv --split-tile ... --json` of a later model: its predictions
-    replace the recorded ones and its pick (the fastest of the counts measured) the launch's."""
-    model = {}
+    replace the recorded ones and its pick (best_splits: sim::pick_splits, where it was measured; else the fastest
+    predicted of the counts measured) the launch's."""
+    model, picks = {}, {}
     if model_json:
         with open(model_json) as f:
             for e in json.load(f)["entries"]:
-                model[(e["batch"], e["cache_len"], e["page_size"])] = {
-                    x["num_splits"]: x["time_us"] / 1e3 for x in e["splits"] if x["fits"]}
+                key = (e["batch"], e["cache_len"], e["page_size"])
+                model[key] = {x["num_splits"]: x["time_us"] / 1e3 for x in e["splits"] if x["fits"]}
+                picks[key] = e.get("best_splits")
     sdpa = {}
     if sdpa_csv:
         with open(sdpa_csv) as f:
@@ -326,7 +328,8 @@ def decode_table(version_csvs, sdpa_csv=None, model_json=None):
             if model:  # the later model's predictions and pick among the measured counts
                 pred = model[(b, n, page)]
                 rs = [dict(r, predicted_ms=pred[int(r["num_splits"])]) for r in rs if int(r["num_splits"]) in pred]
-                chosen = min(rs, key=lambda r: r["predicted_ms"])
+                picked = [r for r in rs if int(r["num_splits"]) == picks[(b, n, page)]]
+                chosen = picked[0] if picked else min(rs, key=lambda r: r["predicted_ms"])
             else:
                 chosen = next(r for r in rs if r["chosen"] == 1)
             best = min(rs, key=lambda r: r["ms"])

@@ -109,7 +109,7 @@ TileConfig launch_tile(const AttentionProblem& p, Pass) {
   std::lock_guard<std::mutex> lock(mu);
   auto it = chosen.find(key);
   if (it == chosen.end())
-    it = chosen.emplace(key, sim::fastest_splits(sim::sweep_splits_of_tile(p, device_profile(), c))).first;
+    it = chosen.emplace(key, sim::pick_splits(sim::sweep_splits_of_tile(p, device_profile(), c))).first;
   c.num_splits = it->second;
   return c;
 }

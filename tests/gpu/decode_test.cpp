@@ -91,7 +91,7 @@ TEST(GpuDecode, LaunchTileIsTheInstancesWithTheModelsFastestSplits) {
     EXPECT_EQ(c.block_k, 64);  // a 32 KiB stage of d128 bf16 K and V
     TileConfig one = c;
     one.num_splits = 1;
-    EXPECT_EQ(c.num_splits, sim::fastest_splits(sim::sweep_splits_of_tile(p, hw, one))) << p.describe();
+    EXPECT_EQ(c.num_splits, sim::pick_splits(sim::sweep_splits_of_tile(p, hw, one))) << p.describe();
   }
   // A long single sequence splits (one CTA a kv head would stream 8K keys alone); more rows pack 8 or 16 a CTA.
   EXPECT_GT(gpu::tile_for(v, decode_problem(1, 32768)).num_splits, 1);

@@ -847,11 +847,33 @@ TEST(Decode, MeasuredStepHoldsALoneCta) {
   EXPECT_GE(measured.rows[0].split_time_s, 0.95 * 512 * step->step_s());
   EXPECT_LT(plain.rows[0].split_time_s, measured.rows[0].split_time_s / 2);
   // so the model splits a lone sequence further than the in-flight rule alone would
-  EXPECT_GT(fastest_splits(measured), 1);
+  EXPECT_GT(pick_splits(measured), 1);
   const auto full = paged_problem(std::vector<int64_t>(64, 8192), 16, 32, 8, 128, DType::BF16);
   const auto r = sweep_splits_of_tile(full, hw, tile);
-  EXPECT_EQ(fastest_splits(r), 1);
+  EXPECT_EQ(pick_splits(r), 1);
   EXPECT_LT(r.rows[0].time_s, 1.05 * sweep_splits_of_tile(full, unmeasured, tile).rows[0].time_s);
+}
+
+// A launch splits only where the model predicts it pays: the fewest splits within kTuneResolution of the
+// fastest row; rows that do not fit are never picked.
+TEST(DecodeSplits, PickTheFewestSplitsWithinTheModelsResolution) {
+  const auto sweep = [](std::vector<std::pair<int64_t, double>> rows, int64_t unfit = 0) {
+    SplitSweepResult r;
+    for (const auto& [splits, t] : rows) {
+      SplitSweepRow row;
+      row.num_splits = splits;
+      row.time_s = t;
+      row.fits = splits != unfit;
+      r.rows.push_back(row);
+    }
+    return r;
+  };
+  EXPECT_EQ(pick_splits(sweep({{1, 1.00}, {2, 0.98}, {4, 0.96}})), 1);  // 4% faster: not worth a split
+  EXPECT_EQ(pick_splits(sweep({{1, 1.00}, {2, 0.94}, {4, 0.90}})), 2);  // 2 within 5% of the fastest (4)
+  EXPECT_EQ(pick_splits(sweep({{1, 1.00}, {2, 0.50}, {4, 0.40}})), 4);
+  EXPECT_EQ(pick_splits(sweep({{1, 0.90}, {2, 1.00}})), 1);
+  EXPECT_EQ(pick_splits(sweep({{1, 0.50}, {2, 1.00}, {4, 0.90}}, 1)), 4);  // 1 does not fit
+  EXPECT_EQ(pick_splits(sweep({})), 1);
 }
 
 // gpu/decode's combine (decode_combine): FA2's combine's bytes; its time the chain of its split loop, a warp a row

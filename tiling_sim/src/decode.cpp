@@ -9,6 +9,7 @@
 #include "flashsim/error.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/sweep.h"
+#include "flashsim/sim/tune.h"
 #include "int_math.h"
 
 namespace flashsim::sim {
@@ -97,15 +98,15 @@ double kv_cache_bytes(const AttentionProblem& p) {
   return keys * static_cast<double>(p.heads_kv * row * dtype_bytes(p.dtype));
 }
 
-int64_t fastest_splits(const SplitSweepResult& r) {
-  int64_t best = 1;
-  double best_s = 0;
+int64_t pick_splits(const SplitSweepResult& r) {
+  double fastest = 0;
   for (const auto& row : r.rows)
-    if (row.fits && (best_s == 0 || row.time_s < best_s)) {
-      best = row.num_splits;
-      best_s = row.time_s;
-    }
-  return best;
+    if (row.fits && (fastest == 0 || row.time_s < fastest)) fastest = row.time_s;
+  int64_t pick = 0;
+  for (const auto& row : r.rows)  // the fewest splits within the model's resolution of the fastest
+    if (row.fits && row.time_s <= (1 + kTuneResolution) * fastest && (pick == 0 || row.num_splits < pick))
+      pick = row.num_splits;
+  return pick > 0 ? pick : 1;
 }
 
 namespace {

@@ -62,7 +62,7 @@ TuneSplitsResult tune_splits(const TuneSplitsRequest& r, const HardwareProfile& 
             TuneSplitsEntry e;
             e.problem = tune_splits_problem(r, d, t, page, b, n);
             e.sweep = r.tile ? sweep_splits_of_tile(e.problem, hw, *r.tile) : sweep_splits(e.problem, hw);
-            e.best = fastest_splits(e.sweep);
+            e.best = pick_splits(e.sweep);
             e.best_s = time_at(e.sweep, e.best);
             e.heuristic_s = time_at(e.sweep, e.sweep.heuristic);
             e.one_split_s = time_at(e.sweep, 1);

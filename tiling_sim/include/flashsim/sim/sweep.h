@@ -99,11 +99,16 @@ SplitSweepResult sweep_splits(const AttentionProblem& p, const HardwareProfile& 
                               const ProblemData* data = nullptr, const TileConfig& base = {});
 // The same sweep of gpu/decode's split kernel launched with its own tile (block_q packed rows, block_k keys a
 // tile, warps, stages; num_splits ignored) and its own combine (decode_combine): decode-v1's and decode-v2's,
-// whose launches pick the fastest row's count.
+// whose launches take pick_splits' count.
 SplitSweepResult sweep_splits_of_tile(const AttentionProblem& p, const HardwareProfile& hw,
                                       const TileConfig& tile, const ProblemData* data = nullptr);
-// The split count of the sweep's fastest row (the fewest splits among equal times).
-int64_t fastest_splits(const SplitSweepResult& r);
+// The split count a launch takes: the fewest splits predicted within kTuneResolution (tune.h) of the fastest
+// row, as a launch table keeps the hand-kept tile unless another is predicted that much faster. Splitting adds
+// a combine kernel and partials the model prices only roughly: it should be predicted to pay. (Against every
+// recorded split count, H100 and H200 decode grids, 2026-11-29: decode-v2's pick within 5% of the measured
+// best in 30 / 30 cells on both cards, where the fastest row's was 30 / 30 and 26 / 30; decode-v1's 28 and 29
+// of 30, were 27 and 27. Those grids had been seen: not a blind check.)
+int64_t pick_splits(const SplitSweepResult& r);
 // K and V bytes of every sequence's keys (cache and appended): what a decode step must read (MLA: K's alone, V
 // being its first head_dim_v columns).
 double kv_cache_bytes(const AttentionProblem& p);

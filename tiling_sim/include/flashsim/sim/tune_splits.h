@@ -30,7 +30,7 @@ struct TuneSplitsRequest {
 struct TuneSplitsEntry {
   AttentionProblem problem;
   SplitSweepResult sweep;
-  int64_t best = 1;        // fastest_splits(sweep)
+  int64_t best = 1;        // pick_splits(sweep)
   double best_s = 0;       // its time
   double heuristic_s = 0;  // FA2's heuristic count's time
   double one_split_s = 0;  // num_splits 1
