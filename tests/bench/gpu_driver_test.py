@@ -354,6 +354,11 @@ class DecodeTable(unittest.TestCase):
         self.assertTrue(lines[4].startswith("| 8 | 1024 | 16 | 1 | 0.0500 |") and "| 0.0480 | 1.04 | 4 |" in lines[4])
         self.assertIn("decode-v2: prediction within 10% in 2 of 2 cells; the model's split count within 5% of the "
                       "measured best in 1 of 2", lines)
+        # the model's own pick (best_splits: sim::pick_splits) where the JSON names it, even if not the fastest row
+        model["entries"][0]["best_splits"] = 4
+        with tempfile.TemporaryDirectory() as d:
+            lines = tables.decode_table([write(d, "v2.csv", ours)], None, write(d, "m.json", json.dumps(model)))
+        self.assertTrue(lines[4].startswith("| 8 | 1024 | 16 | 4 | 0.0400 |"), lines[4])
 
 
 def calibration_results(calibration_id):
