@@ -432,15 +432,20 @@ def fa3_predict(flashsim, kernel, shape, hw="H100-SXM5-80GB"):
     return json.loads(out)["kernels"][0]["time_s"]
 
 
+def read_fwdshape(path):
+    """fa3_dev's `fwdshape` lines of a file: shape (b h hkv sq sk d wl wr) -> the forward's seconds."""
+    import re
+    with open(path) as f:
+        return {tuple(map(int, m[1].split())): float(m[2]) * 1e-3
+                for m in (re.match(r"fwdshape ([-\d ]+): ([\d.]+) ms", line) for line in f) if m}
+
+
 def fa3_heldout(flashsim, results=FA3_CALIB, hw="H100-SXM5-80GB"):
     """The held-out shapes (bench/gpu/data/fa3_heldout.txt, drawn before the run) against the model: the forward's
     time (CUDA events, heldout_fwd.txt), the backward main kernel's (ncu) and the backward kernels' L2 -> SM
     bytes (traffic compare)."""
-    import re
     rows, fwd_ratios, bwd_ratios, byte_fails = [], [], [], 0
-    with open(os.path.join(results, "heldout_fwd.txt")) as f:
-        fwd = {tuple(map(int, m[1].split())): float(m[2]) * 1e-3
-               for m in (re.match(r"fwdshape ([-\d ]+): ([\d.]+) ms", line) for line in f) if m}
+    fwd = read_fwdshape(os.path.join(results, "heldout_fwd.txt"))
     for shape, measured in fwd.items():
         pred = fa3_predict(flashsim, "fwd_fa3", shape, hw)
         fwd_ratios.append(measured / pred)

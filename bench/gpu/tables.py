@@ -363,16 +363,23 @@ def version_models(flashsim, version):
     return [n for n in names if passes[n] == "fwd"], [n for n in names if passes[n] == "bwd"]
 
 
+def _bench_problem(text):
+    """A bench CSV's problem ("b16 h32/8 q1024 k1024 d64 causal bf16") as fa3_dev's shape (b h hkv sq sk d wl wr)."""
+    m = re.match(r"b(\d+) h(\d+)(?:/(\d+))? q(\d+) k(\d+) d(\d+)( causal)?", text)
+    b, h, sq, sk, d = int(m[1]), int(m[2]), int(m[4]), int(m[5]), int(m[6])
+    return (b, h, int(m[3] or m[2]), sq, sk, d, -1, 0 if m[7] else -1)
+
+
 def _sparse_predict(flashsim, row, hw):
     """(forward ms, backward ms) the simulator predicts for a sparse-bench CSV row: its problem, block mask (seed 1,
     the bench's inputs) and tiles, the kernel's own models."""
     prob = row["problem"]
-    b, h, q, k, d = (int(re.search(pat + r"(\d+)", prob).group(1)) for pat in (r"\bb", r"\bh", r"\bq", r"\bk", r"\bd"))
+    b, h, hkv, q, k, d, _, right = _bench_problem(prob)
     br, bc, w, st = re.search(r"fwd Br(\d+) Bc(\d+) w(\d+) st(\d+)", row["tile"]).groups()
     bbr, bbc, bw = re.search(r"bwd Br(\d+) Bc(\d+) w(\d+)", row["tile"]).groups()
     dtype = prob.split()[-1]
-    args = ["--batch", str(b), "--heads", str(h), "--seqlen-q", str(q), "--seqlen-k", str(k), "--head-dim", str(d),
-            "--dtype", dtype, "--hw", hw, "--seed", "1", "--json"] + (["--causal"] if " causal" in prob else [])
+    args = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen-q", str(q), "--seqlen-k", str(k),
+            "--head-dim", str(d), "--dtype", dtype, "--hw", hw, "--seed", "1", "--json"] + (["--causal"] if right == 0 else [])
     mask = re.search(r"block_mask:(\w+):(\d+)x(\d+):(\S+)", prob)
     if mask:
         args += ["--block-mask", mask.group(4), "--block-mask-shape", mask.group(1), "--block-mask-tile",
@@ -404,13 +411,6 @@ def sparse_table(csv_paths, flashsim=None, hw="H100-SXM5-80GB"):
     return lines
 
 
-def _bench_problem(text):
-    """A bench CSV's problem ("b16 h32/8 q1024 k1024 d64 causal bf16") as fa3_dev's shape (b h hkv sq sk d wl wr)."""
-    m = re.match(r"b(\d+) h(\d+)(?:/(\d+))? q(\d+) k(\d+) d(\d+)( causal)?", text)
-    b, h, sq, sk, d = int(m[1]), int(m[2]), int(m[4]), int(m[5]), int(m[6])
-    return (b, h, int(m[3] or m[2]), sq, sk, d, -1, 0 if m[7] else -1)
-
-
 def fa3_model_table(paths, flashsim, hw="H100-SXM5-80GB"):
     """fa3-v1's times by CUDA events against `flashsim sim predict --hw hw` now: flashsim-gpu bench's CSVs (the
     forward kernel, and the backward's three kernels summed) and fa3_dev's `fwdshape` lines (the forward)."""
@@ -422,9 +422,7 @@ def fa3_model_table(paths, flashsim, hw="H100-SXM5-80GB"):
             rows += [(_bench_problem(r["problem"]), {"fwd": float(r["fwd_ms"]) * 1e-3, "bwd": float(r["bwd_ms"]) * 1e-3})
                      for r in read_bench_csv(path) if r["kernel"] == "fa3-v1"]
         else:
-            with open(path) as f:
-                rows += [(tuple(map(int, m[1].split())), {"fwd": float(m[2]) * 1e-3})
-                         for m in (re.match(r"fwdshape ([-\d ]+): ([\d.]+) ms", line) for line in f) if m]
+            rows += [(shape, {"fwd": seconds}) for shape, seconds in derive.read_fwdshape(path).items()]
     if not rows:
         raise ValueError(f"no fa3-v1 times in {', '.join(paths)}")
     lines = [f"{'b h hkv sq sk d wl wr':36s} {'fwd us':>9} {'/ model':>8} {'bwd us':>9} {'/ model':>8}"]

@@ -45,9 +45,11 @@ SweepRow predict_config(const AttentionProblem& p, const TileConfig& c, const Ha
       return row;
     }
   for (const KernelModel* m : kernels) {
-    const bool measured = std::any_of(hw.measured_steps.begin(), hw.measured_steps.end(),
-                                      [&](const MeasuredSteps& e) { return e.kernel == m->name; });
-    KernelCounts counts = analytic_counts(*m, p, c, data, measured);
+    // a block-masked launch's step lists, only where the profile can time them (listing tests every tile)
+    const bool list_steps = p.block_mask != BroadcastShape::None &&
+                            std::any_of(hw.measured_steps.begin(), hw.measured_steps.end(),
+                                        [&](const MeasuredSteps& e) { return e.kernel == m->name; });
+    KernelCounts counts = analytic_counts(*m, p, c, data, list_steps);
     // the pass's main loop (the kernel with a per-CTA step) is the one fa2-v1 compiles per tile config
     if (compiled && counts.launch.step.warps > 0)
       if (const CompiledKernel* ck = compiled->find(m->pass, p, c)) {
