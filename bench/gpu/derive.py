@@ -364,7 +364,7 @@ def fa3_profile_latency(hw="H100-SXM5-80GB"):
             j = json.load(f)
         if j.get("name") == hw:
             return j["kernel_latency_s"] if "kernel_latency_s" in j else fa3_profile_latency(j["inherits"])
-    sys.exit(f"derive: no built-in profile named {hw}")
+    raise ValueError(f"no built-in profile named {hw}")
 
 
 def fa3_steps(results=FA3_CALIB, hw="H100-SXM5-80GB", spread=False, only=""):

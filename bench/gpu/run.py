@@ -758,6 +758,15 @@ def cmd_table(args):
 
 def cmd_derive(args):
     import derive
+    try:
+        derive_one(derive, args)
+    except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as e:  # a missing record or profile
+        print(f"run.py derive {args.what}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def derive_one(derive, args):
     if args.what == "l2-adverse":
         derive.l2_adverse(args.flashsim, args.results or os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26"))
     elif args.what == "dram-coverage":
@@ -772,7 +781,6 @@ def cmd_derive(args):
         derive.fa2_heldout(args.flashsim, args.results or derive.FA2_MODEL)
     else:
         derive.l2_reuse_models()
-    return 0
 
 
 def cmd_sass(args):

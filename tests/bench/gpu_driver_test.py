@@ -415,6 +415,10 @@ class Fa3ModelTable(unittest.TestCase):
         held_out = tables.fa3_model_table([os.path.join(self.RESULTS, "heldout_fwd.txt")], FLASHSIM, "H200")
         self.assertEqual(len(held_out), 1 + 11 + 1)  # the d256 forward alone, no backward column
         self.assertEqual(run.main(["table", "fa3-model", os.path.join(SRC, "README.md")]), 2)
+        with redirect_stderr(io.StringIO()) as err:  # a folder without the records, a profile that is none: exit 2
+            self.assertEqual(run.main(["derive", "fa3-steps", FLASHSIM, os.path.join(SRC, "no", "such")]), 2)
+            self.assertEqual(run.main(["derive", "fa3-steps", FLASHSIM, self.RESULTS, "--hw", "H999"]), 2)
+        self.assertEqual(err.getvalue().count("\n"), 2)
 
 
 class CarryParts(unittest.TestCase):
