@@ -4,6 +4,8 @@
 # - run.py autotune --kernel fa3-v1 (the bundle's flashsim-gpu): every fa3-v1 instance through the goldens
 #   (suites/fa2_instances.json, each tile with --tiles-for), then every instance timed by `flashsim-gpu autotune`
 #   on the grid (default: bf16; d64, 96, 128, 256; 1K, 4K, 16K; plain and causal) -> OUT/autotune/;
+#   each problem's instances timed in turn ROUNDS times (default 7; the median round: a card under its power cap
+#   moves the clock by up to 7% between rounds, calibration fa3.tune_rounds_h200; ROUNDS=1: one after the other);
 #   REPEAT=1 times the grid a second time (OUT/autotune_repeat/); SANITIZE=1 runs compute-sanitizer (memcheck,
 #   racecheck, synccheck) over the instances' checks;
 # - meanwhile bench/gpu/fa3_dev.cu is compiled (every instance), then run: `instances` (each forward instance
@@ -13,7 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 tarball=$1
 out=$2
-grid=${3:---dtypes bf16}
+grid="${3:---dtypes bf16} --rounds ${ROUNDS:-7}"
 mkdir -p "$out/dev"
 bin=$(mktemp -d)
 start=$(date +%s)

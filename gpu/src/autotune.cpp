@@ -129,6 +129,12 @@ std::string tune_head_dims_text(const KernelVersion& v) {
   return s;
 }
 
+// The rounds' median as bench reports its launches' (the upper middle of an even count).
+double median_of(std::vector<double> t) {
+  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
+  return t[t.size() / 2];
+}
+
 }  // namespace
 
 AutotunePlan autotune_plan(const AutotuneGrid& g) {
@@ -176,7 +182,7 @@ AutotunePlan autotune_plan(const AutotuneGrid& g) {
   return plan;
 }
 
-double autotune_estimate_seconds(const AutotunePlan& plan, const BenchOptions& o) {
+double autotune_estimate_seconds(const AutotunePlan& plan, const BenchOptions& o, int rounds) {
   constexpr double kFwdRate = 250e12, kBwdRate = 150e12;  // FLOP/s: below fa2-v1's H100 figures (README)
   constexpr double kBandwidth = 2.5e12;                   // B/s: most of an H100's 3.35 TB/s
   double s = 0;
@@ -191,12 +197,13 @@ double autotune_estimate_seconds(const AutotunePlan& plan, const BenchOptions& o
                          : row_flops(p, it.pass) / kBwdRate + (2 + 4 + 4) * bias / kBandwidth;
     s += t * (o.warmup + o.repeats);
   }
-  return s;
+  return s * std::max(1, rounds);
 }
 
 void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptions& o,
-              const std::function<void(size_t, const AutotuneRow&)>& row) {
+              const std::function<void(size_t, const AutotuneRow&)>& row, int rounds) {
   std::string why_no_cuda;
+  if (rounds < 1) throw InputError("rounds", fmt::format("{}: at least one round", rounds));
   if (!cuda_available(&why_no_cuda)) throw InputError("autotune", "needs a CUDA device: " + why_no_cuda);
   size_t done = 0;
   for (size_t first = 0; first < plan.items.size();) {
@@ -224,23 +231,39 @@ void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptio
       for (const auto& s : sets) v.forward(p, hand, s);
       mem.synchronize();
     }
+    std::vector<AutotuneRow> rows(last - first);
+    std::vector<std::vector<double>> ms(last - first), tflops(last - first);
     for (size_t i = first; i < last; ++i) {
-      AutotuneRow r;
+      AutotuneRow& r = rows[i - first];
       r.item = plan.items[i];
-      const bool fwd = r.item.pass == TunePass::Fwd;
       if (!why_not.empty()) {
         r.skipped = "the launch tile's forward: " + why_not;
       } else {
-        r.skipped = fwd ? v.unsupported(p, r.item.tile) : why_no_backward(v, p, r.item.tile);
+        r.skipped =
+            r.item.pass == TunePass::Fwd ? v.unsupported(p, r.item.tile) : why_no_backward(v, p, r.item.tile);
       }
-      if (r.skipped.empty()) {
+    }
+    for (int round = 0; round < rounds; ++round)
+      for (size_t i = first; i < last; ++i) {
+        const AutotuneRow& r = rows[i - first];
+        if (!r.skipped.empty()) continue;
+        const bool fwd = r.item.pass == TunePass::Fwd;
         BenchOptions passes = o;
         passes.time_forward = fwd;
         passes.time_backward = !fwd;
         BenchResult b;
         time_passes(v, p, r.item.tile, sets, passes, b);
-        r.ms = fwd ? b.fwd_ms : b.bwd_ms;
-        r.tflops = fwd ? b.fwd_tflops : b.bwd_tflops;
+        ms[i - first].push_back(fwd ? b.fwd_ms : b.bwd_ms);
+        tflops[i - first].push_back(fwd ? b.fwd_tflops : b.bwd_tflops);
+      }
+    for (size_t i = first; i < last; ++i) {
+      AutotuneRow& r = rows[i - first];
+      std::vector<double>& t = ms[i - first];
+      if (!t.empty()) {
+        const auto [fastest, slowest] = std::minmax_element(t.begin(), t.end());
+        r.spread = (*slowest - *fastest) / *fastest;
+        r.ms = median_of(t);
+        r.tflops = r.ms > 0 ? tflops[i - first][0] * t[0] / r.ms : 0;  // the same FLOPs each round
       }
       row(++done, r);
     }
@@ -250,7 +273,8 @@ void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptio
 
 std::string autotune_csv_header() {
   return "kernel,pass,head_dim,dtype,seqlen_q,seqlen_k,batch,heads,causal,bias,"
-         "block_q,block_k,warps,kernel_warps,stages,bwd_block_q,bwd_block_k,ms,tflops,hand,table,skipped\n";
+         "block_q,block_k,warps,kernel_warps,stages,bwd_block_q,bwd_block_k,ms,tflops,hand,table,skipped,"
+         "rounds_spread\n";
 }
 
 std::string autotune_csv_line(const AutotunePlan& plan, const AutotuneRow& r) {
@@ -259,14 +283,14 @@ std::string autotune_csv_line(const AutotunePlan& plan, const AutotuneRow& r) {
   const bool fwd = r.item.pass == TunePass::Fwd;
   // the forward's knobs on forward rows, the backward's on backward rows; warps is the TileConfig's and
   // kernel_warps what the kernel launches (the backward: twice as many)
-  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{},{},{}\n",
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.1f},{},{},{},{:.4f}\n",
                      plan.kernel, tune_pass_name(r.item.pass), p.head_dim, dtype_name(p.dtype), p.seqlen_q,
                      p.seqlen_k, p.batch, p.heads_q, p.causal() ? 1 : 0,
                      p.bias != BroadcastShape::None ? 1 : 0, fwd ? std::to_string(c.block_q) : "",
                      fwd ? std::to_string(c.block_k) : "", c.warps, fwd ? c.warps : 2 * c.warps,
                      fwd ? std::to_string(c.stages) : "", fwd ? "" : std::to_string(c.bwd_block_q),
                      fwd ? "" : std::to_string(c.bwd_block_k), r.ms, r.tflops, r.item.hand ? 1 : 0,
-                     r.item.table ? 1 : 0, r.skipped.empty() ? "" : csv_quoted(r.skipped));
+                     r.item.table ? 1 : 0, r.skipped.empty() ? "" : csv_quoted(r.skipped), r.spread);
 }
 
 std::string autotune_json(const AutotunePlan& plan, const std::vector<AutotuneRow>& rows) {
@@ -288,10 +312,10 @@ std::string autotune_json(const AutotunePlan& plan, const std::vector<AutotuneRo
         "{}\n  {{\"kernel\": \"{}\", \"pass\": \"{}\", \"head_dim\": {}, \"dtype\": \"{}\", \"seqlen_q\": "
         "{}, \"seqlen_k\": {}, "
         "\"batch\": {}, \"heads\": {}, \"causal\": {}, \"bias\": {}, {}, \"ms\": {:.4f}, \"tflops\": {:.1f}, "
-        "\"hand\": {}, \"table\": {}, \"skipped\": {}}}",
+        "\"hand\": {}, \"table\": {}, \"skipped\": {}, \"rounds_spread\": {:.4f}}}",
         i == 0 ? "" : ",", plan.kernel, tune_pass_name(r.item.pass), p.head_dim, dtype_name(p.dtype),
         p.seqlen_q, p.seqlen_k, p.batch, p.heads_q, p.causal(), p.bias != BroadcastShape::None, tile, r.ms,
-        r.tflops, r.item.hand, r.item.table, json_quoted(r.skipped));
+        r.tflops, r.item.hand, r.item.table, json_quoted(r.skipped), r.spread);
   }
   return out + "\n]\n";
 }

@@ -354,6 +354,7 @@ void add_autotune(CLI::App& app, int& exit_code) {
     std::vector<std::string> dtypes{"bf16", "fp16"};
     std::string pass = "both", out;
     int warmup = 3, repeats = 10;  // modest: ~1400 configs in the default grid
+    int rounds = 1;
     bool dry_run = false;
   };
   auto st = std::make_shared<State>();
@@ -374,6 +375,10 @@ void add_autotune(CLI::App& app, int& exit_code) {
   cmd->add_option("--warmup", st->warmup, "Launches before timing")->check(CLI::Range(0, 10000));
   cmd->add_option("--repeats", st->repeats, "Timed launches (the median is reported)")
       ->check(CLI::Range(1, 10000));
+  cmd->add_option("--rounds", st->rounds,
+                  "Time a problem's configs in turn this many times and report each one's median round (a "
+                  "clock that drifts then moves them alike; rounds_spread: how far its rounds differ)")
+      ->check(CLI::Range(1, 100));
   cmd->add_option("--out", st->out,
                   "Output file: CSV, or JSON when the name ends in .json (default: CSV on stdout)");
   cmd->add_flag("--dry-run", st->dry_run, "Print the (problem, config) pairs and the estimate; run nothing");
@@ -390,10 +395,11 @@ void add_autotune(CLI::App& app, int& exit_code) {
     for (const auto& it : plan.items) fwd += it.pass == gpu::TunePass::Fwd ? 1 : 0;
     std::fprintf(
         stderr,
-        "autotune: %zu problems, %zu configs (%zu forward, %zu backward), warmup %d + repeats %d: about "
-        "%.0f s of kernels (estimated at 250 / 150 TFLOP/s and 2.5 TB/s; setup not counted)\n",
+        "autotune: %zu problems, %zu configs (%zu forward, %zu backward), warmup %d + repeats %d, %d "
+        "round(s): about %.0f s of kernels (estimated at 250 / 150 TFLOP/s and 2.5 TB/s; setup not "
+        "counted)\n",
         plan.problems.size(), plan.items.size(), fwd, plan.items.size() - fwd, o.warmup, o.repeats,
-        gpu::autotune_estimate_seconds(plan, o));
+        st->rounds, gpu::autotune_estimate_seconds(plan, o, st->rounds));
     if (st->dry_run) {
       for (size_t i = 0; i < plan.items.size(); ++i)
         fmt::print("[{}/{}] {}{}\n", i + 1, plan.items.size(), gpu::autotune_label(plan, plan.items[i]),
@@ -414,19 +420,25 @@ void add_autotune(CLI::App& app, int& exit_code) {
       if (json) std::fputs(gpu::autotune_json(plan, rows).c_str(), f);
     };
     try {
-      gpu::autotune(gpu::kernel_version(plan.kernel), plan, o, [&](size_t done, const gpu::AutotuneRow& r) {
-        const std::string label = gpu::autotune_label(plan, r.item);
-        if (r.skipped.empty())
-          std::fprintf(stderr, "[%zu/%zu] %s: %.3f ms\n", done, plan.items.size(), label.c_str(), r.ms);
-        else
-          std::fprintf(stderr, "[%zu/%zu] %s: skipped (%s)\n", done, plan.items.size(), label.c_str(),
-                       r.skipped.c_str());
-        rows.push_back(r);
-        if (!json) {
-          std::fputs(gpu::autotune_csv_line(plan, r).c_str(), f);
-          std::fflush(f);  // a run cut short keeps its rows
-        }
-      });
+      gpu::autotune(
+          gpu::kernel_version(plan.kernel), plan, o,
+          [&](size_t done, const gpu::AutotuneRow& r) {
+            const std::string label = gpu::autotune_label(plan, r.item);
+            if (r.skipped.empty() && st->rounds > 1)
+              std::fprintf(stderr, "[%zu/%zu] %s: %.3f ms (rounds %.1f%% apart)\n", done, plan.items.size(),
+                           label.c_str(), r.ms, 100 * r.spread);
+            else if (r.skipped.empty())
+              std::fprintf(stderr, "[%zu/%zu] %s: %.3f ms\n", done, plan.items.size(), label.c_str(), r.ms);
+            else
+              std::fprintf(stderr, "[%zu/%zu] %s: skipped (%s)\n", done, plan.items.size(), label.c_str(),
+                           r.skipped.c_str());
+            rows.push_back(r);
+            if (!json) {
+              std::fputs(gpu::autotune_csv_line(plan, r).c_str(), f);
+              std::fflush(f);  // a run cut short keeps its rows
+            }
+          },
+          st->rounds);
     } catch (...) {
       write_json();  // the rows measured so far
       throw;

@@ -71,7 +71,13 @@ TEST(GpuAutotune, DefaultPlanTimesEveryInstanceOnEveryProblem) {
     total += static_cast<size_t>(nf + nb);
   }
   EXPECT_EQ(total, plan.items.size());
-  EXPECT_GT(gpu::autotune_estimate_seconds(plan, gpu::BenchOptions{}), 0.0);
+  const double once = gpu::autotune_estimate_seconds(plan, gpu::BenchOptions{});
+  EXPECT_GT(once, 0.0);
+  EXPECT_NEAR(gpu::autotune_estimate_seconds(plan, gpu::BenchOptions{}, 3), 3 * once, 1e-9 * once);
+  // rounds are counted before a CUDA device is asked for: refused here with or without one
+  const auto nothing = [](size_t, const gpu::AutotuneRow&) {};
+  EXPECT_THROW(gpu::autotune(gpu::kernel_version(plan.kernel), plan, gpu::BenchOptions{}, nothing, 0),
+               InputError);
 }
 
 TEST(GpuAutotune, GridChoicesAndOutputs) {
@@ -100,6 +106,9 @@ TEST(GpuAutotune, GridChoicesAndOutputs) {
                 "fa2-v1,fwd,128,fp16,4096,4096,2,16,1,1,128,64,4,4,1,,,1.5000,100.0,", 0),
             0u)
       << gpu::autotune_csv_line(plan, r);
+  r.spread = 0.0712;  // the rounds' spread closes the line
+  EXPECT_TRUE(gpu::autotune_csv_line(plan, r).ends_with(",0.0712\n")) << gpu::autotune_csv_line(plan, r);
+  EXPECT_NE(gpu::autotune_json(plan, {r}).find("\"rounds_spread\": 0.0712"), std::string::npos);
   g.fwd = false;
   g.bwd = true;
   const gpu::AutotunePlan bplan = gpu::autotune_plan(g);

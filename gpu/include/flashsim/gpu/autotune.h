@@ -59,23 +59,27 @@ struct AutotunePlan {
 // is built for; no GPU needed. Throws InputError naming a bad grid value (or a version without tiles to time).
 AutotunePlan autotune_plan(const AutotuneGrid& g);
 
-// Seconds the kernels of the plan take at o's warmup and repeats, from the FLOPs at 250 (forward) and 150
-// (backward) TFLOP/s and the bias bytes at 2.5 TB/s: an estimate for planning a run, not a prediction.
-double autotune_estimate_seconds(const AutotunePlan& plan, const BenchOptions& o);
+// Seconds the kernels of the plan take at o's warmup and repeats, `rounds` times, from the FLOPs at 250 (forward)
+// and 150 (backward) TFLOP/s and the bias bytes at 2.5 TB/s: an estimate for planning a run, not a prediction.
+double autotune_estimate_seconds(const AutotunePlan& plan, const BenchOptions& o, int rounds = 1);
 
 struct AutotuneRow {
   AutotuneItem item;
-  double ms = 0;        // median of o.repeats launches of the pass (0 when skipped)
+  double ms = 0;        // median of o.repeats launches of the pass (of the rounds' medians; 0 when skipped)
   double tflops = 0;    // FlashAttention's convention (conventional_forward_flops; 2.5x for the backward)
   std::string skipped;  // why the config did not run ("" when it did)
+  double spread = 0;    // (slowest - fastest) / fastest of the rounds' medians (0 with one round)
 };
 
 // Runs the plan on the version (kernel_version(plan.kernel)) on this CUDA device: per problem, inputs made on the device once (device
 // memory rotated as bench does), the forward run once at the launch table's tile (o and lse for the backward),
-// then each item's pass alone, median of o.repeats launches after o.warmup. `row` gets every row as it is done
-// (done = its 1-based index in plan.items). Throws InputError without a CUDA device.
+// then each item's pass alone, median of o.repeats launches after o.warmup. With rounds > 1 a problem's items are
+// timed in turn `rounds` times (A B C A B C ...) and each row holds the median of its rounds: a clock that drifts
+// during a run (an H200 capping its power on long launches moved one config 7% between two rounds) then moves
+// every config of the problem alike, where timing them one after the other ranks the drift. `row` gets every row
+// as it is done (done = its 1-based index in plan.items). Throws InputError without a CUDA device.
 void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptions& o,
-              const std::function<void(size_t done, const AutotuneRow& row)>& row);
+              const std::function<void(size_t done, const AutotuneRow& row)>& row, int rounds = 1);
 
 // The output: CSV (a header line and a line a row) or a JSON array of objects with the same fields.
 std::string autotune_csv_header();
