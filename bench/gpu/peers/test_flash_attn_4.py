@@ -28,25 +28,16 @@ def test_flash_attn_4(flashsim_case):
     if dv != d and "dq" in flashsim_case.output_names:  # run 15: an MLIR error compiling dv 16 / 32 / 96, shared
         # memory over the 227 KiB limit at d64 dv128 and d128 dv256 (its forward runs these)
         pytest.skip(f"{flashsim_case.name}: its SM90 backward fails for head_dim_v != head_dim")
-    kw = fa4_kwargs(flashsim_case, like)
-    if flashsim_case.has_feature("sinks"):
-        kw["learnable_sink"] = flashsim_case.inputs("sinks", like=like).requires_grad_()
+    kw, leaves = fa4_kwargs(flashsim_case, like), {}
+    if flashsim_case.has_feature("sinks"):  # its learnable_sink: differentiated as a leaf
+        leaves["sinks"] = kw["learnable_sink"] = flashsim_case.inputs("sinks", like=like)
     if flashsim_case.has_feature("kv_cache"):  # forward over the pages after the append
-        cache = flashsim_case.paged_cache(like)
-        q = flashsim_case.inputs("q", like=like)
-        call = lambda: cute.flash_attn_varlen_func(q, cache.k, cache.v, page_table=cache.block_table,  # noqa: E731
-                                                   seqused_k=cache.lengths, return_lse=True, **kw)
-        o, lse = flashsim_case.timed(call)
+        cache, q = flashsim_case.paged_cache(like), flashsim_case.inputs("q", like=like)
+        o, lse = flashsim_case.timed(lambda: cute.flash_attn_varlen_func(
+            q, cache.k, cache.v, page_table=cache.block_table, seqused_k=cache.lengths, return_lse=True, **kw))
         return flashsim_case.verify(o=o, lse=lse)
-    q, k, v, do = flashsim_case.inputs("q", "k", "v", "do", like=like)
-    q, k, v = (x.requires_grad_() for x in (q, k, v))
-    leaves = (q, k, v) + ((kw["learnable_sink"],) if "learnable_sink" in kw else ())
+    leaves.update(zip("qkv", flashsim_case.inputs("q", "k", "v", like=like)))
     fn = cute.flash_attn_varlen_func if "cu_seqlens_q" in kw else cute.flash_attn_func
-    backward = "dq" in flashsim_case.output_names
-
-    def call():
-        o, lse = fn(q, k, v, return_lse=True, **kw)
-        return (o, lse, *torch.autograd.grad(o, leaves, do)) if backward else (o, lse)
-
-    out = flashsim_case.timed(call)
-    flashsim_case.verify(**dict(zip(("o", "lse", "dq", "dk", "dv", "dsinks"), out)))
+    forward = lambda: fn(leaves["q"], leaves["k"], leaves["v"], return_lse=True, **kw)  # noqa: E731
+    do = flashsim_case.inputs("do", like=like) if "do" in flashsim_case.input_names else None
+    flashsim_case.verify(**flashsim_case.timed(flashsim_case.with_grads(forward, leaves, do)))
