@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "device_fill.h"
 #include "device_memory.h"
@@ -21,8 +22,9 @@ namespace flashsim::gpu {
 namespace {
 
 // One rotation set: q and the whole cache drawn on the device (N(0, 1), as the host generator), a shuffled block
-// table (make_block_table, seeded by the set), outputs as allocated.
-DeviceArgs decode_case(DeviceMemory& mem, const AttentionProblem& p, size_t workspace, uint64_t set) {
+// table (make_block_table, seeded by the set) or the in-order one, outputs as allocated.
+DeviceArgs decode_case(DeviceMemory& mem, const AttentionProblem& p, size_t workspace, uint64_t set,
+                       bool pages_in_order) {
   const auto input = [&](int64_t n, InputStream s) {
     void* d = mem.alloc(static_cast<size_t>(n) * static_cast<size_t>(dtype_bytes(p.dtype)));
     fill_normal_device(d, n, p.dtype,
@@ -43,7 +45,8 @@ DeviceArgs decode_case(DeviceMemory& mem, const AttentionProblem& p, size_t work
   a.q = input(p.q_elems(), InputStream::Q);
   a.k_cache = input(elems(p.k_cache_shape()), InputStream::K);
   a.v_cache = input(elems(p.v_cache_shape()), InputStream::V);
-  const KvCacheLayout l = kv_cache_layout(p, make_block_table(p, set));
+  const KvCacheLayout l =
+      kv_cache_layout(p, pages_in_order ? in_order_block_table(p) : make_block_table(p, set));
   a.block_table = upload_i32(l.block_table);
   a.cache_seqlens = upload_i32(l.cache_seqlens);
   a.o = mem.alloc(static_cast<size_t>(p.o_elems()) * static_cast<size_t>(dtype_bytes(p.dtype)));
@@ -54,8 +57,20 @@ DeviceArgs decode_case(DeviceMemory& mem, const AttentionProblem& p, size_t work
 
 }  // namespace
 
+std::vector<int32_t> in_order_block_table(const AttentionProblem& p) {
+  const int64_t cols = p.max_blocks_per_seq();
+  if (p.cache_num_blocks() > std::numeric_limits<int32_t>::max())
+    throw InputError("num_blocks",
+                     fmt::format("{} pages do not fit int32 page indices", p.cache_num_blocks()));
+  std::vector<int32_t> table(static_cast<size_t>(p.batch * cols), 0);
+  int32_t next = 0;  // sequence after sequence, each one's pages in key order
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.cache_pages(b); ++i) table[static_cast<size_t>(b * cols + i)] = next++;
+  return table;
+}
+
 std::vector<DecodeBenchRow> decode_bench(const KernelVersion& v, const AttentionProblem& p,
-                                         const BenchOptions& o) {
+                                         const BenchOptions& o, bool pages_in_order) {
   if (!p.kv_cache()) throw InputError("page-size", "decode-bench times a paged KV cache: give --page-size");
   if (p.seqlen_new > 0)
     throw InputError("seqlen-new", "decode-bench times the attention over the cache, without an append");
@@ -75,7 +90,7 @@ std::vector<DecodeBenchRow> decode_bench(const KernelVersion& v, const Attention
   DeviceMemory mem(Backend::Cuda);
   std::vector<DeviceArgs> sets;
   do {
-    sets.push_back(decode_case(mem, p, workspace, sets.size()));
+    sets.push_back(decode_case(mem, p, workspace, sets.size(), pages_in_order));
   } while (mem.allocated_bytes() < static_cast<size_t>(o.rotate_bytes) && sets.size() < 64);
   mem.synchronize();
   std::vector<DecodeBenchRow> rows;

@@ -192,7 +192,7 @@ void add_decode_bench(CLI::App& app, int& exit_code) {
     std::string kernel = "decode-v1";
     std::vector<int64_t> batches{1, 8, 32, 64, 128}, cache_lens{1024, 4096, 8192, 32768}, page_sizes{16, 256};
     int64_t heads = 32, heads_kv = 8, head_dim = 128, seqlen_q = 1;
-    std::string dtype = "bf16";
+    std::string dtype = "bf16", pages = "shuffled";
     int repeats = 20;
     int64_t max_cache_gib =
         24;  // the largest cell's K and V (b128 x 32K: 17.2 GB) fits an 80 GB device twice
@@ -210,6 +210,10 @@ void add_decode_bench(CLI::App& app, int& exit_code) {
   cmd->add_option("--repeats", st->repeats, "Timed launches a split count (the median is reported)")
       ->check(CLI::Range(3, 10000));
   cmd->add_option("--max-cache-gib", st->max_cache_gib, "Skip cells whose K and V exceed this (GiB)");
+  cmd->add_option("--pages", st->pages,
+                  "The block table: shuffled (pages anywhere, as a serving engine's pool) or in-order (each "
+                  "sequence's pages one after another: a contiguous cache's addresses, the same lookups)")
+      ->check(CLI::IsMember({"shuffled", "in-order"}));
   cmd->callback([st, &exit_code] {
     for (const auto& [flag, values] :
          {std::pair{"batches", &st->batches}, std::pair{"cache-lens", &st->cache_lens},
@@ -252,7 +256,7 @@ void add_decode_bench(CLI::App& app, int& exit_code) {
       }
       gpu::BenchOptions o;
       o.repeats = st->repeats;
-      for (const auto& r : gpu::decode_bench(v, p, o)) {
+      for (const auto& r : gpu::decode_bench(v, p, o, st->pages == "in-order")) {
         const double rate = r.kv_bytes / (r.ms * 1e-3);
         fmt::print("{},{},{},{},{},{},{:.4f},{:.4f},{:.0f},{:.1f},{:.3f}\n", v.name, p.batch, p.seqlen_k,
                    p.page_size, r.num_splits, r.chosen ? 1 : 0, r.ms, r.predicted_ms, r.kv_bytes, rate / 1e9,

@@ -3,9 +3,13 @@
 // decode suite's cases by versions without a paged cache.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "flashsim/error.h"
+#include "flashsim/gpu/decode_bench.h"
 #include "flashsim/gpu/harness.h"
 #include "flashsim/gpu/params.h"
+#include "flashsim/kv_cache.h"
 #include "flashsim/sim/hardware.h"
 #include "flashsim/sim/sweep.h"
 #include "problem_builder.h"
@@ -117,4 +121,36 @@ TEST(GpuDecode, OnlyTheSplitCountMayBeOverridden) {
   c.block_k = 128;
   gpu::DeviceArgs none;
   EXPECT_THROW(v.forward(p, c, none), InputError);
+}
+
+// decode-bench --pages in-order: each sequence's pages follow one another (page k of a sequence is the one after
+// page k - 1), every page used once, within the cache's blocks, with sequences of different lengths; the
+// shuffled table (the default) uses the same pages in another order.
+TEST(GpuDecode, InOrderBlockTableLaysEachSequenceOutContiguously) {
+  AttentionProblem p = decode_problem(3, 100);
+  p.cache_seqlens = {100, 17, 64};  // 7, 2 and 4 pages of 16
+  p.validate();
+  const std::vector<int32_t> t = gpu::in_order_block_table(p);
+  const int64_t cols = p.max_blocks_per_seq();
+  ASSERT_EQ(t.size(), static_cast<size_t>(p.batch * cols));
+  std::vector<int32_t> used;
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.cache_pages(b); ++i) {
+      const int32_t page = t[static_cast<size_t>(b * cols + i)];
+      if (i > 0) {
+        EXPECT_EQ(page, t[static_cast<size_t>(b * cols + i - 1)] + 1) << b << " " << i;
+      }
+      used.push_back(page);
+    }
+  std::vector<int32_t> shuffled_used;
+  const std::vector<int32_t> s = make_block_table(p, 7);
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t i = 0; i < p.cache_pages(b); ++i)
+      shuffled_used.push_back(s[static_cast<size_t>(b * cols + i)]);
+  std::sort(used.begin(), used.end());
+  std::sort(shuffled_used.begin(), shuffled_used.end());
+  EXPECT_EQ(used, shuffled_used);  // the same pages, 0 .. num_blocks - 1 once each
+  EXPECT_EQ(used.front(), 0);
+  EXPECT_EQ(used.back(), p.cache_num_blocks() - 1);
+  EXPECT_EQ(std::adjacent_find(used.begin(), used.end()), used.end());
 }
