@@ -6,13 +6,17 @@ not the C library's and not CUDA's (the GPU machine has its own toolkit and driv
 libraries (OpenBLAS alone is 36 MB) and flashsim-gpu (44 MB of kernels, 12 MB compressed). `unpack`, on the GPU
 machine, restores them once and returns the environment that puts the libraries on the loader's path.
 `pack_python` packs the Python package the same way (a cp312 wheel, ml_dtypes and pytest, the libraries);
-`golden_subset` copies a generated suite's small cases (the whole default suite is 360 MB).
+`golden_subset` copies a generated suite's small cases (the whole default suite is 360 MB). From a shell on
+the GPU machine: `eval "$(python3 bench/gpu/bundle.py env BUNDLE)"` unpacks the bundle and exports its
+LD_LIBRARY_PATH.
 """
 import glob
 import json
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 
@@ -112,3 +116,9 @@ def golden_subset(src, out, max_bytes=500_000):
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(m, f, indent=2)
     return len(m["cases"])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "env":
+        sys.exit("usage: bundle.py env BUNDLE   (prints the export that puts the unpacked libraries on the path)")
+    print("export LD_LIBRARY_PATH=" + shlex.quote(unpack(sys.argv[2])["LD_LIBRARY_PATH"]))

@@ -16,14 +16,7 @@ cd "$(dirname "$0")/../.."
 bundle=$1
 out=$2
 mkdir -p "$out"
-eval "$(python3 - "$bundle" <<'EOF'
-import shlex, sys
-sys.path.insert(0, "bench/gpu")
-import bundle
-env = bundle.unpack(sys.argv[1])
-print("export LD_LIBRARY_PATH=" + shlex.quote(env["LD_LIBRARY_PATH"]))
-EOF
-)"
+eval "$(python3 bench/gpu/bundle.py env "$bundle")"
 fg=$bundle/flashsim-gpu
 stalls=$(for r in no_instruction branch_resolving barrier long_scoreboard short_scoreboard wait math_pipe_throttle \
   mio_throttle dispatch_stall not_selected selected; do printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' $r; done)

@@ -12,14 +12,7 @@ cd "$(dirname "$0")/../.."
 bundle=$1
 out=$2
 mkdir -p "$out"
-eval "$(python3 - "$bundle" <<'EOF'
-import shlex, sys
-sys.path.insert(0, "bench/gpu")
-import bundle
-env = bundle.unpack(sys.argv[1])
-print("export LD_LIBRARY_PATH=" + shlex.quote(env["LD_LIBRARY_PATH"]))
-EOF
-)"
+eval "$(python3 bench/gpu/bundle.py env "$bundle")"
 fg=$bundle/flashsim-gpu
 d=${DIM:-96}
 bk=${BLOCK_K:-128}

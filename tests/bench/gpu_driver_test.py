@@ -502,6 +502,15 @@ class Bundle(unittest.TestCase):
                                  capture_output=True, text=True)
             self.assertEqual(res.returncode, 0)
             self.assertIn("H100-SXM5-80GB", res.stdout)
+            # a shell's way in: `eval "$(python3 bench/gpu/bundle.py env BUNDLE)"` runs the same binary
+            script, binary = bundle.__file__, os.path.join(out, os.path.basename(FLASHSIM))
+            res = subprocess.run(["bash", "-c", f'eval "$(python3 {script} env {out})" && {binary} hw list'],
+                                 capture_output=True, text=True)
+            self.assertEqual(res.returncode, 0, res.stderr)
+            self.assertIn("H100-SXM5-80GB", res.stdout)
+            res = subprocess.run([sys.executable, script, "env"], capture_output=True, text=True)
+            self.assertEqual(res.returncode, 1)
+            self.assertIn("usage: bundle.py env BUNDLE", res.stderr)
 
 
 class Compare(unittest.TestCase):
