@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import pathlib
 import shutil
 import sys
 import zipfile
@@ -71,7 +72,7 @@ def join(args):
             print(f"{w['name']}: {len(have)} of {len(parts)} parts here")
             missing += 1
             continue
-        data = b"".join(open(p, "rb").read() for p in parts)
+        data = b"".join(pathlib.Path(p).read_bytes() for p in parts)
         if hashlib.sha256(data).hexdigest() != w["sha256"]:
             print(f"{w['name']}: sha256 differs from the manifest's", file=sys.stderr)
             return 1

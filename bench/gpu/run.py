@@ -195,14 +195,33 @@ def cmd_check(args):
 
 def cmd_bench(args):
     """Our CUDA kernel versions (flashsim-gpu bench --csv) and PyTorch's SDPA backends (sdpa.py bench) on the same
-    grid in the same run, then one table with each of ours beside SDPA's flash and cuDNN backends and the ratio."""
+    grid in the same run, then one table with each of ours beside SDPA's flash and cuDNN backends and the ratio.
+    --rounds N runs the pair N times in alternating order (ours first, then SDPA first, ...) and takes each row's
+    median round: a card whose power cap lowers its clock during a run (an H200 moved one kernel 7% between two
+    rounds, calibration fa3.tune_rounds_h200) would otherwise favour whichever side ran first."""
+    if args.rounds < 1:
+        print(f"run.py bench: --rounds {args.rounds}: at least one", file=sys.stderr)
+        return 2
     g = Gpu(args)
     g.gpu_txt()
     grid = args.grid.split() if args.grid else []
-    ours, sdpa = g.path(f"bench_ours{args.tag}.csv"), g.path(f"bench_sdpa{args.tag}.csv")
-    say("flashsim-gpu bench: exit", sh([g.fg, "bench", "--csv"] + kernels_flag(args) + grid, out=ours, env=g.env))
-    say("sdpa.py bench: exit", sh([sys.executable, os.path.join(HERE, "sdpa.py"), "bench"] + grid, out=sdpa))
-    lines = tables.bench_table(tables.read_bench_csv(ours), tables.read_bench_csv(sdpa))
+    rounds = {"ours": [], "sdpa": []}
+    for i in range(args.rounds):
+        tag = args.tag + (f"_r{i + 1}" if args.rounds > 1 else "")
+        ours, sdpa = g.path(f"bench_ours{tag}.csv"), g.path(f"bench_sdpa{tag}.csv")
+        runs = [("ours", "flashsim-gpu bench", [g.fg, "bench", "--csv"] + kernels_flag(args) + grid, ours, g.env),
+                ("sdpa", "sdpa.py bench", [sys.executable, os.path.join(HERE, "sdpa.py"), "bench"] + grid, sdpa, None)]
+        for side, label, cmd, out, env in (runs if i % 2 == 0 else runs[::-1]):
+            say(f"{label} (round {i + 1} of {args.rounds}): exit", sh(cmd, out=out, env=env))
+            rounds[side].append(tables.read_bench_csv(out) if os.path.exists(out) else [])
+    (ours_rows, worst_ours), (sdpa_rows, worst_sdpa) = (tables.merge_bench_rounds(rounds[s]) for s in ("ours", "sdpa"))
+    lines = tables.bench_table(ours_rows, sdpa_rows)
+    if args.rounds > 1:  # the medians as the one-round files were (run.py table bench reads them)
+        for rows, name in ((ours_rows, "ours"), (sdpa_rows, "sdpa")):
+            tables.write_bench_csv(g.path(f"bench_{name}{args.tag}.csv"), rows)
+        worst = max(worst_ours, worst_sdpa)
+        lines.append(f"{args.rounds} rounds in alternating order, each row's median round; the widest row between "
+                     f"rounds: {100 * worst[0]:.1f}% ({worst[1]}, {worst[2]})")
     with open(g.path(f"bench_table{args.tag}.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     say("\n".join(lines))
@@ -819,6 +838,8 @@ def parser():
     p.add_argument("--grid", default="", help='extra flags for both ("--seqlens 4096 --head-dims 128")')
     p.add_argument("--kernels", default="")
     p.add_argument("--tag", default="", help="a suffix of the output files")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="the pair timed this many times in alternating order, each row's median round (default 2)")
 
     p = verb("traffic", cmd_traffic, gpu=True, help="Nsight Compute runs (ncu.py's metric sets and problems)")
     p.add_argument("what", choices=["fa2", "own", "sdpa", "tiles", "autotune-tiles", "layouts", "metric-sets",

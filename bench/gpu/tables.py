@@ -21,6 +21,39 @@ def read_bench_csv(path):
         return [r for r in csv.DictReader(f) if not r["skipped"]]
 
 
+def write_bench_csv(path, rows):
+    """Rows as read_bench_csv gives them, back to a CSV with their own columns."""
+    with open(path, "w", newline="") as f:
+        if rows:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+
+def merge_bench_rounds(rounds):
+    """Rounds of the same bench CSV (lists of read_bench_csv rows) as one: each (kernel, problem)'s times the median
+    of its rounds (the upper middle of an even count, as flashsim-gpu takes its launches'), TFLOP/s from those;
+    and the largest spread of a row's forward or backward time between rounds ((slowest - fastest) / fastest,
+    its kernel and problem)."""
+    by = collections.OrderedDict()
+    for rows in rounds:
+        for r in rows:
+            by.setdefault((r["kernel"], r["problem"]), []).append(r)
+    merged, worst = [], (0.0, "", "")
+    for (kernel, problem), rs in by.items():
+        row = dict(rs[0])
+        for p in ("fwd", "bwd"):
+            ms = sorted(float(r[f"{p}_ms"]) for r in rs if float(r[f"{p}_ms"] or 0) > 0)
+            if not ms:
+                continue
+            mid = ms[len(ms) // 2]
+            flops = float(rs[0][f"{p}_tflops"]) * float(rs[0][f"{p}_ms"])  # TFLOP/s x ms: the same FLOPs each round
+            row[f"{p}_ms"], row[f"{p}_tflops"] = f"{mid:.4f}", f"{flops / mid:.1f}"
+            worst = max(worst, (ms[-1] / ms[0] - 1, kernel, problem))
+        merged.append(row)
+    return merged, worst
+
+
 def bench_table(ours, sdpa):
     """Per problem, each of our versions beside SDPA's flash and cuDNN backends, TFLOP/s forward and backward,
     and our ratio to each."""
@@ -398,7 +431,10 @@ def _sparse_predict(flashsim, row, hw):
 def sparse_table(csv_paths, flashsim=None, hw="H100-SXM5-80GB"):
     """flashsim-gpu sparse-bench's rows: measured time per pass beside the prediction the CSV recorded or, with a
     flashsim build, the one it predicts now for the same problem, mask and tiles (the kernel's own models)."""
-    rows = [r for p in csv_paths for r in csv.DictReader(open(p))]
+    rows = []
+    for p in csv_paths:
+        with open(p) as f:
+            rows += list(csv.DictReader(f))
     lines = ["| problem | mask | fwd ms | predicted | pred / meas | bwd ms | predicted | pred / meas |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:

@@ -54,7 +54,8 @@ class Arguments(unittest.TestCase):
         self.assertEqual((a.fn, a.kernels, a.dq, a.no_sanitize, a.bundle), (run.cmd_check, "fa2-v1", "partials", True,
                                                                             ".gpu-bundle"))
         a = self.parse("bench", "--grid", "--seqlens 4096", "--tag", "_t")
-        self.assertEqual((a.fn, a.grid.split(), a.tag), (run.cmd_bench, ["--seqlens", "4096"], "_t"))
+        self.assertEqual((a.fn, a.grid.split(), a.tag, a.rounds), (run.cmd_bench, ["--seqlens", "4096"], "_t", 2))
+        self.assertEqual(self.parse("bench", "--rounds", "0").fn(self.parse("bench", "--rounds", "0")), 2)
         a = self.parse("traffic", "sdpa", "--shapes", "validation3", "--metrics", "dram", "--runs", "3")
         self.assertEqual((a.fn, a.what, a.shapes, a.metrics, a.runs), (run.cmd_traffic, "sdpa", "validation3", "dram", 3))
         for what in ("fa2", "own", "tiles", "autotune-tiles", "layouts", "metric-sets"):
@@ -154,6 +155,28 @@ class Tables(unittest.TestCase):
         # x flash, x cudnn; a peer at 0 TFLOP/s (cuDNN's backward here) gives no ratio
         self.assertEqual(lines[1].split(), [*p.split(), "fa2-v1", "300.0", "400.0", "500.0", "0.75", "0.60", "200.0",
                                             "250.0", "0.0", "0.80", "-"])
+
+    def test_bench_rounds_take_each_rows_median(self):
+        head = "kernel,problem,fwd_ms,fwd_tflops,bwd_ms,bwd_tflops,skipped\n"
+        p, q = "b4 h16 q4096 k4096 d128 bf16", "b1 h16 q512 k512 d64 bf16"
+        with tempfile.TemporaryDirectory() as tmp:
+            rounds = [tables.read_bench_csv(write(tmp, f"r{i}.csv", head + f"fa3-v1,{p},{f},{300 / f:.1f},2,100.0,\n"
+                                                                       f"fa3-v1,{q},0.5,10.0,0,0,\n"))
+                      for i, f in enumerate((1.0, 1.2, 1.1))]
+            merged, worst = tables.merge_bench_rounds(rounds)
+            path = os.path.join(tmp, "m.csv")
+            tables.write_bench_csv(path, merged)
+            again = tables.read_bench_csv(path)
+        self.assertEqual([r["problem"] for r in merged], [p, q])
+        self.assertEqual((merged[0]["fwd_ms"], merged[0]["fwd_tflops"]), ("1.1000", "272.7"))  # 300 TFLOP/s x 1 ms
+        self.assertEqual((merged[0]["bwd_ms"], merged[0]["bwd_tflops"]), ("2.0000", "100.0"))
+        self.assertEqual((merged[1]["bwd_ms"], merged[1]["bwd_tflops"]), ("0", "0"))  # forward only: left as it was
+        self.assertAlmostEqual(worst[0], 0.2)
+        self.assertEqual(worst[1:], ("fa3-v1", p))
+        self.assertEqual(again, merged)
+        # a side that ran in one round only (one kernel's rows missing from another round) keeps its one time
+        merged, _ = tables.merge_bench_rounds([rounds[0], []])
+        self.assertEqual(merged[0]["fwd_ms"], "1.0000")
 
     def test_probe_tables(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -277,7 +300,7 @@ class Peers(unittest.TestCase):
         for kernel, (adapter, suites) in peers.KERNELS.items():
             path = os.path.join(peers.HERE, adapter)
             self.assertTrue(os.path.isfile(path), f"{kernel}: {adapter}")
-            self.assertIn("@pytest.mark.flashsim(", open(path).read(), f"{kernel}: {adapter} has no flashsim marker")
+            self.assertIn("@pytest.mark.flashsim(", run.read(path), f"{kernel}: {adapter} has no flashsim marker")
             # run() walks SUITE_ORDER: a suite missing there would never run, silently
             self.assertEqual([s for s in suites if s not in peers.SUITE_ORDER], [], kernel)
         self.assertLessEqual(peers.JIT_PER_VARIANT | peers.COMPILED, set(peers.KERNELS))
@@ -442,7 +465,7 @@ class CarryParts(unittest.TestCase):
                 self.assertEqual([join("p1"), join("p3")], [3, 3])  # parts still missing: nothing unpacked
                 self.assertFalse(os.path.exists(site))
                 self.assertEqual(join("p2"), 0)
-            self.assertEqual(open(os.path.join(site, "pkg", "__init__.py")).read(), "X = 1\n")
+            self.assertEqual(run.read(os.path.join(site, "pkg", "__init__.py")), "X = 1\n")
             self.assertEqual(os.path.getsize(os.path.join(site, "pkg", "data", "blob.bin")), 5 << 19)
             self.assertFalse(os.path.exists(os.path.join(site, "pkg", "unused")))  # dropped by the glob
             part = os.path.join(store, "pkg-1.0-py3-none-any.whl.02")
@@ -475,7 +498,7 @@ class CarryParts(unittest.TestCase):
             part = os.path.join(out, "p1", "pkg-1.0-py3-none-any.whl.01")
             self.assertEqual(zipfile.ZipFile(part).getinfo("pkg/lib.txt").compress_type, zipfile.ZIP_LZMA)
             self.assertLess(os.path.getsize(part), os.path.getsize(wheel))  # LZMA beats the wheel's deflate here
-            self.assertEqual(open(os.path.join(site, "pkg", "lib.txt")).read(), text)
+            self.assertEqual(run.read(os.path.join(site, "pkg", "lib.txt")), text)
 
 
 class Bundle(unittest.TestCase):

@@ -61,7 +61,9 @@ def recorded(paths):
     ("sdpa-flash" of adapter "sdpa") count for it."""
     done = collections.defaultdict(set)
     for path in paths:
-        for line in open(path):
+        with open(path) as f:
+            lines = f.readlines()
+        for line in lines:
             if line.strip():
                 r = json.loads(line)
                 adapter = r["kernel"] if r["kernel"] in KERNELS else \
@@ -133,7 +135,8 @@ def run(env, out, kernels=None, suites=None, repeats=5, budget_s=540, case_filte
                     p.kill()
                     rc = "timeout"
                 log.close()
-                tail = open(log.name).read().strip().splitlines()[-1:] or [""]
+                with open(log.name) as f:
+                    tail = f.read().strip().splitlines()[-1:] or [""]
                 print(f"{name}: rc {rc}, {time.time() - t0:.0f} s: {tail[0]}", flush=True)
 
 
@@ -147,7 +150,9 @@ def latest_records(paths):
     one's (a rerun)."""
     latest = {}
     for p in paths:
-        for line in open(p):
+        with open(p) as f:
+            lines = f.readlines()
+        for line in lines:
             if line.strip():
                 r = json.loads(line)
                 latest[(r["kernel"], r["suite"], r["case"])] = r
