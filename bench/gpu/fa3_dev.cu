@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fa3_launch.h"
+#include "flashsim/families/fa3/walk.h"
 
 using flashsim::gpu::fa3::Fa3FwdParams;
 
@@ -397,11 +398,32 @@ std::string fmt_sizes(const char* f, Args... args) {
   return buf;
 }
 
+// fa3-v1's balanced walk of a fixed-length shape for `grid` CTAs (walk.h, as the launch builds it through
+// sim::fa3_forward_walk): the tiles' costs (fa3_tile_cost) dealt in the tile order of the head groups.
+std::vector<int32_t> balanced_walk_of(const Shape& s, int block_q, int block_k, int head_group, int64_t grid) {
+  const int64_t num_m = (s.sq + block_q - 1) / block_q;
+  std::vector<int64_t> cost(num_m);
+  for (int64_t m = 0; m < num_m; ++m)
+    cost[m] = flashsim::fa3_tile_cost(m * block_q, std::min<int64_t>(s.sq, (m + 1) * block_q), s.sq, s.sk, s.wl,
+                                      s.wr, block_k, s.d);
+  const flashsim::Fa3TileOrder order{num_m, int64_t(s.b) * s.h, head_group};
+  return flashsim::fa3_balanced_walk(num_m * s.b * s.h, grid, [&](int64_t t) { return cost[order(t).second]; });
+}
+
+// walk: a balanced walk (balanced_walk_of) the persistent grid follows; empty: the static walk.
 double time_shape(const Shape& s, bool persistent, bool pingpong, int head_group = 0,
-                  const flashsim::Fa3FwdInstance* inst = nullptr) {
+                  const flashsim::Fa3FwdInstance* inst = nullptr, const std::vector<int32_t>& walk = {}) {
   Buffers buf = alloc(s, false);
-  const Fa3FwdParams a = scheduled_params(s, buf, persistent, pingpong, head_group, inst);
+  Fa3FwdParams a = scheduled_params(s, buf, persistent, pingpong, head_group, inst);
+  int32_t* d_walk = nullptr;
+  if (!walk.empty()) {
+    CHECK(cudaMalloc(&d_walk, walk.size() * sizeof(int32_t)));
+    CHECK(cudaMemcpy(d_walk, walk.data(), walk.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    a.walk = d_walk;
+    a.walk_ctas = walk[0] - 1;  // walk[0] is the first CTA's offset, past the grid + 1 offsets
+  }
   const double t = median_ms(10, [&] { CHECK(launch(a)); });
+  if (d_walk) CHECK(cudaFree(d_walk));
   const bool causal = s.wr == 0 && s.wl < 0;
   const double flops = 4.0 * s.b * s.h * double(s.sq) * s.sk * s.d / (causal ? 2 : 1);
   const std::string sizes =
@@ -459,9 +481,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   // One shape: fwdshape / bwdshape b h hkv sq sk d wl wr (the window, -1 unbounded; -1 0: causal). The forward
-  // with fa3-v1's own schedule (fa3_v1.cpp: persistent unless causal or windowed, then one CTA a tile in head
-  // groups sized by the L2), timed by events, but its persistent grids walk statically (fa3-v1's launch walks
-  // unequal tiles balanced: families/fa3/walk.h); the backward's three kernels (ncu picks its main kernel).
+  // with fa3-v1's own schedule (fa3_v1.cpp with its workspace: persistent unless causal or windowed, then one CTA
+  // a tile in head groups sized by the L2, or persistent where causal tiles are many; a persistent grid of
+  // unequal tiles walks balanced, families/fa3/walk.h), timed by events; the backward's three kernels (ncu picks
+  // its main kernel). (Before 2026-11-29 this walked statically and took the schedule of a launch without a
+  // workspace: the held-out forward timings recorded before then ran that schedule on causal shapes.)
   if (argc == 10 && (std::string(argv[1]) == "fwdshape" || std::string(argv[1]) == "bwdshape")) {
     int v[8];
     for (int i = 0; i < 8; ++i) v[i] = std::atoi(argv[2 + i]);
@@ -473,10 +497,16 @@ int main(int argc, char** argv) {
     const int span = s.sq + s.sk;
     const int wl = s.wl < span ? s.wl : -1, wr = s.wr < span ? s.wr : -1;
     const bool causal = wl < 0 && wr == 0, windowed = !causal && (wl >= 0 || wr >= 0);
-    const flashsim::Fa3Schedule rule = flashsim::fa3_fwd_schedule(
-        causal, windowed, s.sk, int64_t((s.sq + 127) / 128) * s.h * s.b, 132, 2LL * s.sk * s.d * 2,
-        52428800LL, int64_t(s.b) * s.h, /*balanced_walk=*/false);
-    const double ms = time_shape(s, rule.persistent, rule.pingpong, rule.head_group);
+    const int64_t tiles = int64_t((s.sq + 127) / 128) * s.h * s.b, grid = std::min<int64_t>(tiles, 132);
+    const flashsim::Fa3Schedule rule =
+        flashsim::fa3_fwd_schedule(causal, windowed, s.sk, tiles, 132, 2LL * s.sk * s.d * 2, 52428800LL,
+                                   int64_t(s.b) * s.h, /*balanced_walk=*/true);
+    const flashsim::Fa3FwdInstance* inst = flashsim::fa3_fwd_instance(s.d);
+    const std::vector<int32_t> walk =
+        flashsim::fa3_fwd_walks_balanced(rule.persistent && grid < tiles, causal, false)
+            ? balanced_walk_of(s, inst->block_q, inst->block_k, rule.head_group, grid)
+            : std::vector<int32_t>{};
+    const double ms = time_shape(s, rule.persistent, rule.pingpong, rule.head_group, inst, walk);
     std::printf("fwdshape %d %d %d %d %d %d %d %d: %.4f ms\n", v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
                 ms);
     return 0;

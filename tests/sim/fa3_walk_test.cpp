@@ -217,3 +217,31 @@ TEST(Fa3Walk, LongCausalRunsPersistentWhereTheLaunchWalksBalanced) {
   EXPECT_TRUE(short_causal.persistent);  // the static walk's measured range (below 4096 keys)
   EXPECT_EQ(short_causal.head_group, 16);
 }
+
+// The walk's tile cost (walk.h, which the dev driver's held-out timings build their walk from without the
+// simulator) is the simulator's visible key blocks plus the head dim's overhead, over windows on both sides,
+// causal, q longer and shorter than k, ragged last blocks and windows past either end.
+TEST(Fa3Walk, TileCostIsTheVisibleKeyBlocksPlusTheOverhead) {
+  std::mt19937 rng(29);
+  const auto pick = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  int checked = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t sq = pick(1, 700), sk = pick(1, 700),
+                  d = std::vector<int64_t>{64, 96, 128, 256}[pick(0, 3)];
+    const int64_t bq = 128, bk = std::vector<int64_t>{32, 64, 96, 128}[pick(0, 3)];
+    int64_t wl = pick(-1, 300), wr = pick(-1, 300);
+    if (trial % 4 == 0) wl = -1, wr = 0;  // causal
+    const AttentionProblem p =
+        ProblemBuilder().batch(1).heads(2).seqlen(sq, sk).head_dim(d).window(wl, wr).build();
+    for (int64_t q0 = 0; q0 < sq; q0 += bq) {
+      const int64_t q1 = std::min(sq, q0 + bq);
+      const auto [n0, n1] = visible_key_blocks(p, 0, q0, q1, bk);
+      EXPECT_EQ(fa3_tile_cost(q0, q1, sq, sk, wl, wr, bk, d), n1 - n0 + fa3_tile_overhead_blocks(d))
+          << "q" << sq << " k" << sk << " window " << wl << "," << wr << " Bc" << bk << " rows " << q0;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 400);
+}

@@ -465,15 +465,13 @@ std::vector<int32_t> fa3_forward_walk(const AttentionProblem& p, int64_t block_q
   const std::lock_guard<std::mutex> lock(mutex);
   if (key == last_key) return last_walk;
   const int64_t num_m = kernels::ceil_div(p.seqlen_q, block_q);
-  const int64_t overhead = fa3_tile_overhead_blocks(p.head_dim);
   // cost[b][m]: tile (b, m)'s, any head (a tile past a shorter sequence is skipped: none)
   std::vector<int64_t> cost(static_cast<size_t>(p.batch * num_m), 0);
   for (int64_t b = 0; b < p.batch; ++b)
-    for (int64_t m = 0; m < num_m && m * block_q < p.len_q(b); ++m) {
-      const auto [n0, n1] =
-          visible_key_blocks(p, b, m * block_q, std::min(p.len_q(b), (m + 1) * block_q), block_k);
-      cost[static_cast<size_t>(b * num_m + m)] = n1 - n0 + overhead;
-    }
+    for (int64_t m = 0; m < num_m && m * block_q < p.len_q(b); ++m)
+      cost[static_cast<size_t>(b * num_m + m)] =
+          fa3_tile_cost(m * block_q, std::min(p.len_q(b), (m + 1) * block_q), p.len_q(b), p.len_k(b),
+                        p.window_left, p.window_right, block_k, p.head_dim);
   const Fa3TileOrder order{num_m, p.batch * p.heads_q, head_group};
   last_walk = fa3_balanced_walk(num_m * p.batch * p.heads_q, grid, [&](int64_t t) {
     const auto [bh, m] = order(t);

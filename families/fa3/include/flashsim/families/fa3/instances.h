@@ -54,7 +54,8 @@ inline constexpr int64_t kFa3PersistentCausalKeys = 4096;  // static walk: 3072 
 inline constexpr int64_t kFa3PersistentCausalGroup = 16;   // within 5% of the best of 4 .. 64 at 512 .. 3072
 inline constexpr int64_t kFa3PersistentCausalTilesPerSm = 8;  // a quarter of the fewest measured (31)
 // tiles: the launch's (query block, head, batch) tiles; sms: the device's SMs; balanced_walk: whether the launch
-// can walk a persistent grid balanced (fa3-v1's can with a workspace; the dev driver's walk is static).
+// can walk a persistent grid balanced (fa3-v1's can with a workspace, as bench/gpu/fa3_dev.cu's fwdshape does;
+// the dev driver's other modes walk statically).
 constexpr Fa3Schedule fa3_fwd_schedule(bool causal, bool windowed, int64_t seqlen_k, int64_t tiles,
                                        int64_t sms, int64_t kv_bytes_per_head, int64_t l2_bytes,
                                        int64_t batch_heads, bool balanced_walk = true) {

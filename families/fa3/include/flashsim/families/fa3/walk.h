@@ -50,6 +50,18 @@ constexpr int64_t fa3_tile_overhead_blocks(int64_t head_dim) {
   return head_dim / 32;
 }
 
+// A tile's cost for the walk: the key blocks of block_k that rows [q0, q1) of a sequence of lq queries and lk keys
+// see through the window (wl, wr; bottom-right aligned, -1 unbounded: the simulator's visible_key_blocks, which
+// the test Fa3Walk.TileCostIsTheVisibleKeyBlocksPlusTheOverhead holds it to), plus fa3_tile_overhead_blocks.
+constexpr int64_t fa3_tile_cost(int64_t q0, int64_t q1, int64_t lq, int64_t lk, int64_t wl, int64_t wr,
+                                int64_t block_k, int64_t head_dim) {
+  const int64_t shift = lk - lq;
+  const int64_t lo = wl < 0 ? 0 : (q0 + shift - wl > 0 ? q0 + shift - wl : 0);
+  const int64_t hi = wr < 0 ? lk : (q1 + shift + wr < lk ? q1 + shift + wr : lk);
+  const int64_t first = lo / block_k, last = hi <= 0 ? 0 : (hi + block_k - 1) / block_k;
+  return (last > first ? last - first : 0) + fa3_tile_overhead_blocks(head_dim);
+}
+
 // The walk as one int32 array: grid + 1 offsets into the array itself (CTA i runs the tiles at walk[walk[i]] ..
 // walk[walk[i + 1] - 1], in order), then the tiles. Bytes of a walk of `tiles` tiles over at most `grid` CTAs:
 constexpr int64_t fa3_walk_bytes(int64_t tiles, int64_t grid) {
