@@ -15,16 +15,18 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 tarball=$1
 out=$2
-grid="${3:---dtypes bf16} --rounds ${ROUNDS:-7}"
+grid=${3:---dtypes bf16}
 mkdir -p "$out/dev"
 bin=$(mktemp -d)
 start=$(date +%s)
 (KEEP_BIN=$bin SDPA=0 MODE=build bash bench/gpu/fa3_dev.sh "$tarball" "$out/dev" > "$out/dev/build.txt" 2>&1) &
 build=$!
-python3 bench/gpu/run.py autotune --kernel fa3-v1 --grid "$grid" --budget-s "${BUDGET_S:-330}" --out "$out/autotune"
+python3 bench/gpu/run.py autotune --kernel fa3-v1 --grid "$grid" --rounds "${ROUNDS:-7}" --budget-s "${BUDGET_S:-330}" \
+  --out "$out/autotune"
 # REPEAT=1: the timings again, same card, same binary (how far two runs agree: the ceiling of any model's ranking)
 [ "${REPEAT:-0}" = 1 ] &&
-  python3 bench/gpu/run.py autotune --kernel fa3-v1 --no-check --grid "$grid" --out "$out/autotune_repeat"
+  python3 bench/gpu/run.py autotune --kernel fa3-v1 --no-check --grid "$grid" --rounds "${ROUNDS:-7}" \
+    --out "$out/autotune_repeat"
 wait $build
 echo "fa3_dev built after $(($(date +%s) - start)) s"
 if [ ! -x "$bin/fa3_dev" ]; then tail -20 "$out/dev/build.txt"; exit 1; fi

@@ -467,7 +467,7 @@ def cmd_autotune(args):
                                    "plain,causal+bias"]}
         grid = grids[args.grid] if args.grid in grids else args.grid.split()
         left = max(1, int(args.budget_s - (time.time() - t0)))
-        rc = sh([g.fg, "autotune", "--kernel", args.kernel] + grid + args.args.split() +
+        rc = sh([g.fg, "autotune", "--kernel", args.kernel, "--rounds", str(args.rounds)] + grid + args.args.split() +
                 ["--out", g.path("autotune.csv")],
                 err=g.path("autotune_progress.txt"), env=g.env, timeout=left)
         rows = max(0, read(g.path("autotune.csv")).count("\n") - 1) if os.path.exists(g.path("autotune.csv")) else 0
@@ -864,6 +864,9 @@ def parser():
         p.add_argument("--grid", default="", help='small, or autotune flags ("--head-dims 128 ...")')
         p.add_argument("--args", default="", help='more autotune flags ("--repeats 20")')
         p.add_argument("--budget-s", type=float, default=530, help="seconds the whole verb may take")
+        p.add_argument("--rounds", type=int, default=3,
+                       help="a problem's configs timed in turn this many times, each one's median round (default 3; "
+                            "autotune --rounds)")
 
     p = verb("autotune", cmd_autotune, gpu=True, help="every instance of a version checked, then timed")
     p.add_argument("--kernel", default="fa2-v1", choices=["fa2-v1", "fa3-v1"], help="the version")
@@ -874,6 +877,8 @@ def parser():
     p = verb("tune-validate", cmd_tune_validate, gpu=True, help="sim tune --check's timings and the table's goldens")
     p.add_argument("--grid-budget-s", type=float, default=300)
     p.add_argument("--heldout-budget-s", type=float, default=150)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="autotune --rounds (default 1: fa2-v1's 1392 grid configs fill --grid-budget-s at one)")
     p.set_defaults(no_check=True, no_time=False, grid="", args="", budget_s=0, kernel="fa2-v1")
 
     p = verb("probe", cmd_probe, help="build and run a probe of probes/")

@@ -62,9 +62,10 @@ class Arguments(unittest.TestCase):
             self.assertEqual(self.parse("traffic", what).what, what)
         self.assertEqual(self.parse("compare", "--set", "validation2", "--replayed").set, "validation2")
         a = self.parse("autotune", "--no-check", "--grid", "small", "--budget-s", "100")
-        self.assertEqual((a.no_check, a.no_time, a.grid, a.budget_s), (True, False, "small", 100))
+        self.assertEqual((a.no_check, a.no_time, a.grid, a.budget_s, a.rounds), (True, False, "small", 100, 3))
+        self.assertEqual(self.parse("autotune", "--rounds", "7").rounds, 7)
         a = self.parse("tune-validate", "--out", "o")
-        self.assertEqual((a.fn, a.no_check, a.out), (run.cmd_tune_validate, True, "o"))
+        self.assertEqual((a.fn, a.no_check, a.out, a.rounds), (run.cmd_tune_validate, True, "o", 1))
         for name in ("l2", "launch", "cta-rates", "cta-stream"):
             self.assertEqual(self.parse("probe", name).name, name)
         self.assertEqual(self.parse("probe", "l2", "--probes", "causal_mimic", "--metrics", "dram").probes, "causal_mimic")
