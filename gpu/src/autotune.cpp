@@ -243,30 +243,31 @@ void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptio
             r.item.pass == TunePass::Fwd ? v.unsupported(p, r.item.tile) : why_no_backward(v, p, r.item.tile);
       }
     }
+    // Round after round, the problem's configs in turn; a config's row goes out as its last round ends (with one
+    // round: as soon as it is timed, so that a run cut short keeps every row it finished).
     for (int round = 0; round < rounds; ++round)
       for (size_t i = first; i < last; ++i) {
-        const AutotuneRow& r = rows[i - first];
-        if (!r.skipped.empty()) continue;
-        const bool fwd = r.item.pass == TunePass::Fwd;
-        BenchOptions passes = o;
-        passes.time_forward = fwd;
-        passes.time_backward = !fwd;
-        BenchResult b;
-        time_passes(v, p, r.item.tile, sets, passes, b);
-        ms[i - first].push_back(fwd ? b.fwd_ms : b.bwd_ms);
-        tflops[i - first].push_back(fwd ? b.fwd_tflops : b.bwd_tflops);
+        AutotuneRow& r = rows[i - first];
+        std::vector<double>& t = ms[i - first];
+        if (r.skipped.empty()) {
+          const bool fwd = r.item.pass == TunePass::Fwd;
+          BenchOptions passes = o;
+          passes.time_forward = fwd;
+          passes.time_backward = !fwd;
+          BenchResult b;
+          time_passes(v, p, r.item.tile, sets, passes, b);
+          t.push_back(fwd ? b.fwd_ms : b.bwd_ms);
+          tflops[i - first].push_back(fwd ? b.fwd_tflops : b.bwd_tflops);
+        }
+        if (round + 1 < rounds) continue;
+        if (!t.empty()) {
+          const auto [fastest, slowest] = std::minmax_element(t.begin(), t.end());
+          r.spread = (*slowest - *fastest) / *fastest;
+          r.ms = median_of(t);
+          r.tflops = r.ms > 0 ? tflops[i - first][0] * t[0] / r.ms : 0;  // the same FLOPs each round
+        }
+        row(++done, r);
       }
-    for (size_t i = first; i < last; ++i) {
-      AutotuneRow& r = rows[i - first];
-      std::vector<double>& t = ms[i - first];
-      if (!t.empty()) {
-        const auto [fastest, slowest] = std::minmax_element(t.begin(), t.end());
-        r.spread = (*slowest - *fastest) / *fastest;
-        r.ms = median_of(t);
-        r.tflops = r.ms > 0 ? tflops[i - first][0] * t[0] / r.ms : 0;  // the same FLOPs each round
-      }
-      row(++done, r);
-    }
     first = last;
   }
 }
