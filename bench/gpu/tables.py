@@ -282,10 +282,14 @@ def autotune_agreement(first, second):
     statistics `flashsim sim tune --check` gives a model (its fastest within 5% of the second's fastest, the
     within-entry Spearman per (kernel, pass, head dim)). How far timings agree with themselves: the ceiling of any
     model's ranking."""
+    spreads = {}
+
     def load(path):
         out = {}
         with open(path) as f:
             for r in csv.DictReader(f):
+                if r.get("rounds_spread") and r["ms"] and not r.get("skipped"):
+                    spreads.setdefault(path, []).append(float(r["rounds_spread"]))
                 if r["ms"] and not r.get("skipped"):
                     entry = (r.get("kernel") or "fa2-v1", r["pass"], int(r["head_dim"]), r["dtype"], r["causal"],
                              r["bias"], int(r["seqlen_q"]), r["batch"], r["heads"])
@@ -308,6 +312,11 @@ def autotune_agreement(first, second):
     for (kernel, p, d), rhos in sorted(groups.items()):
         lines.append(f"{kernel:<8} {p:<4} {d:>4} {len(rhos):>7} {sum(rhos) / len(rhos):>9.3f} {min(rhos):>8.3f}")
     lines.append(f"the first's fastest within 5% of the second's fastest: {within} of {entries} entries")
+    for path in (first, second):  # autotune --rounds: how far a config's rounds differed (0: one round)
+        s = sorted(spreads.get(path, []))
+        if s and s[-1] > 0:
+            lines.append(f"{os.path.basename(os.path.dirname(path)) or path}: a config's rounds apart by "
+                         f"{100 * s[0]:.1f} .. {100 * s[-1]:.1f}%, median {100 * s[len(s) // 2]:.1f}%")
     return lines
 
 

@@ -179,6 +179,30 @@ class Tables(unittest.TestCase):
         merged, _ = tables.merge_bench_rounds([rounds[0], []])
         self.assertEqual(merged[0]["fwd_ms"], "1.0000")
 
+    def test_autotune_agreement_of_two_runs(self):
+        head = "kernel,pass,head_dim,dtype,causal,bias,seqlen_q,batch,heads,block_q,block_k,warps,stages," \
+               "bwd_block_q,bwd_block_k,ms,skipped"
+
+        def rows(times, spreads=None):
+            out = []
+            for i, ((d, bk), ms) in enumerate(times):
+                line = f"fa3-v1,fwd,{d},bf16,0,0,4096,4,16,128,{bk},12,2,,,{ms},"
+                out.append(line + (f",{spreads[i]}" if spreads else ""))
+            return out
+        # d64: three tiles, the second run swaps the two slower (rho 0.5); d128: two tiles, the same order (1.0)
+        first = [((64, 64), 1.0), ((64, 128), 1.1), ((64, 160), 1.3), ((128, 64), 2.0), ((128, 128), 1.0)]
+        second = [((64, 64), 1.0), ((64, 128), 1.2), ((64, 160), 1.1), ((128, 64), 2.2), ((128, 128), 1.1)]
+        with tempfile.TemporaryDirectory() as tmp:
+            a = write(tmp, "a.csv", "\n".join([head] + rows(first)) + "\n")
+            b = write(tmp, "b.csv", "\n".join([head + ",rounds_spread"] +
+                                               rows(second, [0.01, 0.05, 0.03, 0.02, 0.04])) + "\n")
+            lines = tables.autotune_agreement(a, b)
+        self.assertEqual(lines[1].split(), ["fa3-v1", "fwd", "64", "1", "0.500", "0.500"])
+        self.assertEqual(lines[2].split(), ["fa3-v1", "fwd", "128", "1", "1.000", "1.000"])
+        self.assertEqual(lines[3], "the first's fastest within 5% of the second's fastest: 2 of 2 entries")
+        self.assertEqual(len(lines), 5)  # the first run has no rounds: no spread line for it
+        self.assertTrue(lines[4].endswith("a config's rounds apart by 1.0 .. 5.0%, median 3.0%"), lines[4])
+
     def test_probe_tables(self):
         with tempfile.TemporaryDirectory() as tmp:
             rows = []
