@@ -396,8 +396,11 @@ def fa3_steps(results=FA3_CALIB, hw="H100-SXM5-80GB", spread=False, only=""):
                         "persistent": persistent, "tile_s_by_steps": points})
 
     for (d, tile, persistent), runs in sorted(fwd.items()):
-        entry("fwd_fa3", d, tile, persistent,
-              [(sk // tile[1], t) for sk, t in runs if sk // tile[1] <= FA3_FWD_MAX_STEPS])
+        by_keys = collections.defaultdict(list)  # fa3_dev's calib rounds: a line a shape each round
+        for sk, t in runs:
+            by_keys[sk].append(t)
+        entry("fwd_fa3", d, tile, persistent, [(sk // tile[1], statistics.median(ts)) for sk, ts in by_keys.items()
+                                               if sk // tile[1] <= FA3_FWD_MAX_STEPS])
     # the backward's runs: the folder's own, else the calibration run's (fa3_tune.sh times the forward alone)
     bwd_dir = os.path.join(results, "bwd_ncu")
     if not os.path.isdir(bwd_dir):

@@ -2,7 +2,8 @@
 # On the GPU machine: what the fa3 family's simulator models are calibrated and checked against.
 #   bash bench/gpu/fa3_calib.sh CUTLASS_INCLUDE_TARBALL OUT
 # Each part can be left out (0) or run alone:
-#   CALIB=1    fa3_dev.cu's calibration shapes (MODE=calib): the forward's tile costs at 1 .. 32 key blocks a tile,
+#   CALIB=1    fa3_dev.cu's calibration shapes (MODE=calib; FA3_CALIB_ROUNDS sweeps, default 3, run.py derive
+#              fa3-steps takes each shape's median): the forward's tile costs at 1 .. 32 key blocks a tile,
 #              persistent and one CTA a tile, by CUDA events; and ncu (--clock-control none: the card's own
 #              clocks, as events see them) of the backward on 264 heads x 4 key blocks at 1 .. 64 query blocks a
 #              CTA (its main kernel's costs), and both causal at the longest (masked steps' costs): calibration

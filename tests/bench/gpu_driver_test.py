@@ -22,6 +22,7 @@ DRIVER, SRC, FLASHSIM = sys.argv[1:4]
 sys.path.insert(0, DRIVER)
 import bundle  # noqa: E402
 import carry_parts  # noqa: E402
+import derive  # noqa: E402
 import ncu  # noqa: E402
 import run  # noqa: E402
 import tables  # noqa: E402
@@ -467,6 +468,23 @@ class Fa3ModelTable(unittest.TestCase):
             self.assertEqual(run.main(["derive", "fa3-steps", FLASHSIM, os.path.join(SRC, "no", "such")]), 2)
             self.assertEqual(run.main(["derive", "fa3-steps", FLASHSIM, self.RESULTS, "--hw", "H999"]), 2)
         self.assertEqual(err.getvalue().count("\n"), 2)
+
+    def test_calib_rounds_take_each_shapes_median(self):
+        # fa3_dev calib in rounds: a line a shape each round; a shape's tile cost is (median - latency) / 8
+        latency = derive.fa3_profile_latency("H200")
+        times = {128: [0.0400, 0.0460, 0.0420], 256: [0.0700, 0.0710, 0.0650]}  # ms, three rounds each
+        with tempfile.TemporaryDirectory() as tmp:
+            lines = [f"time b1 h264 hkv1 sq512 sk{sk} d128 full persistent1 pingpong1 Br128 Bc128 st2: {t:.4f} ms "
+                     f"100.0 TFLOP/s" for r in range(3) for sk, ts in times.items() for t in [ts[r]]]
+            write(tmp, "calib_events.txt", "\n".join(lines) + "\n")
+            os.makedirs(os.path.join(tmp, "bwd_ncu"))
+            with redirect_stdout(io.StringIO()):
+                entries = derive.fa3_steps(tmp, "H200", only="fwd_fa3")
+        self.assertEqual(len(entries), 1)
+        e = entries[0]
+        self.assertEqual((e["head_dim"], e["block_k"], e["stages"], e["persistent"]), (128, 128, 2, True))
+        want = [[1, float(f"{(0.0420e-3 - latency) / 8:.4g}")], [2, float(f"{(0.0700e-3 - latency) / 8:.4g}")]]
+        self.assertEqual(e["tile_s_by_steps"], want)
 
 
 class CarryParts(unittest.TestCase):
