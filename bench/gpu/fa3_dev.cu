@@ -400,14 +400,16 @@ std::string fmt_sizes(const char* f, Args... args) {
 
 // fa3-v1's balanced walk of a fixed-length shape for `grid` CTAs (walk.h, as the launch builds it through
 // sim::fa3_forward_walk): the tiles' costs (fa3_tile_cost) dealt in the tile order of the head groups.
-std::vector<int32_t> balanced_walk_of(const Shape& s, int block_q, int block_k, int head_group, int64_t grid) {
+std::vector<int32_t> balanced_walk_of(const Shape& s, int block_q, int block_k, int head_group,
+                                      int64_t grid) {
   const int64_t num_m = (s.sq + block_q - 1) / block_q;
   std::vector<int64_t> cost(num_m);
   for (int64_t m = 0; m < num_m; ++m)
-    cost[m] = flashsim::fa3_tile_cost(m * block_q, std::min<int64_t>(s.sq, (m + 1) * block_q), s.sq, s.sk, s.wl,
-                                      s.wr, block_k, s.d);
+    cost[m] = flashsim::fa3_tile_cost(m * block_q, std::min<int64_t>(s.sq, (m + 1) * block_q), s.sq, s.sk,
+                                      s.wl, s.wr, block_k, s.d);
   const flashsim::Fa3TileOrder order{num_m, int64_t(s.b) * s.h, head_group};
-  return flashsim::fa3_balanced_walk(num_m * s.b * s.h, grid, [&](int64_t t) { return cost[order(t).second]; });
+  return flashsim::fa3_balanced_walk(num_m * s.b * s.h, grid,
+                                     [&](int64_t t) { return cost[order(t).second]; });
 }
 
 // walk: a balanced walk (balanced_walk_of) the persistent grid follows; empty: the static walk.
