@@ -120,5 +120,10 @@ def golden_subset(src, out, max_bytes=500_000):
 
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "env":
-        sys.exit("usage: bundle.py env BUNDLE   (prints the export that puts the unpacked libraries on the path)")
+        print("usage: bundle.py env BUNDLE   (prints the export that puts the unpacked libraries on the path)",
+              file=sys.stderr)
+        sys.exit(2)
+    if not any(os.path.exists(os.path.join(sys.argv[2], n)) for n in ("lib", "lib.tar.xz")):
+        print(f"bundle.py env: {sys.argv[2]}: not a bundle (no lib.tar.xz; run.py bundle makes one)", file=sys.stderr)
+        sys.exit(2)
     print("export LD_LIBRARY_PATH=" + shlex.quote(unpack(sys.argv[2])["LD_LIBRARY_PATH"]))

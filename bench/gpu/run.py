@@ -199,9 +199,6 @@ def cmd_bench(args):
     --rounds N runs the pair N times in alternating order (ours first, then SDPA first, ...) and takes each row's
     median round: a card whose power cap lowers its clock during a run (an H200 moved one kernel 7% between two
     rounds, calibration fa3.tune_rounds_h200) would otherwise favour whichever side ran first."""
-    if args.rounds < 1:
-        print(f"run.py bench: --rounds {args.rounds}: at least one", file=sys.stderr)
-        return 2
     g = Gpu(args)
     g.gpu_txt()
     grid = args.grid.split() if args.grid else []
@@ -806,6 +803,14 @@ def cmd_sass(args):
     return sh([sys.executable, os.path.join(ROOT, "gpu", "tools", "sass.py"), args.verb] + args.rest)
 
 
+def rounds_count(text):
+    """argparse's type of --rounds: a whole number of at least one (else argparse's usage error, exit 2)."""
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text}: at least one round")
+    return n
+
+
 def parser():
     ap = argparse.ArgumentParser(prog="run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -838,7 +843,7 @@ def parser():
     p.add_argument("--grid", default="", help='extra flags for both ("--seqlens 4096 --head-dims 128")')
     p.add_argument("--kernels", default="")
     p.add_argument("--tag", default="", help="a suffix of the output files")
-    p.add_argument("--rounds", type=int, default=2,
+    p.add_argument("--rounds", type=rounds_count, default=2,
                    help="the pair timed this many times in alternating order, each row's median round (default 2)")
 
     p = verb("traffic", cmd_traffic, gpu=True, help="Nsight Compute runs (ncu.py's metric sets and problems)")
@@ -864,7 +869,7 @@ def parser():
         p.add_argument("--grid", default="", help='small, or autotune flags ("--head-dims 128 ...")')
         p.add_argument("--args", default="", help='more autotune flags ("--repeats 20")')
         p.add_argument("--budget-s", type=float, default=530, help="seconds the whole verb may take")
-        p.add_argument("--rounds", type=int, default=3,
+        p.add_argument("--rounds", type=rounds_count, default=3,
                        help="a problem's configs timed in turn this many times, each one's median round (default 3; "
                             "autotune --rounds)")
 
@@ -877,7 +882,7 @@ def parser():
     p = verb("tune-validate", cmd_tune_validate, gpu=True, help="sim tune --check's timings and the table's goldens")
     p.add_argument("--grid-budget-s", type=float, default=300)
     p.add_argument("--heldout-budget-s", type=float, default=150)
-    p.add_argument("--rounds", type=int, default=1,
+    p.add_argument("--rounds", type=rounds_count, default=1,
                    help="autotune --rounds (default 1: fa2-v1's 1392 grid configs fill --grid-budget-s at one)")
     p.set_defaults(no_check=True, no_time=False, grid="", args="", budget_s=0, kernel="fa2-v1")
 

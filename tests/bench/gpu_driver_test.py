@@ -56,7 +56,11 @@ class Arguments(unittest.TestCase):
                                                                             ".gpu-bundle"))
         a = self.parse("bench", "--grid", "--seqlens 4096", "--tag", "_t")
         self.assertEqual((a.fn, a.grid.split(), a.tag, a.rounds), (run.cmd_bench, ["--seqlens", "4096"], "_t", 2))
-        self.assertEqual(self.parse("bench", "--rounds", "0").fn(self.parse("bench", "--rounds", "0")), 2)
+        for argv in (["bench", "--rounds", "0"], ["autotune", "--rounds", "-1"], ["tune-validate", "--rounds", "x"]):
+            with self.assertRaises(SystemExit) as e, redirect_stdout(io.StringIO()), \
+                    open(os.devnull, "w") as null, redirect_stderr(null):
+                self.parse(*argv)
+            self.assertEqual(e.exception.code, 2, argv)
         a = self.parse("traffic", "sdpa", "--shapes", "validation3", "--metrics", "dram", "--runs", "3")
         self.assertEqual((a.fn, a.what, a.shapes, a.metrics, a.runs), (run.cmd_traffic, "sdpa", "validation3", "dram", 3))
         for what in ("fa2", "own", "tiles", "autotune-tiles", "layouts", "metric-sets"):
@@ -575,8 +579,11 @@ class Bundle(unittest.TestCase):
             self.assertEqual(res.returncode, 0, res.stderr)
             self.assertIn("H100-SXM5-80GB", res.stdout)
             res = subprocess.run([sys.executable, script, "env"], capture_output=True, text=True)
-            self.assertEqual(res.returncode, 1)
+            self.assertEqual(res.returncode, 2)
             self.assertIn("usage: bundle.py env BUNDLE", res.stderr)
+            res = subprocess.run([sys.executable, script, "env", os.path.join(tmp, "none")], capture_output=True,
+                                 text=True)
+            self.assertEqual((res.returncode, res.stdout, res.stderr.count("\n")), (2, "", 1))
 
 
 class Compare(unittest.TestCase):
