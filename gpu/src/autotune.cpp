@@ -129,12 +129,6 @@ std::string tune_head_dims_text(const KernelVersion& v) {
   return s;
 }
 
-// The rounds' median as bench reports its launches' (the upper middle of an even count).
-double median_of(std::vector<double> t) {
-  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
-  return t[t.size() / 2];
-}
-
 }  // namespace
 
 AutotunePlan autotune_plan(const AutotuneGrid& g) {
@@ -263,7 +257,7 @@ void autotune(const KernelVersion& v, const AutotunePlan& plan, const BenchOptio
         if (!t.empty()) {
           const auto [fastest, slowest] = std::minmax_element(t.begin(), t.end());
           r.spread = (*slowest - *fastest) / *fastest;
-          r.ms = median_of(t);
+          r.ms = upper_median(t);  // the rounds' median, as bench takes its launches'
           r.tflops = r.ms > 0 ? tflops[i - first][0] * t[0] / r.ms : 0;  // the same FLOPs each round
         }
         row(++done, r);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "case_buffers.h"
 #include "flashsim/gpu/params.h"
@@ -22,21 +23,28 @@ double median_ms(int warmup, int repeats, size_t sets, F&& launch) {
   cuda_check(cudaEventCreate(&start), "cudaEventCreate");
   cuda_check(cudaEventCreate(&stop), "cudaEventCreate");
   for (int i = 0; i < warmup; ++i) launch(static_cast<size_t>(i) % sets);
-  std::vector<float> ms(static_cast<size_t>(repeats));
+  std::vector<double> ms(static_cast<size_t>(repeats));
   for (int i = 0; i < repeats; ++i) {
     cuda_check(cudaEventRecord(start), "cudaEventRecord");
     launch(static_cast<size_t>(warmup + i) % sets);
     cuda_check(cudaEventRecord(stop), "cudaEventRecord");
     cuda_check(cudaEventSynchronize(stop), "kernel execution");
-    cuda_check(cudaEventElapsedTime(&ms[static_cast<size_t>(i)], start, stop), "cudaEventElapsedTime");
+    float t = 0;
+    cuda_check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+    ms[static_cast<size_t>(i)] = t;
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  std::nth_element(ms.begin(), ms.begin() + repeats / 2, ms.end());
-  return ms[static_cast<size_t>(repeats / 2)];
+  return upper_median(std::move(ms));
 }
 
 }  // namespace
+
+double upper_median(std::vector<double> t) {
+  if (t.empty()) return 0;
+  std::nth_element(t.begin(), t.begin() + static_cast<std::ptrdiff_t>(t.size() / 2), t.end());
+  return t[t.size() / 2];
+}
 
 double conventional_forward_flops(const AttentionProblem& p) {
   const double f = 4.0 * static_cast<double>(p.batch * p.heads_q) * static_cast<double>(p.seqlen_q) *

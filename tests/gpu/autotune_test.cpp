@@ -71,6 +71,10 @@ TEST(GpuAutotune, DefaultPlanTimesEveryInstanceOnEveryProblem) {
     total += static_cast<size_t>(nf + nb);
   }
   EXPECT_EQ(total, plan.items.size());
+  // the rounds' median, as bench takes its launches': the upper middle of an even count
+  EXPECT_EQ(gpu::upper_median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_EQ(gpu::upper_median({4.0, 1.0, 3.0, 2.0}), 3.0);
+  EXPECT_EQ(gpu::upper_median({}), 0.0);
   const double once = gpu::autotune_estimate_seconds(plan, gpu::BenchOptions{});
   EXPECT_GT(once, 0.0);
   EXPECT_NEAR(gpu::autotune_estimate_seconds(plan, gpu::BenchOptions{}, 3), 3 * once, 1e-9 * once);

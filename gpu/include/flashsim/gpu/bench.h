@@ -29,6 +29,9 @@ struct BenchResult {
   std::string skipped;                    // why the version cannot run the problem ("" when it ran)
 };
 
+// The median of timings as bench reports them: the upper middle of an even count (no averaging of two).
+double upper_median(std::vector<double> t);
+
 // The FLOPs the benchmarks of FlashAttention count: 4 B H Sq Sk d forward (d for QK^T and PV), half of it with
 // a causal mask (the visible pairs of a square causal problem), and 2.5x the forward for the backward.
 double conventional_forward_flops(const AttentionProblem& p);
