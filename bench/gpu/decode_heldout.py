@@ -1,0 +1,116 @@
+"""Decode problems held out from the decode time model (issue 30): drawn at random with a recorded seed after the
+load probe (`run.py decode` at 4 query heads over 1 kv head, bench/results/decode_h200_2026-11-28/load_probe_*)
+was measured and before the model's new terms were written, written to bench/gpu/data/decode_heldout.txt, one
+problem a line, `batch heads heads_kv cache_len page_size` (d128 bf16, one query row a sequence: the tile the
+probe calibrated). `measure` times decode-v2 on each (every split count of the model's sweep, the launch's own
+choice marked); `compare` holds the model's time and split choice against them.
+    python3 bench/gpu/decode_heldout.py                       # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/decode_heldout.py measure BUNDLE OUT    # on the GPU machine
+    python3 bench/gpu/decode_heldout.py compare FLASHSIM OUT [--hw H200]   # here"""
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+import heldout
+
+SEED = 2026112930  # the date and the issue
+COUNT = 24
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "decode_heldout.txt")
+KV_BYTES_MAX = 8 << 30  # a few milliseconds a launch at most: every split count of a problem timed in seconds
+
+
+def draw(rng):
+    hkv = rng.choice([1, 2, 4, 8, 16])
+    heads = hkv * rng.choice([1, 2, 4, 8])  # GQA groups of 1 .. 8 query heads a kv head
+    page = rng.choice([16, 32, 64, 128, 256])
+    while True:  # batch 1 .. 256 and 256 .. 64K keys, log-uniform; half the lengths not a multiple of the tile
+        batch = int(round(math.exp(rng.uniform(0, math.log(256)))))
+        n = int(round(math.exp(rng.uniform(math.log(256), math.log(65536)))))
+        n = n | 1 if rng.random() < 0.5 else max(64, n // 64 * 64)
+        if batch * n * hkv * 128 * 2 * 2 <= KV_BYTES_MAX:
+            return batch, heads, hkv, n, page
+
+
+def problems():
+    with open(OUT) as f:
+        return [tuple(int(x) for x in line.split()) for line in f if not line.startswith("#")]
+
+
+def csv_name(problem):
+    return "decode_heldout_" + "_".join(map(str, problem)) + ".csv"
+
+
+def measure(bundle, out):
+    """decode-bench of decode-v2 on each problem (its CSV: every split count, the launch's choice marked)."""
+    os.makedirs(out, exist_ok=True)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bundle as bundle_mod
+    env = bundle_mod.unpack(bundle)
+    fg = os.path.join(bundle, "flashsim-gpu")
+    for b, h, hkv, n, page in problems():
+        cmd = [fg, "decode-bench", "--kernel", "decode-v2", "--batches", str(b), "--cache-lens", str(n),
+               "--page-sizes", str(page), "--heads", str(h), "--heads-kv", str(hkv), "--repeats", "20"]
+        with open(os.path.join(out, csv_name((b, h, hkv, n, page))), "w") as f:
+            rc = subprocess.run(cmd, stdout=f, env=env).returncode
+        print(f"b{b} h{h}/{hkv} n{n} page {page}: rc={rc}", flush=True)
+
+
+def read_rows(path):
+    with open(path) as f:
+        return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
+
+
+def compare(flashsim, folder, hw):
+    """The model (`flashsim sim tune --kernel splitkv` at decode-v2's tile, `hw`'s profile) against each problem's
+    measured times: the predicted time of the model's split count against its measured time, and the measured
+    time of the model's count against the fastest count measured."""
+    within10 = within5 = total = 0
+    ratios = []
+    for b, h, hkv, n, page in problems():
+        path = os.path.join(folder, csv_name((b, h, hkv, n, page)))
+        rows = read_rows(path) if os.path.exists(path) else []
+        if not rows:
+            print(f"b{b} h{h}/{hkv} n{n} page {page}: not measured")
+            continue
+        out = subprocess.run([flashsim, "sim", "tune", "--kernel", "splitkv", "--split-tile", "16", "64", "4", "3",
+                              "--hw", hw, "--batches", str(b), "--cache-lens", str(n), "--page-sizes", str(page),
+                              "--heads", str(h), "--heads-kv", str(hkv), "--json"], capture_output=True, text=True,
+                             check=True)
+        entry = json.loads(out.stdout)["entries"][0]
+        predicted = {x["num_splits"]: x["time_us"] / 1e3 for x in entry["splits"] if x["fits"]}
+        measured = {int(r["num_splits"]): float(r["ms"]) for r in rows}
+        pick = entry["best_splits"]
+        if pick not in measured:
+            print(f"b{b} h{h}/{hkv} n{n} page {page}: the model's {pick} splits not measured")
+            continue
+        ratio = measured[pick] / predicted[pick]
+        best = min(measured, key=measured.get)
+        total += 1
+        within10 += abs(ratio - 1) <= 0.10
+        within5 += measured[pick] <= 1.05 * measured[best]
+        ratios.append(ratio)
+        print(f"b{b} h{h}/{hkv} n{n} page {page}: {pick} splits {measured[pick]:.4f} ms, predicted "
+              f"{predicted[pick]:.4f} (measured / predicted {ratio:.2f}); fastest {best} splits {measured[best]:.4f} "
+              f"({measured[pick] / measured[best]:.2f}x)")
+    ratios.sort()
+    if ratios:
+        print(f"prediction within 10% in {within10} of {total}; the model's split count within 5% of the fastest in "
+              f"{within5} of {total}; measured / predicted {ratios[0]:.2f} .. {ratios[-1]:.2f}, median "
+              f"{ratios[len(ratios) // 2]:.2f}")
+
+
+def main():
+    if len(sys.argv) > 3 and sys.argv[1] == "measure":
+        return measure(sys.argv[2], sys.argv[3])
+    if len(sys.argv) > 3 and sys.argv[1] == "compare":
+        hw = sys.argv[sys.argv.index("--hw") + 1] if "--hw" in sys.argv else "H200"
+        return compare(sys.argv[2], sys.argv[3], hw)
+    heldout.write(OUT, SEED, COUNT, draw, f"decode held-out problems, seed {SEED} (bench/gpu/decode_heldout.py): "
+                  "batch heads heads_kv cache_len page_size")
+
+
+if __name__ == "__main__":
+    main()
