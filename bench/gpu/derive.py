@@ -6,6 +6,7 @@ of bench/calibration.json that are computed rather than read off a table.
   l2_reuse_models()               h100.l2_reuse_bytes: replacement models against the read-reuse curve
   fa3_steps(results)              fa3.step_costs_h100: the measured_steps entries of fa3-v1's kernels
   fa3_heldout(flashsim, results)  the fa3 models against the held-out shapes (bench/gpu/data/fa3_heldout.txt)
+  decode_load(results, hw)        decode.load_h200: the split-KV decode's step and CTA costs under load
 """
 import collections
 import glob
@@ -638,3 +639,65 @@ def fa2_heldout(flashsim, results=FA2_MODEL):
     print("\n".join("  " + x for x in misses))
     return 0
 
+
+
+# --- decode.load_h200: the split-KV decode under load
+DECODE_LOAD = os.path.join(RESULTS, "decode_h200_2026-11-28", "load_probe_2026-11-29")
+DECODE_TILES = {"decode-v2": (16, 64, 3), "decode-v1": (4, 64, 3)}  # version: its d128 tile's (Br, Bc, stages)
+# Two CTAs an SM: a d128 tile of 64 keys is 32 KiB of K and V a stage, three stages and Q fill 100 KiB of the
+# SM's 228 (the family's spec, families/decode/); the probe's 2 x 132-CTA launch ran twice the 264-CTA one's
+# time, as two waves do.
+DECODE_CTAS_PER_SM = 2
+
+
+def fit_line(points):
+    """Least squares (slope, intercept) of [(x, y)]."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sxx
+    return slope, my - slope * mx
+
+
+def decode_load(results, hw="H200", sms=132):
+    """The load probe's lines (`run.py decode --grid "--heads 4 --heads-kv 1 --batches 1,66,132,264,528
+    --cache-lens 128,...,8192 --page-sizes 16,256"`: one CTA a sequence at one split): for each version, page size
+    and batch, its time against the key tiles a CTA streams, a line. With C CTAs over S = sms x 2 slots, w =
+    ceil(C / S) of them run one after another on a slot: a step takes slope / w, a CTA's fixed time is
+    (intercept - kernel_latency_s) / w, at min(C, S) CTAs streaming. Prints each line and the profile's `load`
+    entries (points of equal CTAs averaged)."""
+    import math
+    from tables import read_decode_csv
+    latency = fa3_profile_latency(hw)
+    slots = sms * DECODE_CTAS_PER_SM
+    out = {}
+    for version, (br, bc, stages) in DECODE_TILES.items():
+        path = os.path.join(results, f"decode_bench_{version}.csv")
+        if not os.path.exists(path):
+            continue
+        _, rows = read_decode_csv(path)
+        rows = [r for r in rows if r["num_splits"] == 1]
+        loads = []
+        for page in sorted({int(r["page_size"]) for r in rows}):
+            points = collections.defaultdict(list)
+            for batch in sorted({int(r["batch"]) for r in rows}):
+                line = [(math.ceil(r["cache_len"] / bc), r["ms"] * 1e-3) for r in rows
+                        if int(r["batch"]) == batch and int(r["page_size"]) == page]
+                if len(line) < 2:
+                    continue
+                slope, intercept = fit_line(line)
+                waves = math.ceil(batch / slots)
+                step, fixed = slope / waves, max(0.0, (intercept - latency) / waves)
+                print(f"{version} page {page} b{batch}: {min(batch, slots)} CTAs streaming, a step {step * 1e6:.3f} us, "
+                      f"a CTA's fixed {fixed * 1e6:.2f} us ({waves} on a slot; line {slope * 1e6:.3f} us a step + "
+                      f"{intercept * 1e6:.1f} us)")
+                points[min(batch, slots)].append((step, fixed))
+            loads.append({"page_size": page, "points": [
+                [c, float(f"{statistics.mean(s for s, _ in v):.4g}"), float(f"{statistics.mean(f for _, f in v):.4g}")]
+                for c, v in sorted(points.items())]})
+        out[version] = {"kernel": "fwd_splitkv", "head_dim": 128, "block_q": br, "block_k": bc, "stages": stages,
+                        "load": loads}
+    for version, entry in out.items():
+        print(f"{version}: {json.dumps(entry)}")
+    return out

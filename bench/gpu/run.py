@@ -795,6 +795,8 @@ def derive_one(derive, args):
         derive.fa2_steps(args.results or derive.FA2_MODEL)
     elif args.what == "fa2-heldout":
         derive.fa2_heldout(args.flashsim, args.results or derive.FA2_MODEL)
+    elif args.what == "decode-load":
+        derive.decode_load(args.results or derive.DECODE_LOAD, args.hw)
     else:
         derive.l2_reuse_models()
 
@@ -952,11 +954,11 @@ def parser():
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
     p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout",
-                                    "fa2-steps", "fa2-heldout"])
+                                    "fa2-steps", "fa2-heldout", "decode-load"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
-    p.add_argument("results", nargs="?", default="", help="l2-adverse, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout: the results folder")
-    p.add_argument("--hw", default="H100-SXM5-80GB", help="fa3-steps: the profile of the card that ran them (its "
-                   "kernel_latency_s); fa3-heldout: the profile predicting")
+    p.add_argument("results", nargs="?", default="", help="l2-adverse, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout, decode-load: the results folder")
+    p.add_argument("--hw", default="H100-SXM5-80GB", help="fa3-steps, decode-load: the profile of the card that ran "
+                   "them (its kernel_latency_s); fa3-heldout: the profile predicting")
     p.add_argument("--spread", action="store_true", help="fa3-steps: the forward from calib-spread's shapes "
                    "(calib_spread_events.txt) in place of calib's one K / V head")
     p.add_argument("--only", default="", help="fa3-steps: only these simulator kernels' entries (fwd_fa3,bwd_fa3)")

@@ -854,6 +854,58 @@ TEST(Decode, MeasuredStepHoldsALoneCta) {
   EXPECT_LT(r.rows[0].time_s, 1.05 * sweep_splits_of_tile(full, unmeasured, tile).rows[0].time_s);
 }
 
+// A decode tile measured under load (calibration decode.load_h200): a CTA of n key tiles takes cta_s + n step_s at
+// the CTAs streaming at once and the launch's page size, the CTAs dealt to the resident slots. Checked against
+// the arithmetic by hand on a profile whose costs are made up (so the DRAM floor stays below them).
+TEST(Decode, LoadCostsTimeTheLaunchByHand) {
+  auto hw = load_profile("H100-SXM5-80GB");
+  TileConfig tile;  // decode-v2's d128 bf16 tile
+  tile.block_q = 16;
+  tile.block_k = 64;
+  tile.warps = 4;
+  tile.stages = 3;
+  MeasuredSteps* m = nullptr;
+  for (auto& e : hw.measured_steps)
+    if (e.kernel == "fwd_splitkv" && e.block_q == 16 && e.block_k == 64 && e.stages == 3 && e.head_dim == 128)
+      m = &e;
+  ASSERT_NE(m, nullptr);
+  // one CTA: 10 us a step, 40 us fixed; 100 CTAs: 20 and 60 (page 16); page 256 half of each
+  m->load = {{16, {{1, 10e-6, 40e-6}, {100, 20e-6, 60e-6}}}, {256, {{1, 5e-6, 20e-6}, {100, 10e-6, 30e-6}}}};
+  // between the points linear in the CTAs, past them held; between the pages linear in block_k / page
+  EXPECT_NEAR(m->at_load(50.5, 16).first, 15e-6, 1e-12);
+  EXPECT_NEAR(m->at_load(50.5, 16).second, 50e-6, 1e-12);
+  EXPECT_NEAR(m->at_load(1000, 256).first, 10e-6, 1e-12);
+  EXPECT_NEAR(m->at_load(1, 4).first, 10e-6, 1e-12);  // 16 lookups a step: page 16's, held
+  EXPECT_NEAR(m->at_load(1, 0).first, 5e-6, 1e-12);   // a contiguous cache: none, page 256's
+  EXPECT_NEAR(m->at_load(1, 64).first, 6e-6, 1e-12);  // 1 lookup a step: a fifth of the way from 0.25 to 4
+  EXPECT_NEAR(m->at_load(1, 32).second, 29.33333e-6, 1e-10);  // 2 lookups: 7 / 15 of the way
+  const int64_t slots = [&] {
+    const auto one = paged_problem({64 * 10}, 16, 4, 1, 128, DType::BF16);
+    return occupancy(kernel_model("fwd_splitkv").launch(one, tile), hw).resident_ctas;
+  }();
+  ASSERT_GT(slots, 1);
+  const auto split_time = [&](const AttentionProblem& p) {
+    const auto r = sweep_splits_of_tile(p, hw, tile);
+    EXPECT_EQ(r.rows[0].num_splits, 1);
+    return r.rows[0].split_time_s;
+  };
+  // one CTA of 10 tiles, page 16: 40 + 10 x 10 us after the launch's latency
+  EXPECT_NEAR(split_time(paged_problem({640}, 16, 4, 1, 128, DType::BF16)), hw.kernel_latency_s + 140e-6,
+              1e-9);
+  // 50 sequences of 10 tiles and 50 of 5, page 256: 100 CTAs at once, the longest 30 + 10 x 10 us
+  std::vector<int64_t> mixed(100, 640);
+  for (size_t i = 50; i < 100; ++i) mixed[i] = 320;
+  EXPECT_NEAR(split_time(paged_problem(mixed, 256, 4, 1, 128, DType::BF16)), hw.kernel_latency_s + 130e-6,
+              1e-9);
+  // twice the slots of equal CTAs: two on each slot, at the last point's costs
+  const auto twice =
+      paged_problem(std::vector<int64_t>(static_cast<size_t>(2 * slots), 640), 256, 4, 1, 128, DType::BF16);
+  EXPECT_NEAR(split_time(twice), hw.kernel_latency_s + 2 * (30e-6 + 10 * 10e-6), 1e-9);
+  // without the load points the launch is timed as before
+  m->load.clear();
+  EXPECT_LT(split_time(paged_problem({640}, 16, 4, 1, 128, DType::BF16)), hw.kernel_latency_s + 100e-6);
+}
+
 // A launch splits only where the model predicts it pays: the fewest splits within kTuneResolution of the
 // fastest row; rows that do not fit are never picked.
 TEST(DecodeSplits, PickTheFewestSplitsWithinTheModelsResolution) {

@@ -148,3 +148,29 @@ TEST(Hardware, InheritsMergesFieldByField) {
   }
   EXPECT_THROW(profile_from_json({{"name", "x"}, {"inherits", 3}}), flashsim::InputError);
 }
+
+// A measured entry's load points (MeasuredSteps::load) survive a JSON round trip, and bad ones are input errors:
+// CTA counts that do not increase, a step of zero, a negative page size, a point that is not a triple.
+TEST(Hardware, LoadPointsRoundTripAndBadOnesAreInputErrors) {
+  const auto h200 = load_profile("H200");
+  int loaded = 0;
+  for (const auto& m : h200.measured_steps) loaded += !m.load.empty();
+  EXPECT_EQ(loaded, 2);  // decode-v2's and decode-v1's d128 tiles (calibration decode.load_h200)
+  auto j = to_json(h200);
+  EXPECT_EQ(to_json(profile_from_json(j)), j);
+  nlohmann::json* entry = nullptr;
+  for (auto& e : j["measured_steps"])
+    if (e.contains("load")) entry = &e;
+  ASSERT_NE(entry, nullptr);
+  const nlohmann::json good = (*entry)["load"];
+  for (const nlohmann::json& bad :
+       {nlohmann::json::array({{{"page_size", 16}, {"points", {{66, 2e-6, 5e-6}, {1, 2e-6, 4e-6}}}}}),
+        nlohmann::json::array({{{"page_size", 16}, {"points", {{1, 0.0, 4e-6}}}}}),
+        nlohmann::json::array({{{"page_size", -1}, {"points", {{1, 2e-6, 4e-6}}}}}),
+        nlohmann::json::array({{{"page_size", 16}, {"points", {{1, 2e-6}}}}})}) {
+    (*entry)["load"] = bad;
+    EXPECT_THROW(profile_from_json(j), flashsim::InputError) << bad.dump();
+  }
+  (*entry)["load"] = good;
+  EXPECT_NO_THROW(profile_from_json(j));
+}

@@ -101,14 +101,45 @@ static double list_schedule_imbalance(const std::vector<double>& pattern, int64_
   return makespan * static_cast<double>(resident) / total;
 }
 
-// A measured step time of the launch's streaming loop (a split-KV kernel's key tile), 0 where the profile has none.
-static double measured_step_s(const KernelLaunch& l, const HardwareProfile& hw) {
-  if (l.step_bytes <= 0 || !l.model) return 0;
+// The profile's measured entry of the launch's streaming loop (a split-KV kernel's key tile); nullptr where none.
+static const MeasuredSteps* measured_stream(const KernelLaunch& l, const HardwareProfile& hw) {
+  if (l.step_bytes <= 0 || !l.model) return nullptr;
   for (const MeasuredSteps& m : hw.measured_steps)
     if (m.kernel == l.model->name && m.head_dim == l.step_head_dim && m.block_q == l.step_block_q &&
         m.block_k == l.step_block_k && m.stages == l.step_stages && !m.persistent)
-      return m.step_s();
-  return 0;
+      return &m;
+  return nullptr;
+}
+
+// A measured step time of the launch's streaming loop, 0 where the profile has none.
+static double measured_step_s(const KernelLaunch& l, const HardwareProfile& hw) {
+  const MeasuredSteps* m = measured_stream(l, hw);
+  return m ? m->step_s() : 0;
+}
+
+// A streaming kernel measured under load (MeasuredSteps::load, calibration decode.load_h200): with A of its CTAs
+// streaming at once (the launch's CTAs, at most its resident slots), a CTA of n steps takes cta_s(A) + n step_s(A)
+// at the launch's page size, and the CTAs are dealt to the slots in launch order; the busiest slot's seconds.
+// step_s(A) holds both limits the probe met: a CTA's own loop where few stream, the kernel's share of the DRAM
+// bandwidth where every slot does. A CTA without steps (an empty split) is taken as free.
+static double measured_load_time(const KernelCounts& k, const MeasuredSteps& m, int64_t resident) {
+  const int64_t ctas = k.launch.ctas();
+  if (ctas <= 0) return 0;
+  const auto active = static_cast<double>(std::min(ctas, std::max<int64_t>(1, resident)));
+  const auto [step, fixed] = m.at_load(active, static_cast<int>(k.launch.step_page_size));
+  std::vector<double> cost;
+  if (static_cast<int64_t>(k.cta_steps.size()) == ctas) {
+    cost.reserve(k.cta_steps.size());
+    for (const double n : k.cta_steps) cost.push_back(n > 0 ? fixed + n * step : 0.0);
+  } else {  // the steps spread evenly
+    const double n = static_cast<double>(k.tiles) / static_cast<double>(ctas);
+    cost.assign(static_cast<size_t>(ctas), n > 0 ? fixed + n * step : 0.0);
+  }
+  double total = 0;
+  for (const double c : cost) total += c;
+  if (total <= 0) return 0;
+  const int64_t slots = std::max<int64_t>(1, std::min(ctas, resident));
+  return list_schedule_imbalance(cost, 1, slots) * total / static_cast<double>(slots);
 }
 
 // The bytes a second one CTA can stream: its loads in flight over the DRAM latency (Little's law), at most an
@@ -129,9 +160,11 @@ static double cta_dram_rate(const KernelLaunch& l, const HardwareProfile& hw) {
 // The DRAM time when each CTA streams at most at cta_dram_rate: the CTAs' bytes between L2 and the SM (scaled by
 // the kernel's DRAM / L2 ratio) dealt to the resident slots as the block scheduler deals them, the busiest
 // slot's bytes at that rate. Few CTAs (a decode launch without splits) cannot reach the full bandwidth; a full
-// machine is bounded by the bandwidth itself (t_dram).
+// machine is bounded by the bandwidth itself (t_dram). Where the kernel was measured under load, that instead.
 static double cta_share_time(const KernelPrediction& r, const HardwareProfile& hw) {
   const KernelCounts& k = r.counts;
+  if (const MeasuredSteps* m = measured_stream(k.launch, hw); m && !m->load.empty())
+    return measured_load_time(k, *m, r.occ.resident_ctas);
   const double l2 = static_cast<double>(k.load_bytes() + k.store_bytes() + k.reduce_bytes());
   const auto ctas = static_cast<double>(std::max<int64_t>(1, k.launch.ctas()));
   const auto resident = static_cast<double>(std::max<int64_t>(1, r.occ.resident_ctas));

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -165,6 +166,16 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
       m.tile_s_by_steps = e.at("tile_s_by_steps").get<std::vector<std::pair<double, double>>>();
       m.masked_step_s = e.value("masked_step_s", 0.0);
       m.measured_on = e.value("measured_on", std::string());
+      for (const auto& l : e.value("load", nlohmann::json::array())) {
+        StreamLoad sl;
+        sl.page_size = l.at("page_size").get<int>();
+        for (const auto& pt : l.at("points")) {  // [ctas, step_s, cta_s]
+          const auto v = pt.get<std::vector<double>>();
+          if (v.size() != 3) throw InputError("hw", "measured_steps load: a point is [ctas, step_s, cta_s]");
+          sl.points.push_back({v[0], v[1], v[2]});
+        }
+        m.load.push_back(sl);
+      }
       p.measured_steps.push_back(m);
     }
     p.measured_steps_source = j.value("measured_steps_source", std::string());
@@ -221,6 +232,21 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
         throw InputError(
             "hw", fmt::format("profile {}: {}: tile_s_by_steps' step counts must increase", p.name, what));
     }
+    for (const StreamLoad& l : m.load) {
+      if (l.page_size < 0 || l.points.empty())
+        throw InputError("hw", fmt::format("profile {}: {}: a load entry needs a page size >= 0 and a point",
+                                           p.name, what));
+      for (size_t i = 0; i < l.points.size(); ++i) {
+        const StreamLoadPoint& pt = l.points[i];
+        if (!(pt.ctas >= 1 && pt.step_s > 0 && pt.cta_s >= 0 && std::isfinite(pt.step_s) &&
+              std::isfinite(pt.cta_s)) ||
+            (i > 0 && !(pt.ctas > l.points[i - 1].ctas)))
+          throw InputError("hw",
+                           fmt::format("profile {}: {}: load points are [ctas >= 1 increasing, step_s > 0, "
+                                       "cta_s >= 0]",
+                                       p.name, what));
+      }
+    }
     // a masked step may cost less than a plain one, but not less than nothing
     if (!std::isfinite(m.masked_step_s) || m.masked_step_s + m.step_s() < 0)
       throw InputError(
@@ -253,6 +279,38 @@ double MeasuredSteps::tile_s(double steps) const {
   return std::max(0.0, t0 + (t1 - t0) * (steps - n0) / (n1 - n0));
 }
 
+// (step_s, cta_s) of one page size's points at `ctas`: linear between them, the ends held.
+static std::pair<double, double> load_at(const StreamLoad& l, double ctas) {
+  const auto& v = l.points;
+  if (ctas <= v.front().ctas) return {v.front().step_s, v.front().cta_s};
+  if (ctas >= v.back().ctas) return {v.back().step_s, v.back().cta_s};
+  size_t i = 1;
+  while (ctas > v[i].ctas) ++i;
+  const double w = (ctas - v[i - 1].ctas) / (v[i].ctas - v[i - 1].ctas);
+  return {v[i - 1].step_s + w * (v[i].step_s - v[i - 1].step_s),
+          v[i - 1].cta_s + w * (v[i].cta_s - v[i - 1].cta_s)};
+}
+
+std::pair<double, double> MeasuredSteps::at_load(double ctas, int page_size) const {
+  if (load.empty()) return {0, 0};
+  // lookups a step: block_k / page (a contiguous cache: none)
+  const auto lookups = [&](int page) { return page > 0 ? static_cast<double>(block_k) / page : 0.0; };
+  std::vector<const StreamLoad*> by(load.size());
+  for (size_t i = 0; i < load.size(); ++i) by[i] = &load[i];
+  std::sort(by.begin(), by.end(),
+            [&](auto* a, auto* b) { return lookups(a->page_size) < lookups(b->page_size); });
+  const double x = lookups(page_size);
+  if (x <= lookups(by.front()->page_size)) return load_at(*by.front(), ctas);
+  if (x >= lookups(by.back()->page_size)) return load_at(*by.back(), ctas);
+  size_t i = 1;
+  while (x > lookups(by[i]->page_size)) ++i;
+  const double x0 = lookups(by[i - 1]->page_size), x1 = lookups(by[i]->page_size);
+  const double w = (x - x0) / (x1 - x0);
+  const auto [s0, c0] = load_at(*by[i - 1], ctas);
+  const auto [s1, c1] = load_at(*by[i], ctas);
+  return {s0 + w * (s1 - s0), c0 + w * (c1 - c0)};
+}
+
 double MeasuredSteps::step_s() const {
   const auto& v = tile_s_by_steps;
   return (v.back().second - v[v.size() - 2].second) / (v.back().first - v[v.size() - 2].first);
@@ -270,6 +328,15 @@ static nlohmann::json measured_steps_json(const std::vector<MeasuredSteps>& step
                    {"tile_s_by_steps", m.tile_s_by_steps},
                    {"masked_step_s", m.masked_step_s}});
     if (!m.measured_on.empty()) out.back()["measured_on"] = m.measured_on;
+    if (!m.load.empty()) {
+      nlohmann::json load = nlohmann::json::array();
+      for (const StreamLoad& l : m.load) {
+        nlohmann::json points = nlohmann::json::array();
+        for (const StreamLoadPoint& pt : l.points) points.push_back({pt.ctas, pt.step_s, pt.cta_s});
+        load.push_back({{"page_size", l.page_size}, {"points", points}});
+      }
+      out.back()["load"] = load;
+    }
   }
   return out;
 }

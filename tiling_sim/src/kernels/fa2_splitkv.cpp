@@ -95,6 +95,7 @@ KernelLaunch splitkv_launch(const AttentionProblem& p, const TileConfig& c) {
   l.step_block_q = c.block_q;
   l.step_block_k = c.block_k;
   l.step_stages = c.stages;
+  l.step_page_size = p.kv_cache() ? p.page_size : 0;
   return l;
 }
 
@@ -238,8 +239,11 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
   };
   constexpr auto kLoad = &TensorTraffic::load;
   constexpr auto kStore = &TensorTraffic::store;
-  // Per (b, hk): the CTAs' (work, bytes) in (split, query block) order.
-  std::vector<std::vector<std::pair<double, double>>> ctas(static_cast<size_t>(p.batch * hkv));
+  // Per (b, hk): the CTAs' work, bytes and key tiles in (split, query block) order.
+  struct Cta {
+    double work = 0, bytes = 0, steps = 0;
+  };
+  std::vector<std::vector<Cta>> ctas(static_cast<size_t>(p.batch * hkv));
   std::vector<std::vector<uint8_t>> table_read(static_cast<size_t>(p.batch));
   for (int64_t b = 0; b < p.batch; ++b) {
     const int64_t lk = p.len_k(b);
@@ -255,7 +259,7 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
         for (int64_t m = 0; m < g.m_blocks; ++m) {
           const CtaRange r = cta_range(p, c, g, b, m, s);
           if (r.r1 <= r.r0) {
-            list.emplace_back(0.0, 0.0);
+            list.push_back({});
             continue;
           }
           double work = 0, bytes = 0;
@@ -310,16 +314,17 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
             moved(kStore, tensor::LseAccum, rows * 4, rows);
           }
           k.mma_flops += work;
-          list.emplace_back(work, bytes);
+          list.push_back({work, bytes, static_cast<double>(computed)});
         }
     }
   }
   // The CTAs in launch order (m, s, b x hk): b outermost.
-  std::vector<double> work, bytes;
+  std::vector<double> work, bytes, steps;
   const auto push = [&](int64_t b, int64_t hk, size_t i) {
-    const auto& v = ctas[static_cast<size_t>(b * hkv + hk)][i];
-    work.push_back(v.first);
-    bytes.push_back(v.second);
+    const Cta& v = ctas[static_cast<size_t>(b * hkv + hk)][i];
+    work.push_back(v.work);
+    bytes.push_back(v.bytes);
+    steps.push_back(v.steps);
   };
   const auto per = static_cast<size_t>(g.m_blocks);
   for (int64_t b = 0; b < p.batch; ++b)
@@ -331,6 +336,7 @@ void splitkv_counts(KernelCounts& k, const AttentionProblem& p, const TileConfig
   };
   if (uneven(work)) k.cta_work = std::move(work);
   if (uneven(bytes)) k.cta_bytes = std::move(bytes);
+  k.cta_steps = std::move(steps);
 
   // Footprints: the inputs and outputs whole; the cache's rows the sequences read (a page shared by several
   // read up to its longest use), of which the appended ones are written first (read back from L2, written

@@ -64,6 +64,9 @@ struct KernelCounts {
   // Models with dram_cta_share: each CTA's bytes between L2 and the SM in launch order, when they differ
   // (empty: equal CTAs).
   std::vector<double> cta_bytes;
+  // A streaming kernel's steps (key tiles) each CTA computes, in launch order (the split-KV decode; empty: the
+  // steps spread evenly over the CTAs).
+  std::vector<double> cta_steps;
   // Models that skip block-mask tiles (KernelModel::block_sparse): (query block, key block) tiles computed
   // and skipped (every block-mask tile they overlap inactive), over every CTA.
   int64_t tiles = 0, skipped_tiles = 0;

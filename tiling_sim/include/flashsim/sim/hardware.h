@@ -5,9 +5,22 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace flashsim::sim {
+
+// A streaming kernel's costs at one load (MeasuredSteps::load): with `ctas` CTAs streaming at once, a step (key
+// tile) takes step_s and a CTA its fixed cta_s beyond its steps (its start, first loads, and epilogue).
+struct StreamLoadPoint {
+  double ctas = 0, step_s = 0, cta_s = 0;
+};
+
+// The costs at one page size (rows a cache page; 0: a contiguous cache), points in increasing ctas.
+struct StreamLoad {
+  int page_size = 0;
+  std::vector<StreamLoadPoint> points;
+};
 
 // One compiled kernel instance's measured costs (HardwareProfile::measured_steps): an SM's seconds for a tile (a
 // CTA's work unit) of n steps at a few n, tile_s_by_steps = {{n, seconds}, ...} in increasing n (two at least).
@@ -25,6 +38,13 @@ struct MeasuredSteps {
   // (at least 0).
   double tile_s(double steps) const;
   double step_s() const;  // the slope of the last two: a step of a long tile
+  // A streaming kernel (the split-KV decode) measured under load: a CTA's step and fixed time against the CTAs
+  // streaming at once, at one or more page sizes (calibration decode.load_h200). Empty: not measured.
+  std::vector<StreamLoad> load;
+  // (step_s, cta_s) with `ctas` CTAs streaming, pages of page_size rows (0: contiguous) and block_k-key steps:
+  // linear in ctas between the points (the ends held beyond them), and between the measured page sizes linear
+  // in the table lookups a step makes, block_k / page_size (the nearest held beyond them). {0, 0} without load.
+  std::pair<double, double> at_load(double ctas, int page_size) const;
 };
 
 struct HardwareProfile {

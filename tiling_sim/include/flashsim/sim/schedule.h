@@ -103,8 +103,9 @@ struct KernelLaunch {
   // per-step time is keyed by (HardwareProfile::measured_steps); a CTA then streams at most step_bytes a
   // measured step. step_bytes 0: none.
   int64_t step_bytes = 0, step_head_dim = 0, step_block_q = 0, step_block_k = 0, step_stages = 0;
-  CtaStep step;            // the per-CTA time model's view of the main loop (warps 0: none)
-  WarpSpecializedWork ws;  // warp-specialized kernels' tiles and steps (tiles 0: none)
+  int64_t step_page_size = 0;  // rows a page of the paged cache the steps read (0: contiguous)
+  CtaStep step;                // the per-CTA time model's view of the main loop (warps 0: none)
+  WarpSpecializedWork ws;      // warp-specialized kernels' tiles and steps (tiles 0: none)
   std::vector<SmemBuffer> smem;
   int64_t ctas() const { return grid_x * grid_y * grid_z; }
   int64_t smem_bytes() const;
