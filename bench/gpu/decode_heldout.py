@@ -6,7 +6,10 @@ probe calibrated). `measure` times decode-v2 on each (every split count of the m
 choice marked); `compare` holds the model's time and split choice against them.
     python3 bench/gpu/decode_heldout.py                       # rewrites the list (same seed: the same problems)
     python3 bench/gpu/decode_heldout.py measure BUNDLE OUT    # on the GPU machine
-    python3 bench/gpu/decode_heldout.py compare FLASHSIM OUT [--hw H200]   # here"""
+    python3 bench/gpu/decode_heldout.py compare FLASHSIM OUT [--hw H200]   # here
+Set 1 (seed 2026112930) was compared once with the model of commit 05f3803 and then showed that model's
+scheduler wrong (it spread a launch's whole waves evenly); set 2 (`--set 2`, seed 2026112931,
+decode_heldout2.txt) was drawn and measured after that fix, before either was compared."""
 import csv
 import json
 import math
@@ -16,9 +19,10 @@ import sys
 
 import heldout
 
-SEED = 2026112930  # the date and the issue
+SETS = {"1": (2026112930, "decode_heldout.txt"), "2": (2026112931, "decode_heldout2.txt")}  # the date, the issue
 COUNT = 24
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "decode_heldout.txt")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
 KV_BYTES_MAX = 8 << 30  # a few milliseconds a launch at most: every split count of a problem timed in seconds
 
 
@@ -103,6 +107,13 @@ def compare(flashsim, folder, hw):
 
 
 def main():
+    global SEED, OUT
+    if len(sys.argv) > 2 and sys.argv[1] == "--set":
+        if sys.argv[2] not in SETS:
+            print(f"decode_heldout.py: --set is one of {', '.join(SETS)}", file=sys.stderr)
+            return 2
+        SEED, OUT = SETS[sys.argv[2]][0], os.path.join(DATA, SETS[sys.argv[2]][1])
+        del sys.argv[1:3]
     if len(sys.argv) > 3 and sys.argv[1] == "measure":
         return measure(sys.argv[2], sys.argv[3])
     if len(sys.argv) > 3 and sys.argv[1] == "compare":
@@ -113,4 +124,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

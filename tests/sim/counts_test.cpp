@@ -901,6 +901,13 @@ TEST(Decode, LoadCostsTimeTheLaunchByHand) {
   const auto twice =
       paged_problem(std::vector<int64_t>(static_cast<size_t>(2 * slots), 640), 256, 4, 1, 128, DType::BF16);
   EXPECT_NEAR(split_time(twice), hw.kernel_latency_s + 2 * (30e-6 + 10 * 10e-6), 1e-9);
+  // the slots and 10 more: a whole wave at the last point's costs, then 10 CTAs streaming alone at 10 CTAs'
+  // (a step 5 + 5 x 9 / 99 us, the fixed time 20 + 10 x 9 / 99 us)
+  ASSERT_GT(slots, 100);
+  const auto partial =
+      paged_problem(std::vector<int64_t>(static_cast<size_t>(slots + 10), 640), 256, 4, 1, 128, DType::BF16);
+  EXPECT_NEAR(split_time(partial),
+              hw.kernel_latency_s + 130e-6 + (20e-6 + 10e-6 * 9 / 99) + 10 * (5e-6 + 5e-6 * 9 / 99), 1e-9);
   // without the load points the launch is timed as before
   m->load.clear();
   EXPECT_LT(split_time(paged_problem({640}, 16, 4, 1, 128, DType::BF16)), hw.kernel_latency_s + 100e-6);

@@ -118,28 +118,32 @@ static double measured_step_s(const KernelLaunch& l, const HardwareProfile& hw) 
 }
 
 // A streaming kernel measured under load (MeasuredSteps::load, calibration decode.load_h200): with A of its CTAs
-// streaming at once (the launch's CTAs, at most its resident slots), a CTA of n steps takes cta_s(A) + n step_s(A)
-// at the launch's page size, and the CTAs are dealt to the slots in launch order; the busiest slot's seconds.
-// step_s(A) holds both limits the probe met: a CTA's own loop where few stream, the kernel's share of the DRAM
-// bandwidth where every slot does. A CTA without steps (an empty split) is taken as free.
+// streaming at once, a CTA of n steps takes cta_s(A) + n step_s(A) at the launch's page size. The CTAs are dealt
+// to the resident slots in launch order, each slot taking the next when its last one ends (the block
+// scheduler), A = the slots; the CTAs past the launch's whole waves (a partial last wave) stream with only
+// their own number at once and take that load's costs. The busiest slot's seconds. step_s(A) holds both limits
+// the probe met: a CTA's own loop where few stream, the kernel's share of the DRAM bandwidth where every slot
+// does. A CTA without steps (an empty split) is taken as free.
 static double measured_load_time(const KernelCounts& k, const MeasuredSteps& m, int64_t resident) {
   const int64_t ctas = k.launch.ctas();
   if (ctas <= 0) return 0;
-  const auto active = static_cast<double>(std::min(ctas, std::max<int64_t>(1, resident)));
-  const auto [step, fixed] = m.at_load(active, static_cast<int>(k.launch.step_page_size));
-  std::vector<double> cost;
-  if (static_cast<int64_t>(k.cta_steps.size()) == ctas) {
-    cost.reserve(k.cta_steps.size());
-    for (const double n : k.cta_steps) cost.push_back(n > 0 ? fixed + n * step : 0.0);
-  } else {  // the steps spread evenly
-    const double n = static_cast<double>(k.tiles) / static_cast<double>(ctas);
-    cost.assign(static_cast<size_t>(ctas), n > 0 ? fixed + n * step : 0.0);
-  }
-  double total = 0;
-  for (const double c : cost) total += c;
-  if (total <= 0) return 0;
   const int64_t slots = std::max<int64_t>(1, std::min(ctas, resident));
-  return list_schedule_imbalance(cost, 1, slots) * total / static_cast<double>(slots);
+  const int64_t last = ctas > slots ? ctas % slots : 0;  // the CTAs of a partial last wave
+  const int page = static_cast<int>(k.launch.step_page_size);
+  const auto [step, fixed] = m.at_load(static_cast<double>(slots), page);
+  const auto [last_step, last_fixed] = m.at_load(static_cast<double>(std::max<int64_t>(1, last)), page);
+  const bool listed = static_cast<int64_t>(k.cta_steps.size()) == ctas;
+  const double even = static_cast<double>(k.tiles) / static_cast<double>(ctas);  // the steps spread evenly
+  std::vector<double> heap(static_cast<size_t>(slots), 0.0);  // the slots' end times, the earliest on top
+  for (int64_t i = 0; i < ctas; ++i) {
+    const double n = listed ? k.cta_steps[static_cast<size_t>(i)] : even;
+    const bool in_last = i >= ctas - last;
+    const double cost = n <= 0 ? 0.0 : in_last ? last_fixed + n * last_step : fixed + n * step;
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    heap.back() += cost;
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
+  }
+  return *std::max_element(heap.begin(), heap.end());
 }
 
 // The bytes a second one CTA can stream: its loads in flight over the DRAM latency (Little's law), at most an
