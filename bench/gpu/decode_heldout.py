@@ -9,7 +9,8 @@ choice marked); `compare` holds the model's time and split choice against them.
     python3 bench/gpu/decode_heldout.py compare FLASHSIM OUT [--hw H200]   # here
 Set 1 (seed 2026112930) was compared once with the model of commit 05f3803 and then showed that model's
 scheduler wrong (it spread a launch's whole waves evenly); set 2 (`--set 2`, seed 2026112931,
-decode_heldout2.txt) was drawn and measured after that fix, before either was compared."""
+decode_heldout2.txt) was drawn and measured after that fix, before either was compared. Set 3 (`--set 3`, seed
+2026112932, decode_heldout3.txt) adds head dims 64 and 256: drawn before their load points were measured."""
 import csv
 import json
 import math
@@ -19,14 +20,21 @@ import sys
 
 import heldout
 
-SETS = {"1": (2026112930, "decode_heldout.txt"), "2": (2026112931, "decode_heldout2.txt")}  # the date, the issue
+# the date and the issue; set 3 adds the head dim (64, 128 or 256) as a sixth field
+SETS = {"1": (2026112930, "decode_heldout.txt"), "2": (2026112931, "decode_heldout2.txt"),
+        "3": (2026112932, "decode_heldout3.txt")}
 COUNT = 24
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
 KV_BYTES_MAX = 8 << 30  # a few milliseconds a launch at most: every split count of a problem timed in seconds
 
 
-def draw(rng):
+def draw_with_head_dim(rng):
+    d = rng.choice([64, 128, 256])
+    return draw(rng, d) + (d,)
+
+
+def draw(rng, d=128):
     hkv = rng.choice([1, 2, 4, 8, 16])
     heads = hkv * rng.choice([1, 2, 4, 8])  # GQA groups of 1 .. 8 query heads a kv head
     page = rng.choice([16, 32, 64, 128, 256])
@@ -34,7 +42,7 @@ def draw(rng):
         batch = int(round(math.exp(rng.uniform(0, math.log(256)))))
         n = int(round(math.exp(rng.uniform(math.log(256), math.log(65536)))))
         n = n | 1 if rng.random() < 0.5 else max(64, n // 64 * 64)
-        if batch * n * hkv * 128 * 2 * 2 <= KV_BYTES_MAX:
+        if batch * n * hkv * d * 2 * 2 <= KV_BYTES_MAX:
             return batch, heads, hkv, n, page
 
 
@@ -54,12 +62,14 @@ def measure(bundle, out):
     import bundle as bundle_mod
     env = bundle_mod.unpack(bundle)
     fg = os.path.join(bundle, "flashsim-gpu")
-    for b, h, hkv, n, page in problems():
+    for problem in problems():
+        b, h, hkv, n, page, d = problem + (128,) * (6 - len(problem))
         cmd = [fg, "decode-bench", "--kernel", "decode-v2", "--batches", str(b), "--cache-lens", str(n),
-               "--page-sizes", str(page), "--heads", str(h), "--heads-kv", str(hkv), "--repeats", "20"]
-        with open(os.path.join(out, csv_name((b, h, hkv, n, page))), "w") as f:
+               "--page-sizes", str(page), "--heads", str(h), "--heads-kv", str(hkv), "--head-dim", str(d),
+               "--repeats", "20"]
+        with open(os.path.join(out, csv_name(problem)), "w") as f:
             rc = subprocess.run(cmd, stdout=f, env=env).returncode
-        print(f"b{b} h{h}/{hkv} n{n} page {page}: rc={rc}", flush=True)
+        print(f"b{b} h{h}/{hkv} n{n} page {page} d{d}: rc={rc}", flush=True)
 
 
 def read_rows(path):
@@ -73,22 +83,25 @@ def compare(flashsim, folder, hw):
     time of the model's count against the fastest count measured."""
     within10 = within5 = total = 0
     ratios = []
-    for b, h, hkv, n, page in problems():
-        path = os.path.join(folder, csv_name((b, h, hkv, n, page)))
+    for problem in problems():
+        b, h, hkv, n, page, d = problem + (128,) * (6 - len(problem))
+        path = os.path.join(folder, csv_name(problem))
         rows = read_rows(path) if os.path.exists(path) else []
+        name = f"b{b} h{h}/{hkv} n{n} page {page}" + (f" d{d}" if len(problem) > 5 else "")
         if not rows:
-            print(f"b{b} h{h}/{hkv} n{n} page {page}: not measured")
+            print(f"{name}: not measured")
             continue
-        out = subprocess.run([flashsim, "sim", "tune", "--kernel", "splitkv", "--split-tile", "16", "64", "4", "3",
+        stages = "2" if d > 128 else "3"  # decode-v2's tile: d256's 64 KiB stages take 2 (traits.h)
+        out = subprocess.run([flashsim, "sim", "tune", "--kernel", "splitkv", "--split-tile", "16", "64", "4", stages,
                               "--hw", hw, "--batches", str(b), "--cache-lens", str(n), "--page-sizes", str(page),
-                              "--heads", str(h), "--heads-kv", str(hkv), "--json"], capture_output=True, text=True,
-                             check=True)
+                              "--heads", str(h), "--heads-kv", str(hkv), "--head-dims", str(d), "--json"],
+                             capture_output=True, text=True, check=True)
         entry = json.loads(out.stdout)["entries"][0]
         predicted = {x["num_splits"]: x["time_us"] / 1e3 for x in entry["splits"] if x["fits"]}
         measured = {int(r["num_splits"]): float(r["ms"]) for r in rows}
         pick = entry["best_splits"]
         if pick not in measured:
-            print(f"b{b} h{h}/{hkv} n{n} page {page}: the model's {pick} splits not measured")
+            print(f"{name}: the model's {pick} splits not measured")
             continue
         ratio = measured[pick] / predicted[pick]
         best = min(measured, key=measured.get)
@@ -96,7 +109,7 @@ def compare(flashsim, folder, hw):
         within10 += abs(ratio - 1) <= 0.10
         within5 += measured[pick] <= 1.05 * measured[best]
         ratios.append(ratio)
-        print(f"b{b} h{h}/{hkv} n{n} page {page}: {pick} splits {measured[pick]:.4f} ms, predicted "
+        print(f"{name}: {pick} splits {measured[pick]:.4f} ms, predicted "
               f"{predicted[pick]:.4f} (measured / predicted {ratio:.2f}); fastest {best} splits {measured[best]:.4f} "
               f"({measured[pick] / measured[best]:.2f}x)")
     ratios.sort()
@@ -119,8 +132,10 @@ def main():
     if len(sys.argv) > 3 and sys.argv[1] == "compare":
         hw = sys.argv[sys.argv.index("--hw") + 1] if "--hw" in sys.argv else "H200"
         return compare(sys.argv[2], sys.argv[3], hw)
-    heldout.write(OUT, SEED, COUNT, draw, f"decode held-out problems, seed {SEED} (bench/gpu/decode_heldout.py): "
-                  "batch heads heads_kv cache_len page_size")
+    with_d = OUT.endswith("decode_heldout3.txt")
+    heldout.write(OUT, SEED, COUNT, draw_with_head_dim if with_d else draw,
+                  f"decode held-out problems, seed {SEED} (bench/gpu/decode_heldout.py): batch heads heads_kv "
+                  f"cache_len page_size{' head_dim' if with_d else ''}")
 
 
 if __name__ == "__main__":

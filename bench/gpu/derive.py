@@ -643,11 +643,27 @@ def fa2_heldout(flashsim, results=FA2_MODEL):
 
 # --- decode.load_h200: the split-KV decode under load
 DECODE_LOAD = os.path.join(RESULTS, "decode_h200_2026-11-28", "load_probe_2026-11-29")
-DECODE_TILES = {"decode-v2": (16, 64, 3), "decode-v1": (4, 64, 3)}  # version: its d128 tile's (Br, Bc, stages)
-# Two CTAs an SM: a d128 tile of 64 keys is 32 KiB of K and V a stage, three stages and Q fill 100 KiB of the
-# SM's 228 (the family's spec, families/decode/); the probe's 2 x 132-CTA launch ran twice the 264-CTA one's
-# time, as two waves do.
-DECODE_CTAS_PER_SM = 2
+
+
+def decode_tile(version, d):
+    """(Br, Bc, stages) of a decode version's bf16 tile at head dim d (= dv) and the probe's 4-query-head groups
+    (families/decode/include/flashsim/families/decode/traits.h): decode-v2 16 rows, 64 keys, 3 stages (2 at d256,
+    whose stages are 64 KiB); decode-v1 4 rows, a tile of at most 32 KiB of K and V (128 keys at d64, 64 at d128,
+    32 at d256), 3 stages."""
+    if version == "decode-v2":
+        return 16, 64, 2 if d > 128 else 3
+    return 4, min(128, max(16, 32768 // (4 * d))), 3
+
+
+def decode_slots(flashsim, hw, d, tile):
+    """The split kernel's resident CTAs as the model counts them (its occupancy: what it deals a launch to), from
+    `flashsim sim tune --kernel splitkv` at the tile."""
+    br, bc, stages = tile
+    out = subprocess.run([flashsim, "sim", "tune", "--kernel", "splitkv", "--split-tile", str(br), str(bc), "4",
+                          str(stages), "--hw", hw, "--head-dims", str(d), "--batches", "1", "--cache-lens", "1024",
+                          "--page-sizes", "16", "--heads", "4", "--heads-kv", "1", "--json"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["entries"][0]["splits"][0]["split_resident_ctas"]
 
 
 def fit_line(points):
@@ -660,24 +676,25 @@ def fit_line(points):
     return slope, my - slope * mx
 
 
-def decode_load(results, hw="H200", sms=132):
+def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "build/default/flashsim")):
     """The load probe's lines (`run.py decode --grid "--heads 4 --heads-kv 1 --batches 1,66,132,264,528
-    --cache-lens 128,...,8192 --page-sizes 16,256"`: one CTA a sequence at one split): for each version, page size
-    and batch, its time against the key tiles a CTA streams, a line. With C CTAs over S = sms x 2 slots, w =
-    ceil(C / S) of them run one after another on a slot: a step takes slope / w, a CTA's fixed time is
-    (intercept - kernel_latency_s) / w, at min(C, S) CTAs streaming. Prints each line and the profile's `load`
-    entries (points of equal CTAs averaged)."""
+    --cache-lens 128,...,8192 --page-sizes 16,256 [--head-dim D]"`: one CTA a sequence at one split): for each
+    version, page size and batch, its time against the key tiles a CTA streams, a line. With C CTAs over the
+    model's S resident slots, w = ceil(C / S) of them run one after another on a slot: a step takes slope / w, a
+    CTA's fixed time is (intercept - kernel_latency_s) / w, at min(C, S) CTAs streaming. Prints each line and the
+    profile's `load` entries (points of equal CTAs averaged)."""
     import math
     from tables import read_decode_csv
     latency = fa3_profile_latency(hw)
-    slots = sms * DECODE_CTAS_PER_SM
     out = {}
-    for version, (br, bc, stages) in DECODE_TILES.items():
+    for version in ("decode-v2", "decode-v1"):
+        br, bc, stages = decode_tile(version, head_dim)
         path = os.path.join(results, f"decode_bench_{version}.csv")
         if not os.path.exists(path):
             continue
         _, rows = read_decode_csv(path)
         rows = [r for r in rows if r["num_splits"] == 1]
+        slots = decode_slots(flashsim, hw, head_dim, (br, bc, stages))
         loads = []
         for page in sorted({int(r["page_size"]) for r in rows}):
             points = collections.defaultdict(list)
@@ -696,8 +713,8 @@ def decode_load(results, hw="H200", sms=132):
             loads.append({"page_size": page, "points": [
                 [c, float(f"{statistics.mean(s for s, _ in v):.4g}"), float(f"{statistics.mean(f for _, f in v):.4g}")]
                 for c, v in sorted(points.items())]})
-        out[version] = {"kernel": "fwd_splitkv", "head_dim": 128, "block_q": br, "block_k": bc, "stages": stages,
-                        "load": loads}
+        out[version] = {"kernel": "fwd_splitkv", "head_dim": head_dim, "block_q": br, "block_k": bc,
+                        "stages": stages, "load": loads}
     for version, entry in out.items():
         print(f"{version}: {json.dumps(entry)}")
     return out

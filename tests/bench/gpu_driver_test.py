@@ -490,6 +490,44 @@ class Fa3ModelTable(unittest.TestCase):
         want = [[1, float(f"{(0.0420e-3 - latency) / 8:.4g}")], [2, float(f"{(0.0700e-3 - latency) / 8:.4g}")]]
         self.assertEqual(e["tile_s_by_steps"], want)
 
+    def test_decode_load_lines_give_the_step_and_the_ctas_fixed_time(self):
+        # the load probe's CSV made up: a CTA of n tiles takes fixed + n step, w CTAs a slot one after another
+        # (528 sequences over 264 slots: two), after the launch's latency; derive recovers step and fixed
+        latency = derive.fa3_profile_latency("H200")
+        truth = {1: (2.0e-6, 4.0e-6), 264: (2.5e-6, 9.0e-6), 528: (2.5e-6, 9.0e-6)}
+        header = "kernel,batch,cache_len,page_size,num_splits,chosen,ms,predicted_ms,kv_bytes,kv_GBps,share_of_copy"
+        rows = []
+        for batch, (step, fixed) in truth.items():
+            waves = -(-batch // 264)
+            for n in (128, 1000, 4096):  # 2, 16 (a partial tile: 16 tiles), 64 tiles
+                tiles = -(-n // 64)
+                ms = (latency + waves * (fixed + tiles * step)) * 1e3
+                rows.append(f"decode-v2,{batch},{n},16,1,1,{ms:.6f},0,0,0,0")
+                rows.append(f"decode-v2,{batch},{n},16,2,0,{2 * ms:.6f},0,0,0,0")  # another split count: ignored
+        with tempfile.TemporaryDirectory() as tmp:
+            write(tmp, "decode_bench_decode-v2.csv", "# device copy bandwidth: 4000 GB/s\n" + header + "\n" +
+                  "\n".join(rows) + "\n")
+            with redirect_stdout(io.StringIO()):
+                out = derive.decode_load(tmp, "H200", 128, FLASHSIM)
+        self.assertEqual(list(out), ["decode-v2"])
+        (load,) = out["decode-v2"]["load"]
+        self.assertEqual(load["page_size"], 16)
+        self.assertEqual([p[0] for p in load["points"]], [1, 264])  # 528 folds into 264's point
+        for (ctas, step, fixed), want in zip(load["points"], (truth[1], truth[264])):
+            self.assertAlmostEqual(step, want[0], delta=1e-10)
+            self.assertAlmostEqual(fixed, want[1], delta=1e-9)
+
+    def test_the_h200_profile_holds_what_the_recorded_probe_derives(self):
+        # the profile's decode load points are derive's output of the recorded probe, not numbers typed in
+        with redirect_stdout(io.StringIO()):
+            out = derive.decode_load(calibration_results("decode.load_h200"), "H200", 128, FLASHSIM)
+        with open(os.path.join(SRC, "tiling_sim/profiles/H200.json")) as f:
+            steps = json.load(f)["measured_steps"]
+        for version, entry in out.items():
+            held = [e for e in steps if e.get("load") and e["block_q"] == entry["block_q"]]
+            self.assertEqual(len(held), 1, version)
+            self.assertEqual(held[0]["load"], entry["load"], version)
+
 
 class CarryParts(unittest.TestCase):
     def test_split_and_join(self):

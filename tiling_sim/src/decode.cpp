@@ -144,6 +144,7 @@ SplitSweepResult sweep_with(const AttentionProblem& p, const HardwareProfile& hw
     }
     const auto& split = ks.front();
     row.split_time_s = split.time_s;
+    row.split_resident_ctas = split.occ.resident_ctas;
     row.combine_time_s = ks.size() > 1 ? ks[1].time_s : 0.0;
     row.t_dram_s = split.t_dram;
     row.t_compute_s = split.t_mma + split.t_exp + split.t_vec;

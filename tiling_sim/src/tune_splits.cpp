@@ -82,6 +82,7 @@ nlohmann::json to_json(const TuneSplitsResult& r) {
                       {"time_us", row.time_s * 1e6},
                       {"split_us", row.split_time_s * 1e6},
                       {"combine_us", row.combine_time_s * 1e6},
+                      {"split_resident_ctas", row.split_resident_ctas},
                       {"dram_bytes", row.dram_bytes},
                       {"bound", row.bound}});
     entries.push_back({{"problem", e.problem.describe()},

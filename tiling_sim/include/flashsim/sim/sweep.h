@@ -83,6 +83,7 @@ struct SplitSweepRow {
   double split_time_s = 0, combine_time_s = 0;
   int64_t load_bytes = 0, dram_bytes = 0;  // L2 <-> SM bytes (load + store + reduce); DRAM read + write
   int64_t ctas = 0;                        // of both kernels
+  int64_t split_resident_ctas = 0;         // the split kernel's CTAs resident at once (its slots)
   double t_dram_s = 0, t_compute_s = 0;    // the split kernel's DRAM time and MMA + exp + vector time
   std::string bound;                       // the split kernel's
   bool memory_bound = false;               // the split kernel's DRAM time bounds it
