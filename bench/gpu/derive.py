@@ -682,7 +682,8 @@ def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "b
     version, page size and batch, its time against the key tiles a CTA streams, a line. With C CTAs over the
     model's S resident slots, w = ceil(C / S) of them run one after another on a slot: a step takes slope / w, a
     CTA's fixed time is (intercept - kernel_latency_s) / w, at min(C, S) CTAs streaming. Prints each line and the
-    profile's `load` entries (points of equal CTAs averaged)."""
+    profile's entries: `load` (points of equal CTAs averaged) and, for a tile the profile has no entry of,
+    `tile_s_by_steps` (one sequence's line at the two longest lengths, the last page size's: a lone CTA's step)."""
     import math
     from tables import read_decode_csv
     latency = fa3_profile_latency(hw)
@@ -695,7 +696,7 @@ def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "b
         _, rows = read_decode_csv(path)
         rows = [r for r in rows if r["num_splits"] == 1]
         slots = decode_slots(flashsim, hw, head_dim, (br, bc, stages))
-        loads = []
+        loads, lone = [], []
         for page in sorted({int(r["page_size"]) for r in rows}):
             points = collections.defaultdict(list)
             for batch in sorted({int(r["batch"]) for r in rows}):
@@ -710,11 +711,14 @@ def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "b
                       f"a CTA's fixed {fixed * 1e6:.2f} us ({waves} on a slot; line {slope * 1e6:.3f} us a step + "
                       f"{intercept * 1e6:.1f} us)")
                 points[min(batch, slots)].append((step, fixed))
+                if batch == 1:  # a lone CTA's line at the two longest lengths: the entry's tile_s_by_steps
+                    longest = sorted(n for n, _ in line)[-2:]
+                    lone = [[n, float(f"{intercept + slope * n:.6g}")] for n in longest]
             loads.append({"page_size": page, "points": [
                 [c, float(f"{statistics.mean(s for s, _ in v):.4g}"), float(f"{statistics.mean(f for _, f in v):.4g}")]
                 for c, v in sorted(points.items())]})
         out[version] = {"kernel": "fwd_splitkv", "head_dim": head_dim, "block_q": br, "block_k": bc,
-                        "stages": stages, "load": loads}
+                        "stages": stages, "persistent": False, "tile_s_by_steps": lone, "load": loads}
     for version, entry in out.items():
         print(f"{version}: {json.dumps(entry)}")
     return out

@@ -519,14 +519,38 @@ class Fa3ModelTable(unittest.TestCase):
 
     def test_the_h200_profile_holds_what_the_recorded_probe_derives(self):
         # the profile's decode load points are derive's output of the recorded probe, not numbers typed in
-        with redirect_stdout(io.StringIO()):
-            out = derive.decode_load(calibration_results("decode.load_h200"), "H200", 128, FLASHSIM)
+        results = calibration_results("decode.load_h200")
         with open(os.path.join(SRC, "tiling_sim/profiles/H200.json")) as f:
             steps = json.load(f)["measured_steps"]
-        for version, entry in out.items():
-            held = [e for e in steps if e.get("load") and e["block_q"] == entry["block_q"]]
-            self.assertEqual(len(held), 1, version)
-            self.assertEqual(held[0]["load"], entry["load"], version)
+        for d, folder in ((128, results), (64, os.path.join(results, "d64")), (256, os.path.join(results, "d256"))):
+            with redirect_stdout(io.StringIO()):
+                out = derive.decode_load(folder, "H200", d, FLASHSIM)
+            self.assertEqual(len(out), 2, d)
+            for version, entry in out.items():
+                held = [e for e in steps if e.get("load") and e["head_dim"] == d and e["block_q"] == entry["block_q"]]
+                self.assertEqual(len(held), 1, (d, version))
+                self.assertEqual(held[0]["load"], entry["load"], (d, version))
+                if d != 128:  # a tile the H200 measured first here: the lone CTA's line too
+                    self.assertEqual(held[0]["tile_s_by_steps"], entry["tile_s_by_steps"], (d, version))
+
+    def test_decode_registers_from_a_ptxas_log(self):
+        # ptxas -v's lines (demangled names): each split kernel's registers, fp16 and bf16 folded into the larger
+        sys.path.insert(0, os.path.join(SRC, "gpu", "tools"))
+        import decode_registers
+        log = "\n".join([
+            "ptxas info    : Compiling entry function 'decode_mma_split_kernel<__half, (int)64, (int)64>' for 'sm_90'",
+            "ptxas info    : Used 109 registers, used 1 barriers",
+            "ptxas info    : Compiling entry function 'decode_mma_split_kernel<__nv_bfloat16, 64, 64>' for 'sm_90'",
+            "ptxas info    : Used 127 registers, used 1 barriers",
+            "ptxas info    : Compiling entry function 'decode_split_kernel<float, 128, 64, 8>' for 'sm_90'",
+            "ptxas info    : Used 156 registers",
+            "ptxas info    : Compiling entry function 'decode_combine_kernel<float>' for 'sm_90'",
+            "ptxas info    : Used 32 registers"])
+        entries = decode_registers.parse(log)
+        self.assertEqual(entries, [(False, 4, 128, 64, 8, 156), (True, 2, 64, 64, 16, 127)])
+        text = decode_registers.header(entries, "CUDA 13.0")
+        self.assertIn("{true, 2, 64, 64, 16, 127},", text)
+        self.assertEqual(decode_registers.main([os.path.join(SRC, "no", "such")]), 2)
 
 
 class CarryParts(unittest.TestCase):

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "flashsim/error.h"
+#include "flashsim/families/decode/tiles.h"
 #include "flashsim/gpu/decode_bench.h"
 #include "flashsim/gpu/harness.h"
 #include "flashsim/gpu/params.h"
@@ -101,6 +102,34 @@ TEST(GpuDecode, LaunchTileIsTheInstancesWithTheModelsFastestSplits) {
   EXPECT_GT(gpu::tile_for(v, decode_problem(1, 32768)).num_splits, 1);
   EXPECT_EQ(gpu::tile_for(v, decode_problem(2, 100, 2)).block_q, 8);
   EXPECT_EQ(gpu::tile_for(v, decode_problem(2, 100, 4)).block_q, 16);
+}
+
+// Every split-kernel instance has its compiled registers in the family's table (registers_sm90.h), and the
+// model's occupancy of a decode tile follows them: decode-v2's d64 instance (127 registers, 52 KiB) holds four
+// CTAs an SM, where a generic split-KV tile's 255 registers would hold two.
+TEST(GpuDecode, EveryInstanceHasItsRegistersAndTheModelUsesThem) {
+  namespace dec = gpu::decode;
+  for (const auto& [d, dv] : {std::pair{64, 64}, {128, 128}, {128, 64}, {256, 256}}) {
+    const dec::DecodeTile v2 = dec::decode_tile(dec::Split::TensorCores, 2, d, dv, 1);
+    EXPECT_GT(v2.registers, 0) << d;
+    EXPECT_LE(v2.registers, 255) << d;
+    for (const int e : {2, 4})
+      for (const int64_t rows : {4, 8, 16})
+        EXPECT_GT(dec::decode_tile(dec::Split::CudaCores, e, d, dv, rows).registers, 0)
+            << d << " " << e << " " << rows;
+  }
+  const auto hw = sim::load_profile("H200");
+  TileConfig tile;  // decode-v2's d64 tile
+  tile.block_q = 16;
+  tile.block_k = 64;
+  tile.warps = 4;
+  tile.stages = 3;
+  AttentionProblem p = decode_problem(1, 1024);
+  p.head_dim = p.head_dim_v = 64;
+  const auto r = sim::sweep_splits_of_tile(p, hw, tile);
+  EXPECT_EQ(r.rows[0].split_resident_ctas, 4 * hw.sms);
+  tile.stages = 2;  // no instance of the family: FA2's 255 registers, two CTAs an SM
+  EXPECT_EQ(sim::sweep_splits_of_tile(p, hw, tile).rows[0].split_resident_ctas, 2 * hw.sms);
 }
 
 TEST(GpuDecode, WorkspaceHoldsEverySplitsPartials) {

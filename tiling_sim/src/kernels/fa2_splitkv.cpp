@@ -66,6 +66,20 @@ std::pair<int64_t, int64_t> head_rows(int64_t r0, int64_t r1, int64_t g, int64_t
   return {i0, std::max<int64_t>(0, i1 - i0)};
 }
 
+// A thread's registers: where c is one of gpu/decode's tiles for p, as ptxas compiled it for sm_90
+// (registers_sm90.h: decode-v2's d64 holds four CTAs an SM); FA2's split-KV kernel's 255 otherwise.
+int splitkv_regs(const AttentionProblem& p, const TileConfig& c) {
+  const int e = static_cast<int>(dtype_bytes(p.dtype));
+  for (const auto split : {gpu::decode::Split::TensorCores, gpu::decode::Split::CudaCores}) {
+    const gpu::decode::DecodeTile t = gpu::decode::decode_tile(split, e, static_cast<int>(p.head_dim),
+                                                               static_cast<int>(p.head_dim_v), c.block_q);
+    if (t.rows == c.block_q && t.block_k == c.block_k && t.threads == c.warps * 32 && t.stages == c.stages &&
+        t.registers > 0)
+      return t.registers;
+  }
+  return 255;
+}
+
 KernelLaunch splitkv_launch(const AttentionProblem& p, const TileConfig& c) {
   const Geometry g = geometry(p, c);
   KernelLaunch l;
@@ -77,7 +91,7 @@ KernelLaunch splitkv_launch(const AttentionProblem& p, const TileConfig& c) {
   l.grid_z = p.batch * p.heads_kv;
   l.threads = c.warps * 32;
   const int64_t e = dtype_bytes(p.dtype), d = p.head_dim, dv = p.head_dim_v;
-  l.regs_per_thread = 255;
+  l.regs_per_thread = splitkv_regs(p, c);
   l.accumulator_elems = c.block_q * (dv + c.block_k);
   const int64_t q = c.block_q * d * e, k = c.block_k * d * e * c.stages,
                 v = p.mla ? 0 : c.block_k * dv * e * c.stages;  // MLA: V is the K tile's first dv columns

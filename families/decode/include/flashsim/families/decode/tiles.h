@@ -4,6 +4,7 @@
 // traffic compare` reads a profiled kernel's tile back from its template arguments (element, d, dv, rows).
 #include <cstdint>
 
+#include "flashsim/families/decode/registers_sm90.h"
 #include "flashsim/families/decode/traits.h"
 
 namespace flashsim::gpu::decode {
@@ -17,11 +18,21 @@ inline int rows_per_cta(int64_t packed_rows) {
 // An instance's tile: packed rows and keys a tile, threads, stages, shared-memory bytes.
 struct DecodeTile {
   int rows = 0, block_k = 0, threads = 0, stages = 0, smem_bytes = 0;
+  int registers = 0;  // a thread's, as compiled for sm_90 (registers_sm90.h; 0: not listed there)
 };
 template <int kElemBytes, int D, int DV, int kRows>
 constexpr DecodeTile tile_of() {
   using Tr = DecodeTraits<kElemBytes, D, DV, kRows>;
   return {kRows, Tr::kBlockK, Tr::kThreads, Tr::kStages, Tr::kSmemBytes};
+}
+
+// An instance's registers a thread from the sm_90 table, 0 where it has none.
+inline int registers_sm90(bool tensor_cores, int elem_bytes, int d, int dv, int rows) {
+  for (const DecodeRegisters& r : kDecodeRegistersSm90)
+    if (r.tensor_cores == tensor_cores && r.elem_bytes == elem_bytes && r.d == d && r.dv == dv &&
+        r.rows == rows)
+      return r.registers;
+  return 0;
 }
 
 // The head dims the family is written for: (d, dv) of (64, 64), (128, 128), (128, 64) (MLA-like narrower
@@ -65,11 +76,18 @@ DecodeTile tile_by_dims(int d, int dv, int rows) {
 
 // The tile of (split kernel, element bytes, d, dv, packed rows); rows = 0 when no such instance exists.
 inline DecodeTile decode_tile(Split split, int elem_bytes, int d, int dv, int64_t packed_rows) {
-  if (split == Split::TensorCores) return elem_bytes == 2 ? detail::mma_tile_by_dims(d, dv) : DecodeTile{};
-  const int rows = rows_per_cta(packed_rows);
-  return elem_bytes == 2   ? detail::tile_by_dims<2>(d, dv, rows)
-         : elem_bytes == 4 ? detail::tile_by_dims<4>(d, dv, rows)
-                           : DecodeTile{};
+  const bool mma = split == Split::TensorCores;
+  DecodeTile t;
+  if (mma) {
+    t = elem_bytes == 2 ? detail::mma_tile_by_dims(d, dv) : DecodeTile{};
+  } else {
+    const int rows = rows_per_cta(packed_rows);
+    t = elem_bytes == 2   ? detail::tile_by_dims<2>(d, dv, rows)
+        : elem_bytes == 4 ? detail::tile_by_dims<4>(d, dv, rows)
+                          : DecodeTile{};
+  }
+  if (t.rows > 0) t.registers = registers_sm90(mma, elem_bytes, d, dv, t.rows);
+  return t;
 }
 
 }  // namespace flashsim::gpu::decode
