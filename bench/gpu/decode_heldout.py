@@ -10,7 +10,9 @@ choice marked); `compare` holds the model's time and split choice against them.
 Set 1 (seed 2026112930) was compared once with the model of commit 05f3803 and then showed that model's
 scheduler wrong (it spread a launch's whole waves evenly); set 2 (`--set 2`, seed 2026112931,
 decode_heldout2.txt) was drawn and measured after that fix, before either was compared. Set 3 (`--set 3`, seed
-2026112932, decode_heldout3.txt) adds head dims 64 and 256: drawn before their load points were measured."""
+2026112932, decode_heldout3.txt) adds head dims 64 and 256: drawn before their load points were measured. Set 4
+(`--set 4`, seed 2026112933) was drawn before the launch-pair probe (run.py probe launch-pair) and the model's
+hidden launch of a split launch's combine."""
 import csv
 import json
 import math
@@ -22,7 +24,7 @@ import heldout
 
 # the date and the issue; set 3 adds the head dim (64, 128 or 256) as a sixth field
 SETS = {"1": (2026112930, "decode_heldout.txt"), "2": (2026112931, "decode_heldout2.txt"),
-        "3": (2026112932, "decode_heldout3.txt")}
+        "3": (2026112932, "decode_heldout3.txt"), "4": (2026112933, "decode_heldout4.txt")}
 COUNT = 24
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
@@ -132,7 +134,7 @@ def main():
     if len(sys.argv) > 3 and sys.argv[1] == "compare":
         hw = sys.argv[sys.argv.index("--hw") + 1] if "--hw" in sys.argv else "H200"
         return compare(sys.argv[2], sys.argv[3], hw)
-    with_d = OUT.endswith("decode_heldout3.txt")
+    with_d = not OUT.endswith(("decode_heldout.txt", "decode_heldout2.txt"))  # sets 3 and on: the head dim too
     heldout.write(OUT, SEED, COUNT, draw_with_head_dim if with_d else draw,
                   f"decode held-out problems, seed {SEED} (bench/gpu/decode_heldout.py): batch heads heads_kv "
                   f"cache_len page_size{' head_dim' if with_d else ''}")

@@ -46,6 +46,7 @@ PROBES = {  # name -> (source, ncu metric set or None to run the binary alone, r
     "launch": ("launch_probe.cu", "launch", 3),
     "cta-rates": ("cta_rates_probe.cu", None, 1),
     "cta-stream": ("cta_stream_probe.cu", None, 1),
+    "launch-pair": ("launch_pair_probe.cu", None, 1),
 }
 
 
@@ -505,7 +506,7 @@ def build_probe(name, arch="sm_90"):
 def cmd_probe(args):
     """A probe of probes/ (each says which profile field and calibration id it measures), built with nvcc and run:
     l2 and launch under ncu (a CSV row per launch and metric, the launch list on stderr; launch 3 times),
-    cta-rates and cta-stream alone (their table on stdout). Then `run.py table l2|launch` here."""
+    cta-rates, cta-stream and launch-pair alone (their table on stdout). Then `run.py table l2|launch` here."""
     os.chdir(ROOT)
     os.makedirs(args.out, exist_ok=True)
     binary = build_probe(args.name, args.arch)
