@@ -12,7 +12,8 @@ scheduler wrong (it spread a launch's whole waves evenly); set 2 (`--set 2`, see
 decode_heldout2.txt) was drawn and measured after that fix, before either was compared. Set 3 (`--set 3`, seed
 2026112932, decode_heldout3.txt) adds head dims 64 and 256: drawn before their load points were measured. Set 4
 (`--set 4`, seed 2026112933) was drawn before the launch-pair probe (run.py probe launch-pair) and the model's
-hidden launch of a split launch's combine."""
+hidden launch of a split launch's combine. Set 5 (`--set 5`, seed 2026112934) was drawn before that term was
+written, to check it."""
 import csv
 import json
 import math
@@ -24,7 +25,8 @@ import heldout
 
 # the date and the issue; set 3 adds the head dim (64, 128 or 256) as a sixth field
 SETS = {"1": (2026112930, "decode_heldout.txt"), "2": (2026112931, "decode_heldout2.txt"),
-        "3": (2026112932, "decode_heldout3.txt"), "4": (2026112933, "decode_heldout4.txt")}
+        "3": (2026112932, "decode_heldout3.txt"), "4": (2026112933, "decode_heldout4.txt"),
+        "5": (2026112934, "decode_heldout5.txt")}
 COUNT = 24
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
