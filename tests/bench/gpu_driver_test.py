@@ -533,18 +533,6 @@ class Fa3ModelTable(unittest.TestCase):
                 if d != 128:  # a tile the H200 measured first here: the lone CTA's line too
                     self.assertEqual(held[0]["tile_s_by_steps"], entry["tile_s_by_steps"], (d, version))
 
-    def test_the_h200_hidden_launch_is_the_recorded_pairs_median(self):
-        # the profile's stream_hidden_launch_s: the median of the launch-pair probe's hidden column, as recorded
-        path = os.path.join(calibration_results("h200.stream_hidden_launch_s"), "launch_pair_probe.txt")
-        with open(path) as f:
-            hidden = [float(line.split()[5]) for line in f if line[0].isdigit()]
-        self.assertEqual(len(hidden), 8)
-        self.assertTrue(all(h > 0 for h in hidden))
-        with open(os.path.join(SRC, "tiling_sim/profiles/H200.json")) as f:
-            held = json.load(f)["stream_hidden_launch_s"]
-        hidden.sort()
-        self.assertAlmostEqual(held * 1e6, (hidden[3] + hidden[4]) / 2, delta=0.01)
-
     def test_decode_registers_from_a_ptxas_log(self):
         # ptxas -v's lines (demangled names): each split kernel's registers, fp16 and bf16 folded into the larger
         sys.path.insert(0, os.path.join(SRC, "gpu", "tools"))

@@ -913,28 +913,6 @@ TEST(Decode, LoadCostsTimeTheLaunchByHand) {
   EXPECT_LT(split_time(paged_problem({640}, 16, 4, 1, 128, DType::BF16)), hw.kernel_latency_s + 100e-6);
 }
 
-// A split launch's combine queued behind its split kernel hides part of its launch latency
-// (stream_hidden_launch_s, calibration h200.stream_hidden_launch_s), at most all of it; one split is one kernel.
-TEST(Decode, TheCombineHidesPartOfItsLaunchBehindTheSplitKernel) {
-  auto hw = load_profile("H100-SXM5-80GB");
-  ASSERT_EQ(hw.stream_hidden_launch_s, 0);  // not measured there: the kernels' times add
-  const auto p = paged_problem({4096}, 16, 32, 8, 128, DType::BF16);
-  const auto plain = sweep_splits(p, hw);
-  hw.stream_hidden_launch_s = 2e-6;
-  const auto hidden = sweep_splits(p, hw);
-  hw.stream_hidden_launch_s = 1.0;  // more than a launch: the whole launch latency, no more
-  const auto capped = sweep_splits(p, hw);
-  ASSERT_EQ(plain.rows.size(), hidden.rows.size());
-  for (size_t i = 0; i < plain.rows.size(); ++i) {
-    const auto &a = plain.rows[i], &b = hidden.rows[i], &c = capped.rows[i];
-    const double saved = a.num_splits > 1 ? 2e-6 : 0.0;
-    EXPECT_NEAR(b.time_s, a.time_s - saved, 1e-12) << a.num_splits;
-    EXPECT_NEAR(b.split_time_s, a.split_time_s, 1e-12);
-    EXPECT_NEAR(b.time_s, b.split_time_s + b.combine_time_s, 1e-12);
-    EXPECT_NEAR(c.time_s, a.time_s - (a.num_splits > 1 ? hw.kernel_latency_s : 0.0), 1e-12) << a.num_splits;
-  }
-}
-
 // A launch splits only where the model predicts it pays: the fewest splits within kTuneResolution of the
 // fastest row; rows that do not fit are never picked.
 TEST(DecodeSplits, PickTheFewestSplitsWithinTheModelsResolution) {

@@ -24,7 +24,6 @@ constexpr std::pair<const char*, double HardwareProfile::*> kMeasuredFields[] = 
     {"ncu_dram_repeatability", &HardwareProfile::ncu_dram_repeatability},
     {"ncu_dram_reread_repeatability", &HardwareProfile::ncu_dram_reread_repeatability},
     {"kernel_latency_s", &HardwareProfile::kernel_latency_s},
-    {"stream_hidden_launch_s", &HardwareProfile::stream_hidden_launch_s},
     {"cta_dram_latency_s", &HardwareProfile::cta_dram_latency_s},
     {"sm_dram_bytes_per_s", &HardwareProfile::sm_dram_bytes_per_s},
     {"mma_sync_flops", &HardwareProfile::mma_sync_flops},

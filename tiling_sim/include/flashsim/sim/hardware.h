@@ -100,10 +100,6 @@ struct HardwareProfile {
   // copy bandwidth (calibration h100.kernel_latency_s). 0: not measured.
   double kernel_latency_s = 0;
   std::string kernel_latency_source;
-  // Seconds of a kernel's launch latency that hide behind the kernel before it in the same stream (the decode's
-  // combine behind its split kernel): CUDA events of a kernel alone, a small one alone and the two back to back
-  // (calibration h200.stream_hidden_launch_s). 0: not measured (the two kernels' times add).
-  double stream_hidden_launch_s = 0;
   // How fast one CTA streams DRAM (calibration h100.cta_dram_latency_s and h100.sm_dram_bytes_per_s): a CTA
   // keeping B bytes of loads in flight moves B / cta_dram_latency_s bytes a second (Little's law), at most
   // sm_dram_bytes_per_s. The decode kernels' time (KernelModel::dram_cta_share) holds their CTAs to it. 0: not
