@@ -7,7 +7,13 @@ occupancy of a decode tile reads.
   clang-format -i families/decode/include/flashsim/families/decode/registers_sm90.h
 
 BUILD: a build configured with -DFLASHSIM_DECODE_INSTANCES=all and sm_90 in CMAKE_CUDA_ARCHITECTURES, in release
-(build/gpurel): its compile command of gpu/decode/decode_launch.cu, run again with `-Xptxas -v`."""
+(build/gpurel): its compile command of gpu/decode/decode_launch.cu, run again with `-Xptxas -v`.
+
+  python3 gpu/tools/decode_registers.py --check TABLE BUILD
+
+The ctest gpu.decode_registers_match_build: exit 1 where BUILD's kernels compile to other registers than TABLE
+lists (of the instances BUILD compiles), 77 (skipped) where BUILD cannot tell: unoptimized device code (CI's
+-Xptxas -O0, -Xcicc=-O0), no sm_90, or another nvcc than the table's."""
 import json
 import os
 import re
@@ -65,7 +71,16 @@ def header(entries, nvcc_version):
     return "\n".join(lines) + "\n"
 
 
+def table_entries(text):
+    """The entries of a registers_sm90.h."""
+    return sorted((m[0] == "true", int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5])) for m in re.findall(
+        r"\{(true|false), (\d+), (\d+), (\d+), (\d+), (\d+)\}", text))
+
+
 def main(argv):
+    check = None
+    if len(argv) == 3 and argv[0] == "--check":
+        check, argv = argv[1], argv[2:]
     if len(argv) != 1:
         print(__doc__, file=sys.stderr)
         return 2
@@ -77,6 +92,18 @@ def main(argv):
         print(f"decode_registers.py: no compile command of gpu/decode/decode_launch.cu in {path}: {e!r}", file=sys.stderr)
         return 2
     args = shlex.split(cmd["command"])
+    if check:
+        with open(check) as f:
+            text = f.read()
+        table = table_entries(text)
+        unoptimized = "-Xcicc=-O0" in args or any(a == "-Xptxas" and b == "-O0" for a, b in zip(args, args[1:]))
+        version = re.search(r"release ([\d.]+)", subprocess.run([args[0], "--version"], capture_output=True,
+                                                                text=True).stdout)
+        made_by = re.search(r"sm_90 \(CUDA ([\d.]+)", text)
+        if unoptimized or "sm_90" not in " ".join(args) or not version or not made_by or \
+                version.group(1) != made_by.group(1):
+            print("skipped: unoptimized device code, no sm_90, or another nvcc than the table's")
+            return 77
     out = args.index("-o")
     args[out + 1] = os.devnull
     log = subprocess.run(args + ["-Xptxas", "-v"], cwd=cmd["directory"], capture_output=True, text=True)
@@ -91,6 +118,14 @@ def main(argv):
         print("decode_registers.py: ptxas compiled no decode split kernel (FLASHSIM_DECODE_INSTANCES=all?)",
               file=sys.stderr)
         return 1
+    if check:
+        listed = {e[:5]: e[5] for e in table}
+        wrong = [e for e in entries if listed.get(e[:5]) != e[5]]
+        for e in wrong:
+            print(f"{e[:5]}: {e[5]} registers, the table {listed.get(e[:5], 'none')}: rewrite it ({__file__})")
+        if not wrong:
+            print(f"{len(entries)} split-kernel instances compile to the table's registers")
+        return 1 if wrong else 0
     version = re.search(r"release ([\d.]+)", subprocess.run([args[0], "--version"], capture_output=True,
                                                             text=True).stdout)
     sys.stdout.write(header(entries, f"CUDA {version.group(1) if version else '?'}"))
