@@ -122,7 +122,7 @@ def main(argv):
         listed = {e[:5]: e[5] for e in table}
         wrong = [e for e in entries if listed.get(e[:5]) != e[5]]
         for e in wrong:
-            print(f"{e[:5]}: {e[5]} registers, the table {listed.get(e[:5], 'none')}: rewrite it ({__file__})")
+            print(f"{e[:5]}: {e[5]} registers, the table {listed.get(e[:5], 'none')}: rewrite it (gpu/tools/decode_registers.py)")
         if not wrong:
             print(f"{len(entries)} split-kernel instances compile to the table's registers")
         return 1 if wrong else 0
