@@ -676,14 +676,55 @@ def fit_line(points):
     return slope, my - slope * mx
 
 
-def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "build/default/flashsim")):
+def profile_path(hw):
+    """The built-in profile file named `hw`."""
+    for path in glob.glob(os.path.join(ROOT, "tiling_sim/profiles/*.json")):
+        with open(path) as f:
+            if json.load(f).get("name") == hw:
+                return path
+    raise ValueError(f"no built-in profile named {hw}")
+
+
+def write_measured_steps(hw, entries, path=None):
+    """Merges `entries` into the built-in profile `hw`'s measured_steps, in place: an entry of the same key
+    (kernel, head dim, Br, Bc, stages, persistent) takes the new `load`, the others are appended whole. The file
+    keeps one entry a line. path: another file of that form."""
+    path = path or profile_path(hw)
+    with open(path) as f:
+        lines = f.read().split("\n")
+    prefix = ' "measured_steps": ['
+    key = lambda e: (e["kernel"], e["head_dim"], e["block_q"], e["block_k"], e["stages"], e.get("persistent", False))
+    start = next((i for i, line in enumerate(lines) if line.startswith(prefix)), None)
+    if start is None:
+        raise ValueError(f"{path} has no measured_steps list of one entry a line")
+    end = next(i for i in range(start, len(lines)) if lines[i].rstrip().endswith("}],"))
+    held = []
+    for i in range(start, end + 1):
+        body = (lines[i][len(prefix):] if i == start else lines[i].strip()).rstrip()
+        held.append(json.loads(body[:-2] if body.endswith("}],") else body[:-1]))
+    by_key = {key(e): e for e in held}
+    for e in entries:
+        if key(e) in by_key:
+            by_key[key(e)]["load"] = e["load"]
+        else:
+            held.append(e)
+    lines[start:end + 1] = [(prefix if n == 0 else "   ") + json.dumps(e) + ("]," if n == len(held) - 1 else ",")
+                            for n, e in enumerate(held)]
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    return path
+
+
+def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "build/default/flashsim"),
+                write=False):
     """The load probe's lines (`run.py decode --grid "--heads 4 --heads-kv 1 --batches 1,66,132,264,528
     --cache-lens 128,...,8192 --page-sizes 16,256 [--head-dim D]"`: one CTA a sequence at one split): for each
     version, page size and batch, its time against the key tiles a CTA streams, a line. With C CTAs over the
     model's S resident slots, w = ceil(C / S) of them run one after another on a slot: a step takes slope / w, a
     CTA's fixed time is (intercept - kernel_latency_s) / w, at min(C, S) CTAs streaming. Prints each line and the
     profile's entries: `load` (points of equal CTAs averaged) and, for a tile the profile has no entry of,
-    `tile_s_by_steps` (one sequence's line at the two longest lengths, the last page size's: a lone CTA's step)."""
+    `tile_s_by_steps` (one sequence's line at the two longest lengths, the last page size's: a lone CTA's step).
+    write: merge them into the built-in profile `hw` (write_measured_steps)."""
     import math
     from tables import read_decode_csv
     latency = fa3_profile_latency(hw)
@@ -721,4 +762,6 @@ def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "b
                         "stages": stages, "persistent": False, "tile_s_by_steps": lone, "load": loads}
     for version, entry in out.items():
         print(f"{version}: {json.dumps(entry)}")
+    if write:
+        print(f"wrote {os.path.relpath(write_measured_steps(hw, list(out.values())), ROOT)}")
     return out

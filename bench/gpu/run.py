@@ -797,7 +797,7 @@ def derive_one(derive, args):
     elif args.what == "fa2-heldout":
         derive.fa2_heldout(args.flashsim, args.results or derive.FA2_MODEL)
     elif args.what == "decode-load":
-        derive.decode_load(args.results or derive.DECODE_LOAD, args.hw, args.head_dim, args.flashsim)
+        derive.decode_load(args.results or derive.DECODE_LOAD, args.hw, args.head_dim, args.flashsim, args.write)
     else:
         derive.l2_reuse_models()
 
@@ -964,6 +964,7 @@ def parser():
                    "(calib_spread_events.txt) in place of calib's one K / V head")
     p.add_argument("--only", default="", help="fa3-steps: only these simulator kernels' entries (fwd_fa3,bwd_fa3)")
     p.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256], help="decode-load: the probe's head dim")
+    p.add_argument("--write", action="store_true", help="decode-load: merge the entries into the --hw profile's file")
 
     for name, what in (("resources", "fa2-v1's compiled resources as CSV (gpu/tools/sass.py)"),
                        ("spills", "LDL / STL of every kernel's SASS (gpu/tools/sass.py)")):

@@ -533,6 +533,27 @@ class Fa3ModelTable(unittest.TestCase):
                 if d != 128:  # a tile the H200 measured first here: the lone CTA's line too
                     self.assertEqual(held[0]["tile_s_by_steps"], entry["tile_s_by_steps"], (d, version))
 
+    def test_decode_load_entries_merge_into_a_profile_file(self):
+        # an entry of a held key takes the new load alone; a new key is appended whole; one entry a line stays
+        with open(os.path.join(SRC, "tiling_sim/profiles/H200.json")) as f:
+            text = f.read()
+        held = json.loads(text)["measured_steps"]
+        first = dict(held[0], load=[{"page_size": 16, "points": [[1, 1e-6, 2e-6]]}], tile_s_by_steps=[[1, 9.0], [2, 9.0]])
+        new = dict(held[0], head_dim=96, load=[{"page_size": 16, "points": [[1, 1e-6, 2e-6]]}])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "p.json")
+            write(tmp, "p.json", text)
+            derive.write_measured_steps("H200", [first, new], path)
+            with open(path) as f:
+                after_text = f.read()
+        after = json.loads(after_text)["measured_steps"]
+        self.assertEqual(len(after), len(held) + 1)
+        self.assertEqual(after[0]["load"], first["load"])
+        self.assertEqual(after[0]["tile_s_by_steps"], held[0]["tile_s_by_steps"])  # only the load is replaced
+        self.assertEqual(after[-1], new)
+        self.assertEqual(after[1:-1], held[1:])
+        self.assertEqual(after_text.count("\n"), text.count("\n") + 1)
+
     def test_decode_registers_from_a_ptxas_log(self):
         # ptxas -v's lines (demangled names): each split kernel's registers, fp16 and bf16 folded into the larger
         sys.path.insert(0, os.path.join(SRC, "gpu", "tools"))
