@@ -1,9 +1,10 @@
-// Measures: how much of a kernel's launch hides behind the kernel before it in the same stream (calibration
-// h200.stream_hidden_launch_s; the profile's stream_hidden_launch_s). The decode model times a split launch as
-// its split kernel and its combine; CUDA events around the two back to back count the combine's start only in
-// part. Events (not ncu, which serializes the launches): kernel A alone, kernel B alone, and A then B, each
-// the median of kReps launches interleaved; hidden = t(A) + t(B) - t(A then B). A copies 1 .. 64 MiB, B 256 KiB
-// or 4 MiB (a combine's size: 8 and 128 CTAs). `python3 bench/gpu/run.py probe launch-pair` builds and runs it.
+// Measures: how much of a kernel's launch hides behind the kernel before it in the same stream. No profile field
+// takes it: a term that took its median (4.39 us on an H200) off a split decode launch's combine did worse on a
+// held-out set than the model without it (bench/results/decode_h200_2026-11-28/README.md, set 5), and was
+// reverted. CUDA events (not ncu, which serializes the launches): kernel A alone, kernel B alone, and A then B,
+// each the median of kReps launches interleaved; hidden = t(A) + t(B) - t(A then B). A copies 1 .. 64 MiB, B 256
+// KiB or 4 MiB (a combine's size: 8 and 128 CTAs). `python3 bench/gpu/run.py probe launch-pair` builds and runs
+// it.
 #include <algorithm>
 #include <cstdio>
 #include <vector>
