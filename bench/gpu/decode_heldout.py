@@ -11,9 +11,9 @@ Set 1 (seed 2026112930) was compared once with the model of commit 05f3803 and t
 scheduler wrong (it spread a launch's whole waves evenly); set 2 (`--set 2`, seed 2026112931,
 decode_heldout2.txt) was drawn and measured after that fix, before either was compared. Set 3 (`--set 3`, seed
 2026112932, decode_heldout3.txt) adds head dims 64 and 256: drawn before their load points were measured. Set 4
-(`--set 4`, seed 2026112933) was drawn before the launch-pair probe (run.py probe launch-pair) and the model's
-hidden launch of a split launch's combine. Set 5 (`--set 5`, seed 2026112934) was drawn before that term was
-written, to check it."""
+(`--set 4`, seed 2026112933) was drawn before the launch-pair probe (run.py probe launch-pair), and set 5
+(`--set 5`, seed 2026112934) before a term that took the probe's hidden launch off a split launch's combine; set 5
+refuted the term (it was reverted), and sets 4 and 5 both check the model as it stands."""
 import csv
 import json
 import math
