@@ -67,7 +67,8 @@ std::pair<int64_t, int64_t> head_rows(int64_t r0, int64_t r1, int64_t g, int64_t
 }
 
 // A thread's registers: where c is one of gpu/decode's tiles for p, as ptxas compiled it for sm_90
-// (registers_sm90.h: decode-v2's d64 holds four CTAs an SM); FA2's split-KV kernel's 255 otherwise.
+// (registers_sm90.h: decode-v2's d64 holds four CTAs an SM; other architectures take the same count, not
+// measured there); FA2's split-KV kernel's 255 otherwise.
 int splitkv_regs(const AttentionProblem& p, const TileConfig& c) {
   const int e = static_cast<int>(dtype_bytes(p.dtype));
   for (const auto split : {gpu::decode::Split::TensorCores, gpu::decode::Split::CudaCores}) {
