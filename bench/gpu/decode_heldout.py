@@ -14,14 +14,16 @@ decode_heldout2.txt) was drawn and measured after that fix, before either was co
 (`--set 4`, seed 2026112933) was drawn before the launch-pair probe (run.py probe launch-pair), and set 5
 (`--set 5`, seed 2026112934) before a term that took the probe's hidden launch off a split launch's combine; set 5
 refuted the term (it was reverted), and sets 4 and 5 both check the model as it stands."""
-import csv
 import json
 import math
 import os
 import subprocess
 import sys
 
+import bundle as bundle_mod
 import heldout
+from derive import decode_tile
+from tables import read_decode_csv
 
 # the date and the issue; set 3 adds the head dim (64, 128 or 256) as a sixth field
 SETS = {"1": (2026112930, "decode_heldout.txt"), "2": (2026112931, "decode_heldout2.txt"),
@@ -55,6 +57,11 @@ def problems():
         return [tuple(int(x) for x in line.split()) for line in f if not line.startswith("#")]
 
 
+def fields(problem):
+    """(batch, heads, heads_kv, cache_len, page_size, head_dim) of a problem line (sets 1 and 2: d128)."""
+    return problem + (128,) * (6 - len(problem))
+
+
 def csv_name(problem):
     return "decode_heldout_" + "_".join(map(str, problem)) + ".csv"
 
@@ -62,23 +69,16 @@ def csv_name(problem):
 def measure(bundle, out):
     """decode-bench of decode-v2 on each problem (its CSV: every split count, the launch's choice marked)."""
     os.makedirs(out, exist_ok=True)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import bundle as bundle_mod
     env = bundle_mod.unpack(bundle)
     fg = os.path.join(bundle, "flashsim-gpu")
     for problem in problems():
-        b, h, hkv, n, page, d = problem + (128,) * (6 - len(problem))
+        b, h, hkv, n, page, d = fields(problem)
         cmd = [fg, "decode-bench", "--kernel", "decode-v2", "--batches", str(b), "--cache-lens", str(n),
                "--page-sizes", str(page), "--heads", str(h), "--heads-kv", str(hkv), "--head-dim", str(d),
                "--repeats", "20"]
         with open(os.path.join(out, csv_name(problem)), "w") as f:
             rc = subprocess.run(cmd, stdout=f, env=env).returncode
         print(f"b{b} h{h}/{hkv} n{n} page {page} d{d}: rc={rc}", flush=True)
-
-
-def read_rows(path):
-    with open(path) as f:
-        return [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
 
 
 def compare(flashsim, folder, hw):
@@ -88,21 +88,22 @@ def compare(flashsim, folder, hw):
     within10 = within5 = total = 0
     ratios = []
     for problem in problems():
-        b, h, hkv, n, page, d = problem + (128,) * (6 - len(problem))
+        b, h, hkv, n, page, d = fields(problem)
         path = os.path.join(folder, csv_name(problem))
-        rows = read_rows(path) if os.path.exists(path) else []
+        rows = read_decode_csv(path)[1] if os.path.exists(path) else []
         name = f"b{b} h{h}/{hkv} n{n} page {page}" + (f" d{d}" if len(problem) > 5 else "")
         if not rows:
             print(f"{name}: not measured")
             continue
-        stages = "2" if d > 128 else "3"  # decode-v2's tile: d256's 64 KiB stages take 2 (traits.h)
-        out = subprocess.run([flashsim, "sim", "tune", "--kernel", "splitkv", "--split-tile", "16", "64", "4", stages,
+        br, bc, stages = decode_tile("decode-v2", d)
+        out = subprocess.run([flashsim, "sim", "tune", "--kernel", "splitkv", "--split-tile", str(br), str(bc), "4",
+                              str(stages),
                               "--hw", hw, "--batches", str(b), "--cache-lens", str(n), "--page-sizes", str(page),
                               "--heads", str(h), "--heads-kv", str(hkv), "--head-dims", str(d), "--json"],
                              capture_output=True, text=True, check=True)
         entry = json.loads(out.stdout)["entries"][0]
         predicted = {x["num_splits"]: x["time_us"] / 1e3 for x in entry["splits"] if x["fits"]}
-        measured = {int(r["num_splits"]): float(r["ms"]) for r in rows}
+        measured = {int(r["num_splits"]): r["ms"] for r in rows}
         pick = entry["best_splits"]
         if pick not in measured:
             print(f"{name}: the model's {pick} splits not measured")

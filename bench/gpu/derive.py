@@ -11,6 +11,7 @@ of bench/calibration.json that are computed rather than read off a table.
 import collections
 import glob
 import json
+import math
 import os
 import random
 import statistics
@@ -358,14 +359,20 @@ FA3_FWD_MAX_STEPS = 32
 FA3_CALIB = os.path.join(RESULTS, "fa3_model_h100_2026-11-26", "run2")
 
 
-def fa3_profile_latency(hw="H100-SXM5-80GB"):
-    """A built-in profile's kernel_latency_s, its own or the profile it inherits."""
+def profile_path(hw):
+    """The built-in profile file named `hw`."""
     for path in glob.glob(os.path.join(ROOT, "tiling_sim/profiles/*.json")):
         with open(path) as f:
-            j = json.load(f)
-        if j.get("name") == hw:
-            return j["kernel_latency_s"] if "kernel_latency_s" in j else fa3_profile_latency(j["inherits"])
+            if json.load(f).get("name") == hw:
+                return path
     raise ValueError(f"no built-in profile named {hw}")
+
+
+def fa3_profile_latency(hw="H100-SXM5-80GB"):
+    """A built-in profile's kernel_latency_s, its own or the profile it inherits."""
+    with open(profile_path(hw)) as f:
+        j = json.load(f)
+    return j["kernel_latency_s"] if "kernel_latency_s" in j else fa3_profile_latency(j["inherits"])
 
 
 def fa3_steps(results=FA3_CALIB, hw="H100-SXM5-80GB", spread=False, only=""):
@@ -666,25 +673,6 @@ def decode_slots(flashsim, hw, d, tile):
     return json.loads(out.stdout)["entries"][0]["splits"][0]["split_resident_ctas"]
 
 
-def fit_line(points):
-    """Least squares (slope, intercept) of [(x, y)]."""
-    n = len(points)
-    mx = sum(x for x, _ in points) / n
-    my = sum(y for _, y in points) / n
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    slope = sum((x - mx) * (y - my) for x, y in points) / sxx
-    return slope, my - slope * mx
-
-
-def profile_path(hw):
-    """The built-in profile file named `hw`."""
-    for path in glob.glob(os.path.join(ROOT, "tiling_sim/profiles/*.json")):
-        with open(path) as f:
-            if json.load(f).get("name") == hw:
-                return path
-    raise ValueError(f"no built-in profile named {hw}")
-
-
 def write_measured_steps(hw, entries, path=None):
     """Merges `entries` into the built-in profile `hw`'s measured_steps, in place: an entry of the same key
     (kernel, head dim, Br, Bc, stages, persistent) takes the new `load`, the others are appended whole. The file
@@ -725,7 +713,6 @@ def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "b
     profile's entries: `load` (points of equal CTAs averaged) and, for a tile the profile has no entry of,
     `tile_s_by_steps` (one sequence's line at the two longest lengths, the last page size's: a lone CTA's step).
     write: merge them into the built-in profile `hw` (write_measured_steps)."""
-    import math
     from tables import read_decode_csv
     latency = fa3_profile_latency(hw)
     out = {}
@@ -745,7 +732,7 @@ def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "b
                         if int(r["batch"]) == batch and int(r["page_size"]) == page]
                 if len(line) < 2:
                     continue
-                slope, intercept = fit_line(line)
+                slope, intercept = statistics.linear_regression(*zip(*line))  # least squares
                 waves = math.ceil(batch / slots)
                 step, fixed = slope / waves, max(0.0, (intercept - latency) / waves)
                 print(f"{version} page {page} b{batch}: {min(batch, slots)} CTAs streaming, a step {step * 1e6:.3f} us, "

@@ -18,8 +18,7 @@ out=$2
 mkdir -p "$out"
 eval "$(python3 bench/gpu/bundle.py env "$bundle")"
 fg=$bundle/flashsim-gpu
-stalls=$(for r in no_instruction branch_resolving barrier long_scoreboard short_scoreboard wait math_pipe_throttle \
-  mio_throttle dispatch_stall not_selected selected; do printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' $r; done)
+stalls=$(python3 bench/gpu/ncu.py metrics stalls)
 nvidia-smi -L | tee "$out/gpu.txt"
 # an sm_90 instruction is 16 bytes: the count times 16 is the code's size
 cuobjdump -sass "$fg" 2> /dev/null |
@@ -36,7 +35,7 @@ for d in ${DIMS:-64 128}; do
       > "$out/bench_$name.txt" 2>&1
     timeout 120 ncu --clock-control none --kernel-name regex:flashsim_fa2_fwd_kernel --launch-skip 2 --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section InstructionStats \
-      --section LaunchStats --metrics "${stalls%,}" --print-details all "$fg" bench --kernel fa2-v1 --batch 16 --heads $h --seqlens 1024 --head-dims $d \
+      --section LaunchStats --metrics "$stalls" --print-details all "$fg" bench --kernel fa2-v1 --batch 16 --heads $h --seqlens 1024 --head-dims $d \
       --causal $causal --repeats 3 $tile > "$out/ncu_$name.txt" 2>&1
     echo "== $name: $(grep -m1 -E 'fa2-v1' "$out/bench_$name.txt")"
     grep -E "Duration|Executed Instructions  |stalled_|Warp Cycles Per Issued|Issue Slots Busy|Registers Per" \

@@ -18,11 +18,7 @@ d=${DIM:-96}
 bk=${BLOCK_K:-128}
 # the autotune grid's d96 shapes: 2688 tiles of Br 128 each (h21: 2048 / 96 heads rounded down)
 shapes=${SHAPES:-"16:21:1024:no 4:21:4096:no 4:21:4096:yes 1:21:16384:no 1:21:16384:yes"}
-stalls=$(for r in barrier long_scoreboard short_scoreboard wait math_pipe_throttle mio_throttle lg_throttle \
-  membar sleeping dispatch_stall no_instruction not_selected selected; do
-  printf 'smsp__average_warps_issue_stalled_%s_per_issue_active.ratio,' $r
-done)
-metrics="${stalls}dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum"
+metrics="$(python3 bench/gpu/ncu.py metrics stalls),dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,gpu__time_duration.sum"
 nvidia-smi -L | tee "$out/gpu.txt"
 for s in $shapes; do
   IFS=: read -r b h n causal <<< "$s"

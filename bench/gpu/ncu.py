@@ -8,8 +8,12 @@ Metric sets (ncu --metrics):
   AUTOTUNE TILE plus the global-load counters, for fa2-v1's forward instances on bias problems
   PROBE    the L2 probes' DRAM and L2 sector counters and time
   LAUNCH   the launch probe's time and DRAM counters
+  STALLS   every warp stall reason's ratio (fa2_masked_stalls.sh, fa3_stages_ncu.sh)
+
+    python3 bench/gpu/ncu.py metrics SET     # a set's metrics, comma-separated (for a shell script's ncu)
 """
 import csv
+import sys
 
 TRAFFIC = ("dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,l1tex__m_xbar2l1tex_read_bytes.sum,"
            "l1tex__m_l1tex2xbar_write_bytes.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,"
@@ -33,7 +37,10 @@ AUTOTUNE = TILE + (",smsp__inst_executed_op_global_ld.sum,smsp__inst_executed_op
                    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
 PROBE = DRAM + ",lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,gpu__time_duration.sum"
 LAUNCH = "gpu__time_duration.sum," + DRAM
-SETS = {"traffic": TRAFFIC, "dram": DRAM, "tile": TILE, "autotune": AUTOTUNE, "probe": PROBE, "launch": LAUNCH}
+STALLS = ",".join(f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio"
+                  for s in _STALLS + ("branch_resolving", "membar", "sleeping"))
+SETS = {"traffic": TRAFFIC, "dram": DRAM, "tile": TILE, "autotune": AUTOTUNE, "probe": PROBE, "launch": LAUNCH,
+        "stalls": STALLS}
 
 # SDPA's FA2 problems, by set: name -> (batch, heads, heads_kv, seqlen, head_dim, causal).
 # first: the 7 shapes the traffic model was written on; validation: 5 measured after it; validation2: 4 more
@@ -143,3 +150,10 @@ def read_metrics(path):
         metrics.setdefault(kernel, {})[r[col["Metric Name"]]] = value
         names[kernel] = r[col["Kernel Name"]]
     return metrics, names
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "metrics" or sys.argv[2] not in SETS:
+        print(f"usage: ncu.py metrics {'|'.join(SETS)}", file=sys.stderr)
+        sys.exit(2)
+    print(SETS[sys.argv[2]])
