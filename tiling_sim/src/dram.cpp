@@ -10,6 +10,7 @@
 #include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/schedule.h"
+#include "kernels/measured_steps.h"
 
 namespace flashsim::sim {
 
@@ -134,16 +135,10 @@ static double measured_load_time(const KernelCounts& k, const MeasuredSteps& m, 
   const auto [last_step, last_fixed] = m.at_load(static_cast<double>(std::max<int64_t>(1, last)), page);
   const bool listed = static_cast<int64_t>(k.cta_steps.size()) == ctas;
   const double even = static_cast<double>(k.tiles) / static_cast<double>(ctas);  // the steps spread evenly
-  std::vector<double> heap(static_cast<size_t>(slots), 0.0);  // the slots' end times, the earliest on top
-  for (int64_t i = 0; i < ctas; ++i) {
+  return kernels::dealt_makespan(ctas, slots, [&](int64_t i) {
     const double n = listed ? k.cta_steps[static_cast<size_t>(i)] : even;
-    const bool in_last = i >= ctas - last;
-    const double cost = n <= 0 ? 0.0 : in_last ? last_fixed + n * last_step : fixed + n * step;
-    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-    heap.back() += cost;
-    std::push_heap(heap.begin(), heap.end(), std::greater<>());
-  }
-  return *std::max_element(heap.begin(), heap.end());
+    return n <= 0 ? 0.0 : i >= ctas - last ? last_fixed + n * last_step : fixed + n * step;
+  });
 }
 
 // The bytes a second one CTA can stream: its loads in flight over the DRAM latency (Little's law), at most an

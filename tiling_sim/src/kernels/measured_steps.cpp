@@ -29,22 +29,8 @@ double measured_makespan(const WarpSpecializedWork& w, const MeasuredSteps& m, d
   // one period's costs, dealt cta_repeat times over in launch order
   std::vector<double> period(n);
   for (size_t i = 0; i < n; ++i) period[i] = cost(w.cta_tiles[i], w.cta_steps[i], w.cta_masked[i]);
-  const auto total = static_cast<size_t>(std::max<int64_t>(1, w.cta_repeat)) * n;
-  // end times of the slots, the earliest on top (a min-heap)
-  std::vector<double> heap;
-  heap.reserve(static_cast<size_t>(std::min<int64_t>(slots, static_cast<int64_t>(total))));
-  for (size_t i = 0; i < total; ++i) {
-    const double c = period[i % n];
-    if (static_cast<int64_t>(heap.size()) < slots) {
-      heap.push_back(c);
-      std::push_heap(heap.begin(), heap.end(), std::greater<>());
-    } else {
-      std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-      heap.back() += c;
-      std::push_heap(heap.begin(), heap.end(), std::greater<>());
-    }
-  }
-  return *std::max_element(heap.begin(), heap.end());
+  const auto total = std::max<int64_t>(1, w.cta_repeat) * static_cast<int64_t>(n);
+  return dealt_makespan(total, slots, [&](int64_t i) { return period[static_cast<size_t>(i) % n]; });
 }
 
 void list_period(WarpSpecializedWork& w, const KernelLaunch& l, const AttentionProblem& p, int64_t block_q,

@@ -2,7 +2,9 @@
 // The time of a warp-specialized launch from its instance's measured costs (HardwareProfile::measured_steps,
 // calibration fa3.step_costs_h100): the fa3 family's forward and backward time models take it where the profile
 // has their tile, and their component estimate elsewhere.
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +16,19 @@
 #include "flashsim/sim/schedule.h"
 
 namespace flashsim::sim::kernels {
+
+// Seconds from the first CTA's start to the last one's end when n CTAs of cost(i) seconds are dealt in launch
+// order to `slots` resident slots, each slot taking the next CTA when its last one ends (the block scheduler).
+template <class Cost>
+double dealt_makespan(int64_t n, int64_t slots, Cost&& cost) {
+  std::vector<double> heap(static_cast<size_t>(std::max<int64_t>(1, std::min(slots, n))), 0.0);  // end times
+  for (int64_t i = 0; i < n; ++i) {  // the earliest-ending slot on top
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    heap.back() += cost(i);
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
+  }
+  return *std::max_element(heap.begin(), heap.end());
+}
 
 // The entry of `kernel` measured with w's tile (Br, Bc, stages, head dim) and grid (persistent or one CTA a
 // tile); nullptr when the profile has none.
