@@ -133,10 +133,21 @@ def main():
         SEED, OUT = SETS[sys.argv[2]][0], os.path.join(DATA, SETS[sys.argv[2]][1])
         del sys.argv[1:3]
     if len(sys.argv) > 3 and sys.argv[1] == "measure":
+        if not os.path.isfile(os.path.join(sys.argv[2], "flashsim-gpu.xz")) and \
+                not os.path.isfile(os.path.join(sys.argv[2], "flashsim-gpu")):
+            print(f"decode_heldout.py: {sys.argv[2]} is no bundle (run.py bundle packs one)", file=sys.stderr)
+            return 2
         return measure(sys.argv[2], sys.argv[3])
     if len(sys.argv) > 3 and sys.argv[1] == "compare":
+        if not os.path.isdir(sys.argv[3]):
+            print(f"decode_heldout.py: no folder {sys.argv[3]}", file=sys.stderr)
+            return 2
         hw = sys.argv[sys.argv.index("--hw") + 1] if "--hw" in sys.argv else "H200"
         return compare(sys.argv[2], sys.argv[3], hw)
+    if len(sys.argv) > 1:
+        print(f"usage: decode_heldout.py [--set {'|'.join(SETS)}] [measure BUNDLE OUT | compare FLASHSIM OUT "
+              "[--hw PROFILE]]", file=sys.stderr)
+        return 2
     with_d = not OUT.endswith(("decode_heldout.txt", "decode_heldout2.txt"))  # sets 3 and on: the head dim too
     heldout.write(OUT, SEED, COUNT, draw_with_head_dim if with_d else draw,
                   f"decode held-out problems, seed {SEED} (bench/gpu/decode_heldout.py): batch heads heads_kv "

@@ -747,6 +747,8 @@ def decode_load(results, hw="H200", head_dim=128, flashsim=os.path.join(ROOT, "b
                 for c, v in sorted(points.items())]})
         out[version] = {"kernel": "fwd_splitkv", "head_dim": head_dim, "block_q": br, "block_k": bc,
                         "stages": stages, "persistent": False, "tile_s_by_steps": lone, "load": loads}
+    if not out:
+        raise ValueError(f"no decode_bench_decode-v1.csv or decode_bench_decode-v2.csv in {results}")
     for version, entry in out.items():
         print(f"{version}: {json.dumps(entry)}")
     if write:

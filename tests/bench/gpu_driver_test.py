@@ -516,6 +516,9 @@ class Fa3ModelTable(unittest.TestCase):
         for (ctas, step, fixed), want in zip(load["points"], (truth[1], truth[264])):
             self.assertAlmostEqual(step, want[0], delta=1e-10)
             self.assertAlmostEqual(fixed, want[1], delta=1e-9)
+        with tempfile.TemporaryDirectory() as empty, redirect_stderr(io.StringIO()) as err:  # no CSVs: exit 2
+            self.assertEqual(run.main(["derive", "decode-load", FLASHSIM, empty, "--hw", "H200"]), 2)
+        self.assertIn("no decode_bench_decode-v1.csv", err.getvalue())
 
     def test_the_h200_profile_holds_what_the_recorded_probe_derives(self):
         # the profile's decode load points are derive's output of the recorded probe, not numbers typed in
