@@ -131,13 +131,15 @@ static double measured_load_time(const KernelCounts& k, const MeasuredSteps& m, 
   const int64_t slots = std::max<int64_t>(1, std::min(ctas, resident));
   const int64_t last = ctas > slots ? ctas % slots : 0;  // the CTAs of a partial last wave
   const int page = static_cast<int>(k.launch.step_page_size);
-  const auto [step, fixed] = m.at_load(static_cast<double>(slots), page);
-  const auto [last_step, last_fixed] = m.at_load(static_cast<double>(std::max<int64_t>(1, last)), page);
+  // (step_s, cta_s) at the slots' load and at the last wave's (plain pairs: a lambda can't capture a binding)
+  const std::pair<double, double> full = m.at_load(static_cast<double>(slots), page);
+  const std::pair<double, double> tail = m.at_load(static_cast<double>(std::max<int64_t>(1, last)), page);
   const bool listed = static_cast<int64_t>(k.cta_steps.size()) == ctas;
   const double even = static_cast<double>(k.tiles) / static_cast<double>(ctas);  // the steps spread evenly
   return kernels::dealt_makespan(ctas, slots, [&](int64_t i) {
     const double n = listed ? k.cta_steps[static_cast<size_t>(i)] : even;
-    return n <= 0 ? 0.0 : i >= ctas - last ? last_fixed + n * last_step : fixed + n * step;
+    const auto& [step, fixed] = i >= ctas - last ? tail : full;
+    return n <= 0 ? 0.0 : fixed + n * step;
   });
 }
 
