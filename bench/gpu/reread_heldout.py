@@ -1,11 +1,14 @@
-"""Causal forwards held out from every DRAM model (issue 31): drawn at random with a recorded seed after the
-re-read slope's curve was fixed (commit 1ba81cd, since taken out: bench/results/l2_reread_h100_2026-11-27) and
-before any of them was measured, written to bench/gpu/data/reread_heldout.txt, one problem a line, `b h hkv n d
-causal` (square, all causal). SDPA's flash forward under ncu's one-pass DRAM counters; `compare` holds each
-against `flashsim traffic compare`'s DRAM read range.
-    python3 bench/gpu/reread_heldout.py                  # rewrites the list (same seed: the same problems)
-    python3 bench/gpu/reread_heldout.py measure OUT      # on the GPU machine: ncu of each problem's forward
-    python3 bench/gpu/reread_heldout.py compare FLASHSIM DIR   # here: the model against DIR's reports"""
+"""Causal forwards held out from every DRAM model (issue 31), drawn at random with a recorded seed and written to
+bench/gpu/data/ before any of them was measured, one problem a line, `b h hkv n d causal` (square, all causal).
+SDPA's flash forward under ncu's one-pass DRAM counters; `compare` holds each against `flashsim traffic compare`'s
+DRAM read range.
+- Set 1 (seed 2026112732, reread_heldout.txt): drawn after the re-read slope's curve was fixed (commit 1ba81cd,
+  since taken out: bench/results/l2_reread_h100_2026-11-27); measured on an H100 and, 2026-11-29, on an H200.
+- Set 2 (seed 2026112935, reread_heldout2.txt): drawn 2026-11-29 after the H200 profile's L2 values were derived
+  (bench/results/l2_probe_h200_2026-11-29), before it was measured.
+    python3 bench/gpu/reread_heldout.py [--set 1|2]                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py [--set 1|2] measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py [--set 1|2] compare FLASHSIM DIR [--hw PROFILE]   # here: the range against DIR's reports"""
 import json
 import os
 import subprocess
@@ -14,9 +17,11 @@ import sys
 import heldout
 import ncu
 
-SEED = 2026112732  # the date and the issue, the second draw
 COUNT = 16
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "reread_heldout.txt")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+# set -> (seed, file): the date and the issue, then a draw number
+SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldout2.txt")}
+SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
 
 
 def draw(rng):
@@ -50,7 +55,7 @@ def measure(out):
         print(f"{problem}: rc={rc}", flush=True)
 
 
-def compare(flashsim, folder):
+def compare(flashsim, folder, hw="H100-SXM5-80GB"):
     """Each report through `flashsim traffic compare` with its problem's flags: the forward's DRAM read against
     the range (the compulsory bytes .. the adverse L2's bound), and a planted 1.5x K / V re-read (the K / V part
     of the measured reads scaled) flagged or not. (The re-read model this set was drawn for was measured against
@@ -61,8 +66,8 @@ def compare(flashsim, folder):
         path = os.path.join(folder, report_name((b, h, hkv, n, d)))
         flags = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim",
                  str(d), "--dtype", "bf16", "--causal"]
-        out = subprocess.run([flashsim, "traffic", "compare", "--json", "--ncu", path] + flags, capture_output=True,
-                             text=True)
+        out = subprocess.run([flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", path] + flags,
+                             capture_output=True, text=True)
         if out.returncode not in (0, 1):
             print(f"b{b} h{h}/{hkv} n{n} d{d}: {out.stderr.strip()}")
             continue
@@ -86,13 +91,28 @@ def compare(flashsim, folder):
 
 
 def main():
-    if len(sys.argv) > 2 and sys.argv[1] == "measure":
+    global SEED, OUT
+    if len(sys.argv) > 2 and sys.argv[1] == "--set":
+        if sys.argv[2] not in SETS:
+            print(f"reread_heldout.py: --set is one of {', '.join(SETS)}", file=sys.stderr)
+            return 2
+        SEED, OUT = SETS[sys.argv[2]][0], os.path.join(DATA, SETS[sys.argv[2]][1])
+        del sys.argv[1:3]
+    if len(sys.argv) == 3 and sys.argv[1] == "measure":
         return measure(sys.argv[2])
-    if len(sys.argv) > 3 and sys.argv[1] == "compare":
-        return compare(sys.argv[2], sys.argv[3])
+    if len(sys.argv) in (4, 6) and sys.argv[1] == "compare" and sys.argv[4:5] in ([], ["--hw"]):
+        if not os.path.isdir(sys.argv[3]):
+            print(f"reread_heldout.py: no folder {sys.argv[3]}", file=sys.stderr)
+            return 2
+        return compare(sys.argv[2], sys.argv[3], sys.argv[5] if len(sys.argv) == 6 else "H100-SXM5-80GB")
+    if len(sys.argv) > 1:
+        print(f"usage: reread_heldout.py [--set {'|'.join(SETS)}] [measure OUT | compare FLASHSIM DIR [--hw PROFILE]]",
+              file=sys.stderr)
+        return 2
     heldout.write(OUT, SEED, COUNT, draw,
                   f"causal re-read held-out problems, seed {SEED} (bench/gpu/reread_heldout.py): b h hkv n d causal")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
