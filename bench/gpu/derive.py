@@ -57,10 +57,13 @@ def mimic_runs(results):
     """variant -> [(DRAM bytes read, written)] of every run"""
     runs = {}
     for name in sorted(os.listdir(results)):
-        if not (name.startswith("causal_mimic_") and name.endswith(".csv")):
+        # the launch list: `.launches` beside the probe's CSV (2026-11-26), or run.py probe's `.err`
+        lists = [os.path.join(results, name[:-4] + ext) for ext in (".launches", ".err")]
+        lists = [f for f in lists if os.path.exists(f)]
+        if not name.endswith(".csv") or not lists:
             continue
         metrics, _ = read_metrics(os.path.join(results, name))
-        for line in open(os.path.join(results, name[:-4] + ".launches")):
+        for line in open(lists[0]):
             f = line.split()
             if len(f) > 3 and f[0] == "launch" and f[3] in MIMICS:
                 m = metrics[int(f[1])]
@@ -78,31 +81,68 @@ def mimic_report(path, batch, heads, seqlen, d, br, bc, runs):
                 out.write(f'"{i}","{mimic_kernel(d, br, bc)}","(128, 1, 1)","{grid}","{metric}","byte","{value:.0f}"\n')
 
 
-def adverse_compare(flashsim, tmp, profile, batch, heads, seqlen, causal, d, capacity):
-    """traffic compare's read figures of the runs, through `profile` with an adverse L2 of `capacity` bytes"""
+def adverse_compare(flashsim, tmp, profile, report, flags, capacity):
+    """traffic compare's forward read figures of `report` (one a run), through `profile` with an adverse L2 of
+    `capacity` bytes and no code allowance"""
     hw = os.path.join(tmp, "hw.json")
-    json.dump(dict(profile, name="H100-adverse-probe", l2_adverse_reuse_bytes=capacity, kernel_code_bytes=0),
+    json.dump(dict(profile, name="adverse-probe", l2_adverse_reuse_bytes=capacity, kernel_code_bytes=0),
               open(hw, "w"))
-    cmd = [flashsim, "traffic", "compare", "--json", "--replayed", "no", "--hw", hw, "--ncu",
-           os.path.join(tmp, "mimic.csv"), "--batch", str(batch), "--heads", str(heads), "--seqlen", str(seqlen),
-           "--head-dim", str(d), "--dtype", "bf16"] + (["--causal"] if causal else [])
+    cmd = [flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", report] + flags
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode not in (0, 1):
         sys.exit(out.stderr)
-    return [m for k in json.loads(out.stdout)["kernels"] for m in k["metrics"]
+    return [m for k in json.loads(out.stdout)["kernels"] if k["name"].startswith("fwd") for m in k["metrics"]
             if m["metric"] == "dram__bytes_read.sum"]
 
 
-def l2_adverse(flashsim, results):
-    """The H100 profile's l2_adverse_reuse_bytes (calibration h100.l2_adverse_reuse_bytes) from the causal_mimic
-    probes' runs in `results` (l2_probe.cu's `causal_mimic_*.csv` with their `.launches`). Each mimic that walks
-    K/V backwards and writes O (FA2's forward without the math: SDPA's launches at head dims 64, 96, 128 and 256,
-    4 warps, 2 CTAs an SM) is the schedule flashsim executes for that kernel; its runs go to `traffic compare` as
-    a report of the mimic's launch, with a profile whose l2_adverse_reuse_bytes is C and no code allowance: C goes
-    down from l2_reuse_bytes in 1/4 MiB steps until every run's DRAM reads are within the range; the adverse
-    capacity is the smallest such C over the mimics. Prints one line per mimic and the result."""
-    profile = json.loads(subprocess.run([flashsim, "hw", "show", "H100-SXM5-80GB"], capture_output=True,
-                                        text=True, check=True).stdout)
+def largest_capacity(flashsim, tmp, profile, report, flags):
+    """(C, figures at C, upper through l2_reuse_bytes): C goes down from l2_reuse_bytes in STEPs until every run's
+    forward DRAM reads are within the range"""
+    capacity, at_reuse = profile["l2_reuse_bytes"], None
+    while capacity > STEP:
+        figures = adverse_compare(flashsim, tmp, profile, report, flags, capacity)
+        at_reuse = at_reuse or figures[0]["upper"]
+        if all(m["ok"] for m in figures):
+            break
+        capacity -= STEP
+    return capacity, figures, at_reuse
+
+
+def card_causal_forwards(results):
+    """(label, report, flags) of the causal forwards SDPA ran on the card of `results`, one-pass DRAM counters:
+    the recorded shape sets (sdpa_dram/SET/ncu_dram_csvs.tar.gz) and the re-read held-out set 1
+    (reread/reread_csvs.tar.gz), where the folder has them"""
+    for shape_set in ("first", "validation", "validation2", "validation3", "validation4"):
+        archive = os.path.join(results, "sdpa_dram", shape_set, "ncu_dram_csvs.tar.gz")
+        if os.path.exists(archive):
+            reports = unpack(archive)
+            for shape in SET_SHAPES[shape_set]:
+                if SHAPES[shape][5]:
+                    yield f"{shape_set}/{shape}", os.path.join(reports, f"ncu_dram_{shape}.csv"), flags(shape)
+    archive = os.path.join(results, "reread", "reread_csvs.tar.gz")
+    if os.path.exists(archive):
+        folder = os.path.join(unpack(archive), "reread")
+        for line in open(os.path.join(ROOT, "bench/gpu/data/reread_heldout.txt")):
+            if line.startswith("#"):
+                continue
+            b, h, hkv, n, d, _ = (int(x) for x in line.split())
+            yield (f"reread/b{b} h{h}/{hkv} n{n} d{d}", os.path.join(folder, f"ncu_dram_reread_{b}_{h}_{hkv}_{n}_{d}.csv"),
+                   ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim",
+                    str(d), "--dtype", "bf16", "--causal"])
+
+
+def l2_adverse(flashsim, results, hw="H100-SXM5-80GB"):
+    """The `hw` profile's l2_adverse_reuse_bytes (calibration h100.l2_adverse_reuse_bytes, h200.l2) from the
+    causal_mimic probes' runs in `results` (l2_probe.cu's CSVs with their launch lists) and, where `results` has
+    them, SDPA's causal forwards measured on the same card (card_causal_forwards; the H100's came from the mimics
+    alone, and its recorded causal forwards were inside at that capacity). Each mimic that walks K/V backwards
+    and writes O (FA2's forward without the math: SDPA's launches at head dims 64, 96, 128 and 256, 4 warps, 2 CTAs
+    an SM) is the schedule flashsim executes for that kernel; its runs go to `traffic compare` as a report of the
+    mimic's launch, with a profile whose l2_adverse_reuse_bytes is C and no code allowance: C goes down from
+    l2_reuse_bytes in 1/4 MiB steps until every run's DRAM reads are within the range; the adverse capacity is the
+    smallest such C over the mimics and the forwards. Prints one line per mimic and forward, and the result."""
+    profile = json.loads(subprocess.run([flashsim, "hw", "show", hw], capture_output=True, text=True,
+                                        check=True).stdout)
     reuse = profile["l2_reuse_bytes"]
     runs = mimic_runs(results)
     missing = sorted(set(MIMICS) - set(runs))
@@ -111,19 +151,23 @@ def l2_adverse(flashsim, results):
     result = reuse
     with tempfile.TemporaryDirectory() as tmp:
         for variant, (batch, heads, seqlen, causal, d, br, bc) in MIMICS.items():
-            mimic_report(os.path.join(tmp, "mimic.csv"), batch, heads, seqlen, d, br, bc, runs[variant])
-            capacity, at_reuse = reuse, None
-            while capacity > STEP:
-                figures = adverse_compare(flashsim, tmp, profile, batch, heads, seqlen, causal, d, capacity)
-                at_reuse = at_reuse or figures[0]["upper"]  # the first step's: through l2_reuse_bytes
-                if all(m["ok"] for m in figures):
-                    break
-                capacity -= STEP
+            report = os.path.join(tmp, "mimic.csv")
+            mimic_report(report, batch, heads, seqlen, d, br, bc, runs[variant])
+            tail = ["--replayed", "no", "--batch", str(batch), "--heads", str(heads), "--seqlen", str(seqlen),
+                    "--head-dim", str(d), "--dtype", "bf16"] + (["--causal"] if causal else [])
+            capacity, figures, at_reuse = largest_capacity(flashsim, tmp, profile, report, tail)
             most = max(m["measured"] for m in figures)
             print(f"{variant:29s} {len(figures)} runs, at most {most / 1e6:6.2f} MB read "
                   f"({most / figures[0]['lower']:5.3f}x the compulsory); the schedule reads {at_reuse / 1e6:6.2f} MB "
                   f"through an LRU of {reuse / MIB:.2f} MiB, {figures[0]['upper'] / 1e6:6.2f} MB through "
                   f"{capacity / MIB:5.2f} MiB, the largest that takes every run")
+            result = min(result, capacity)
+        for label, report, tail in card_causal_forwards(results):
+            capacity, figures, at_reuse = largest_capacity(flashsim, tmp, profile, report, tail)
+            m = figures[0]
+            print(f"{label:29s} SDPA, {m['measured'] / m['lower']:5.3f}x the compulsory; the schedule reads "
+                  f"{at_reuse / m['lower']:5.2f}x through {reuse / MIB:.2f} MiB, {m['upper'] / m['lower']:5.2f}x "
+                  f"through {capacity / MIB:5.2f} MiB, the largest that takes it")
             result = min(result, capacity)
     print(f"l2_adverse_reuse_bytes = {result} ({result / MIB:.2f} MiB)")
 
@@ -248,6 +292,36 @@ def dram_coverage(flashsim):
     print(summary("HELD OUT (taken after the adverse capacity was fixed)", held))
     print(summary("ALL (the planted kernel left out)", every))
 
+
+
+def dram_coverage_card(flashsim, results, hw):
+    """Coverage of the DRAM interval on another card: SDPA's FA2 on the recorded shape sets, one-pass DRAM
+    counters (`run.py traffic sdpa --shapes SET --metrics dram` there: results/sdpa_dram/SET/ncu_dram_csvs.tar.gz),
+    each report through `traffic compare --hw hw`; per set and over all, as dram-coverage prints (h200.l2)."""
+    every = []
+    for shape_set in ("first", "validation", "validation2", "validation3", "validation4"):
+        archive = os.path.join(results, "sdpa_dram", shape_set, "ncu_dram_csvs.tar.gz")
+        if not os.path.exists(archive):
+            continue
+        reports, rows = unpack(archive), []
+        for shape in SET_SHAPES[shape_set]:
+            cmd = [flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu",
+                   os.path.join(reports, f"ncu_dram_{shape}.csv")] + flags(shape)
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            if out.returncode not in (0, 1):
+                print(f"  not compared: {shape_set}/{shape}: {out.stderr.strip()}")
+                continue
+            rows += [(shape_set, shape, k["name"].split(" ")[0], m) for k in json.loads(out.stdout)["kernels"]
+                     for m in k["metrics"] if m.get("lower") is not None]
+        print(summary(f"SDPA FA2 {shape_set}, one-pass DRAM", rows))
+        for label, shape, kernel, m in rows:
+            if not m["ok"]:
+                print(f"  outside: {label}/{shape}/{kernel}/{m['metric']}: measured {m['measured'] / 1e6:.2f} MB, "
+                      f"range {m['lower'] / 1e6:.2f} .. {m['upper'] / 1e6:.2f} MB: {m['verdict']}")
+        every += rows
+    if not every:
+        raise SystemExit(f"no sdpa_dram/SET/ncu_dram_csvs.tar.gz under {results}")
+    print(summary(f"ALL on {hw}", every))
 
 
 def summary(name, rows):

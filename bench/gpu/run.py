@@ -784,8 +784,13 @@ def cmd_derive(args):
 
 
 def derive_one(derive, args):
+    if args.what == "dram-coverage-card":
+        if not args.results:
+            raise SystemExit("derive dram-coverage-card: give the results folder (its sdpa_dram/SET/ archives)")
+        return derive.dram_coverage_card(args.flashsim, args.results, args.hw)
     if args.what == "l2-adverse":
-        derive.l2_adverse(args.flashsim, args.results or os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26"))
+        derive.l2_adverse(args.flashsim, args.results or os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26"),
+                          args.hw)
     elif args.what == "dram-coverage":
         derive.dram_coverage(args.flashsim)
     elif args.what == "fa3-heldout":
@@ -954,7 +959,7 @@ def parser():
     p.add_argument("--hw", default="H100-SXM5-80GB", help="sparse, fa3-model: the profile of those predictions")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
-    p.add_argument("what", choices=["l2-adverse", "dram-coverage", "l2-reuse-models", "fa3-steps", "fa3-heldout",
+    p.add_argument("what", choices=["l2-adverse", "dram-coverage", "dram-coverage-card", "l2-reuse-models", "fa3-steps", "fa3-heldout",
                                     "fa2-steps", "fa2-heldout", "decode-load"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
     p.add_argument("results", nargs="?", default="", help="l2-adverse, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout, decode-load: the results folder")
