@@ -96,16 +96,26 @@ def adverse_compare(flashsim, tmp, profile, report, flags, capacity):
 
 
 def largest_capacity(flashsim, tmp, profile, report, flags):
-    """(C, figures at C, upper through l2_reuse_bytes): C goes down from l2_reuse_bytes in STEPs until every run's
-    forward DRAM reads are within the range"""
-    capacity, at_reuse = profile["l2_reuse_bytes"], None
-    while capacity > STEP:
-        figures = adverse_compare(flashsim, tmp, profile, report, flags, capacity)
-        at_reuse = at_reuse or figures[0]["upper"]
-        if all(m["ok"] for m in figures):
-            break
-        capacity -= STEP
-    return capacity, figures, at_reuse
+    """(C, figures at C, upper through l2_reuse_bytes): the largest C of l2_reuse_bytes less whole STEPs at which
+    every run's forward DRAM reads are within the range. An LRU's misses only grow as it shrinks (a stack
+    algorithm), so the upper bound does too: a bisection finds the C the walk down in STEPs finds."""
+    reuse = profile["l2_reuse_bytes"]
+    at = {}
+
+    def figures(k):  # at reuse - k STEPs
+        if k not in at:
+            at[k] = adverse_compare(flashsim, tmp, profile, report, flags, reuse - k * STEP)
+        return at[k]
+
+    ok = lambda k: all(m["ok"] for m in figures(k))  # noqa: E731
+    lo, hi = 0, max(0, (reuse - 1) // STEP)  # the smallest k that fits lies in [lo, hi]; hi: the last step above 0
+    if ok(0) or not ok(hi):
+        k = 0 if ok(0) else hi
+        return reuse - k * STEP, figures(k), figures(0)[0]["upper"]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return reuse - lo * STEP, figures(lo), figures(0)[0]["upper"]
 
 
 def card_causal_forwards(results):

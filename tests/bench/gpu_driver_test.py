@@ -536,6 +536,18 @@ class Fa3ModelTable(unittest.TestCase):
                 if d != 128:  # a tile the H200 measured first here: the lone CTA's line too
                     self.assertEqual(held[0]["tile_s_by_steps"], entry["tile_s_by_steps"], (d, version))
 
+    def test_the_l2_adverse_capacities_are_what_the_recorded_runs_derive(self):
+        # each profile's l2_adverse_reuse_bytes is derive's output of its recorded probes (and, on the H200, of the
+        # causal forwards measured there), not a number typed in
+        for hw, cid in (("H100-SXM5-80GB", "h100.l2_adverse_reuse_bytes"), ("H200", "h200.l2")):
+            out = io.StringIO()
+            with redirect_stdout(out):
+                derive.l2_adverse(FLASHSIM, calibration_results(cid), hw)
+            derived = int(out.getvalue().rsplit("l2_adverse_reuse_bytes = ", 1)[1].split()[0])
+            shown = json.loads(subprocess.run([FLASHSIM, "hw", "show", hw], capture_output=True, text=True,
+                                              check=True).stdout)
+            self.assertEqual(derived, shown["l2_adverse_reuse_bytes"], hw)
+
     def test_decode_load_entries_merge_into_a_profile_file(self):
         # an entry of a held key takes the new load alone; a new key is appended whole; one entry a line stays
         with open(os.path.join(SRC, "tiling_sim/profiles/H200.json")) as f:
