@@ -126,12 +126,10 @@ def compare(flashsim, folder, hw):
 
 def main():
     global SEED, OUT
-    if len(sys.argv) > 2 and sys.argv[1] == "--set":
-        if sys.argv[2] not in SETS:
-            print(f"decode_heldout.py: --set is one of {', '.join(SETS)}", file=sys.stderr)
-            return 2
-        SEED, OUT = SETS[sys.argv[2]][0], os.path.join(DATA, SETS[sys.argv[2]][1])
-        del sys.argv[1:3]
+    picked = heldout.pick_set(sys.argv, SETS, DATA, "1", "decode_heldout.py")
+    if picked is None:
+        return 2
+    SEED, OUT = picked
     if len(sys.argv) > 3 and sys.argv[1] == "measure":
         if not os.path.isfile(os.path.join(sys.argv[2], "flashsim-gpu.xz")) and \
                 not os.path.isfile(os.path.join(sys.argv[2], "flashsim-gpu")):

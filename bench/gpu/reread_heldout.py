@@ -92,12 +92,10 @@ def compare(flashsim, folder, hw="H100-SXM5-80GB"):
 
 def main():
     global SEED, OUT
-    if len(sys.argv) > 2 and sys.argv[1] == "--set":
-        if sys.argv[2] not in SETS:
-            print(f"reread_heldout.py: --set is one of {', '.join(SETS)}", file=sys.stderr)
-            return 2
-        SEED, OUT = SETS[sys.argv[2]][0], os.path.join(DATA, SETS[sys.argv[2]][1])
-        del sys.argv[1:3]
+    picked = heldout.pick_set(sys.argv, SETS, DATA, "1", "reread_heldout.py")
+    if picked is None:
+        return 2
+    SEED, OUT = picked
     if len(sys.argv) == 3 and sys.argv[1] == "measure":
         return measure(sys.argv[2])
     if len(sys.argv) in (4, 6) and sys.argv[1] == "compare" and sys.argv[4:5] in ([], ["--hw"]):
