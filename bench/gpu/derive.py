@@ -95,6 +95,15 @@ def adverse_compare(flashsim, tmp, profile, report, flags, capacity):
             if m["metric"] == "dram__bytes_read.sum"]
 
 
+def show_profile(flashsim, hw):
+    """`flashsim hw show hw` as a dict; exits with flashsim's message for a profile it does not know"""
+    out = subprocess.run([flashsim, "hw", "show", hw], capture_output=True, text=True)
+    if out.returncode != 0:
+        print(out.stderr.strip() or f"flashsim hw show {hw}: exit {out.returncode}", file=sys.stderr)
+        sys.exit(2)
+    return json.loads(out.stdout)
+
+
 def largest_capacity(flashsim, tmp, profile, report, flags):
     """(C, figures at C, upper through l2_reuse_bytes): the largest C of l2_reuse_bytes less whole STEPs at which
     every run's forward DRAM reads are within the range. An LRU's misses only grow as it shrinks (a stack
@@ -151,8 +160,7 @@ def l2_adverse(flashsim, results, hw="H100-SXM5-80GB"):
     mimic's launch, with a profile whose l2_adverse_reuse_bytes is C and no code allowance: C goes down from
     l2_reuse_bytes in 1/4 MiB steps until every run's DRAM reads are within the range; the adverse capacity is the
     smallest such C over the mimics and the forwards. Prints one line per mimic and forward, and the result."""
-    profile = json.loads(subprocess.run([flashsim, "hw", "show", hw], capture_output=True, text=True,
-                                        check=True).stdout)
+    profile = show_profile(flashsim, hw)
     reuse = profile["l2_reuse_bytes"]
     runs = mimic_runs(results)
     missing = sorted(set(MIMICS) - set(runs))
@@ -308,6 +316,7 @@ def dram_coverage_card(flashsim, results, hw):
     """Coverage of the DRAM interval on another card: SDPA's FA2 on the recorded shape sets, one-pass DRAM
     counters (`run.py traffic sdpa --shapes SET --metrics dram` there: results/sdpa_dram/SET/ncu_dram_csvs.tar.gz),
     each report through `traffic compare --hw hw`; per set and over all, as dram-coverage prints (h200.l2)."""
+    show_profile(flashsim, hw)  # an unknown profile: one line, not a failure per report
     every = []
     for shape_set in ("first", "validation", "validation2", "validation3", "validation4"):
         archive = os.path.join(results, "sdpa_dram", shape_set, "ncu_dram_csvs.tar.gz")
@@ -330,7 +339,8 @@ def dram_coverage_card(flashsim, results, hw):
                       f"range {m['lower'] / 1e6:.2f} .. {m['upper'] / 1e6:.2f} MB: {m['verdict']}")
         every += rows
     if not every:
-        raise SystemExit(f"no sdpa_dram/SET/ncu_dram_csvs.tar.gz under {results}")
+        print(f"derive dram-coverage-card: no sdpa_dram/SET/ncu_dram_csvs.tar.gz under {results}", file=sys.stderr)
+        sys.exit(2)
     print(summary(f"ALL on {hw}", every))
 
 

@@ -776,17 +776,17 @@ def cmd_table(args):
 def cmd_derive(args):
     import derive
     try:
-        derive_one(derive, args)
+        return derive_one(derive, args) or 0
     except (OSError, ValueError, KeyError, subprocess.CalledProcessError) as e:  # a missing record or profile
         print(f"run.py derive {args.what}: {e}", file=sys.stderr)
         return 2
-    return 0
 
 
 def derive_one(derive, args):
     if args.what == "dram-coverage-card":
         if not args.results:
-            raise SystemExit("derive dram-coverage-card: give the results folder (its sdpa_dram/SET/ archives)")
+            print("derive dram-coverage-card: give the results folder (its sdpa_dram/SET/ archives)", file=sys.stderr)
+            return 2
         return derive.dram_coverage_card(args.flashsim, args.results, args.hw)
     if args.what == "l2-adverse":
         derive.l2_adverse(args.flashsim, args.results or os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26"),

@@ -548,6 +548,20 @@ class Fa3ModelTable(unittest.TestCase):
                                               check=True).stdout)
             self.assertEqual(derived, shown["l2_adverse_reuse_bytes"], hw)
 
+    def test_dram_coverage_card_refuses_bad_input_in_one_line(self):
+        with redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(run.main(["derive", "dram-coverage-card", FLASHSIM]), 2)  # no results folder
+            with tempfile.TemporaryDirectory() as empty, self.assertRaises(SystemExit) as ex:
+                run.main(["derive", "dram-coverage-card", FLASHSIM, empty, "--hw", "H200"])
+            self.assertEqual(ex.exception.code, 2)
+            with self.assertRaises(SystemExit) as ex:  # a profile flashsim does not know
+                run.main(["derive", "dram-coverage-card", FLASHSIM, calibration_results("h200.l2"), "--hw", "NOPE"])
+            self.assertEqual(ex.exception.code, 2)
+        lines = err.getvalue().strip().splitlines()
+        self.assertEqual(len(lines), 3, lines)
+        self.assertIn("no sdpa_dram/SET/ncu_dram_csvs.tar.gz", lines[1])
+        self.assertIn("unknown hardware profile 'NOPE'", lines[2])
+
     def test_decode_load_entries_merge_into_a_profile_file(self):
         # an entry of a held key takes the new load alone; a new key is appended whole; one entry a line stays
         with open(os.path.join(SRC, "tiling_sim/profiles/H200.json")) as f:
