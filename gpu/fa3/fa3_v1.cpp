@@ -202,7 +202,7 @@ void require(bool ok, const char* what) {
   if (!ok) throw InputError("fa3-v1", std::string("missing device buffer: ") + what);
 }
 
-// TMA reads from 16-byte aligned addresses; the output's 4-byte stores need 4.
+// TMA reads from 16-byte aligned addresses; the outputs' 4-byte stores need 4, dQ's 16-byte ones 16.
 void require_aligned(const void* ptr, const char* what, uintptr_t bytes) {
   if (reinterpret_cast<uintptr_t>(ptr) % bytes != 0)
     throw InputError("fa3-v1", std::string(what) + " is not " + std::to_string(bytes) + "-byte aligned");
@@ -281,9 +281,9 @@ void backward(const AttentionProblem& p, const TileConfig& c, const DeviceArgs& 
   require(!p.varlen() || (args.cu_seqlens_q && args.cu_seqlens_k), "cu_seqlens_q, cu_seqlens_k");
   for (const auto& [ptr, what] : {std::pair{args.q, "q"}, {args.k, "k"}, {args.v, "v"}, {args.dout, "dout"}})
     if (ptr) require_aligned(ptr, what, 16);
-  for (const auto& [ptr, what] :
-       {std::pair{static_cast<const void*>(args.dk), "dk"}, {args.dv, "dv"}, {args.dq, "dq"}})
+  for (const auto& [ptr, what] : {std::pair{static_cast<const void*>(args.dk), "dk"}, {args.dv, "dv"}})
     if (ptr) require_aligned(ptr, what, 4);
+  require_aligned(args.dq, "dq", 16);  // convert_dq stores its rows 16 bytes a thread
   Fa3BwdParams a;
   set_problem(a, p, args);
   a.o = args.o, a.dout = args.dout, a.lse = args.lse;

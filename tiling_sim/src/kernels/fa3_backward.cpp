@@ -10,7 +10,7 @@
 //                     quad covering half a sector: each sector counted twice, as the forward's O);
 //   bwd_fa3_convert   flashsim_fa3_bwd_convert_dq_kernel: a CTA a (query block, head, sequence) reads the block's
 //                     dq_accum whole (each slab of a key block that sees it, deterministic) and stores dQ's rows
-//                     of the sequence (4-byte stores: each sector twice).
+//                     of the sequence through shared memory, 16 bytes a thread (each sector once).
 // dQ leaves the main kernel through the TMA unit, not the LSU: `traffic compare` holds those bytes to the L2's
 // reduce sectors (KernelModel::dq_by_bulk_copy).
 #include <fmt/format.h>
@@ -33,7 +33,7 @@ using ref::AccessKind;
 using ref::TensorId;
 
 constexpr int kSectorsPerRowValue = 8;  // a lone 4-byte store moves a 32-byte sector: D of dot_do_o
-constexpr int kStoresPerSector = 2;     // 4-byte stores of register pairs, a quad per 16 bytes: dK, dV, dQ
+constexpr int kStoresPerSector = 2;     // 4-byte stores of register pairs, a quad per 16 bytes: dK, dV
 constexpr int kRowThreads = 256;        // dot_do_o's CTA: 8 warps, a (row, head) each
 constexpr int kConsumerThreads = 256;   // convert_dq's CTA: the main kernel's two consumer warpgroups
 
@@ -341,8 +341,7 @@ void convert_cta(CtaBuilder& x, const TileConfig& c, int64_t b, int64_t h, int64
   if (q0 >= lq) return;
   for (int64_t i = 0; i < convert_slabs(p, c, s, b, m); ++i)
     x.add(AccessKind::Load, TensorId::DqAccum, b, h, q0, s.br, p.head_dim, 4);
-  for (int half = 0; half < kStoresPerSector; ++half)
-    x.add(AccessKind::Store, TensorId::dQ, b, h, q0, std::min(s.br, lq - q0), p.head_dim, x.e);
+  x.add(AccessKind::Store, TensorId::dQ, b, h, q0, std::min(s.br, lq - q0), p.head_dim, x.e);
 }
 
 void convert_sequence(SequenceCounter& x, const AttentionProblem& p, const TileConfig& c, int64_t b) {
@@ -350,8 +349,7 @@ void convert_sequence(SequenceCounter& x, const AttentionProblem& p, const TileC
   const int64_t lq = p.len_q(b);
   for (int64_t m = 0; m * s.br < lq; ++m) {
     x.load(TensorId::DqAccum, s.br * convert_slabs(p, c, s, b, m), p.head_dim, 4);
-    for (int half = 0; half < kStoresPerSector; ++half)
-      x.store(TensorId::dQ, std::min(s.br, lq - m * s.br), p.head_dim, dtype_bytes(p.dtype));
+    x.store(TensorId::dQ, std::min(s.br, lq - m * s.br), p.head_dim, dtype_bytes(p.dtype));
   }
   x.k.vector_ops += static_cast<double>(lq * p.head_dim);
 }
