@@ -140,14 +140,12 @@ def card_causal_forwards(results):
                     yield f"{shape_set}/{shape}", os.path.join(reports, f"ncu_dram_{shape}.csv"), flags(shape)
     archive = os.path.join(results, "reread", "reread_csvs.tar.gz")
     if os.path.exists(archive):
+        import reread_heldout  # its set 1 (the module's default list)
         folder = os.path.join(unpack(archive), "reread")
-        for line in open(os.path.join(ROOT, "bench/gpu/data/reread_heldout.txt")):
-            if line.startswith("#"):
-                continue
-            b, h, hkv, n, d, _ = (int(x) for x in line.split())
-            yield (f"reread/b{b} h{h}/{hkv} n{n} d{d}", os.path.join(folder, f"ncu_dram_reread_{b}_{h}_{hkv}_{n}_{d}.csv"),
-                   ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim",
-                    str(d), "--dtype", "bf16", "--causal"])
+        for problem in reread_heldout.problems():
+            b, h, hkv, n, d, _ = problem
+            yield (f"reread/b{b} h{h}/{hkv} n{n} d{d}", os.path.join(folder, reread_heldout.report_name(problem)),
+                   problem_flags(problem))
 
 
 def l2_adverse(flashsim, results, hw="H100-SXM5-80GB"):
@@ -213,11 +211,16 @@ def full_report(shape):
     return os.path.join(NCU, sub + "ncu_" + shape + ".csv")
 
 
-def flags(shape):
-    b, h, hkv, n, d, causal = SHAPES[shape]
+def problem_flags(problem):
+    """traffic compare's flags for (batch, heads, heads_kv, seqlen, d, causal), bf16, --heads-kv always given"""
+    b, h, hkv, n, d, causal = problem
     f = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim", str(d),
          "--dtype", "bf16"]
     return f + (["--causal"] if causal else [])
+
+
+def flags(shape):
+    return problem_flags(SHAPES[shape])
 
 
 def coverage_reports():
