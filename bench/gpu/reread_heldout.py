@@ -6,9 +6,11 @@ DRAM read range.
   since taken out: bench/results/l2_reread_h100_2026-11-27); measured on an H100 and, 2026-11-29, on an H200.
 - Set 2 (seed 2026112935, reread_heldout2.txt): drawn 2026-11-29 after the H200 profile's L2 values were derived
   (bench/results/l2_probe_h200_2026-11-29), before it was measured.
-    python3 bench/gpu/reread_heldout.py [--set 1|2]                  # rewrites the list (same seed: the same problems)
-    python3 bench/gpu/reread_heldout.py [--set 1|2] measure OUT      # on the GPU machine: ncu of each problem's forward
-    python3 bench/gpu/reread_heldout.py [--set 1|2] compare FLASHSIM DIR [--hw PROFILE]   # here: the range against DIR's reports"""
+- Set 3 (seed 2026112936, reread_heldout3.txt): drawn 2026-11-29 before any of it was measured, to hold the
+  schedule mimic's tolerance (bench/gpu/fwd_mimic.py, fixed on sets 1 and 2) against.
+    python3 bench/gpu/reread_heldout.py [--set 1|2|3]                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py [--set 1|2|3] measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py [--set 1|2|3] compare FLASHSIM DIR [--hw PROFILE]   # here: the range against DIR's reports"""
 import json
 import os
 import subprocess
@@ -20,7 +22,8 @@ import ncu
 COUNT = 16
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 # set -> (seed, file): the date and the issue, then a draw number
-SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldout2.txt")}
+SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldout2.txt"),
+        "3": (2026112936, "reread_heldout3.txt")}
 SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
 
 

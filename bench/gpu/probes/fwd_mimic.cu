@@ -1,0 +1,230 @@
+// A FlashAttention-2 forward's memory traffic without its math, launched as Dao-AILab's flash_fwd_kernel is
+// (grid: query block fastest, then batch, then head), for one problem: each CTA copies its Q block, then walks
+// its head's K/V tiles from the last it needs down to 0 (FA2's causal order: the diagonal block first) with
+// cp.async.cg into shared memory (K tile j, then V tile j while "QK^T" spins, then K tile j - 1 while "PV"
+// spins, as FA2 overlaps them), and writes its O block ([batch, seqlen, heads, dim], as the kernel does) and
+// lse. `spin` clock cycles per tile stand in for the MMAs; dynamic shared memory pads the CTA to the resident
+// CTAs per SM asked for. Issue 31: a causal forward's DRAM re-reads depend on the L2 and on how fast CTAs
+// move, which no cache model here predicted; this measures the schedule itself on the card.
+// The kernel's register spills (its local-memory store and load bytes, from its ncu report) are spread evenly
+// over its K/V steps as 4-byte local stores and loads.
+//   fwd_mimic B H HKV N D BR BC WARPS CTAS_PER_SM CAUSAL LOCAL_ST LOCAL_LD calibrate TARGET_US
+//       -> prints the spin that takes TARGET_US (the L2 flushed before each run)
+//   fwd_mimic B H HKV N D BR BC WARPS CTAS_PER_SM CAUSAL LOCAL_ST LOCAL_LD measure SPIN
+//       -> one launch of mimic_measured (for ncu -k regex:mimic_measured)
+// (python3 bench/gpu/fwd_mimic.py drives it.)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "cuda_check.h"
+
+struct Problem {
+  int b, h, hkv, n, d, br, bc, causal;
+  long long spin;
+  int spill_st_words, spill_ld_words;  // 4-byte local-memory stores and loads per thread and K/V step
+};
+
+constexpr int kFrameWords =
+    64;  // the spill frame a thread cycles through (256 bytes: over any step's spills here)
+
+__device__ __forceinline__ void copy_rows(uint4* s, const char* g, int64_t bytes) {
+  for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) {
+    const unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(s + i));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(sa), "l"(g + 16 * i));
+  }
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+
+__device__ __forceinline__ void wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::);
+  __syncthreads();
+}
+
+__device__ __forceinline__ void spin_for(long long cycles) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+// The kernel's register spills, as local memory: `st` stores and `ld` loads of a thread's frame (a dynamically
+// indexed local array: the compiler cannot keep it in registers).
+// The frame is as many words as a step stores or loads (its footprint in the L2: the kernel's spill frame).
+__device__ __forceinline__ unsigned spill(unsigned* frame, int st, int ld, int step, unsigned x) {
+#ifndef FWD_MIMIC_NO_SPILL_CODE
+  const int words = max(1, max(st, ld));
+  for (int w = 0; w < st; ++w) frame[(step + w) % words] = x + w;
+  for (int w = 0; w < ld; ++w) x ^= frame[(step * 7 + w) % words];
+#endif
+  return x;
+}
+
+__device__ void mimic(const Problem p, const char* q, const char* k, const char* v, char* o, float* lse) {
+  extern __shared__ uint4 smem[];
+  volatile unsigned frame[kFrameWords];
+  unsigned spilled = threadIdx.x;
+  const int m = blockIdx.x, bb = blockIdx.y, hh = blockIdx.z, hk = hh / (p.h / p.hkv);
+  const int row_bytes = p.d * 2;  // bf16
+  const int rows_q = min(p.br, p.n - m * p.br);
+  uint4* sQ = smem;                        // (Br, d)
+  uint4* sK = sQ + p.br * row_bytes / 16;  // (Bc, d)
+  uint4* sV = sK + p.bc * row_bytes / 16;  // (Bc, d)
+  // [batch, heads, seqlen, dim] contiguous, as sdpa.py's `once` makes Q, K and V
+  copy_rows(sQ,
+            q + ((static_cast<int64_t>(bb) * p.h + hh) * p.n + static_cast<int64_t>(m) * p.br) * row_bytes,
+            static_cast<int64_t>(rows_q) * row_bytes);
+  const int key_end =
+      p.causal ? min(p.n, (m + 1) * p.br) : p.n;  // square problems: keys <= the block's last row
+  const int tiles = (key_end + p.bc - 1) / p.bc;
+  const char* gK = k + (static_cast<int64_t>(bb) * p.hkv + hk) * p.n * row_bytes;
+  const char* gV = v + (static_cast<int64_t>(bb) * p.hkv + hk) * p.n * row_bytes;
+  const auto tile_bytes = [&](int j) { return static_cast<int64_t>(min(p.bc, p.n - j * p.bc)) * row_bytes; };
+  copy_rows(sK, gK + static_cast<int64_t>(tiles - 1) * p.bc * row_bytes, tile_bytes(tiles - 1));
+  for (int j = tiles - 1; j >= 0; --j) {
+    wait_all();  // K tile j (and Q) in shared memory
+    copy_rows(sV, gV + static_cast<int64_t>(j) * p.bc * row_bytes, tile_bytes(j));
+    spin_for(p.spin / 2);  // S = Q K_j^T
+    spilled = spill(const_cast<unsigned*>(frame), p.spill_st_words, p.spill_ld_words, j, spilled);
+    wait_all();
+    if (j > 0) copy_rows(sK, gK + static_cast<int64_t>(j - 1) * p.bc * row_bytes, tile_bytes(j - 1));
+    spin_for(p.spin / 2);  // O += P V_j
+  }
+  wait_all();
+  // O [batch, seqlen, heads, dim]: each row from shared memory (the loads are kept: O is what was read)
+  for (int64_t i = threadIdx.x; i < static_cast<int64_t>(rows_q) * row_bytes / 16; i += blockDim.x) {
+    const int64_t r = i / (row_bytes / 16), c = i % (row_bytes / 16);
+    const int64_t row = (static_cast<int64_t>(bb) * p.n + m * p.br + r) * p.h + hh;
+    uint4 x = sQ[i];
+    x.x ^= sK[i % (p.bc * row_bytes / 16)].x ^ sV[i % (p.bc * row_bytes / 16)].y ^ (spilled == 0x9e3779b9u);
+    reinterpret_cast<uint4*>(o + row * row_bytes)[c] = x;
+  }
+  for (int r = threadIdx.x; r < rows_q; r += blockDim.x)
+    lse[(static_cast<int64_t>(bb) * p.h + hh) * p.n + m * p.br + r] = 0.f;
+}
+
+__global__ void mimic_calibrate(Problem p, const char* q, const char* k, const char* v, char* o, float* lse) {
+  mimic(p, q, k, v, o, lse);
+}
+__global__ void mimic_measured(Problem p, const char* q, const char* k, const char* v, char* o, float* lse) {
+  mimic(p, q, k, v, o, lse);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 15 || (std::strcmp(argv[13], "calibrate") && std::strcmp(argv[13], "measure"))) {
+    std::fprintf(stderr,
+                 "usage: fwd_mimic B H HKV N D BR BC WARPS CTAS_PER_SM CAUSAL LOCAL_ST LOCAL_LD "
+                 "(calibrate TARGET_US | measure SPIN)\n");
+    return 2;
+  }
+  Problem p{};
+  p.b = std::atoi(argv[1]), p.h = std::atoi(argv[2]), p.hkv = std::atoi(argv[3]), p.n = std::atoi(argv[4]);
+  p.d = std::atoi(argv[5]), p.br = std::atoi(argv[6]), p.bc = std::atoi(argv[7]);
+  const int warps = std::atoi(argv[8]), ctas_per_sm = std::atoi(argv[9]);
+  p.causal = std::atoi(argv[10]);
+  const double local_st = std::atof(argv[11]), local_ld = std::atof(argv[12]);
+  const bool calibrate = !std::strcmp(argv[13], "calibrate");
+  const double arg = std::atof(argv[14]);
+  if (p.b < 1 || p.h < 1 || p.hkv < 1 || p.h % p.hkv || p.n < 1 || p.d % 8 || p.br < 1 || p.bc < 1 ||
+      warps < 1 || ctas_per_sm < 1) {
+    std::fprintf(stderr, "fwd_mimic: bad problem\n");
+    return 2;
+  }
+  const int64_t row_bytes = p.d * 2, q_bytes = int64_t{p.b} * p.h * p.n * row_bytes,
+                kv_bytes = int64_t{p.b} * p.hkv * p.n * row_bytes;
+  char *q, *k, *v, *o, *flush;
+  float* lse;
+  CHECK(cudaMalloc(&q, q_bytes));
+  CHECK(cudaMalloc(&k, kv_bytes));
+  CHECK(cudaMalloc(&v, kv_bytes));
+  CHECK(cudaMalloc(&o, q_bytes));
+  CHECK(cudaMalloc(&lse, int64_t{p.b} * p.h * p.n * 4));
+  const int64_t flush_bytes = 256ll << 20;  // over any L2 this probe meets (the H200's is 60 MiB)
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  CHECK(cudaMemset(q, 1, q_bytes));
+  CHECK(cudaMemset(k, 2, kv_bytes));
+  CHECK(cudaMemset(v, 3, kv_bytes));
+  // Dynamic shared memory: Q, K and V tiles at least, padded until exactly ctas_per_sm CTAs fit an SM.
+  const int need = static_cast<int>((p.br + 2 * p.bc) * row_bytes);
+  int device = 0, sm_smem = 0, clock_khz = 0, sms = 0;
+  CHECK(cudaGetDevice(&device));
+  CHECK(cudaDeviceGetAttribute(&sm_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  auto* kernel = calibrate ? mimic_calibrate : mimic_measured;
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sm_smem));
+  int smem = -1;
+  for (int s = sm_smem; s >= need; s -= 256) {
+    int fit = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, warps * 32, s));
+    if (fit == ctas_per_sm) {
+      smem = s;
+      break;
+    }
+    if (fit > ctas_per_sm) break;
+  }
+  if (smem < 0) {
+    std::fprintf(stderr, "fwd_mimic: no shared-memory size gives %d CTAs an SM (needs %d bytes)\n",
+                 ctas_per_sm, need);
+    return 1;
+  }
+  const dim3 grid((p.n + p.br - 1) / p.br, p.b, p.h);
+  // the K/V steps of every CTA, to spread the spills over
+  double steps = 0;
+  for (int m = 0; m < static_cast<int>(grid.x); ++m)
+    steps += ((p.causal ? std::min(p.n, (m + 1) * p.br) : p.n) + p.bc - 1) / p.bc;
+  steps *= double{1} * p.b * p.h;
+  const double per = steps * warps * 32 * 4;  // bytes per 4-byte word per thread-step
+  p.spill_st_words = std::min(kFrameWords, static_cast<int>(local_st / per + 0.5));
+  p.spill_ld_words = std::min(kFrameWords, static_cast<int>(local_ld / per + 0.5));
+  const auto run = [&](long long spin) {
+    p.spin = spin;
+    kernel<<<grid, warps * 32, smem>>>(p, q, k, v, o, lse);
+    CHECK(cudaGetLastError());
+  };
+  if (!calibrate) {
+    run(static_cast<long long>(arg));
+    CHECK(cudaDeviceSynchronize());
+    std::printf("measured spin %lld smem %d spill words a step: %d stored, %d loaded\n",
+                static_cast<long long>(arg), smem, p.spill_st_words, p.spill_ld_words);
+    return 0;
+  }
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  // microseconds of one launch, the L2 flushed before it (ncu's cache control does the same), median of 3
+  const auto time_us = [&](long long spin) {
+    std::vector<float> t;
+    for (int i = 0; i < 3; ++i) {
+      CHECK(cudaMemset(flush, i, flush_bytes));
+      CHECK(cudaEventRecord(e0));
+      run(spin);
+      CHECK(cudaEventRecord(e1));
+      CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      t.push_back(ms * 1000);
+    }
+    std::sort(t.begin(), t.end());
+    return static_cast<double>(t[1]);
+  };
+  run(0);  // warm-up
+  CHECK(cudaDeviceSynchronize());
+  // t(spin) is close to a + c spin: the secant from spin 0, until within 1%
+  long long s0 = 0, s1 = 2000;
+  double t0 = time_us(s0), t1 = time_us(s1);
+  long long best = t0 >= arg ? 0 : s1;
+  for (int it = 0; it < 8 && t0 < arg; ++it) {
+    if (std::abs(t1 - arg) < 0.01 * arg || t1 == t0) break;
+    const long long s2 = std::max(0ll, s1 + static_cast<long long>((arg - t1) * (s1 - s0) / (t1 - t0)));
+    s0 = s1, t0 = t1, s1 = s2, t1 = time_us(s2);
+    best = s1;
+  }
+  std::printf("spin %lld us %.2f target_us %.2f smem %d sms %d clock_khz %d\n", best, time_us(best), arg,
+              smem, sms, clock_khz);
+  return 0;
+}
