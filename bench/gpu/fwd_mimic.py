@@ -3,7 +3,10 @@ re-read held-out set, SDPA's flash forward under ncu (DRAM bytes, time, launch a
 probes/fwd_mimic.cu with the kernel's tiles, warps and resident CTAs, its "math" spin set so that it takes the
 kernel's time and its register spills (the kernel's local-memory bytes, spread over its steps), under ncu too.
     python3 bench/gpu/fwd_mimic.py [--set 1|2|3] measure OUT     # on the GPU machine (nvcc builds the probe)
-    python3 bench/gpu/fwd_mimic.py table OUT                   # anywhere: SDPA's reads against the mimic's"""
+    python3 bench/gpu/fwd_mimic.py table OUT                   # anywhere: SDPA's reads against the mimic's
+The rule, fixed before set 3 was measured: a causal forward's read range ends at the smaller of the adverse L2's
+bound and the mimic's reads times r, r the largest ratio of SDPA's reads to its mimic's over sets 1 and 2 (the
+same run), plus the causal forward's floor (the 5.4% run-to-run spread); set 3 is held out against it."""
 import os
 import re
 import subprocess
