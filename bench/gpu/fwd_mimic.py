@@ -4,9 +4,11 @@ probes/fwd_mimic.cu with the kernel's tiles, warps and resident CTAs, its "math"
 kernel's time and its register spills (the kernel's local-memory bytes, spread over its steps), under ncu too.
     python3 bench/gpu/fwd_mimic.py [--set 1|2|3] measure OUT     # on the GPU machine (nvcc builds the probe)
     python3 bench/gpu/fwd_mimic.py table OUT                   # anywhere: SDPA's reads against the mimic's
+    python3 bench/gpu/fwd_mimic.py evaluate FLASHSIM HW FIT_DIR... -- CHECK_DIR...   # the rule below
 The rule, fixed before set 3 was measured: a causal forward's read range ends at the smaller of the adverse L2's
 bound and the mimic's reads times r, r the largest ratio of SDPA's reads to its mimic's over sets 1 and 2 (the
 same run), plus the causal forward's floor (the 5.4% run-to-run spread); set 3 is held out against it."""
+import json
 import os
 import re
 import subprocess
@@ -65,6 +67,11 @@ def measure(out, problems):
         with open(os.path.join(out, f"calibrate_{tag}.txt"), "w") as f:
             f.write(cal.stdout + cal.stderr)
         spin = cal.stdout.split()[1] if cal.returncode == 0 and cal.stdout.startswith("spin") else None
+        if spin is not None:
+            took, target = float(cal.stdout.split()[3]), float(cal.stdout.split()[5])
+            if abs(took - target) > 0.05 * target:
+                print(f"{problem}: the mimic's calibration missed the kernel's time ({took:.0f} us at spin {spin}, "
+                      f"the kernel {target:.0f} us)", flush=True)
         for label, s in (("mimic", spin),):
             if s is None:
                 continue
@@ -101,7 +108,7 @@ def sensitivity(out):
         _, br, bc, warps = (int(x) for x in TRAITS.search(name).groups())
         ctas = int(min(m[k] for k in m if k.startswith("launch__occupancy_limit_")))
         shape = [str(x) for x in (b, h, hkv, n, d, br, bc, warps, ctas, causal, 0, 0)]
-        compulsory = (b * h * n * d + 2 * b * hkv * n * d) * 2
+        compulsory = compulsory_reads(*problem[:5])
         line = [f"b{b} h{h}/{hkv} n{n} d{d}: SDPA {m['dram__bytes_read.sum'] / compulsory:.2f}x"]
         for variant, binary in binaries.items():
             cal = subprocess.run([binary] + shape + ["calibrate", f"{m['gpu__time_duration.sum'] / 1e3:.2f}"],
@@ -156,7 +163,7 @@ def sweep(out):
                     os.path.join(HERE, "probes", "fwd_mimic.cu")], check=True)
     for problem in SWEEP + SPILLED:
         b, h, hkv, n, d, _ = problem
-        compulsory = (b * h * n * d + 2 * b * hkv * n * d) * 2
+        compulsory = compulsory_reads(*problem[:5])
         m, shape = sdpa_launch(out, problem)
         line = [f"b{b} h{h}/{hkv} n{n} d{d}: SDPA {m['dram__bytes_read.sum'] / compulsory:.2f}x "
                 f"{m['gpu__time_duration.sum'] / 1e3:.0f} us"]
@@ -176,37 +183,99 @@ def sweep(out):
         print("; ".join(line), flush=True)
 
 
-def table(out):
-    rows = []
-    for f in sorted(os.listdir(out)):
+def pairs(folder):
+    """(problem (b, h, hkv, n, d), SDPA's metrics, the mimic's metrics) of each problem of `folder` that has both."""
+    for f in sorted(os.listdir(folder)):
         if not (f.startswith("sdpa_") and f.endswith(".csv")):
             continue
         tag = f[5:-4]
-        b, h, hkv, n, d = (int(x) for x in tag.split("_"))
-        compulsory = (b * h * n * d + 2 * b * hkv * n * d) * 2
-        got = {}
-        for label in ("sdpa", "mimic", "mimic_r2"):
-            try:
-                m, _ = one_kernel(os.path.join(out, f"{label}_{tag}.csv"))
-                got[label] = m
-            except (ValueError, OSError, IndexError):
-                pass
-        if "sdpa" not in got or "mimic" not in got:
-            print(f"b{b} h{h}/{hkv} n{n} d{d}: incomplete")
+        try:
+            s, _ = one_kernel(os.path.join(folder, f))
+            mm, _ = one_kernel(os.path.join(folder, f"mimic_{tag}.csv"))
+        except (ValueError, OSError, IndexError):
+            print(f"{folder}: {tag} incomplete (no report of SDPA or of its mimic)")
             continue
-        s, mm = got["sdpa"], got["mimic"]
-        r2 = got["mimic_r2"]["dram__bytes_read.sum"] / compulsory if "mimic_r2" in got else float("nan")
-        spills = (s.get("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", 0) / 1e6,
-                  mm.get("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum", 0) / 1e6)
+        yield tuple(int(x) for x in tag.split("_")), s, mm
+
+
+def compulsory_reads(b, h, hkv, n, d):
+    return (b * h * n * d + 2 * b * hkv * n * d) * 2  # Q, K and V once, bf16
+
+
+def mimic_verdict(measured, lower, upper, floor, mimic_reads, r, h, hkv):
+    """The rule: the read range [lower, min(upper, mimic_reads x r)] plus the floor. (bound, inside, a planted 1.5x
+    K/V re-read flagged, flagged by the L2's bound alone): the plant adds half the K/V bytes (their share of the
+    compulsory Q, K, V) and half of what the measured kernel already read again, as reread_heldout.py's does."""
+    bound = min(upper, mimic_reads * r)
+    kv = lower * 2 * hkv / (h + 2 * hkv)
+    planted = measured + 0.5 * (kv + max(0.0, measured - lower))
+    return bound, measured <= bound + floor, planted > bound + floor, planted > upper + floor, planted
+
+
+def evaluate(flashsim, hw, fit, check):
+    """The rule of this file's header: r from the `fit` folders, then every folder's causal forward reads against
+    it, beside the L2's bound alone."""
+    ratios = [s["dram__bytes_read.sum"] / mm["dram__bytes_read.sum"] for folder in fit for _, s, mm in pairs(folder)]
+    if not ratios:
+        print("fwd_mimic.py: no problem with both reports in the fit folders", file=sys.stderr)
+        return 2
+    r = max(ratios)
+    print(f"r = {r:.3f}: the largest SDPA / mimic read ratio over {', '.join(map(os.path.basename, fit))}")
+    for folder in fit + check:
+        inside = caught = caught_before = total = 0
+        widths = []
+        for (b, h, hkv, n, d), s, mm in pairs(folder):
+            flags = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim",
+                     str(d), "--dtype", "bf16", "--causal"]
+            out = subprocess.run([flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu",
+                                  os.path.join(folder, f"sdpa_{b}_{h}_{hkv}_{n}_{d}.csv")] + flags,
+                                 capture_output=True, text=True)
+            if out.returncode not in (0, 1):
+                print(f"  b{b} h{h}/{hkv} n{n} d{d}: {out.stderr.strip()[:200]}")
+                continue
+            k = json.loads(out.stdout)["kernels"][0]
+            m = next(x for x in k["metrics"] if x["metric"] == "dram__bytes_read.sum")
+            lower, upper = m["lower"], m["upper"]
+            bound, ok, flagged, flagged_before, planted = mimic_verdict(
+                m["measured"], lower, upper, m["tolerance_floor"], mm["dram__bytes_read.sum"], r, h, hkv)
+            total += 1
+            inside += ok
+            caught += flagged
+            caught_before += flagged_before
+            widths.append(bound / lower)
+            print(f"  b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / lower:5.2f}x the compulsory bytes; range "
+                  f"up to {upper / lower:6.2f}x (L2), {bound / lower:5.2f}x (with the mimic): "
+                  f"{'ok' if ok else 'FLAGGED'}; planted {planted / lower:5.2f}x "
+                  f"{'flagged' if flagged else 'not flagged'}")
+        widths.sort()
+        print(f"{os.path.basename(folder)}: {inside} of {total} inside; planted flagged {caught} of {total} (the L2 "
+              f"bound alone: {caught_before}); width {widths[0]:.2f} .. {widths[-1]:.2f}x, "
+              f"median {widths[len(widths) // 2]:.2f}x")
+    return 0
+
+
+def table(out):
+    """Each problem's reads (over the compulsory bytes), SDPA's and its mimic's, spills and times."""
+    ratios = []
+    for (b, h, hkv, n, d), s, mm in pairs(out):
+        c = compulsory_reads(b, h, hkv, n, d)
+        again = ""
+        try:
+            again = f" (again {one_kernel(os.path.join(out, f'mimic_r2_{b}_{h}_{hkv}_{n}_{d}.csv'))[0]['dram__bytes_read.sum'] / c:5.2f}x)"
+        except (ValueError, OSError, IndexError):
+            pass
         ratio = s["dram__bytes_read.sum"] / mm["dram__bytes_read.sum"]
-        rows.append(ratio)
-        print(f"b{b} h{h}/{hkv} n{n} d{d}: reads / compulsory: SDPA {s['dram__bytes_read.sum'] / compulsory:5.2f}x, "
-              f"mimic {mm['dram__bytes_read.sum'] / compulsory:5.2f}x (again {r2:5.2f}x); SDPA / mimic {ratio:5.3f}; "
-              f"spill stores {spills[0]:.0f} / {spills[1]:.0f} MB; "
-              f"time SDPA {s['gpu__time_duration.sum'] / 1e3:8.1f} us, mimic {mm['gpu__time_duration.sum'] / 1e3:8.1f} us")
-    if rows:
-        rows.sort()
-        print(f"{len(rows)} problems: SDPA / mimic reads {rows[0]:.3f} .. {rows[-1]:.3f}, median {rows[len(rows) // 2]:.3f}")
+        ratios.append(ratio)
+        print(f"b{b} h{h}/{hkv} n{n} d{d}: reads / compulsory: SDPA {s['dram__bytes_read.sum'] / c:5.2f}x, "
+              f"mimic {mm['dram__bytes_read.sum'] / c:5.2f}x{again}; SDPA / mimic {ratio:5.3f}; spill stores "
+              f"{s.get('l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum', 0) / 1e6:.0f} / "
+              f"{mm.get('l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum', 0) / 1e6:.0f} MB; time SDPA "
+              f"{s['gpu__time_duration.sum'] / 1e3:8.1f} us, mimic {mm['gpu__time_duration.sum'] / 1e3:8.1f} us")
+    if ratios:
+        ratios.sort()
+        print(f"{len(ratios)} problems: SDPA / mimic reads {ratios[0]:.3f} .. {ratios[-1]:.3f}, "
+              f"median {ratios[len(ratios) // 2]:.3f}")
+    return 0
 
 
 def main():
@@ -216,13 +285,17 @@ def main():
     reread_heldout.SEED, reread_heldout.OUT = picked
     if len(sys.argv) == 3 and sys.argv[1] == "measure":
         return measure(sys.argv[2], reread_heldout.problems())
+    if len(sys.argv) > 4 and sys.argv[1] == "evaluate" and "--" in sys.argv:
+        cut = sys.argv.index("--")
+        return evaluate(sys.argv[2], sys.argv[3], sys.argv[4:cut], sys.argv[cut + 1:])
     if len(sys.argv) == 3 and sys.argv[1] == "sweep":
         return sweep(sys.argv[2])
     if len(sys.argv) == 3 and sys.argv[1] == "sensitivity":
         return sensitivity(sys.argv[2])
     if len(sys.argv) == 3 and sys.argv[1] == "table":
         return table(sys.argv[2])
-    print("usage: fwd_mimic.py [--set 1|2|3] (measure OUT | table OUT)", file=sys.stderr)
+    print("usage: fwd_mimic.py [--set 1|2|3] (measure OUT | table OUT | sensitivity OUT | sweep OUT | "
+          "evaluate FLASHSIM HW FIT_DIR... -- CHECK_DIR...)", file=sys.stderr)
     return 2
 
 

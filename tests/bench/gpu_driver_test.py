@@ -23,6 +23,7 @@ sys.path.insert(0, DRIVER)
 import bundle  # noqa: E402
 import carry_parts  # noqa: E402
 import derive  # noqa: E402
+import fwd_mimic  # noqa: E402
 import ncu  # noqa: E402
 import run  # noqa: E402
 import tables  # noqa: E402
@@ -715,6 +716,55 @@ class Compare(unittest.TestCase):
         self.assertEqual(rc, 0)
         self.assertEqual(text.count("all within tolerance"), 5)
         self.assertIn("dram__bytes_read.sum", text)
+
+
+class FwdMimic(unittest.TestCase):
+    RESULTS = calibration_results("h200.fwd_mimic")
+
+    def test_compulsory_reads_are_q_k_v_once(self):
+        # b2 h4 (2 kv heads) n8 d16 bf16: Q 2*4*8*16*2 = 2048 bytes, K and V 2 * 2*2*8*16*2 = 2048
+        self.assertEqual(fwd_mimic.compulsory_reads(2, 4, 2, 8, 16), 4096)
+
+    def test_the_bound_is_the_smaller_and_the_plant_adds_half_the_kv_and_the_excess(self):
+        # h 4 / hkv 2: K/V are half the compulsory 100; measured 120 adds 0.5 * (50 + 20) = 35
+        bound, ok, flagged, flagged_by_l2, planted = fwd_mimic.mimic_verdict(120, 100, 500, 5, 110, 1.2, 4, 2)
+        self.assertAlmostEqual(bound, 132)
+        self.assertAlmostEqual(planted, 155)
+        self.assertTrue(ok)
+        self.assertTrue(flagged)  # 155 > 132 + 5
+        self.assertFalse(flagged_by_l2)  # 155 < 500 + 5
+        bound, ok, _, _, _ = fwd_mimic.mimic_verdict(140, 100, 130, 5, 110, 1.2, 4, 2)
+        self.assertEqual(bound, 130)  # the L2's bound is the smaller
+        self.assertFalse(ok)  # 140 > 135
+
+    def test_no_problem_of_the_fit_sets_is_flagged_and_r_is_their_largest_ratio(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with tarfile.open(os.path.join(self.RESULTS, "run5_sets.tar.gz")) as t:
+                t.extractall(tmp)
+            fit = [os.path.join(tmp, "set1"), os.path.join(tmp, "set2")]
+            ratios = []
+            for folder in fit:
+                for f in glob.glob(os.path.join(folder, "sdpa_*.csv")):
+                    mimic = os.path.join(folder, "mimic_" + os.path.basename(f)[5:])
+                    if os.path.exists(mimic) and os.path.getsize(f):
+                        reads = [next(iter(ncu.read_metrics(x)[0].values()))["dram__bytes_read.sum"] for x in (f, mimic)]
+                        ratios.append(reads[0] / reads[1])
+            out = io.StringIO()
+            with redirect_stdout(out):
+                self.assertEqual(fwd_mimic.evaluate(FLASHSIM, "H200", fit, []), 0)
+            text = out.getvalue()
+            self.assertIn(f"r = {max(ratios):.3f}", text)
+            self.assertEqual(len(ratios), 31)
+            self.assertEqual(text.count(": ok;"), 31)  # r is the largest ratio: every fit problem inside
+            self.assertNotIn("FLAGGED", text)
+
+    def test_bad_arguments_exit_2(self):
+        for argv in (["fwd_mimic.py"], ["fwd_mimic.py", "--set", "9", "table", "x"], ["fwd_mimic.py", "evaluate", "a"]):
+            with redirect_stderr(io.StringIO()):
+                sys.argv = list(argv)
+                self.assertEqual(fwd_mimic.main(), 2, argv)
+        with tempfile.TemporaryDirectory() as empty, redirect_stderr(io.StringIO()), redirect_stdout(io.StringIO()):
+            self.assertEqual(fwd_mimic.evaluate(FLASHSIM, "H200", [empty], []), 2)
 
 
 if __name__ == "__main__":
