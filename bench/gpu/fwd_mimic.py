@@ -36,50 +36,82 @@ def one_kernel(path):
     return m, names[kid]
 
 
-def measure(out, problems):
-    os.makedirs(out, exist_ok=True)
-    binary = os.path.join(out, "fwd_mimic")
+def build(out, name="fwd_mimic", defines=()):
+    """nvcc's build of probes/fwd_mimic.cu in `out` (-D `defines`): the binary's path."""
+    binary = os.path.join(out, name)
     subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-I" + os.path.join(HERE, "probes"), "-o", binary,
-                    os.path.join(HERE, "probes", "fwd_mimic.cu")], check=True)
-    for problem in problems:
-        b, h, hkv, n, d, causal = problem
-        tag = "_".join(map(str, problem[:5]))
-        sdpa = os.path.join(out, f"sdpa_{tag}.csv")
-        program = [sys.executable, os.path.join(HERE, "sdpa.py"), "once"] + [str(x) for x in problem]
-        with open(sdpa, "w") as f, open(sdpa[:-4] + ".err", "w") as err:
-            subprocess.run(ncu.command(SDPA_METRICS, program, kernel_regex="flash_fwd"), stdout=f, stderr=err)
-        try:
-            m, name = one_kernel(sdpa)
-        except (ValueError, OSError, IndexError) as e:
-            print(f"{problem}: SDPA report unreadable ({e})", flush=True)
-            continue
-        t = TRAITS.search(name)
-        if not t or "splitkv" in name:
-            print(f"{problem}: not flash_fwd_kernel ({name[:80]})", flush=True)
-            continue
-        _, br, bc, warps = (int(x) for x in t.groups())
-        ctas = int(min(m[k] for k in m if k.startswith("launch__occupancy_limit_")))
-        shape = [str(x) for x in (b, h, hkv, n, d, br, bc, warps, ctas, causal)] + [
-            f"{m.get('l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum', 0):.0f}",
-            f"{m.get('l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum', 0):.0f}"]
-        cal = subprocess.run([binary] + shape + ["calibrate", f"{m['gpu__time_duration.sum'] / 1e3:.2f}"],
-                             capture_output=True, text=True)
-        with open(os.path.join(out, f"calibrate_{tag}.txt"), "w") as f:
+                    os.path.join(HERE, "probes", "fwd_mimic.cu")] + ["-D" + d for d in defines], check=True)
+    return binary
+
+
+def sdpa_launch(out, problem):
+    """SDPA's forward of `problem` under ncu into out/sdpa_TAG.csv: (its metrics, the mimic's shape arguments: the
+    kernel's tiles, warps, resident CTAs an SM and local-memory store and load bytes). ValueError when the report
+    is unreadable or is not of flash_fwd_kernel."""
+    b, h, hkv, n, d, causal = problem
+    sdpa = os.path.join(out, "sdpa_" + "_".join(map(str, problem[:5])) + ".csv")
+    program = [sys.executable, os.path.join(HERE, "sdpa.py"), "once"] + [str(x) for x in problem]
+    with open(sdpa, "w") as f, open(sdpa[:-4] + ".err", "w") as err:
+        subprocess.run(ncu.command(SDPA_METRICS, program, kernel_regex="flash_fwd"), stdout=f, stderr=err)
+    try:
+        m, name = one_kernel(sdpa)
+    except (OSError, IndexError) as e:
+        raise ValueError(f"SDPA report unreadable ({e})") from e
+    t = TRAITS.search(name)
+    if not t or "splitkv" in name:
+        raise ValueError(f"not flash_fwd_kernel ({name[:80]})")
+    _, br, bc, warps = (int(x) for x in t.groups())
+    ctas = int(min(m[k] for k in m if k.startswith("launch__occupancy_limit_")))
+    return m, [str(x) for x in (b, h, hkv, n, d, br, bc, warps, ctas, causal)] + [
+        f"{m.get('l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum', 0):.0f}",
+        f"{m.get('l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum', 0):.0f}"]
+
+
+def calibrate(binary, shape, kernel_metrics, log=None):
+    """The spin at which the mimic takes the kernel's time (None when the probe failed); says when it missed by
+    over 5% (the secant stops at spin 0 where the time falls as the spin grows)."""
+    cal = subprocess.run([binary] + shape + ["calibrate", f"{kernel_metrics['gpu__time_duration.sum'] / 1e3:.2f}"],
+                         capture_output=True, text=True)
+    if log:
+        with open(log, "w") as f:
             f.write(cal.stdout + cal.stderr)
-        spin = cal.stdout.split()[1] if cal.returncode == 0 and cal.stdout.startswith("spin") else None
+    if cal.returncode != 0 or not cal.stdout.startswith("spin"):
+        print(f"{shape[:5]}: the mimic's calibration failed: {(cal.stdout + cal.stderr).strip()[:200]}", flush=True)
+        return None
+    words = cal.stdout.split()
+    spin, took, target = int(words[1]), float(words[3]), float(words[5])
+    if abs(took - target) > 0.05 * target:
+        print(f"{shape[:5]}: the mimic's calibration missed the kernel's time ({took:.0f} us at spin {spin}, the "
+              f"kernel {target:.0f} us)", flush=True)
+    return spin
+
+
+def mimic_reads(binary, shape, spin, path):
+    """One launch of the mimic at `spin` under ncu into `path`: its metrics."""
+    with open(path, "w") as f, open(path[:-4] + ".err", "w") as err:
+        subprocess.run(ncu.command(MIMIC_METRICS, [binary] + shape + ["measure", str(spin)],
+                                   kernel_regex="mimic_measured"), stdout=f, stderr=err)
+    return one_kernel(path)[0]
+
+
+def measure(out, problems):
+    """Each problem: SDPA's forward, then its mimic (the kernel's time and spills) under ncu."""
+    os.makedirs(out, exist_ok=True)
+    binary = build(out)
+    for problem in problems:
+        tag = "_".join(map(str, problem[:5]))
+        try:
+            m, shape = sdpa_launch(out, problem)
+        except ValueError as e:
+            print(f"{problem}: {e}", flush=True)
+            continue
+        spin = calibrate(binary, shape, m, os.path.join(out, f"calibrate_{tag}.txt"))
         if spin is not None:
-            took, target = float(cal.stdout.split()[3]), float(cal.stdout.split()[5])
-            if abs(took - target) > 0.05 * target:
-                print(f"{problem}: the mimic's calibration missed the kernel's time ({took:.0f} us at spin {spin}, "
-                      f"the kernel {target:.0f} us)", flush=True)
-        for label, s in (("mimic", spin),):
-            if s is None:
-                continue
-            path = os.path.join(out, f"{label}_{tag}.csv")
-            with open(path, "w") as f, open(path[:-4] + ".err", "w") as err:
-                subprocess.run(ncu.command(MIMIC_METRICS, [binary] + shape + ["measure", s],
-                                           kernel_regex="mimic_measured"), stdout=f, stderr=err)
-        print(f"{problem}: Br{br} Bc{bc} w{warps} {ctas} CTAs/SM, spin {spin}", flush=True)
+            try:
+                mimic_reads(binary, shape, spin, os.path.join(out, f"mimic_{tag}.csv"))
+            except (ValueError, OSError, IndexError) as e:
+                print(f"{problem}: the mimic's report is unreadable ({e})", flush=True)
+        print(f"{problem}: Br{shape[5]} Bc{shape[6]} w{shape[7]} {shape[8]} CTAs/SM, spin {spin}", flush=True)
 
 
 SENSITIVITY = [(4, 8, 4, 14483, 256, 1), (2, 16, 16, 14079, 256, 1), (8, 8, 8, 15872, 128, 1),
@@ -91,38 +123,21 @@ def sensitivity(out):
     spill code and with it (spills off), each calibrated to SDPA's time; the first measured twice, and at 0.8x and
     1.2x its spin."""
     os.makedirs(out, exist_ok=True)
-    src = os.path.join(HERE, "probes", "fwd_mimic.cu")
-    binaries = {"plain": os.path.join(out, "fwd_mimic_plain"), "spillcode": os.path.join(out, "fwd_mimic")}
-    for name, binary in binaries.items():
-        extra = ["-DFWD_MIMIC_NO_SPILL_CODE"] if name == "plain" else []
-        subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-I" + os.path.join(HERE, "probes"), "-o", binary, src] + extra,
-                       check=True)
+    binaries = {"plain": build(out, "fwd_mimic_plain", ["FWD_MIMIC_NO_SPILL_CODE"]), "spillcode": build(out)}
     for problem in SENSITIVITY:
-        b, h, hkv, n, d, causal = problem
+        b, h, hkv, n, d, _ = problem
         tag = "_".join(map(str, problem[:5]))
-        sdpa = os.path.join(out, f"sdpa_{tag}.csv")
-        program = [sys.executable, os.path.join(HERE, "sdpa.py"), "once"] + [str(x) for x in problem]
-        with open(sdpa, "w") as f, open(sdpa[:-4] + ".err", "w") as err:
-            subprocess.run(ncu.command(SDPA_METRICS, program, kernel_regex="flash_fwd"), stdout=f, stderr=err)
-        m, name = one_kernel(sdpa)
-        _, br, bc, warps = (int(x) for x in TRAITS.search(name).groups())
-        ctas = int(min(m[k] for k in m if k.startswith("launch__occupancy_limit_")))
-        shape = [str(x) for x in (b, h, hkv, n, d, br, bc, warps, ctas, causal, 0, 0)]
+        m, shape = sdpa_launch(out, problem)
+        shape = shape[:10] + ["0", "0"]
         compulsory = compulsory_reads(*problem[:5])
         line = [f"b{b} h{h}/{hkv} n{n} d{d}: SDPA {m['dram__bytes_read.sum'] / compulsory:.2f}x"]
         for variant, binary in binaries.items():
-            cal = subprocess.run([binary] + shape + ["calibrate", f"{m['gpu__time_duration.sum'] / 1e3:.2f}"],
-                                 capture_output=True, text=True)
-            spin = int(cal.stdout.split()[1])
+            spin = calibrate(binary, shape, m)
             runs = [("", spin), ("again", spin)] + ([("x0.8", int(spin * 0.8)), ("x1.2", int(spin * 1.2))]
                                                     if variant == "plain" else [])
             for label, s in runs:
-                path = os.path.join(out, f"{variant}{label}_{tag}.csv")
-                with open(path, "w") as f, open(path[:-4] + ".err", "w") as err:
-                    subprocess.run(ncu.command(MIMIC_METRICS, [binary] + shape + ["measure", str(s)],
-                                               kernel_regex="mimic_measured"), stdout=f, stderr=err)
-                mm, _ = one_kernel(path)
-                line.append(f"{variant}{label or ''} spin {s} {mm['dram__bytes_read.sum'] / compulsory:.2f}x "
+                mm = mimic_reads(binary, shape, s, os.path.join(out, f"{variant}{label}_{tag}.csv"))
+                line.append(f"{variant}{label} spin {s} {mm['dram__bytes_read.sum'] / compulsory:.2f}x "
                             f"{mm['gpu__time_duration.sum'] / 1e3:.0f} us")
         print("; ".join(line) + f"; SDPA {m['gpu__time_duration.sum'] / 1e3:.0f} us", flush=True)
 
@@ -131,52 +146,27 @@ SWEEP = [(4, 8, 4, 14483, 256, 1), (2, 16, 16, 14079, 256, 1)]
 SPILLED = [(8, 8, 8, 15872, 128, 1), (7, 12, 1, 16064, 128, 1), (3, 12, 3, 9841, 128, 1), (7, 32, 4, 11795, 64, 1)]
 
 
-def sdpa_launch(out, problem):
-    """SDPA's forward of `problem` under ncu: (metrics, [mimic's shape arguments with the kernel's spills])."""
-    b, h, hkv, n, d, causal = problem
-    sdpa = os.path.join(out, "sdpa_" + "_".join(map(str, problem[:5])) + ".csv")
-    program = [sys.executable, os.path.join(HERE, "sdpa.py"), "once"] + [str(x) for x in problem]
-    with open(sdpa, "w") as f, open(sdpa[:-4] + ".err", "w") as err:
-        subprocess.run(ncu.command(SDPA_METRICS, program, kernel_regex="flash_fwd"), stdout=f, stderr=err)
-    m, name = one_kernel(sdpa)
-    _, br, bc, warps = (int(x) for x in TRAITS.search(name).groups())
-    ctas = int(min(m[k] for k in m if k.startswith("launch__occupancy_limit_")))
-    return m, [str(x) for x in (b, h, hkv, n, d, br, bc, warps, ctas, causal)] + [
-        f"{m.get('l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum', 0):.0f}",
-        f"{m.get('l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum', 0):.0f}"]
-
-
-def mimic_reads(out, binary, shape, spin, label):
-    path = os.path.join(out, f"{label}_{'_'.join(shape[:5])}_spin{spin}.csv")
-    with open(path, "w") as f, open(path[:-4] + ".err", "w") as err:
-        subprocess.run(ncu.command(MIMIC_METRICS, [binary] + shape + ["measure", str(spin)],
-                                   kernel_regex="mimic_measured"), stdout=f, stderr=err)
-    return one_kernel(path)[0]
-
-
 def sweep(out):
     """The d256 mimics' reads against their spin (0 .. 6000 cycles a step), and the d64 / d128 mimics with the
     kernel's spills (a frame of as many words as a step stores)."""
     os.makedirs(out, exist_ok=True)
-    binary = os.path.join(out, "fwd_mimic")
-    subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-I" + os.path.join(HERE, "probes"), "-o", binary,
-                    os.path.join(HERE, "probes", "fwd_mimic.cu")], check=True)
+    binary = build(out)
     for problem in SWEEP + SPILLED:
         b, h, hkv, n, d, _ = problem
+        tag = "_".join(map(str, problem[:5]))
         compulsory = compulsory_reads(*problem[:5])
         m, shape = sdpa_launch(out, problem)
         line = [f"b{b} h{h}/{hkv} n{n} d{d}: SDPA {m['dram__bytes_read.sum'] / compulsory:.2f}x "
                 f"{m['gpu__time_duration.sum'] / 1e3:.0f} us"]
         if problem in SWEEP:
             for spin in (0, 1000, 2000, 3000, 4000, 5000, 6000):
-                mm = mimic_reads(out, binary, shape[:10] + ["0", "0"], spin, "sweep")
+                mm = mimic_reads(binary, shape[:10] + ["0", "0"], spin,
+                                 os.path.join(out, f"sweep_{tag}_spin{spin}.csv"))
                 line.append(f"spin {spin}: {mm['dram__bytes_read.sum'] / compulsory:.2f}x "
                             f"{mm['gpu__time_duration.sum'] / 1e3:.0f} us")
         else:
-            cal = subprocess.run([binary] + shape + ["calibrate", f"{m['gpu__time_duration.sum'] / 1e3:.2f}"],
-                                 capture_output=True, text=True)
-            spin = int(cal.stdout.split()[1])
-            mm = mimic_reads(out, binary, shape, spin, "spilled")
+            spin = calibrate(binary, shape, m)
+            mm = mimic_reads(binary, shape, spin, os.path.join(out, f"spilled_{tag}_spin{spin}.csv"))
             line.append(f"with spills (st {shape[10]} B, ld {shape[11]} B), spin {spin}: "
                         f"{mm['dram__bytes_read.sum'] / compulsory:.2f}x {mm['gpu__time_duration.sum'] / 1e3:.0f} us, "
                         f"local st {mm.get('l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum', 0) / 1e6:.0f} MB")
@@ -202,11 +192,11 @@ def compulsory_reads(b, h, hkv, n, d):
     return (b * h * n * d + 2 * b * hkv * n * d) * 2  # Q, K and V once, bf16
 
 
-def mimic_verdict(measured, lower, upper, floor, mimic_reads, r, h, hkv):
-    """The rule: the read range [lower, min(upper, mimic_reads x r)] plus the floor. (bound, inside, a planted 1.5x
+def mimic_verdict(measured, lower, upper, floor, mimic, r, h, hkv):
+    """The rule: the read range [lower, min(upper, mimic x r)] (mimic: the mimic's reads) plus the floor. (bound, inside, a planted 1.5x
     K/V re-read flagged, flagged by the L2's bound alone): the plant adds half the K/V bytes (their share of the
     compulsory Q, K, V) and half of what the measured kernel already read again, as reread_heldout.py's does."""
-    bound = min(upper, mimic_reads * r)
+    bound = min(upper, mimic * r)
     kv = lower * 2 * hkv / (h + 2 * hkv)
     planted = measured + 0.5 * (kv + max(0.0, measured - lower))
     return bound, measured <= bound + floor, planted > bound + floor, planted > upper + floor, planted

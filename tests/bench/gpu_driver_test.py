@@ -758,6 +758,24 @@ class FwdMimic(unittest.TestCase):
             self.assertEqual(text.count(": ok;"), 31)  # r is the largest ratio: every fit problem inside
             self.assertNotIn("FLAGGED", text)
 
+    def test_calibration_reads_the_probes_line_and_says_when_it_missed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = write(tmp, "probe", "#!/bin/sh\necho spin 1234 us $2 target_us ${14} smem 1 sms 1 clock_khz 1\n")
+            os.chmod(fake, 0o755)
+            shape = [str(x) for x in (1, 2, 2, 64, 64, 64, 64, 4, 2, 1, 0, 0)]
+            for took, missed in (("2000.0", False), ("2150.0", True)):  # the target 2 ms: 0% and 7.5% off
+                shape[1] = took  # the fake prints its second argument as the time it took
+                out = io.StringIO()
+                with redirect_stdout(out):
+                    spin = fwd_mimic.calibrate(fake, shape, {"gpu__time_duration.sum": 2e6})
+                self.assertEqual(spin, 1234)
+                self.assertEqual("missed the kernel's time" in out.getvalue(), missed, out.getvalue())
+            failing = write(tmp, "failing", "#!/bin/sh\necho no shared-memory size fits >&2\nexit 1\n")
+            os.chmod(failing, 0o755)
+            with redirect_stdout(io.StringIO()) as out:
+                self.assertIsNone(fwd_mimic.calibrate(failing, shape, {"gpu__time_duration.sum": 2e6}))
+            self.assertIn("no shared-memory size fits", out.getvalue())
+
     def test_bad_arguments_exit_2(self):
         for argv in (["fwd_mimic.py"], ["fwd_mimic.py", "--set", "9", "table", "x"], ["fwd_mimic.py", "evaluate", "a"]):
             with redirect_stderr(io.StringIO()):
