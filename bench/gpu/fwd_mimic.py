@@ -8,7 +8,6 @@ kernel's time and its register spills (the kernel's local-memory bytes, spread o
 The rule, fixed before set 3 was measured: a causal forward's read range ends at the smaller of the adverse L2's
 bound and the mimic's reads times r, r the largest ratio of SDPA's reads to its mimic's over sets 1 and 2 (the
 same run), plus the causal forward's floor (the 5.4% run-to-run spread); set 3 is held out against it."""
-import json
 import os
 import re
 import subprocess
@@ -193,12 +192,11 @@ def compulsory_reads(b, h, hkv, n, d):
 
 
 def mimic_verdict(measured, lower, upper, floor, mimic, r, h, hkv):
-    """The rule: the read range [lower, min(upper, mimic x r)] (mimic: the mimic's reads) plus the floor. (bound, inside, a planted 1.5x
-    K/V re-read flagged, flagged by the L2's bound alone): the plant adds half the K/V bytes (their share of the
-    compulsory Q, K, V) and half of what the measured kernel already read again, as reread_heldout.py's does."""
+    """The rule: the read range [lower, min(upper, mimic x r)] (mimic: the mimic's reads) plus the floor. Returns
+    (bound, inside, a planted 1.5x K/V re-read (reread_heldout.py's) flagged, flagged by the L2's bound alone,
+    the planted reads)."""
     bound = min(upper, mimic * r)
-    kv = lower * 2 * hkv / (h + 2 * hkv)
-    planted = measured + 0.5 * (kv + max(0.0, measured - lower))
+    planted = reread_heldout.planted_reads(measured, lower, h, hkv)
     return bound, measured <= bound + floor, planted > bound + floor, planted > upper + floor, planted
 
 
@@ -215,16 +213,10 @@ def evaluate(flashsim, hw, fit, check):
         inside = caught = caught_before = total = 0
         widths = []
         for (b, h, hkv, n, d), s, mm in pairs(folder):
-            flags = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim",
-                     str(d), "--dtype", "bf16", "--causal"]
-            out = subprocess.run([flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu",
-                                  os.path.join(folder, f"sdpa_{b}_{h}_{hkv}_{n}_{d}.csv")] + flags,
-                                 capture_output=True, text=True)
-            if out.returncode not in (0, 1):
-                print(f"  b{b} h{h}/{hkv} n{n} d{d}: {out.stderr.strip()[:200]}")
+            m = reread_heldout.read_figure(flashsim, hw, os.path.join(folder, f"sdpa_{b}_{h}_{hkv}_{n}_{d}.csv"),
+                                           (b, h, hkv, n, d))
+            if m is None:
                 continue
-            k = json.loads(out.stdout)["kernels"][0]
-            m = next(x for x in k["metrics"] if x["metric"] == "dram__bytes_read.sum")
             lower, upper = m["lower"], m["upper"]
             bound, ok, flagged, flagged_before, planted = mimic_verdict(
                 m["measured"], lower, upper, m["tolerance_floor"], mm["dram__bytes_read.sum"], r, h, hkv)
@@ -237,6 +229,9 @@ def evaluate(flashsim, hw, fit, check):
                   f"up to {upper / lower:6.2f}x (L2), {bound / lower:5.2f}x (with the mimic): "
                   f"{'ok' if ok else 'FLAGGED'}; planted {planted / lower:5.2f}x "
                   f"{'flagged' if flagged else 'not flagged'}")
+        if not widths:
+            print(f"{os.path.basename(folder)}: no problem with both reports")
+            continue
         widths.sort()
         print(f"{os.path.basename(folder)}: {inside} of {total} inside; planted flagged {caught} of {total} (the L2 "
               f"bound alone: {caught_before}); width {widths[0]:.2f} .. {widths[-1]:.2f}x, "

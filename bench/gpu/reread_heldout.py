@@ -58,6 +58,27 @@ def measure(out):
         print(f"{problem}: rc={rc}", flush=True)
 
 
+def read_figure(flashsim, hw, path, problem):
+    """The DRAM read figure (measured, lower, upper, tolerance_floor, ok, verdict) of `flashsim traffic compare` on
+    the causal forward report `path` of problem (b, h, hkv, n, d); None, after a line saying why, when compare fails."""
+    b, h, hkv, n, d = problem
+    flags = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim", str(d),
+             "--dtype", "bf16", "--causal"]
+    out = subprocess.run([flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", path] + flags,
+                         capture_output=True, text=True)
+    if out.returncode not in (0, 1):
+        print(f"b{b} h{h}/{hkv} n{n} d{d}: {out.stderr.strip()}")
+        return None
+    return next(x for x in json.loads(out.stdout)["kernels"][0]["metrics"] if x["metric"] == "dram__bytes_read.sum")
+
+
+def planted_reads(measured, lower, h, hkv):
+    """A planted 1.5x K/V re-read on top of `measured`: half of K/V's compulsory bytes (their share of the forward's
+    Q, K, V loads, hkv of h heads each) and half of what the kernel already read again."""
+    kv = lower * 2 * hkv / (h + 2 * hkv)
+    return measured + 0.5 * (kv + max(0.0, measured - lower))
+
+
 def compare(flashsim, folder, hw="H100-SXM5-80GB"):
     """Each report through `flashsim traffic compare` with its problem's flags: the forward's DRAM read against
     the range (the compulsory bytes .. the adverse L2's bound), and a planted 1.5x K / V re-read (the K / V part
@@ -66,20 +87,11 @@ def compare(flashsim, folder, hw="H100-SXM5-80GB"):
     inside = caught = total = 0
     widths = []
     for b, h, hkv, n, d, causal in problems():
-        path = os.path.join(folder, report_name((b, h, hkv, n, d)))
-        flags = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim",
-                 str(d), "--dtype", "bf16", "--causal"]
-        out = subprocess.run([flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", path] + flags,
-                             capture_output=True, text=True)
-        if out.returncode not in (0, 1):
-            print(f"b{b} h{h}/{hkv} n{n} d{d}: {out.stderr.strip()}")
+        m = read_figure(flashsim, hw, os.path.join(folder, report_name((b, h, hkv, n, d))), (b, h, hkv, n, d))
+        if m is None:
             continue
-        k = json.loads(out.stdout)["kernels"][0]
-        m = next(x for x in k["metrics"] if x["metric"] == "dram__bytes_read.sum")
         lower, upper, floor = m["lower"], m["upper"], m["tolerance_floor"]
-        # K / V's compulsory bytes: their share of the forward's loads (Q, K, V; hkv of h heads each)
-        kv = lower * 2 * hkv / (h + 2 * hkv)
-        planted = m["measured"] + 0.5 * (kv + max(0.0, m["measured"] - lower))
+        planted = planted_reads(m["measured"], lower, h, hkv)
         flagged = planted > upper + floor
         total += 1
         inside += m["ok"]
@@ -88,6 +100,9 @@ def compare(flashsim, folder, hw="H100-SXM5-80GB"):
         print(f"b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / lower:5.2f}x the compulsory bytes, range up to "
               f"{upper / lower:6.2f}x: {m['verdict'][:60]}; planted 1.5x K/V {planted / lower:5.2f}x "
               f"{'flagged' if flagged else 'not flagged'}")
+    if not widths:
+        print(f"reread_heldout.py: no report of this set in {folder} could be compared", file=sys.stderr)
+        return 2
     widths.sort()
     print(f"{inside} of {total} inside their range; planted 1.5x K/V re-reads flagged: {caught} of {total}; range "
           f"width (upper / compulsory) {widths[0]:.2f} .. {widths[-1]:.2f}x, median {widths[len(widths) // 2]:.2f}x")
