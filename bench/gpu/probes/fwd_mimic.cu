@@ -4,8 +4,8 @@
 // cp.async.cg into shared memory (K tile j, then V tile j while "QK^T" spins, then K tile j - 1 while "PV"
 // spins, as FA2 overlaps them), and writes its O block ([batch, seqlen, heads, dim], as the kernel does) and
 // lse. `spin` clock cycles per tile stand in for the MMAs; dynamic shared memory pads the CTA to the resident
-// CTAs per SM asked for. Issue 31: a causal forward's DRAM re-reads depend on the L2 and on how fast CTAs
-// move, which no cache model here predicted; this measures the schedule itself on the card.
+// CTAs per SM asked for. Issue 31: no cache model here predicted a causal forward's DRAM re-reads; this
+// measures the schedule itself on the card.
 // The kernel's register spills (its local-memory store and load bytes, from its ncu report) are spread evenly
 // over its K/V steps as 4-byte local stores and loads.
 //   fwd_mimic B H HKV N D BR BC WARPS CTAS_PER_SM CAUSAL LOCAL_ST LOCAL_LD calibrate TARGET_US
@@ -30,8 +30,9 @@ struct Problem {
   int spill_st_words, spill_ld_words;  // 4-byte local-memory stores and loads per thread and K/V step
 };
 
-constexpr int kFrameWords =
-    64;  // the spill frame a thread cycles through (256 bytes: over any step's spills here)
+// The most 4-byte words a step stores or loads (a thread's local array; more are cut to it): the kernels measured
+// spill up to about 30 a step.
+constexpr int kFrameWords = 64;
 
 __device__ __forceinline__ void copy_rows(uint4* s, const char* g, int64_t bytes) {
   for (int64_t i = threadIdx.x; i < bytes / 16; i += blockDim.x) {
