@@ -180,8 +180,12 @@ int main(int argc, char** argv) {
     steps += ((p.causal ? std::min(p.n, (m + 1) * p.br) : p.n) + p.bc - 1) / p.bc;
   steps *= double{1} * p.b * p.h;
   const double per = steps * warps * 32 * 4;  // bytes per 4-byte word per thread-step
-  p.spill_st_words = std::min(kFrameWords, static_cast<int>(local_st / per + 0.5));
-  p.spill_ld_words = std::min(kFrameWords, static_cast<int>(local_ld / per + 0.5));
+  const double st_words = local_st / per + 0.5, ld_words = local_ld / per + 0.5;
+  if (st_words > kFrameWords || ld_words > kFrameWords)
+    std::fprintf(stderr, "fwd_mimic: %.0f stored and %.0f loaded spill words a step, cut to %d\n", st_words,
+                 ld_words, kFrameWords);
+  p.spill_st_words = static_cast<int>(std::min<double>(kFrameWords, st_words));
+  p.spill_ld_words = static_cast<int>(std::min<double>(kFrameWords, ld_words));
   const auto run = [&](long long spin) {
     p.spin = spin;
     kernel<<<grid, warps * 32, smem>>>(p, q, k, v, o, lse);
