@@ -20,7 +20,7 @@ import sys
 import tarfile
 import tempfile
 
-from ncu import SHAPES as SET_SHAPES, all_shapes, read_metrics
+from ncu import SHAPES as SET_SHAPES, all_shapes, problem_flags, read_metrics
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MIB = 2**20
@@ -209,14 +209,6 @@ def full_report(shape):
         return os.path.join(ROOT, "tests/data/ncu_fa2_h100_calibration.csv")
     sub = "validation/" if shape in VALIDATION else "validation2/" if shape in VALIDATION2 else ""
     return os.path.join(NCU, sub + "ncu_" + shape + ".csv")
-
-
-def problem_flags(problem):
-    """traffic compare's flags for (batch, heads, heads_kv, seqlen, d, causal), bf16, --heads-kv always given"""
-    b, h, hkv, n, d, causal = problem
-    f = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim", str(d),
-         "--dtype", "bf16"]
-    return f + (["--causal"] if causal else [])
 
 
 def flags(shape):

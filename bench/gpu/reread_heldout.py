@@ -62,9 +62,8 @@ def read_figure(flashsim, hw, path, problem):
     """The DRAM read figure (measured, lower, upper, tolerance_floor, ok, verdict) of `flashsim traffic compare` on
     the causal forward report `path` of problem (b, h, hkv, n, d); None, after a line saying why, when compare fails."""
     b, h, hkv, n, d = problem
-    flags = ["--batch", str(b), "--heads", str(h), "--heads-kv", str(hkv), "--seqlen", str(n), "--head-dim", str(d),
-             "--dtype", "bf16", "--causal"]
-    out = subprocess.run([flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", path] + flags,
+    out = subprocess.run([flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", path] +
+                         ncu.problem_flags((b, h, hkv, n, d, True)),
                          capture_output=True, text=True)
     if out.returncode not in (0, 1):
         print(f"b{b} h{h}/{hkv} n{n} d{d}: {out.stderr.strip()}")
