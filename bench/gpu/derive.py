@@ -127,17 +127,23 @@ def largest_capacity(flashsim, tmp, profile, report, flags):
     return reuse - lo * STEP, figures(lo), figures(0)[0]["upper"]
 
 
-def card_causal_forwards(results):
-    """(label, report, flags) of the causal forwards SDPA ran on the card of `results`, one-pass DRAM counters:
-    the recorded shape sets (sdpa_dram/SET/ncu_dram_csvs.tar.gz) and the re-read held-out set 1
-    (reread/reread_csvs.tar.gz), where the folder has them"""
+def card_sdpa_sets(results):
+    """(shape set, folder of its unpacked reports) of each recorded shape set SDPA ran on the card of `results`
+    with one-pass DRAM counters (`run.py traffic sdpa --shapes SET --metrics dram`: sdpa_dram/SET/ncu_dram_csvs.tar.gz)"""
     for shape_set in ("first", "validation", "validation2", "validation3", "validation4"):
         archive = os.path.join(results, "sdpa_dram", shape_set, "ncu_dram_csvs.tar.gz")
         if os.path.exists(archive):
-            reports = unpack(archive)
-            for shape in SET_SHAPES[shape_set]:
-                if SHAPES[shape][5]:
-                    yield f"{shape_set}/{shape}", os.path.join(reports, f"ncu_dram_{shape}.csv"), flags(shape)
+            yield shape_set, unpack(archive)
+
+
+def card_causal_forwards(results):
+    """(label, report, flags) of the causal forwards SDPA ran on the card of `results`, one-pass DRAM counters:
+    the recorded shape sets (card_sdpa_sets) and the re-read held-out set 1
+    (reread/reread_csvs.tar.gz), where the folder has them"""
+    for shape_set, reports in card_sdpa_sets(results):
+        for shape in SET_SHAPES[shape_set]:
+            if SHAPES[shape][5]:
+                yield f"{shape_set}/{shape}", os.path.join(reports, f"ncu_dram_{shape}.csv"), flags(shape)
     archive = os.path.join(results, "reread", "reread_csvs.tar.gz")
     if os.path.exists(archive):
         import reread_heldout  # its set 1 (the module's default list)
@@ -313,11 +319,8 @@ def dram_coverage_card(flashsim, results, hw):
     each report through `traffic compare --hw hw`; per set and over all, as dram-coverage prints (h200.l2)."""
     show_profile(flashsim, hw)  # an unknown profile: one line, not a failure per report
     every = []
-    for shape_set in ("first", "validation", "validation2", "validation3", "validation4"):
-        archive = os.path.join(results, "sdpa_dram", shape_set, "ncu_dram_csvs.tar.gz")
-        if not os.path.exists(archive):
-            continue
-        reports, rows = unpack(archive), []
+    for shape_set, reports in card_sdpa_sets(results):
+        rows = []
         for shape in SET_SHAPES[shape_set]:
             cmd = [flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu",
                    os.path.join(reports, f"ncu_dram_{shape}.csv")] + flags(shape)
