@@ -962,9 +962,10 @@ def parser():
     p.add_argument("what", choices=["l2-adverse", "dram-coverage", "dram-coverage-card", "l2-reuse-models", "fa3-steps", "fa3-heldout",
                                     "fa2-steps", "fa2-heldout", "decode-load"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
-    p.add_argument("results", nargs="?", default="", help="l2-adverse, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout, decode-load: the results folder")
+    p.add_argument("results", nargs="?", default="", help="l2-adverse, dram-coverage-card, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout, decode-load: "
+                   "the results folder")
     p.add_argument("--hw", default="H100-SXM5-80GB", help="fa3-steps, decode-load: the profile of the card that ran "
-                   "them (its kernel_latency_s); fa3-heldout: the profile predicting")
+                   "them (its kernel_latency_s); l2-adverse, dram-coverage-card, fa3-heldout: the profile predicting")
     p.add_argument("--spread", action="store_true", help="fa3-steps: the forward from calib-spread's shapes "
                    "(calib_spread_events.txt) in place of calib's one K / V head")
     p.add_argument("--only", default="", help="fa3-steps: only these simulator kernels' entries (fwd_fa3,bwd_fa3)")
