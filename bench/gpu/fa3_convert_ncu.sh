@@ -32,7 +32,7 @@ for tool in memcheck racecheck synccheck; do
     --kernel fa3-v1 $small > "$out/sanitizer_$tool.txt" 2>&1
   echo "compute-sanitizer $tool: exit $?: $(grep -m1 'cases,' "$out/sanitizer_$tool.txt")"
 done
-metrics=$(python3 -c "import sys; sys.path.insert(0, 'bench/gpu'); import ncu; print(ncu.TRAFFIC)")
+metrics=$(python3 bench/gpu/ncu.py metrics traffic)
 for shape in 1:264:264:512:64:no 1:264:264:512:96:no 1:264:264:512:128:no 2:16:4:3001:128:yes; do
   IFS=: read -r b h hkv n d causal <<< "$shape"
   name=b${b}_h${h}_${hkv}_n${n}_d${d}_causal_${causal}
