@@ -18,12 +18,11 @@ import ncu
 import reread_heldout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SDPA_METRICS = ("dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,launch__occupancy_limit_registers,"
-                "launch__occupancy_limit_shared_mem,launch__occupancy_limit_warps,launch__occupancy_limit_blocks,"
-                "launch__block_size,launch__grid_size,l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,"
-                "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum")
-MIMIC_METRICS = ("dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,"
-                 "l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum")
+# the DRAM counters, the time and the local-memory (spill) bytes; SDPA's also the launch and its occupancy limits
+MIMIC_METRICS = ncu.LAUNCH + ",l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"
+SDPA_METRICS = MIMIC_METRICS + "," + ",".join(
+    "launch__" + m for m in ("occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
+                             "occupancy_limit_blocks", "block_size", "grid_size"))
 TRAITS = re.compile(r"Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+)")
 
 

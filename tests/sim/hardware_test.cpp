@@ -155,8 +155,8 @@ TEST(Hardware, LoadPointsRoundTripAndBadOnesAreInputErrors) {
   const auto h200 = load_profile("H200");
   int loaded = 0;
   for (const auto& m : h200.measured_steps) loaded += !m.load.empty();
-  EXPECT_EQ(loaded,
-            6);  // decode-v2's and decode-v1's d64, d128 and d256 tiles (calibration decode.load_h200)
+  // decode-v2's and decode-v1's d64, d128 and d256 tiles (calibration decode.load_h200)
+  EXPECT_EQ(loaded, 6);
   auto j = to_json(h200);
   EXPECT_EQ(to_json(profile_from_json(j)), j);
   nlohmann::json* entry = nullptr;
