@@ -262,6 +262,15 @@ def table(out):
     return 0
 
 
+def folders(paths):
+    """Whether every path is a folder; one line on stderr for the first that is not."""
+    for path in paths:
+        if not os.path.isdir(path):
+            print(f"fwd_mimic.py: no folder {path}", file=sys.stderr)
+            return False
+    return True
+
+
 def main():
     picked = heldout.pick_set(sys.argv, reread_heldout.SETS, reread_heldout.DATA, "1", "fwd_mimic.py")
     if picked is None:
@@ -271,13 +280,21 @@ def main():
         return measure(sys.argv[2], reread_heldout.problems())
     if len(sys.argv) > 4 and sys.argv[1] == "evaluate" and "--" in sys.argv:
         cut = sys.argv.index("--")
-        return evaluate(sys.argv[2], sys.argv[3], sys.argv[4:cut], sys.argv[cut + 1:])
+        flashsim, hw, fit, check = sys.argv[2], sys.argv[3], sys.argv[4:cut], sys.argv[cut + 1:]
+        if not (os.path.isfile(flashsim) and os.access(flashsim, os.X_OK)):
+            print(f"fwd_mimic.py: {flashsim} is not an executable flashsim", file=sys.stderr)
+            return 2
+        if not folders(fit + check):
+            return 2
+        import derive
+        derive.show_profile(flashsim, hw)  # an unknown profile: one line and exit 2
+        return evaluate(flashsim, hw, fit, check)
     if len(sys.argv) == 3 and sys.argv[1] == "sweep":
         return sweep(sys.argv[2])
     if len(sys.argv) == 3 and sys.argv[1] == "sensitivity":
         return sensitivity(sys.argv[2])
     if len(sys.argv) == 3 and sys.argv[1] == "table":
-        return table(sys.argv[2])
+        return table(sys.argv[2]) if folders(sys.argv[2:]) else 2
     print("usage: fwd_mimic.py [--set 1|2|3] (measure OUT | table OUT | sensitivity OUT | sweep OUT | "
           "evaluate FLASHSIM HW FIT_DIR... -- CHECK_DIR...)", file=sys.stderr)
     return 2

@@ -119,6 +119,9 @@ def main():
         if not os.path.isdir(sys.argv[3]):
             print(f"reread_heldout.py: no folder {sys.argv[3]}", file=sys.stderr)
             return 2
+        if not (os.path.isfile(sys.argv[2]) and os.access(sys.argv[2], os.X_OK)):
+            print(f"reread_heldout.py: {sys.argv[2]} is not an executable flashsim", file=sys.stderr)
+            return 2
         return compare(sys.argv[2], sys.argv[3], sys.argv[5] if len(sys.argv) == 6 else "H100-SXM5-80GB")
     if len(sys.argv) > 1:
         print(f"usage: reread_heldout.py [--set {'|'.join(SETS)}] [measure OUT | compare FLASHSIM DIR [--hw PROFILE]]",

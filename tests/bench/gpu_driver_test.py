@@ -777,10 +777,21 @@ class FwdMimic(unittest.TestCase):
             self.assertIn("no shared-memory size fits", out.getvalue())
 
     def test_bad_arguments_exit_2(self):
-        for argv in (["fwd_mimic.py"], ["fwd_mimic.py", "--set", "9", "table", "x"], ["fwd_mimic.py", "evaluate", "a"]):
-            with redirect_stderr(io.StringIO()):
-                sys.argv = list(argv)
-                self.assertEqual(fwd_mimic.main(), 2, argv)
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = (["fwd_mimic.py"], ["fwd_mimic.py", "--set", "9", "table", "x"], ["fwd_mimic.py", "evaluate", "a"],
+                   ["fwd_mimic.py", "table", os.path.join(tmp, "none")],
+                   ["fwd_mimic.py", "evaluate", FLASHSIM, "H200", os.path.join(tmp, "none"), "--", tmp],
+                   ["fwd_mimic.py", "evaluate", os.path.join(tmp, "no-flashsim"), "H200", tmp, "--", tmp])
+            for argv in bad:
+                with redirect_stderr(io.StringIO()) as err:
+                    sys.argv = list(argv)
+                    self.assertEqual(fwd_mimic.main(), 2, argv)
+                self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
+            sys.argv = ["fwd_mimic.py", "evaluate", FLASHSIM, "NOPE", tmp, "--", tmp]
+            with self.assertRaises(SystemExit) as ex:  # derive.show_profile: flashsim's line, exit 2
+                with redirect_stderr(io.StringIO()):
+                    fwd_mimic.main()
+            self.assertEqual(ex.exception.code, 2)
         with tempfile.TemporaryDirectory() as empty, redirect_stderr(io.StringIO()), redirect_stdout(io.StringIO()):
             self.assertEqual(fwd_mimic.evaluate(FLASHSIM, "H200", [empty], []), 2)
 
