@@ -85,7 +85,8 @@ def adverse_compare(flashsim, tmp, profile, report, flags, capacity):
     """traffic compare's forward read figures of `report` (one a run), through `profile` with an adverse L2 of
     `capacity` bytes and no code allowance"""
     hw = os.path.join(tmp, "hw.json")
-    json.dump(dict(profile, name="adverse-probe", l2_adverse_reuse_bytes=capacity, kernel_code_bytes=0),
+    json.dump(dict(profile, name="adverse-probe", l2_adverse_reuse_bytes=capacity, kernel_code_bytes=0,
+                   l2_partitioned_adverse_bytes=0),  # the LRU's own bound, the partitioned L2's aside
               open(hw, "w"))
     cmd = [flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", report] + flags
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -200,6 +201,110 @@ NEW = os.path.join(RESULTS, "dram_interval_h100_2026-11-26")
 ADVERSE = os.path.join(RESULTS, "l2_adverse_h100_2026-11-26")
 HELD_OUT = "held out: SDPA FA2 (validation4, taken after l2_adverse_reuse_bytes was fixed)"
 PLANTED = "fa2-v1-heads-first (planted: K/V re-read from DRAM per query block; must be flagged, not counted)"
+
+
+MIMIC_H200 = os.path.join(RESULTS, "fwd_mimic_h200_2026-11-29")
+REREAD_H100 = os.path.join(RESULTS, "l2_reread_h100_2026-11-27", "heldout", "reread_csvs.tar.gz")
+FA2_HELDOUT_H100 = os.path.join(RESULTS, "fa2_model_h100_2026-11-27", "heldout", "fa2-heldout_csvs.tar.gz")
+
+
+def partitioned_figures(flashsim, tmp, profile, capacity, reports):
+    """traffic compare's forward read figure of each (label, report, problem) of `reports` through `profile` with
+    a partitioned L2 of `capacity` bytes (l2_partitioned_adverse_bytes), two reports at a time"""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import reread_heldout
+    hw = os.path.join(tmp, f"partitioned_{capacity}.json")
+    with open(hw, "w") as f:
+        json.dump(dict(profile, name="partitioned-probe", l2_partitioned_adverse_bytes=capacity), f)
+    with ThreadPoolExecutor(2) as pool:
+        figures = list(pool.map(lambda r: reread_heldout.read_figure(flashsim, hw, r[1], r[2]), reports))
+    return [(label, problem, m) for (label, _, problem), m in zip(reports, figures) if m is not None]
+
+
+def partitioned_sets(hw):
+    """(fit, held out): the (label, report, problem) causal forwards l2-partitioned derives `hw`'s capacity from
+    and checks it on. H200: SDPA's re-read sets 1 and 2 (fwd_mimic.py's run5_sets.tar.gz, one-pass DRAM counters
+    and spills) and the recorded shape sets' causal forwards measured there (card_sdpa_sets), set 3 held out. H100: SDPA's re-read set 1 (2026-11-27, one-pass DRAM counters), the fa2 held-out
+    problems' causal forwards held out (SDPA's and fa2-v1's, full reports, 2026-11-27)."""
+    if hw == "H200":
+        folder = unpack(os.path.join(MIMIC_H200, "run5_sets.tar.gz"))
+        sets = {}
+        for name in ("set1", "set2", "set3"):
+            for f in sorted(os.listdir(os.path.join(folder, name))):
+                if f.startswith("sdpa_") and f.endswith(".csv"):
+                    problem = tuple(int(x) for x in f[5:-4].split("_"))
+                    sets.setdefault(name, []).append((name, os.path.join(folder, name, f), problem))
+        # and the recorded shape sets' causal forwards measured on the card (as l2-adverse takes them)
+        recorded = [(shape_set, os.path.join(reports, f"ncu_dram_{shape}.csv"), SHAPES[shape][:5])
+                    for shape_set, reports in card_sdpa_sets(os.path.join(RESULTS, "l2_probe_h200_2026-11-29"))
+                    for shape in SET_SHAPES[shape_set] if SHAPES[shape][5]]
+        return sets["set1"] + sets["set2"] + recorded, sets["set3"]
+    if hw == "H100-SXM5-80GB":
+        folder = unpack(REREAD_H100)
+        fit = [("set1", os.path.join(folder, f), tuple(int(x) for x in f[len("ncu_dram_reread_"):-4].split("_")))
+               for f in sorted(os.listdir(folder)) if f.endswith(".csv")]
+        folder = unpack(FA2_HELDOUT_H100)
+        check = []
+        for f in sorted(os.listdir(folder)):
+            for prefix, label in (("ncu_sdpa_heldout_", "SDPA"), ("ncu_ours_fwd_heldout_", "fa2-v1")):
+                if f.startswith(prefix) and f.endswith("_causal.csv"):
+                    b, h, hkv, n, d = f[len(prefix):-len("_causal.csv")].split("_")
+                    check.append((label, os.path.join(folder, f),
+                                  (int(b[1:]), int(h[1:]), int(hkv), int(n[1:]), int(d[1:]))))
+        return fit, check
+    raise SystemExit(f"derive l2-partitioned: no recorded causal forwards of {hw} (H200, H100-SXM5-80GB)")
+
+
+def l2_partitioned(flashsim, hw="H200"):
+    """The `hw` profile's l2_partitioned_adverse_bytes (calibration h200.l2_partitioned_adverse,
+    h100.l2_partitioned_adverse) from the card's fit causal forwards (partitioned_sets): from l2_bytes down in MiB
+    steps, the largest capacity at which every one of them reads within traffic compare's range; then the held-out
+    forwards at that capacity, and a planted 1.5x K/V re-read (reread_heldout.py's) on all. The profile's
+    l2_partitions and l2_ways are taken as they are."""
+    import reread_heldout
+    profile = show_profile(flashsim, hw)
+    if profile.get("l2_partitions", 1) < 2:
+        raise SystemExit(f"derive l2-partitioned: the {hw} profile has one L2 partition (l2_partitions)")
+    fit, check = partitioned_sets(hw)
+    with tempfile.TemporaryDirectory() as tmp:
+        capacity = profile["l2_bytes"] // MIB * MIB
+        nominal = partitioned_figures(flashsim, tmp, profile, capacity, fit)
+        readable = {problem for _, problem, _ in nominal}
+        fit = [r for r in fit if r[2] in readable]  # a report compare cannot read: said once, left out
+        # the partitioned L2 at the card's whole capacity, as a prediction: its reads (the range's upper end, the
+        # kernel's code and the LRU's point estimate aside) over the measured
+        for name, rows in (("fit", nominal), ("held out", partitioned_figures(flashsim, tmp, profile, capacity, check))):
+            ratios = sorted(m["upper"] / m["measured"] for _, _, m in rows)
+            print(f"at l2_bytes ({capacity / MIB:.0f} MiB), {name}: the upper end over the measured reads "
+                  f"{ratios[0]:.2f} .. {ratios[-1]:.2f}, median {ratios[len(ratios) // 2]:.2f}; within 10%: "
+                  f"{sum(abs(r - 1) <= 0.1 for r in ratios)} of {len(ratios)}, within 20%: "
+                  f"{sum(abs(r - 1) <= 0.2 for r in ratios)}", flush=True)
+        while capacity > MIB:
+            figures = partitioned_figures(flashsim, tmp, profile, capacity, fit)
+            outside = [f"{label} {problem}" for label, problem, m in figures if not m["ok"]]
+            print(f"{capacity / MIB:5.1f} MiB: {len(figures) - len(outside)} of {len(figures)} fit forwards inside"
+                  + (f" (outside: {', '.join(outside)})" if outside else ""), flush=True)
+            if not outside:
+                break
+            capacity -= MIB
+        for name, rows in (("fit", figures), ("held out", partitioned_figures(flashsim, tmp, profile, capacity, check))):
+            inside = caught = 0
+            widths = []
+            for label, (b, h, hkv, n, d), m in rows:
+                planted = reread_heldout.planted_reads(m["measured"], m["lower"], h, hkv)
+                flagged = planted > m["upper"] + m["tolerance_floor"]
+                inside += m["ok"]
+                caught += flagged
+                widths.append(m["upper"] / m["lower"])
+                print(f"  {label} b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / m['lower']:5.2f}x the "
+                      f"compulsory bytes, range up to {m['upper'] / m['lower']:5.2f}x: {'ok' if m['ok'] else 'OUTSIDE'}"
+                      f"; planted {planted / m['lower']:5.2f}x {'flagged' if flagged else 'not flagged'}")
+            widths.sort()
+            print(f"{name}: {inside} of {len(rows)} inside; planted flagged on {caught}; width {widths[0]:.2f} .. "
+                  f"{widths[-1]:.2f}x, median {widths[len(widths) // 2]:.2f}x")
+    print(f"l2_partitioned_adverse_bytes = {capacity} ({capacity / MIB:.0f} MiB, {capacity / profile['l2_bytes']:.3f}"
+          f" of l2_bytes)")
 
 
 def unpack(archive):

@@ -5,6 +5,8 @@ kernel's time and its register spills (the kernel's local-memory bytes, spread o
     python3 bench/gpu/fwd_mimic.py [--set 1|2|3] measure OUT     # on the GPU machine (nvcc builds the probe)
     python3 bench/gpu/fwd_mimic.py table OUT                   # anywhere: SDPA's reads against the mimic's
     python3 bench/gpu/fwd_mimic.py evaluate FLASHSIM HW FIT_DIR... -- CHECK_DIR...   # the rule below
+    python3 bench/gpu/fwd_mimic.py trace OUT                   # on the GPU machine: TRACED's schedules, as run
+    python3 bench/gpu/fwd_mimic.py schedule TRACE...           # anywhere: how a traced schedule ran
 The rule, fixed before set 3 was measured: a causal forward's read range ends at the smaller of the adverse L2's
 bound and the mimic's reads times r, r the largest ratio of SDPA's reads to its mimic's over sets 1 and 2 (the
 same run), plus the causal forward's floor (the 5.4% run-to-run spread); set 3 is held out against it."""
@@ -23,6 +25,14 @@ MIMIC_METRICS = ncu.LAUNCH + ",l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex
 SDPA_METRICS = MIMIC_METRICS + "," + ",".join(
     "launch__" + m for m in ("occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
                              "occupancy_limit_blocks", "block_size", "grid_size"))
+# the traced mimic's: also the L2's sectors read from the SMs and their lookups, those one L2 partition asked the
+# other for (the LTC fabric) and their lookups, and the sectors filled from DRAM
+TRACE_METRICS = MIMIC_METRICS + "," + ",".join(
+    "lts__" + m + ".sum" for m in (
+        "t_sectors_srcunit_tex_op_read", "t_sectors_srcunit_tex_op_write", "t_sectors_srcunit_tex_op_read_lookup_hit",
+        "t_sectors_srcunit_tex_op_read_lookup_miss", "t_sectors_srcunit_ltcfabric_op_read",
+        "t_sectors_srcunit_ltcfabric_op_read_lookup_hit", "t_sectors_srcunit_ltcfabric_op_read_lookup_miss",
+        "d_sectors_fill_device"))
 TRAITS = re.compile(r"Flash_fwd_kernel_traits<\s*(\d+),\s*(\d+),\s*(\d+),\s*(\d+)")
 
 
@@ -171,6 +181,91 @@ def sweep(out):
         print("; ".join(line), flush=True)
 
 
+# Problems of sets 1 and 2 whose mimic reads are furthest from every cache model run on the schedule in lockstep:
+# the d256 problems read 1.3 .. 4.6x where an LRU of the L2's size gives 1.0 .. 1.5x, the GQA d64 ones less than
+# it gives.
+TRACED = [(4, 8, 8, 5312, 256, 1), (4, 8, 4, 14483, 256, 1), (2, 16, 16, 14079, 256, 1), (8, 8, 8, 15872, 128, 1),
+          (7, 12, 1, 16064, 128, 1), (7, 32, 4, 11795, 64, 1), (6, 32, 8, 14159, 64, 1), (2, 16, 16, 4480, 256, 1)]
+
+
+def trace(out):
+    """Each TRACED problem: SDPA's forward under ncu, the mimic calibrated to its time, then the mimic under ncu
+    recording the schedule it ran (out/trace_TAG.bin, probes/fwd_mimic.cu's `trace`) beside its DRAM reads."""
+    os.makedirs(out, exist_ok=True)
+    binary = build(out)
+    for problem in TRACED:
+        tag = "_".join(map(str, problem[:5]))
+        try:
+            m, shape = sdpa_launch(out, problem)
+        except ValueError as e:
+            print(f"{problem}: {e}", flush=True)
+            continue
+        spin = calibrate(binary, shape, m, os.path.join(out, f"calibrate_{tag}.txt"))
+        if spin is None:
+            continue
+        path = os.path.join(out, f"mimic_{tag}.csv")
+        with open(path, "w") as f, open(path[:-4] + ".err", "w") as err:
+            subprocess.run(ncu.command(TRACE_METRICS, [binary] + shape + [
+                "trace", str(spin), os.path.join(out, f"trace_{tag}.bin")], kernel_regex="mimic_measured"),
+                stdout=f, stderr=err)
+        try:
+            mm = one_kernel(path)[0]
+        except (ValueError, OSError, IndexError) as e:
+            print(f"{problem}: the mimic's report is unreadable ({e})", flush=True)
+            continue
+        c = compulsory_reads(*problem[:5])
+        print(f"{problem}: Br{shape[5]} Bc{shape[6]} w{shape[7]} {shape[8]} CTAs/SM, spin {spin}: SDPA "
+              f"{m['dram__bytes_read.sum'] / c:.2f}x, traced mimic {mm['dram__bytes_read.sum'] / c:.2f}x the "
+              f"compulsory reads", flush=True)
+
+
+def read_trace(path):
+    """A trace of probes/fwd_mimic.cu (its write_trace): ((b, h, hkv, n, d, br, bc, ctas_per_sm), [(sm, tiles,
+    times in ns: start, each K/V step, end)] in launch order). ValueError when the file is not such a trace."""
+    import array
+    with open(path, "rb") as f:
+        head = f.readline().split()
+        words = array.array("I")
+        words.frombytes(f.read())
+    if len(head) != 12 or head[:2] != [b"fwd_mimic", b"trace"]:
+        raise ValueError(f"{path}: not a fwd_mimic trace")
+    if sys.byteorder != "little":
+        words.byteswap()
+    shape = tuple(int(x) for x in head[2:10])
+    ctas, i = [], 0
+    for _ in range(int(head[10])):
+        sm, tiles = words[i], words[i + 1]
+        ctas.append((sm, tiles, words[i + 2:i + 4 + tiles]))
+        i += tiles + 4
+    if i != len(words):
+        raise ValueError(f"{path}: {len(words) - i} words left after {head[10].decode()} CTAs")
+    return shape, ctas
+
+
+def schedule_summary(path):
+    """How the traced schedule ran: the K/V steps' times, the CTAs started out of launch order, and the time
+    between consecutive query blocks of one head reading the same K/V tile (one step, where CTAs walk in
+    lockstep: the order a cache model replays)."""
+    shape, ctas = read_trace(path)
+    b, h, hkv, n, d, br, bc, per_sm = shape
+    steps = sorted(t[k + 1] - t[k] for _, tiles, t in ctas for k in range(1, tiles))
+    starts = [t[0] for _, _, t in ctas]
+    late = sum(1 for a, b_ in zip(starts, starts[1:]) if b_ < a)
+    blocks = (n + br - 1) // br
+    gaps = []
+    for head in range(len(ctas) // blocks):
+        first_tile = [ctas[head * blocks + m][2][ctas[head * blocks + m][1]] for m in range(blocks)]  # tile 0's
+        gaps += [abs(y - x) for x, y in zip(first_tile, first_tile[1:])]
+    gaps.sort()
+    q = lambda v, f: v[min(len(v) - 1, int(f * len(v)))]  # noqa: E731
+    print(f"{os.path.basename(path)}: b{b} h{h}/{hkv} n{n} d{d} Br{br} Bc{bc}, {per_sm} CTAs an SM, {len(ctas)} CTAs "
+          f"on {len(set(sm for sm, _, _ in ctas))} SMs in {max(t[-1] for _, _, t in ctas) / 1e6:.2f} ms; a K/V step "
+          f"{q(steps, 0.1) / 1e3:.2f} / {q(steps, 0.5) / 1e3:.2f} / {q(steps, 0.9) / 1e3:.2f} us (10/50/90%); "
+          f"{late} CTAs started before the CTA launched ahead of them; consecutive query blocks read tile 0 "
+          f"{q(gaps, 0.5) / 1e3:.1f} us apart (median), {q(gaps, 0.9) / 1e3:.1f} us (90%)")
+    return 0
+
+
 def pairs(folder):
     """(problem (b, h, hkv, n, d), SDPA's metrics, the mimic's metrics) of each problem of `folder` that has both."""
     for f in sorted(os.listdir(folder)):
@@ -289,13 +384,23 @@ def main():
         import derive
         derive.show_profile(flashsim, hw)  # an unknown profile: one line and exit 2
         return evaluate(flashsim, hw, fit, check)
+    if len(sys.argv) == 3 and sys.argv[1] == "trace":
+        return trace(sys.argv[2])
+    if len(sys.argv) >= 3 and sys.argv[1] == "schedule":
+        try:
+            for path in sys.argv[2:]:
+                schedule_summary(path)
+        except (OSError, ValueError) as e:
+            print(f"fwd_mimic.py: {e}", file=sys.stderr)
+            return 2
+        return 0
     if len(sys.argv) == 3 and sys.argv[1] == "sweep":
         return sweep(sys.argv[2])
     if len(sys.argv) == 3 and sys.argv[1] == "sensitivity":
         return sensitivity(sys.argv[2])
     if len(sys.argv) == 3 and sys.argv[1] == "table":
         return table(sys.argv[2]) if folders(sys.argv[2:]) else 2
-    print("usage: fwd_mimic.py [--set 1|2|3] (measure OUT | table OUT | sensitivity OUT | sweep OUT | "
+    print("usage: fwd_mimic.py [--set 1|2|3] (measure OUT | table OUT | sensitivity OUT | sweep OUT | trace OUT | schedule TRACE... | "
           "evaluate FLASHSIM HW FIT_DIR... -- CHECK_DIR...)", file=sys.stderr)
     return 2
 

@@ -15,7 +15,7 @@
   python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
   python3 bench/gpu/run.py peers [--kernels K] [--suites S] [--time N] [--budget-s S]           (GPU, PyTorch)
   python3 bench/gpu/run.py table bench|l2|launch|spread|check|agree|peers FILES...              (anywhere)
-  python3 bench/gpu/run.py derive l2-adverse|dram-coverage|l2-reuse-models|fa2-steps|fa2-heldout [...] (here)
+  python3 bench/gpu/run.py derive l2-adverse|l2-partitioned|dram-coverage|l2-reuse-models|fa2-steps|fa2-heldout [...] (here)
   python3 bench/gpu/run.py resources|spills BINARY [...]                                         (where nvcc is)
 
 On the GPU machine the bundle (`--bundle`, default .gpu-bundle) is unpacked once and its libraries put on the
@@ -791,6 +791,8 @@ def derive_one(derive, args):
     if args.what == "l2-adverse":
         derive.l2_adverse(args.flashsim, args.results or os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26"),
                           args.hw)
+    elif args.what == "l2-partitioned":
+        derive.l2_partitioned(args.flashsim, args.hw)
     elif args.what == "dram-coverage":
         derive.dram_coverage(args.flashsim)
     elif args.what == "fa3-heldout":
@@ -959,7 +961,7 @@ def parser():
     p.add_argument("--hw", default="H100-SXM5-80GB", help="sparse, fa3-model: the profile of those predictions")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
-    p.add_argument("what", choices=["l2-adverse", "dram-coverage", "dram-coverage-card", "l2-reuse-models", "fa3-steps", "fa3-heldout",
+    p.add_argument("what", choices=["l2-adverse", "l2-partitioned", "dram-coverage", "dram-coverage-card", "l2-reuse-models", "fa3-steps", "fa3-heldout",
                                     "fa2-steps", "fa2-heldout", "decode-load"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
     p.add_argument("results", nargs="?", default="", help="l2-adverse, dram-coverage-card, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout, decode-load: "

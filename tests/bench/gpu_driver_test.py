@@ -237,7 +237,8 @@ class Tables(unittest.TestCase):
         self.assertEqual(lines[-1], "all within tolerance")
         self.assertTrue(lines[0].startswith("fwd_fa2 "))
         self.assertRegex(lines[0], r"l1tex__m_xbar2l1tex_read_bytes.sum +1141.0 MB +1140.9 MB  ratio 1.0001 +ok$")
-        self.assertRegex(lines[3], r"dram__bytes_read.sum +125.3 MB +100.7 MB +100.7 .. +967.9 MB  ok \(within")
+        # the read range's upper end: the partitioned L2's (967.9 MB by the adverse LRU alone)
+        self.assertRegex(lines[3], r"dram__bytes_read.sum +125.3 MB +100.7 MB +100.7 .. +138.3 MB  ok \(within")
         self.assertRegex(lines[7], r"gpu__time_duration.sum +485.2 us +502.8 us  ratio 0.9650 +\(not checked\)$")
 
     def test_check_summary_and_plan(self):
@@ -776,9 +777,41 @@ class FwdMimic(unittest.TestCase):
                 self.assertIsNone(fwd_mimic.calibrate(failing, shape, {"gpu__time_duration.sum": 2e6}))
             self.assertIn("no shared-memory size fits", out.getvalue())
 
+    def test_a_trace_reads_back_and_its_schedule_is_summarized(self):
+        import array
+        with tempfile.TemporaryDirectory() as tmp:
+            # b1 h1 n256 d64, Br = Bc = 128: two CTAs (query blocks 0 and 1) of 1 and 2 tiles on SMs 5 and 7; block
+            # 1 starts 50 ns after block 0, its one step between two tiles takes 150 ns; tile 0 is read at 100 ns
+            # by block 0, at 300 by block 1
+            words = array.array("I", [5, 1, 0, 100, 200, 7, 2, 50, 150, 300, 350])
+            path = os.path.join(tmp, "trace.bin")
+            with open(path, "wb") as f:
+                f.write(b"fwd_mimic trace 1 1 1 256 64 128 128 2 2 0\n")
+                f.write(words.tobytes())
+            shape, ctas = fwd_mimic.read_trace(path)
+            self.assertEqual(shape, (1, 1, 1, 256, 64, 128, 128, 2))
+            self.assertEqual([(sm, tiles, list(t)) for sm, tiles, t in ctas],
+                             [(5, 1, [0, 100, 200]), (7, 2, [50, 150, 300, 350])])
+            with redirect_stdout(io.StringIO()) as out:
+                self.assertEqual(fwd_mimic.schedule_summary(path), 0)
+            text = out.getvalue()
+            self.assertIn("2 CTAs on 2 SMs in 0.00 ms", text)
+            self.assertIn("a K/V step 0.15 / 0.15 / 0.15 us", text)
+            self.assertIn("0 CTAs started before the CTA launched ahead of them", text)
+            self.assertIn("read tile 0 0.2 us apart (median)", text)
+            with open(path, "ab") as f:  # a word too many: not a trace of these CTAs
+                f.write(array.array("I", [9]).tobytes())
+            with self.assertRaises(ValueError):
+                fwd_mimic.read_trace(path)
+            with redirect_stderr(io.StringIO()) as err:
+                sys.argv = ["fwd_mimic.py", "schedule", path]
+                self.assertEqual(fwd_mimic.main(), 2)
+            self.assertIn("words left", err.getvalue())
+
     def test_bad_arguments_exit_2(self):
         with tempfile.TemporaryDirectory() as tmp:
             bad = (["fwd_mimic.py"], ["fwd_mimic.py", "--set", "9", "table", "x"], ["fwd_mimic.py", "evaluate", "a"],
+                   ["fwd_mimic.py", "schedule", os.path.join(tmp, "none")],
                    ["fwd_mimic.py", "table", os.path.join(tmp, "none")],
                    ["fwd_mimic.py", "evaluate", FLASHSIM, "H200", os.path.join(tmp, "none"), "--", tmp],
                    ["fwd_mimic.py", "evaluate", os.path.join(tmp, "no-flashsim"), "H200", tmp, "--", tmp])
@@ -794,6 +827,31 @@ class FwdMimic(unittest.TestCase):
             self.assertEqual(ex.exception.code, 2)
         with tempfile.TemporaryDirectory() as empty, redirect_stderr(io.StringIO()), redirect_stdout(io.StringIO()):
             self.assertEqual(fwd_mimic.evaluate(FLASHSIM, "H200", [empty], []), 2)
+
+
+class L2Partitioned(unittest.TestCase):
+    def test_each_card_has_its_fit_and_held_out_forwards(self):
+        fit, check = derive.partitioned_sets("H200")
+        # re-read sets 1 and 2 (set 1's b2 h16/2 n13760 report is empty) and the 16 recorded causal shapes
+        self.assertEqual(len(fit), 48)
+        self.assertEqual(len(check), 16)
+        self.assertEqual({label for label, _, _ in fit},
+                         {"set1", "set2", "first", "validation", "validation2", "validation3", "validation4"})
+        self.assertEqual({label for label, _, _ in check}, {"set3"})
+        fit, check = derive.partitioned_sets("H100-SXM5-80GB")
+        self.assertEqual(len(fit), 16)
+        self.assertEqual(len(check), 26)  # 13 causal problems, SDPA's and fa2-v1's forwards
+        self.assertIn(("SDPA", (4, 16, 4, 9985, 128)), {(label, problem) for label, _, problem in check})
+        for _, report, _ in fit + check:
+            self.assertTrue(os.path.exists(report), report)
+        with self.assertRaises(SystemExit):
+            derive.partitioned_sets("B200")
+
+    def test_the_profiles_carry_their_derived_capacity(self):
+        for hw, mib in (("H200", 52), ("H100-SXM5-80GB", 43)):
+            profile = derive.show_profile(FLASHSIM, hw)
+            self.assertEqual(profile["l2_partitions"], 2)
+            self.assertEqual(profile["l2_partitioned_adverse_bytes"], mib * derive.MIB)
 
 
 if __name__ == "__main__":

@@ -74,3 +74,51 @@ TEST(L2, MlaValueColumnsShareTheKeyRowsLines) {
   EXPECT_EQ(kpv.tensors[static_cast<size_t>(ref::TensorId::K)].unique_bytes, k_half);
   EXPECT_EQ(simulate_l2(pv, p, hw, 264).dram_read, kpv.unique_loaded());
 }
+
+// The partitioned L2 (l2_sim.h): a line read by SMs of both partitions is read from DRAM once (the near partition
+// copies it from its home over the fabric), so with room for everything it reads the compulsory bytes.
+TEST(PartitionedL2, ColdReadsEachLineOnceWhenItFits) {
+  const auto p =
+      ProblemBuilder().batch(2).heads(4).seqlen(2048).head_dim(128).dtype(DType::BF16).causal().build();
+  const auto hw = load_profile("H100-SXM5-80GB");
+  ASSERT_EQ(hw.l2_partitions, 2);
+  const auto s = schedule(kernel_model("fwd_fa2"), p, TileConfig{});
+  EXPECT_EQ(simulate_l2_partitioned_reads(s, p, hw, 264, hw.l2_bytes), execute_counts(s).unique_loaded());
+}
+
+// With one partition and one set (as many ways as the capacity has entries) it is an LRU over the same entries:
+// simulate_l2's LRU (its own code) reads the same bytes at the same capacity, whatever the capacity.
+TEST(PartitionedL2, OnePartitionOneSetIsTheLru) {
+  const auto p =
+      ProblemBuilder().batch(1).heads(8, 2).seqlen(3000).head_dim(64).dtype(DType::BF16).causal().build();
+  auto hw = load_profile("H100-SXM5-80GB");
+  hw.l2_partitions = 1;
+  const auto s = schedule(kernel_model("fwd_fa2"), p, TileConfig{});
+  for (const int64_t capacity : {int64_t{128} << 10, int64_t{256} << 10, int64_t{1} << 20}) {
+    hw.l2_ways = static_cast<int>(capacity / (16 * 128));  // entries of 16 rows of one 128-byte line (d64)
+    hw.l2_effective_bytes = capacity;
+    hw.l2_dirty_bytes = 0;
+    const auto lru = simulate_l2(s, p, hw, 264).dram_read;
+    EXPECT_GT(lru, execute_counts(s).unique_loaded()) << capacity;  // the case re-reads
+    EXPECT_EQ(simulate_l2_partitioned_reads(s, p, hw, 264, capacity), lru) << capacity;
+  }
+}
+
+// A long causal forward re-reads K and V more as the capacity shrinks, and two partitions keeping copies of
+// each other's lines re-read more than one partition of their total capacity.
+TEST(PartitionedL2, RereadsGrowAsTheCapacityShrinksAndWithCopies) {
+  const auto p =
+      ProblemBuilder().batch(2).heads(8).seqlen(8192).head_dim(128).dtype(DType::BF16).causal().build();
+  const auto hw = load_profile("H100-SXM5-80GB");
+  const auto s = schedule(kernel_model("fwd_fa2"), p, TileConfig{});
+  const auto compulsory = execute_counts(s).unique_loaded();
+  const auto at = [&](int64_t mib, int parts) {
+    auto h = hw;
+    h.l2_partitions = parts;
+    return simulate_l2_partitioned_reads(s, p, h, 264, mib << 20);
+  };
+  EXPECT_GT(at(8, 2), at(16, 2));
+  EXPECT_GT(at(16, 2), at(40, 2));
+  EXPECT_GE(at(40, 2), compulsory);
+  EXPECT_GT(at(16, 2), at(16, 1));
+}

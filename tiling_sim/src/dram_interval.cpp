@@ -86,12 +86,30 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   double exec_write = dirty;
   const auto lines = static_cast<int64_t>(r.adverse_l2_bytes) / std::max(1, hw.line_bytes);
   if (pr.occ.fits && lines > 0 && executed_schedule_bytes(k, p, c) <= default_memory_limit()) {
+    const KernelSchedule executed = schedule(m, p, c, data);
     HardwareProfile adverse = hw;
     adverse.l2_effective_bytes = lines * hw.line_bytes;
-    const L2Result res = simulate_l2(schedule(m, p, c, data), p, adverse, pr.occ.resident_ctas);
+    const L2Result res = simulate_l2(executed, p, adverse, pr.occ.resident_ctas);
     exec_read = static_cast<double>(res.dram_read);
     exec_write = static_cast<double>(res.dram_write);
     r.executed = true;
+    // The partitioned L2 (calibrations h200.l2_partitioned_adverse, h100.l2_partitioned_adverse): the L2's build,
+    // two partitions keeping copies of each other's lines in hashed 16-way sets, at the capacity below which a
+    // causal forward's executed schedule reads less than SDPA's FlashAttention-2 forwards did on the card. Its
+    // re-reads grow as a slope, where the adverse LRU's jump at its capacity (held-out causal forwards: up to
+    // 4.5x the compulsory bytes on the H200, 6x on the H100, where the LRU allowed up to 61x). Causal forwards
+    // only: the measurements behind it are theirs (a short non-causal d256 forward, SDPA's b10 h12/6 n768 on the
+    // H100, read 1.13x its compulsory bytes where the partitioned L2 gives 1.10x). Less the resident CTAs' spill
+    // frames, as the LRU's.
+    const double part_bytes =
+        static_cast<double>(hw.l2_partitioned_adverse_bytes) - r.spill_frame_bytes_cta * resident;
+    if (m.pass == Pass::Forward && p.causal() && p.window_left < 0 && hw.l2_partitioned_adverse_bytes > 0 &&
+        part_bytes >= static_cast<double>(hw.line_bytes)) {
+      r.partitioned_l2_bytes = part_bytes;
+      exec_read =
+          std::min(exec_read, static_cast<double>(simulate_l2_partitioned_reads(
+                                  executed, p, hw, pr.occ.resident_ctas, static_cast<int64_t>(part_bytes))));
+    }
   }
   // plus the kernel's code, fetched from DRAM after ncu's cache flush
   r.read.upper = std::max({r.read.lower, exec_read, static_cast<double>(pr.dram_read)}) +

@@ -134,6 +134,9 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
     p.l2_dirty_bytes = j.value("l2_dirty_bytes", int64_t{0});
     p.l2_reuse_bytes = j.value("l2_reuse_bytes", int64_t{0});
     p.l2_adverse_reuse_bytes = j.value("l2_adverse_reuse_bytes", int64_t{0});
+    p.l2_partitions = j.value("l2_partitions", 1);
+    p.l2_ways = j.value("l2_ways", 16);
+    p.l2_partitioned_adverse_bytes = j.value("l2_partitioned_adverse_bytes", int64_t{0});
     p.kernel_code_bytes = j.value("kernel_code_bytes", int64_t{0});
     p.sector_bytes = j.value("sector_bytes", 32);
     p.line_bytes = j.value("line_bytes", 128);
@@ -202,6 +205,9 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
   non_negative("l2_dirty_bytes", static_cast<double>(p.l2_dirty_bytes));
   non_negative("l2_reuse_bytes", static_cast<double>(p.l2_reuse_bytes));
   non_negative("l2_adverse_reuse_bytes", static_cast<double>(p.l2_adverse_reuse_bytes));
+  positive("l2_partitions", p.l2_partitions);
+  positive("l2_ways", p.l2_ways);
+  non_negative("l2_partitioned_adverse_bytes", static_cast<double>(p.l2_partitioned_adverse_bytes));
   non_negative("kernel_code_bytes", static_cast<double>(p.kernel_code_bytes));
   positive("sector_bytes", p.sector_bytes);
   positive("line_bytes", p.line_bytes);
@@ -356,6 +362,9 @@ nlohmann::json to_json(const HardwareProfile& p) {
                       {"l2_dirty_bytes", p.l2_dirty_bytes},
                       {"l2_reuse_bytes", p.l2_reuse_bytes},
                       {"l2_adverse_reuse_bytes", p.l2_adverse_reuse_bytes},
+                      {"l2_partitions", p.l2_partitions},
+                      {"l2_ways", p.l2_ways},
+                      {"l2_partitioned_adverse_bytes", p.l2_partitioned_adverse_bytes},
                       {"kernel_code_bytes", p.kernel_code_bytes},
                       {"sector_bytes", p.sector_bytes},
                       {"line_bytes", p.line_bytes},

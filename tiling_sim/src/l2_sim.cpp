@@ -170,13 +170,86 @@ class Lru {
 
 constexpr int64_t kChunkRows = 16;
 
-}  // namespace
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer: the L2's address hash stand-in
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
 
-L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
-                     int64_t resident_ctas) {
-  L2Result r;
-  const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
-  Lru cache(hw.l2_effective_bytes / lb, hw.l2_dirty_bytes / lb);
+// The L2 as the H100 and H200 build it (ncu's LTC-fabric counters on fwd_mimic.cu, calibration
+// h200.l2_partitioned_adverse): two partitions; a line's home partition by its address; an SM reads through
+// its own partition, which keeps a copy of the lines homed in the other one; a miss there asks the home
+// partition over the fabric, and only a miss at home reads DRAM. Each partition is set-associative with LRU
+// sets, a set bin holding `ways` entries of `quantum` lines (an entry is a chunk of rows touched together, as
+// Lru's): set loads spread as those of `ways`-way line sets. Reads only: `traffic compare`'s upper bound.
+class PartitionedL2 {
+ public:
+  PartitionedL2(int64_t lines, int partitions, int ways, int64_t quantum)
+      : parts_(std::max(1, partitions)),
+        sets_(std::max<int64_t>(1, lines / parts_ / (std::max(1, ways) * std::max<int64_t>(1, quantum)))),
+        bin_lines_(std::max<int64_t>(1, lines / parts_ / sets_)),
+        bins_(static_cast<size_t>(parts_ * sets_)) {}
+  // Whether the line (an entry of `weight` lines) was in L2 for an SM of `part`.
+  bool touch(uint64_t line, int64_t weight, int part) {
+    const int home = static_cast<int>(mix(line * 31 + 7) % static_cast<uint64_t>(parts_));
+    if (part == home || parts_ == 1) return bin_touch(home, line, weight);
+    if (bin_touch(part % parts_, line, weight)) return true;  // the near copy
+    return bin_touch(home, line, weight);                     // over the fabric
+  }
+
+ private:
+  struct Entry {
+    uint64_t line;
+    int64_t weight, stamp;
+  };
+  struct Bin {
+    std::vector<Entry> entries;
+    int64_t used = 0;
+  };
+  bool bin_touch(int part, uint64_t line, int64_t weight) {
+    Bin& b = bins_[static_cast<size_t>(part * sets_ +
+                                       static_cast<int64_t>(mix(line) % static_cast<uint64_t>(sets_)))];
+    ++clock_;
+    for (Entry& e : b.entries)
+      if (e.line == line) {
+        if (weight > e.weight) {  // a partial chunk at a sequence end, touched whole later
+          b.used += weight - e.weight;
+          e.weight = weight;
+        }
+        e.stamp = clock_;
+        evict(b, line);
+        return true;
+      }
+    b.entries.push_back(Entry{line, std::min(weight, bin_lines_), clock_});
+    b.used += b.entries.back().weight;
+    evict(b, line);
+    return false;
+  }
+  void evict(Bin& b, uint64_t keep) {  // the least recently used entries until the bin holds its lines
+    while (b.used > bin_lines_ && b.entries.size() > 1) {
+      size_t v = b.entries.size();
+      for (size_t i = 0; i < b.entries.size(); ++i)
+        if (b.entries[i].line != keep && (v == b.entries.size() || b.entries[i].stamp < b.entries[v].stamp))
+          v = i;
+      b.used -= b.entries[v].weight;
+      b.entries[v] = b.entries.back();
+      b.entries.pop_back();
+    }
+  }
+  int parts_;
+  int64_t sets_, bin_lines_;
+  std::vector<Bin> bins_;
+  int64_t clock_ = 0;
+};
+
+// Walks the schedule's moves as the L2 sees them: `resident` slots, each issuing one move per round; a slot
+// whose CTA has finished takes the next CTA in launch order (the hardware's block scheduler), so CTAs of unequal
+// length drift apart as on the GPU. Slot k runs on SM k mod sms. touch(line, weight, kind, sm) for each line or
+// chunk of lines (kind 0 load, 1 store, 2 reduction).
+template <class Touch>
+void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, int sms, int64_t resident_ctas,
+                   Touch&& touch) {
   // Each tensor its own address range; rows of a (batch, head) laid out as BSHD with padded sequences.
   int64_t rows = std::max(dq_accum_padded_rows(p.seqlen_q), p.seqlen_k);
   for (const auto& cta : s.ctas)  // the partials dQ strategy stores rows beyond a sequence
@@ -194,7 +267,7 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
     for (const auto& m : cta.moves)
       if (!m.zero_fill && (m.row0 % kChunkRows != 0 || (m.row_elems > 0 && m.row_elems != m.cols)))
         chunked[static_cast<size_t>(m.tensor)] = false;
-  const auto touch_move = [&](const Move& m) {
+  const auto touch_move = [&](const Move& m, int sm) {
     const int kind = m.kind == ref::AccessKind::Load ? 0 : m.kind == ref::AccessKind::Store ? 1 : 2;
     const uint64_t row_bytes = static_cast<uint64_t>(m.cols * m.elem_bytes);  // touched a row
     // from one row's start to the next (of the same head)
@@ -205,7 +278,7 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
         const uint64_t a0 = base + static_cast<uint64_t>((m.addr0 + row * m.pitch) * m.elem_bytes);
         const uint64_t first = a0 / static_cast<uint64_t>(lb),
                        last = (a0 + row_bytes - 1) / static_cast<uint64_t>(lb);
-        for (uint64_t line = first; line <= last; ++line) cache.touch(line, 1, kind, lb, r);
+        for (uint64_t line = first; line <= last; ++line) touch(line, 1, kind, sm);
       }
       return;
     }
@@ -222,7 +295,7 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
       const int64_t lines_per_row = static_cast<int64_t>(row_bytes) / lb;
       for (int64_t c0 = m.row0 / kChunkRows * kChunkRows; c0 < m.row0 + m.rows; c0 += kChunkRows) {
         const int64_t r0 = std::max(c0, m.row0), r1 = std::min(c0 + kChunkRows, m.row0 + m.rows);
-        cache.touch(addr(c0) / static_cast<uint64_t>(lb), (r1 - r0) * lines_per_row, kind, lb, r);
+        touch(addr(c0) / static_cast<uint64_t>(lb), (r1 - r0) * lines_per_row, kind, sm);
       }
       return;
     }
@@ -230,19 +303,21 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
       const uint64_t a0 = addr(row);
       const uint64_t first = a0 / static_cast<uint64_t>(lb),
                      last = (a0 + row_bytes - 1) / static_cast<uint64_t>(lb);
-      for (uint64_t line = first; line <= last; ++line) cache.touch(line, 1, kind, lb, r);
+      for (uint64_t line = first; line <= last; ++line) touch(line, 1, kind, sm);
     }
   };
-  // `resident` slots; each issues one move per round; a slot whose CTA has finished takes the next CTA in
-  // launch order (the hardware's block scheduler), so CTAs of unequal length drift apart as on the GPU.
   struct Slot {
     int64_t cta;
     size_t pos;
+    int sm;
   };
   std::vector<Slot> slots;
   int64_t next = 0;
   const int64_t group = std::max<int64_t>(1, resident_ctas);
-  while (next < n && static_cast<int64_t>(slots.size()) < group) slots.push_back({next++, 0});
+  while (next < n && static_cast<int64_t>(slots.size()) < group) {
+    const int sm = static_cast<int>(static_cast<int64_t>(slots.size()) % std::max(1, sms));
+    slots.push_back({next++, 0, sm});
+  }
   while (!slots.empty()) {
     for (size_t i = 0; i < slots.size();) {
       Slot& sl = slots[i];
@@ -251,11 +326,11 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
         while (sl.pos < moves.size() && moves[sl.pos].zero_fill) ++sl.pos;
       };
       skip_zero_fill();
-      if (sl.pos < moves.size()) touch_move(moves[sl.pos++]);
+      if (sl.pos < moves.size()) touch_move(moves[sl.pos++], sl.sm);
       skip_zero_fill();
       if (sl.pos >= moves.size()) {
         if (next < n) {
-          sl = Slot{next++, 0};
+          sl = Slot{next++, 0, sl.sm};
         } else {
           slots[i] = slots.back();
           slots.pop_back();
@@ -265,8 +340,40 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
       ++i;
     }
   }
+}
+
+}  // namespace
+
+L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
+                     int64_t resident_ctas) {
+  L2Result r;
+  const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
+  Lru cache(hw.l2_effective_bytes / lb, hw.l2_dirty_bytes / lb);
+  walk_schedule(s, p, lb, hw.sms, resident_ctas, [&](uint64_t line, int64_t weight, int kind, int) {
+    cache.touch(line, weight, kind, lb, r);
+  });
   r.dirty_at_end = cache.dirty_lines() * lb;
   return r;
+}
+
+int64_t simulate_l2_partitioned_reads(const KernelSchedule& s, const AttentionProblem& p,
+                                      const HardwareProfile& hw, int64_t resident_ctas,
+                                      int64_t capacity_bytes) {
+  const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
+  // An entry's lines: a chunk of the widest row the schedule moves (a set bin holds `ways` of them)
+  int64_t quantum = 1;
+  for (const auto& cta : s.ctas)
+    for (const auto& m : cta.moves)
+      quantum = std::max<int64_t>(quantum, kChunkRows * ((m.cols * m.elem_bytes + lb - 1) / lb));
+  const int parts = std::max(1, hw.l2_partitions);
+  PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, quantum);
+  const int sms = std::max(1, hw.sms);
+  int64_t read = 0;
+  walk_schedule(s, p, lb, sms, resident_ctas, [&](uint64_t line, int64_t weight, int kind, int sm) {
+    const bool hit = cache.touch(line, weight, sm * parts / sms);  // SMs 0 .. sms/2 - 1 on the first
+    if (!hit && kind != 1) read += weight * lb;                    // stores allocate without reading
+  });
+  return read;
 }
 
 }  // namespace flashsim::sim

@@ -12,6 +12,9 @@
 //       -> prints the spin that takes TARGET_US (the L2 flushed before each run)
 //   fwd_mimic B H HKV N D BR BC WARPS CTAS_PER_SM CAUSAL LOCAL_ST LOCAL_LD measure SPIN
 //       -> one launch of mimic_measured (for ncu -k regex:mimic_measured)
+//   fwd_mimic B H HKV N D BR BC WARPS CTAS_PER_SM CAUSAL LOCAL_ST LOCAL_LD trace SPIN FILE
+//       -> the same launch, each CTA recording its SM and when each of its K/V steps began (%globaltimer), into
+//          FILE: the schedule the card ran, for a cache model to replay (format: write_trace below)
 // (python3 bench/gpu/fwd_mimic.py drives it.)
 #include <cuda_runtime.h>
 
@@ -65,13 +68,39 @@ __device__ __forceinline__ unsigned spill(unsigned* frame, int st, int ld, int s
   return x;
 }
 
-__device__ void mimic(const Problem p, const char* q, const char* k, const char* v, char* o, float* lse) {
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ unsigned sm_id() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  return id;
+}
+
+// A CTA's trace (null: none): its SM, then the time its Q and last K were issued, then the time each K/V step
+// began (tile j = tiles - 1 down to 0), then the time its O was written; at `at[cta]` in a buffer of u64.
+struct Trace {
+  uint64_t* buffer;
+  const int64_t* at;
+};
+
+__device__ void mimic(const Problem p, const char* q, const char* k, const char* v, char* o, float* lse,
+                      const Trace trace) {
   extern __shared__ uint4 smem[];
   volatile unsigned frame[kFrameWords];
   unsigned spilled = threadIdx.x;
   const int m = blockIdx.x, bb = blockIdx.y, hh = blockIdx.z, hk = hh / (p.h / p.hkv);
   const int row_bytes = p.d * 2;  // bf16
   const int rows_q = min(p.br, p.n - m * p.br);
+  uint64_t* tr = nullptr;
+  if (trace.buffer && threadIdx.x == 0) {
+    tr = trace.buffer + trace.at[m + gridDim.x * (bb + gridDim.y * hh)];
+    *tr++ = sm_id();
+    *tr++ = global_ns();
+  }
   uint4* sQ = smem;                        // (Br, d)
   uint4* sK = sQ + p.br * row_bytes / 16;  // (Bc, d)
   uint4* sV = sK + p.bc * row_bytes / 16;  // (Bc, d)
@@ -88,6 +117,7 @@ __device__ void mimic(const Problem p, const char* q, const char* k, const char*
   copy_rows(sK, gK + static_cast<int64_t>(tiles - 1) * p.bc * row_bytes, tile_bytes(tiles - 1));
   for (int j = tiles - 1; j >= 0; --j) {
     wait_all();  // K tile j (and Q) in shared memory
+    if (tr) *tr++ = global_ns();
     copy_rows(sV, gV + static_cast<int64_t>(j) * p.bc * row_bytes, tile_bytes(j));
     spin_for(p.spin / 2);  // S = Q K_j^T
     spilled = spill(const_cast<unsigned*>(frame), p.spill_st_words, p.spill_ld_words, j, spilled);
@@ -96,6 +126,7 @@ __device__ void mimic(const Problem p, const char* q, const char* k, const char*
     spin_for(p.spin / 2);  // O += P V_j
   }
   wait_all();
+  if (tr) *tr = global_ns();
   // O [batch, seqlen, heads, dim]: each row from shared memory (the loads are kept: O is what was read)
   for (int64_t i = threadIdx.x; i < static_cast<int64_t>(rows_q) * row_bytes / 16; i += blockDim.x) {
     const int64_t r = i / (row_bytes / 16), c = i % (row_bytes / 16);
@@ -108,18 +139,47 @@ __device__ void mimic(const Problem p, const char* q, const char* k, const char*
     lse[(static_cast<int64_t>(bb) * p.h + hh) * p.n + m * p.br + r] = 0.f;
 }
 
-__global__ void mimic_calibrate(Problem p, const char* q, const char* k, const char* v, char* o, float* lse) {
-  mimic(p, q, k, v, o, lse);
+// Two names of one kernel, so that ncu profiles the measured launch alone (the calibration's take no trace).
+__global__ void mimic_calibrate(Problem p, const char* q, const char* k, const char* v, char* o, float* lse,
+                                Trace trace) {
+  mimic(p, q, k, v, o, lse, trace);
 }
-__global__ void mimic_measured(Problem p, const char* q, const char* k, const char* v, char* o, float* lse) {
-  mimic(p, q, k, v, o, lse);
+__global__ void mimic_measured(Problem p, const char* q, const char* k, const char* v, char* o, float* lse,
+                               Trace trace) {
+  mimic(p, q, k, v, o, lse, trace);
+}
+
+// The trace file: one text line "fwd_mimic trace B H HKV N D BR BC CTAS_PER_SM CTAS SPIN", then per CTA in
+// launch order (query block fastest, then batch, then head) its SM, its tiles and tiles + 2 times in ns from the
+// kernel's first CTA start, as little-endian u32 (a kernel here runs well under 4 s).
+static int write_trace(const char* path, const Problem& p, int ctas_per_sm, const dim3& grid,
+                       const std::vector<int>& tiles, const std::vector<int64_t>& at,
+                       const std::vector<uint64_t>& buffer) {
+  std::FILE* f = std::fopen(path, "wb");
+  if (!f) {
+    std::fprintf(stderr, "fwd_mimic: cannot write %s\n", path);
+    return 1;
+  }
+  uint64_t t0 = ~uint64_t{0};
+  for (size_t c = 0; c < tiles.size(); ++c) t0 = std::min(t0, buffer[at[c] + 1]);
+  std::fprintf(f, "fwd_mimic trace %d %d %d %d %d %d %d %d %zu %lld\n", p.b, p.h, p.hkv, p.n, p.d, p.br, p.bc,
+               ctas_per_sm, tiles.size(), p.spin);
+  std::vector<uint32_t> row;
+  for (size_t c = 0; c < tiles.size(); ++c) {
+    row.assign({static_cast<uint32_t>(buffer[at[c]]), static_cast<uint32_t>(tiles[c])});
+    for (int i = 0; i < tiles[c] + 2; ++i) row.push_back(static_cast<uint32_t>(buffer[at[c] + 1 + i] - t0));
+    std::fwrite(row.data(), sizeof(uint32_t), row.size(), f);
+  }
+  return std::fclose(f) == 0 ? 0 : 1;
 }
 
 int main(int argc, char** argv) {
-  if (argc != 15 || (std::strcmp(argv[13], "calibrate") && std::strcmp(argv[13], "measure"))) {
+  const bool tracing = argc == 16 && !std::strcmp(argv[13], "trace");
+  if (!(argc == 15 && (!std::strcmp(argv[13], "calibrate") || !std::strcmp(argv[13], "measure"))) &&
+      !tracing) {
     std::fprintf(stderr,
                  "usage: fwd_mimic B H HKV N D BR BC WARPS CTAS_PER_SM CAUSAL LOCAL_ST LOCAL_LD "
-                 "(calibrate TARGET_US | measure SPIN)\n");
+                 "(calibrate TARGET_US | measure SPIN | trace SPIN FILE)\n");
     return 2;
   }
   Problem p{};
@@ -186,9 +246,27 @@ int main(int argc, char** argv) {
                  ld_words, kFrameWords);
   p.spill_st_words = static_cast<int>(std::min<double>(kFrameWords, st_words));
   p.spill_ld_words = static_cast<int>(std::min<double>(kFrameWords, ld_words));
+  // the trace's layout: per CTA its SM, start, one time per K/V step and its end
+  std::vector<int> tiles;
+  std::vector<int64_t> at;
+  int64_t trace_words = 0;
+  for (int c = 0; c < static_cast<int>(grid.x * grid.y * grid.z); ++c) {
+    const int m = c % static_cast<int>(grid.x);
+    tiles.push_back(((p.causal ? std::min(p.n, (m + 1) * p.br) : p.n) + p.bc - 1) / p.bc);
+    at.push_back(trace_words);
+    trace_words += tiles.back() + 3;
+  }
+  Trace trace{};
+  if (tracing) {
+    int64_t* d_at = nullptr;
+    CHECK(cudaMalloc(&trace.buffer, trace_words * sizeof(uint64_t)));
+    CHECK(cudaMalloc(&d_at, at.size() * sizeof(int64_t)));
+    CHECK(cudaMemcpy(d_at, at.data(), at.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
+    trace.at = d_at;
+  }
   const auto run = [&](long long spin) {
     p.spin = spin;
-    kernel<<<grid, warps * 32, smem>>>(p, q, k, v, o, lse);
+    kernel<<<grid, warps * 32, smem>>>(p, q, k, v, o, lse, trace);
     CHECK(cudaGetLastError());
   };
   if (!calibrate) {
@@ -196,7 +274,10 @@ int main(int argc, char** argv) {
     CHECK(cudaDeviceSynchronize());
     std::printf("measured spin %lld smem %d spill words a step: %d stored, %d loaded\n",
                 static_cast<long long>(arg), smem, p.spill_st_words, p.spill_ld_words);
-    return 0;
+    if (!tracing) return 0;
+    std::vector<uint64_t> buffer(trace_words);
+    CHECK(cudaMemcpy(buffer.data(), trace.buffer, trace_words * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+    return write_trace(argv[15], p, ctas_per_sm, grid, tiles, at, buffer);
   }
   cudaEvent_t e0, e1;
   CHECK(cudaEventCreate(&e0));

@@ -10,7 +10,8 @@
 //          the kernel's dirty lines can hold, up to l2_dirty_bytes), less the resident CTAs' register-spill
 //          frames, plus the kernel's code (kernel_code_bytes: ncu flushes the caches, the code is read again).
 //          Writes: every dirty byte, or that LRU's write-backs where more, plus each CTA's spill frame written
-//          back once.
+//          back once. A forward's reads: the smaller of that LRU's and the partitioned L2's at the profile's
+//          l2_partitioned_adverse_bytes (l2_sim.h), where the profile has it.
 #include <string>
 
 #include "flashsim/sim/model.h"
@@ -27,7 +28,8 @@ struct DramBound {
 
 struct DramInterval {
   DramBound read, write;
-  double adverse_l2_bytes = 0;  // the LRU capacity of the upper bounds
+  double adverse_l2_bytes = 0;      // the LRU capacity of the upper bounds
+  double partitioned_l2_bytes = 0;  // the partitioned L2's capacity of the read upper bound; 0: not used
   double spill_frame_bytes_cta =
       0;                  // a CTA's register-spill frame: its spill stores over its main-loop steps
   bool executed = false;  // upper reads from the executed schedule; false: every load misses

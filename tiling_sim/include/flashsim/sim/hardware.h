@@ -70,6 +70,13 @@ struct HardwareProfile {
   // (calibration h100.l2_adverse_reuse_bytes). 0: not measured; the adverse L2 is then l2_reuse_bytes less the
   // share of it the kernel's dirty lines may hold.
   int64_t l2_adverse_reuse_bytes = 0;
+  // The L2's build: its partitions (a line homed in one; an SM's partition keeps copies of the other's lines) and
+  // the ways of a set (l2_sim.h's simulate_l2_partitioned_reads).
+  int l2_partitions = 1, l2_ways = 16;
+  // The capacity of that partitioned L2 at which its reads bound a causal forward's on the card: the largest at
+  // which the executed schedule reads at least what SDPA's FlashAttention-2 forward read, on the fit problems
+  // (calibration h200.l2_partitioned_adverse). 0: not measured; the upper bound is the adverse LRU's alone.
+  int64_t l2_partitioned_adverse_bytes = 0;
   // A kernel's code read from DRAM once per profiled run (ncu flushes the caches before each kernel): the
   // largest sm_90 attention kernel's .text in our build (fa2-v1's forward, 184 KB by cuobjdump); added to the
   // upper bound of `traffic compare`'s DRAM reads. 0: no allowance.

@@ -20,4 +20,12 @@ struct L2Result {
 L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
                      int64_t resident_ctas);
 
+// The DRAM bytes the schedule reads through the partitioned L2 of the profile (l2_partitions partitions of
+// l2_ways-way LRU sets, `capacity_bytes` in all; a line has a home partition by its address, an SM's partition
+// keeps copies of lines homed in the other and asks the home over the fabric on a miss; only a miss at home reads
+// DRAM). The same walk of the moves as simulate_l2, slot k on SM k mod sms, SMs split evenly over the partitions.
+int64_t simulate_l2_partitioned_reads(const KernelSchedule& s, const AttentionProblem& p,
+                                      const HardwareProfile& hw, int64_t resident_ctas,
+                                      int64_t capacity_bytes);
+
 }  // namespace flashsim::sim
