@@ -94,16 +94,19 @@ def calibrate(binary, shape, kernel_metrics, log=None):
     return spin
 
 
-def mimic_reads(binary, shape, spin, path):
-    """One launch of the mimic at `spin` under ncu into `path`: its metrics."""
+def mimic_reads(binary, shape, spin, path, metrics=MIMIC_METRICS, trace=None):
+    """One launch of the mimic at `spin` under ncu into `path` (recording its schedule into `trace` where given):
+    its metrics."""
+    mode = ["trace", str(spin), trace] if trace else ["measure", str(spin)]
     with open(path, "w") as f, open(path[:-4] + ".err", "w") as err:
-        subprocess.run(ncu.command(MIMIC_METRICS, [binary] + shape + ["measure", str(spin)],
-                                   kernel_regex="mimic_measured"), stdout=f, stderr=err)
+        subprocess.run(ncu.command(metrics, [binary] + shape + mode, kernel_regex="mimic_measured"), stdout=f,
+                       stderr=err)
     return one_kernel(path)[0]
 
 
-def measure(out, problems):
-    """Each problem: SDPA's forward, then its mimic (the kernel's time and spills) under ncu."""
+def calibrated(out, problems):
+    """For each problem whose SDPA forward ran under ncu: (problem, tag, the probe's binary, SDPA's metrics, the
+    mimic's shape arguments, the spin that takes the kernel's time or None); a line for each that did not run."""
     os.makedirs(out, exist_ok=True)
     binary = build(out)
     for problem in problems:
@@ -113,7 +116,12 @@ def measure(out, problems):
         except ValueError as e:
             print(f"{problem}: {e}", flush=True)
             continue
-        spin = calibrate(binary, shape, m, os.path.join(out, f"calibrate_{tag}.txt"))
+        yield problem, tag, binary, m, shape, calibrate(binary, shape, m, os.path.join(out, f"calibrate_{tag}.txt"))
+
+
+def measure(out, problems):
+    """Each problem: SDPA's forward, then its mimic (the kernel's time and spills) under ncu."""
+    for problem, tag, binary, _, shape, spin in calibrated(out, problems):
         if spin is not None:
             try:
                 mimic_reads(binary, shape, spin, os.path.join(out, f"mimic_{tag}.csv"))
@@ -191,25 +199,12 @@ TRACED = [(4, 8, 8, 5312, 256, 1), (4, 8, 4, 14483, 256, 1), (2, 16, 16, 14079, 
 def trace(out):
     """Each TRACED problem: SDPA's forward under ncu, the mimic calibrated to its time, then the mimic under ncu
     recording the schedule it ran (out/trace_TAG.bin, probes/fwd_mimic.cu's `trace`) beside its DRAM reads."""
-    os.makedirs(out, exist_ok=True)
-    binary = build(out)
-    for problem in TRACED:
-        tag = "_".join(map(str, problem[:5]))
-        try:
-            m, shape = sdpa_launch(out, problem)
-        except ValueError as e:
-            print(f"{problem}: {e}", flush=True)
-            continue
-        spin = calibrate(binary, shape, m, os.path.join(out, f"calibrate_{tag}.txt"))
+    for problem, tag, binary, m, shape, spin in calibrated(out, TRACED):
         if spin is None:
             continue
-        path = os.path.join(out, f"mimic_{tag}.csv")
-        with open(path, "w") as f, open(path[:-4] + ".err", "w") as err:
-            subprocess.run(ncu.command(TRACE_METRICS, [binary] + shape + [
-                "trace", str(spin), os.path.join(out, f"trace_{tag}.bin")], kernel_regex="mimic_measured"),
-                stdout=f, stderr=err)
         try:
-            mm = one_kernel(path)[0]
+            mm = mimic_reads(binary, shape, spin, os.path.join(out, f"mimic_{tag}.csv"), TRACE_METRICS,
+                             os.path.join(out, f"trace_{tag}.bin"))
         except (ValueError, OSError, IndexError) as e:
             print(f"{problem}: the mimic's report is unreadable ({e})", flush=True)
             continue

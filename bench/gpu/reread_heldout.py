@@ -8,9 +8,9 @@ DRAM read range.
   (bench/results/l2_probe_h200_2026-11-29), before it was measured.
 - Set 3 (seed 2026112936, reread_heldout3.txt): drawn 2026-11-29 before any of it was measured, to hold the
   schedule mimic's tolerance (bench/gpu/fwd_mimic.py, fixed on sets 1 and 2) against.
-    python3 bench/gpu/reread_heldout.py [--set 1|2|3]                  # rewrites the list (same seed: the same problems)
-    python3 bench/gpu/reread_heldout.py [--set 1|2|3] measure OUT      # on the GPU machine: ncu of each problem's forward
-    python3 bench/gpu/reread_heldout.py [--set 1|2|3] compare FLASHSIM DIR [--hw PROFILE]   # here: the range against DIR's reports"""
+    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4]                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4] measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4] compare FLASHSIM DIR [--hw PROFILE]   # here: the range against DIR's reports"""
 import json
 import os
 import subprocess
@@ -23,7 +23,7 @@ COUNT = 16
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 # set -> (seed, file): the date and the issue, then a draw number
 SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldout2.txt"),
-        "3": (2026112936, "reread_heldout3.txt")}
+        "3": (2026112936, "reread_heldout3.txt"), "4": (2026112937, "reread_heldout4.txt")}
 SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
 
 
