@@ -116,7 +116,7 @@ TEST(NcuInterval, PlantedExcessTrafficIsFlagged) {
         << r.shape.name << ": " << w.verdict;
   }
   EXPECT_EQ(causal, 16);
-  EXPECT_EQ(kv_flagged_causal, 15) << "not flagged: " << missed;
+  EXPECT_EQ(kv_flagged_causal, 10) << "not flagged: " << missed;  // 5 at 1.5x, 5 at 2x
 }
 
 // Fewer bytes than the compulsory ones (a report of a smaller problem, or a kernel that skips work) are BELOW.
@@ -254,13 +254,16 @@ TEST(NcuInterval, OwnBackwardIsWithinTheRange) {
   EXPECT_TRUE(metric(c, 0, "dram__bytes_read.sum").ok);
 }
 
-// A forward's read upper bound is the smaller of the adverse LRU's and the partitioned L2's (the profile's
-// l2_partitioned_adverse_bytes less the resident spill frames); a backward's is the LRU's alone, and a profile
-// without the partitioned capacity keeps the LRU's.
+// With a partitioned capacity (l2_partitioned_adverse_bytes, which the built-in profiles leave unset: blind re-read
+// set 4 refuted the derived value), a causal forward's read upper bound is the smaller of the adverse LRU's and
+// the partitioned L2's, less the resident spill frames; a backward's is the LRU's alone, and a profile without the
+// partitioned capacity keeps the LRU's.
 TEST(NcuInterval, PartitionedL2BoundsForwardReads) {
-  auto hw = load_profile("H200");
-  ASSERT_EQ(hw.l2_partitions, 2);
-  ASSERT_GT(hw.l2_partitioned_adverse_bytes, 0);
+  const auto lru_only = load_profile("H200");
+  ASSERT_EQ(lru_only.l2_partitions, 2);
+  ASSERT_EQ(lru_only.l2_partitioned_adverse_bytes, 0);
+  auto hw = lru_only;
+  hw.l2_partitioned_adverse_bytes = int64_t{52} << 20;  // what derive l2-partitioned gave the H200
   const auto p =
       ProblemBuilder().batch(2).heads(8).seqlen(8192).head_dim(128).dtype(DType::BF16).causal().build();
   const auto interval = [&](const char* kernel, const HardwareProfile& h, double spills) {
@@ -270,8 +273,6 @@ TEST(NcuInterval, PartitionedL2BoundsForwardReads) {
     return dram_interval(m, p, c, predict_kernel(counts, h), h, spills);
   };
   const auto with = interval("fwd_fa2", hw, 0);
-  auto lru_only = hw;
-  lru_only.l2_partitioned_adverse_bytes = 0;
   const auto without = interval("fwd_fa2", lru_only, 0);
   EXPECT_EQ(with.partitioned_l2_bytes, static_cast<double>(hw.l2_partitioned_adverse_bytes));
   EXPECT_EQ(without.partitioned_l2_bytes, 0);
