@@ -967,7 +967,8 @@ def parser():
     p.add_argument("results", nargs="?", default="", help="l2-adverse, dram-coverage-card, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout, decode-load: "
                    "the results folder")
     p.add_argument("--hw", default="H100-SXM5-80GB", help="fa3-steps, decode-load: the profile of the card that ran "
-                   "them (its kernel_latency_s); l2-adverse, dram-coverage-card, fa3-heldout: the profile predicting")
+                   "them (its kernel_latency_s); l2-adverse, dram-coverage-card, fa3-heldout: the profile predicting; "
+                   "l2-partitioned: the card (H200 or H100-SXM5-80GB: its recorded causal forwards)")
     p.add_argument("--spread", action="store_true", help="fa3-steps: the forward from calib-spread's shapes "
                    "(calib_spread_events.txt) in place of calib's one K / V head")
     p.add_argument("--only", default="", help="fa3-steps: only these simulator kernels' entries (fwd_fa3,bwd_fa3)")
