@@ -241,9 +241,10 @@ def partitioned_sets(hw):
                     for shape in SET_SHAPES[shape_set] if SHAPES[shape][5]]
         return sets["set1"] + sets["set2"] + recorded, sets["set3"]
     if hw == "H100-SXM5-80GB":
+        import reread_heldout  # its set 1 (the module's default list) and its reports' names
         folder = unpack(REREAD_H100)
-        fit = [("set1", os.path.join(folder, f), tuple(int(x) for x in f[len("ncu_dram_reread_"):-4].split("_")))
-               for f in sorted(os.listdir(folder)) if f.endswith(".csv")]
+        fit = [("set1", os.path.join(folder, reread_heldout.report_name(problem)), problem[:5])
+               for problem in reread_heldout.problems()]
         folder = unpack(FA2_HELDOUT_H100)
         check = []
         for f in sorted(os.listdir(folder)):
@@ -253,7 +254,7 @@ def partitioned_sets(hw):
                     check.append((label, os.path.join(folder, f),
                                   (int(b[1:]), int(h[1:]), int(hkv), int(n[1:]), int(d[1:]))))
         return fit, check
-    raise SystemExit(f"derive l2-partitioned: no recorded causal forwards of {hw} (H200, H100-SXM5-80GB)")
+    raise ValueError(f"no recorded causal forwards of {hw} (H200, H100-SXM5-80GB)")
 
 
 def l2_partitioned(flashsim, hw="H200"):
@@ -265,7 +266,7 @@ def l2_partitioned(flashsim, hw="H200"):
     import reread_heldout
     profile = show_profile(flashsim, hw)
     if profile.get("l2_partitions", 1) < 2:
-        raise SystemExit(f"derive l2-partitioned: the {hw} profile has one L2 partition (l2_partitions)")
+        raise ValueError(f"the {hw} profile has one L2 partition (l2_partitions)")
     fit, check = partitioned_sets(hw)
     with tempfile.TemporaryDirectory() as tmp:
         capacity = profile["l2_bytes"] // MIB * MIB
@@ -280,14 +281,15 @@ def l2_partitioned(flashsim, hw="H200"):
                   f"{ratios[0]:.2f} .. {ratios[-1]:.2f}, median {ratios[len(ratios) // 2]:.2f}; within 10%: "
                   f"{sum(abs(r - 1) <= 0.1 for r in ratios)} of {len(ratios)}, within 20%: "
                   f"{sum(abs(r - 1) <= 0.2 for r in ratios)}", flush=True)
-        while capacity > MIB:
-            figures = partitioned_figures(flashsim, tmp, profile, capacity, fit)
+        figures = nominal  # at l2_bytes, then a MiB less each round
+        while True:
             outside = [f"{label} {problem}" for label, problem, m in figures if not m["ok"]]
             print(f"{capacity / MIB:5.1f} MiB: {len(figures) - len(outside)} of {len(figures)} fit forwards inside"
                   + (f" (outside: {', '.join(outside)})" if outside else ""), flush=True)
-            if not outside:
+            if not outside or capacity <= MIB:
                 break
             capacity -= MIB
+            figures = partitioned_figures(flashsim, tmp, profile, capacity, fit)
         for name, rows in (("fit", figures), ("held out", partitioned_figures(flashsim, tmp, profile, capacity, check))):
             inside = caught = 0
             widths = []

@@ -843,8 +843,13 @@ class L2Partitioned(unittest.TestCase):
         self.assertIn(("SDPA", (4, 16, 4, 9985, 128)), {(label, problem) for label, _, problem in check})
         for _, report, _ in fit + check:
             self.assertTrue(os.path.exists(report), report)
-        with self.assertRaises(SystemExit):
+        with self.assertRaises(ValueError):
             derive.partitioned_sets("B200")
+        # a card without recorded forwards, or a profile of one L2 partition: one line, exit 2
+        for hw in ("A100-SXM4-80GB", "L4"):
+            with redirect_stderr(io.StringIO()) as err:
+                self.assertEqual(run.main(["derive", "l2-partitioned", FLASHSIM, "--hw", hw]), 2)
+            self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
 
     def test_the_profiles_leave_the_refuted_capacity_unset(self):
         # derived (52 MiB on the H200, 43 on the H100), then refuted on blind re-read set 4: the range is the LRU's

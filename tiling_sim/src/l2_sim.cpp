@@ -190,12 +190,12 @@ class PartitionedL2 {
         sets_(std::max<int64_t>(1, lines / parts_ / (std::max(1, ways) * std::max<int64_t>(1, quantum)))),
         bin_lines_(std::max<int64_t>(1, lines / parts_ / sets_)),
         bins_(static_cast<size_t>(parts_ * sets_)) {}
-  // Whether the line (an entry of `weight` lines) was in L2 for an SM of `part`.
+  // Whether the line (an entry of `weight` lines) was in L2 for an SM of partition `part` (< partitions).
   bool touch(uint64_t line, int64_t weight, int part) {
     const int home = static_cast<int>(mix(line * 31 + 7) % static_cast<uint64_t>(parts_));
-    if (part == home || parts_ == 1) return bin_touch(home, line, weight);
-    if (bin_touch(part % parts_, line, weight)) return true;  // the near copy
-    return bin_touch(home, line, weight);                     // over the fabric
+    if (part == home) return bin_touch(home, line, weight);
+    if (bin_touch(part, line, weight)) return true;  // the near copy
+    return bin_touch(home, line, weight);            // over the fabric
   }
 
  private:

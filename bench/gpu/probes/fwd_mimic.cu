@@ -234,11 +234,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   const dim3 grid((p.n + p.br - 1) / p.br, p.b, p.h);
-  // the K/V steps of every CTA, to spread the spills over
-  double steps = 0;
-  for (int m = 0; m < static_cast<int>(grid.x); ++m)
-    steps += ((p.causal ? std::min(p.n, (m + 1) * p.br) : p.n) + p.bc - 1) / p.bc;
-  steps *= double{1} * p.b * p.h;
+  // each CTA's K/V tiles (its K/V steps), in launch order; and where its trace starts: its SM, start, one time
+  // per K/V step and its end
+  std::vector<int> tiles;
+  std::vector<int64_t> at;
+  int64_t trace_words = 0;
+  double steps = 0;  // the K/V steps of every CTA, to spread the spills over
+  for (int c = 0; c < static_cast<int>(grid.x * grid.y * grid.z); ++c) {
+    const int m = c % static_cast<int>(grid.x);
+    tiles.push_back(((p.causal ? std::min(p.n, (m + 1) * p.br) : p.n) + p.bc - 1) / p.bc);
+    at.push_back(trace_words);
+    trace_words += tiles.back() + 3;
+    steps += tiles.back();
+  }
   const double per = steps * warps * 32 * 4;  // bytes per 4-byte word per thread-step
   const double st_words = local_st / per + 0.5, ld_words = local_ld / per + 0.5;
   if (st_words > kFrameWords || ld_words > kFrameWords)
@@ -246,16 +254,6 @@ int main(int argc, char** argv) {
                  ld_words, kFrameWords);
   p.spill_st_words = static_cast<int>(std::min<double>(kFrameWords, st_words));
   p.spill_ld_words = static_cast<int>(std::min<double>(kFrameWords, ld_words));
-  // the trace's layout: per CTA its SM, start, one time per K/V step and its end
-  std::vector<int> tiles;
-  std::vector<int64_t> at;
-  int64_t trace_words = 0;
-  for (int c = 0; c < static_cast<int>(grid.x * grid.y * grid.z); ++c) {
-    const int m = c % static_cast<int>(grid.x);
-    tiles.push_back(((p.causal ? std::min(p.n, (m + 1) * p.br) : p.n) + p.bc - 1) / p.bc);
-    at.push_back(trace_words);
-    trace_words += tiles.back() + 3;
-  }
   Trace trace{};
   if (tracing) {
     int64_t* d_at = nullptr;

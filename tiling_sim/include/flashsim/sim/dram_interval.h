@@ -10,7 +10,7 @@
 //          the kernel's dirty lines can hold, up to l2_dirty_bytes), less the resident CTAs' register-spill
 //          frames, plus the kernel's code (kernel_code_bytes: ncu flushes the caches, the code is read again).
 //          Writes: every dirty byte, or that LRU's write-backs where more, plus each CTA's spill frame written
-//          back once. A forward's reads: the smaller of that LRU's and the partitioned L2's at the profile's
+//          back once. A causal forward's reads: the smaller of that LRU's and the partitioned L2's at the profile's
 //          l2_partitioned_adverse_bytes (l2_sim.h), where the profile has it.
 #include <string>
 
