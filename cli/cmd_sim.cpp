@@ -598,6 +598,7 @@ void add_sim(CLI::App& app) {
 struct CompareState {
   ProblemFlags pf = kernel_problem_flags();
   std::string ncu, ncu_dram, hw = kDefaultHw, replayed = "auto";
+  double stack_bytes = -1;
   bool json = false;
 };
 
@@ -619,6 +620,13 @@ void add_traffic(CLI::App& app) {
          "predicted DRAM writes")
       ->check(CLI::IsMember({"auto", "yes", "no"}));
   cmp->add_option("--hw", st->hw, "Hardware profile (flashsim hw list)")->capture_default_str();
+  cmp->add_option(
+         "--stack-bytes", st->stack_bytes,
+         "The profiled kernels' stack frame in bytes a thread (cuobjdump -res-usage's STACK, or ptxas "
+         "-v's 'bytes stack frame'; the largest when they differ): each CTA's frame may be written back "
+         "and read back once, and a causal forward's partitioned-L2 read bound needs it when the kernel "
+         "spills (unknown: the bound is left out)")
+      ->check(CLI::Range(0.0, 1048576.0));
   cmp->add_flag("--json", st->json, "JSON output");
   cmp->callback([st] {
     std::ifstream in(st->ncu);
@@ -644,7 +652,7 @@ void add_traffic(CLI::App& app) {
     const AttentionProblem& p = from.problem;
     // the block table and block mask of the profiled run's inputs (--seed: flashsim-gpu's are seed 1)
     const sim::ProblemData data = sim::problem_data(p, st->pf.seed);
-    const auto c = sim::compare_ncu(kernels, p, hw, replayed, &data);
+    const auto c = sim::compare_ncu(kernels, p, hw, replayed, &data, st->stack_bytes);
     if (st->json) {
       auto j = sim::to_json(c);
       if (!from.from_report.empty())  // the flags left something to the report

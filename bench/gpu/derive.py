@@ -204,13 +204,15 @@ PLANTED = "fa2-v1-heads-first (planted: K/V re-read from DRAM per query block; m
 
 
 MIMIC_H200 = os.path.join(RESULTS, "fwd_mimic_h200_2026-11-29")
-REREAD_H100 = os.path.join(RESULTS, "l2_reread_h100_2026-11-27", "heldout", "reread_csvs.tar.gz")
-FA2_HELDOUT_H100 = os.path.join(RESULTS, "fa2_model_h100_2026-11-27", "heldout", "fa2-heldout_csvs.tar.gz")
 
 
-def partitioned_figures(flashsim, tmp, profile, capacity, reports):
+SPILL_FRAMES_H200 = os.path.join(RESULTS, "spill_frames_h200_2026-11-29")
+
+
+def partitioned_figures(flashsim, tmp, profile, capacity, reports, stacks=True):
     """traffic compare's forward read figure of each (label, report, problem) of `reports` through `profile` with
-    a partitioned L2 of `capacity` bytes (l2_partitioned_adverse_bytes), two reports at a time"""
+    a partitioned L2 of `capacity` bytes (l2_partitioned_adverse_bytes), two reports at a time; each SDPA kernel's
+    stack frame from sdpa_stack.py's table where `stacks`"""
     from concurrent.futures import ThreadPoolExecutor
 
     import reread_heldout
@@ -218,16 +220,19 @@ def partitioned_figures(flashsim, tmp, profile, capacity, reports):
     with open(hw, "w") as f:
         json.dump(dict(profile, name="partitioned-probe", l2_partitioned_adverse_bytes=capacity), f)
     with ThreadPoolExecutor(2) as pool:
-        figures = list(pool.map(lambda r: reread_heldout.read_figure(flashsim, hw, r[1], r[2]), reports))
+        figures = list(pool.map(lambda r: reread_heldout.read_figure(flashsim, hw, r[1], r[2], stacks), reports))
     return [(label, problem, m) for (label, _, problem), m in zip(reports, figures) if m is not None]
 
 
 def partitioned_sets(hw):
     """(fit, held out): the (label, report, problem) causal forwards l2-partitioned derives `hw`'s capacity from
-    and checks it on. H200: SDPA's re-read sets 1 and 2 (fwd_mimic.py's run5_sets.tar.gz, one-pass DRAM counters
-    and spills) and the recorded shape sets' causal forwards measured there (card_sdpa_sets), set 3 held out. H100: SDPA's re-read set 1 (2026-11-27, one-pass DRAM counters), the fa2 held-out
-    problems' causal forwards held out (SDPA's and fa2-v1's, full reports, 2026-11-27)."""
+    and checks it on. H200: SDPA's re-read sets 1 .. 3 (fwd_mimic.py's run5_sets.tar.gz, counters and spills) and 4
+    (one-pass DRAM counters, l2_partitioned_h200_2026-11-29) and the recorded shape sets' causal forwards measured
+    there (card_sdpa_sets); set 5, drawn after this fit, held out (spill_frames_h200_2026-11-29, once measured).
+    The H100's (re-read set 1, the fa2 held-out causal forwards) lack their kernels' stack frames: its derivation
+    without them is commit a6787ff's."""
     if hw == "H200":
+        import reread_heldout
         folder = unpack(os.path.join(MIMIC_H200, "run5_sets.tar.gz"))
         sets = {}
         for name in ("set1", "set2", "set3"):
@@ -235,26 +240,18 @@ def partitioned_sets(hw):
                 if f.startswith("sdpa_") and f.endswith(".csv"):
                     problem = tuple(int(x) for x in f[5:-4].split("_"))
                     sets.setdefault(name, []).append((name, os.path.join(folder, name, f), problem))
+        for name, archive in (("set4", os.path.join(RESULTS, "l2_partitioned_h200_2026-11-29", "reread_set4_csvs.tar.gz")),
+                              ("set5", os.path.join(SPILL_FRAMES_H200, "reread_set5_csvs.tar.gz"))):
+            if os.path.exists(archive):
+                folder = os.path.join(unpack(archive), name.replace("set", "s"))
+                sets[name] = [(name, os.path.join(folder, reread_heldout.report_name(problem)), problem[:5])
+                              for problem in reread_heldout.set_problems(name[3:])]
         # and the recorded shape sets' causal forwards measured on the card (as l2-adverse takes them)
         recorded = [(shape_set, os.path.join(reports, f"ncu_dram_{shape}.csv"), SHAPES[shape][:5])
                     for shape_set, reports in card_sdpa_sets(os.path.join(RESULTS, "l2_probe_h200_2026-11-29"))
                     for shape in SET_SHAPES[shape_set] if SHAPES[shape][5]]
-        return sets["set1"] + sets["set2"] + recorded, sets["set3"]
-    if hw == "H100-SXM5-80GB":
-        import reread_heldout  # its set 1 (the module's default list) and its reports' names
-        folder = unpack(REREAD_H100)
-        fit = [("set1", os.path.join(folder, reread_heldout.report_name(problem)), problem[:5])
-               for problem in reread_heldout.problems()]
-        folder = unpack(FA2_HELDOUT_H100)
-        check = []
-        for f in sorted(os.listdir(folder)):
-            for prefix, label in (("ncu_sdpa_heldout_", "SDPA"), ("ncu_ours_fwd_heldout_", "fa2-v1")):
-                if f.startswith(prefix) and f.endswith("_causal.csv"):
-                    b, h, hkv, n, d = f[len(prefix):-len("_causal.csv")].split("_")
-                    check.append((label, os.path.join(folder, f),
-                                  (int(b[1:]), int(h[1:]), int(hkv), int(n[1:]), int(d[1:]))))
-        return fit, check
-    raise ValueError(f"no recorded causal forwards of {hw} (H200, H100-SXM5-80GB)")
+        return sets["set1"] + sets["set2"] + sets["set3"] + sets["set4"] + recorded, sets.get("set5", [])
+    raise ValueError(f"no recorded causal forwards with their kernels' stack frames on {hw} (H200)")
 
 
 def l2_partitioned(flashsim, hw="H200"):
@@ -267,6 +264,9 @@ def l2_partitioned(flashsim, hw="H200"):
     profile = show_profile(flashsim, hw)
     if profile.get("l2_partitions", 1) < 2:
         raise ValueError(f"the {hw} profile has one L2 partition (l2_partitions)")
+    # the bound needs each spilling kernel's stack frame (dram_interval.h): sdpa_stack.py's table is the H200 runs'
+    # PyTorch build; the H100's was not recorded (its derivation without frames: commit a6787ff,
+    # bench/results/l2_partitioned_h200_2026-11-29/derive_h100.txt)
     fit, check = partitioned_sets(hw)
     with tempfile.TemporaryDirectory() as tmp:
         capacity = profile["l2_bytes"] // MIB * MIB
@@ -276,6 +276,9 @@ def l2_partitioned(flashsim, hw="H200"):
         # the partitioned L2 at the card's whole capacity, as a prediction: its reads (the range's upper end, the
         # kernel's code and the LRU's point estimate aside) over the measured
         for name, rows in (("fit", nominal), ("held out", partitioned_figures(flashsim, tmp, profile, capacity, check))):
+            if not rows:
+                print(f"{name}: no forwards (set 5 not measured yet)")
+                continue
             ratios = sorted(m["upper"] / m["measured"] for _, _, m in rows)
             print(f"at l2_bytes ({capacity / MIB:.0f} MiB), {name}: the upper end over the measured reads "
                   f"{ratios[0]:.2f} .. {ratios[-1]:.2f}, median {ratios[len(ratios) // 2]:.2f}; within 10%: "
@@ -303,6 +306,8 @@ def l2_partitioned(flashsim, hw="H200"):
                       f"compulsory bytes, range up to {m['upper'] / m['lower']:5.2f}x: {'ok' if m['ok'] else 'OUTSIDE'}"
                       f"; planted {planted / m['lower']:5.2f}x {'flagged' if flagged else 'not flagged'}")
             widths.sort()
+            if not widths:
+                continue
             print(f"{name}: {inside} of {len(rows)} inside; planted flagged on {caught}; width {widths[0]:.2f} .. "
                   f"{widths[-1]:.2f}x, median {widths[len(widths) // 2]:.2f}x")
     print(f"l2_partitioned_adverse_bytes = {capacity} ({capacity / MIB:.0f} MiB, {capacity / profile['l2_bytes']:.3f}"

@@ -8,9 +8,14 @@ DRAM read range.
   (bench/results/l2_probe_h200_2026-11-29), before it was measured.
 - Set 3 (seed 2026112936, reread_heldout3.txt): drawn 2026-11-29 before any of it was measured, to hold the
   schedule mimic's tolerance (bench/gpu/fwd_mimic.py, fixed on sets 1 and 2) against.
-    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4]                  # rewrites the list (same seed: the same problems)
-    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4] measure OUT      # on the GPU machine: ncu of each problem's forward
-    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4] compare FLASHSIM DIR [--hw PROFILE]   # here: the range against DIR's reports"""
+- Set 4 (seed 2026112937, reread_heldout4.txt): drawn 2026-11-29 after the partitioned L2's capacity was
+  committed, before it was measured (bench/results/l2_partitioned_h200_2026-11-29: it refuted that capacity).
+- Set 5 (seed 2026112938, reread_heldout5.txt): drawn 2026-11-29 after the capacity with the kernels' stack
+  frames was committed (sets 1 .. 4 its fit), before it was measured (bench/results/spill_frames_h200_2026-11-29).
+    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4|5]                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4|5] measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4|5] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
+        range against DIR's reports (--stacks: each SDPA kernel's stack frame, sdpa_stack.py, for the H200's reports)"""
 import json
 import os
 import subprocess
@@ -23,7 +28,8 @@ COUNT = 16
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 # set -> (seed, file): the date and the issue, then a draw number
 SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldout2.txt"),
-        "3": (2026112936, "reread_heldout3.txt"), "4": (2026112937, "reread_heldout4.txt")}
+        "3": (2026112936, "reread_heldout3.txt"), "4": (2026112937, "reread_heldout4.txt"),
+        "5": (2026112938, "reread_heldout5.txt")}
 SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
 
 
@@ -37,9 +43,14 @@ def draw(rng):
     return b, hq, hkv, n, d, 1
 
 
-def problems():
-    with open(OUT) as f:
+def problems(path=None):
+    with open(path or OUT) as f:
         return [tuple(int(x) for x in line.split()) for line in f if not line.startswith("#")]
+
+
+def set_problems(name):
+    """The problems of set `name` ("1" .. ), whichever set the module was pointed at."""
+    return problems(os.path.join(DATA, SETS[name][1]))
 
 
 def report_name(problem):
@@ -58,12 +69,19 @@ def measure(out):
         print(f"{problem}: rc={rc}", flush=True)
 
 
-def read_figure(flashsim, hw, path, problem):
+def read_figure(flashsim, hw, path, problem, stacks=False):
     """The DRAM read figure (measured, lower, upper, tolerance_floor, ok, verdict) of `flashsim traffic compare` on
-    the causal forward report `path` of problem (b, h, hkv, n, d); None, after a line saying why, when compare fails."""
+    the causal forward report `path` of problem (b, h, hkv, n, d), with the kernel's stack frame from sdpa_stack.py's
+    table where `stacks` (SDPA's reports of the H200's PyTorch build; a kernel not in the table: none given);
+    None, after a line saying why, when compare fails."""
     b, h, hkv, n, d = problem
+    frame = []
+    if stacks:
+        import sdpa_stack
+        stack = sdpa_stack.stack_bytes(path)
+        frame = [] if stack is None else ["--stack-bytes", str(stack)]
     out = subprocess.run([flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", path] +
-                         ncu.problem_flags((b, h, hkv, n, d, True)),
+                         ncu.problem_flags((b, h, hkv, n, d, True)) + frame,
                          capture_output=True, text=True)
     if out.returncode not in (0, 1):
         print(f"b{b} h{h}/{hkv} n{n} d{d}: {out.stderr.strip()}")
@@ -78,7 +96,7 @@ def planted_reads(measured, lower, h, hkv):
     return measured + 0.5 * (kv + max(0.0, measured - lower))
 
 
-def compare(flashsim, folder, hw="H100-SXM5-80GB"):
+def compare(flashsim, folder, hw="H100-SXM5-80GB", stacks=False):
     """Each report through `flashsim traffic compare` with its problem's flags: the forward's DRAM read against
     the range (the compulsory bytes .. the adverse L2's bound), and a planted 1.5x K / V re-read (the K / V part
     of the measured reads scaled) flagged or not. (The re-read model this set was drawn for was measured against
@@ -86,7 +104,8 @@ def compare(flashsim, folder, hw="H100-SXM5-80GB"):
     inside = caught = total = 0
     widths = []
     for b, h, hkv, n, d, causal in problems():
-        m = read_figure(flashsim, hw, os.path.join(folder, report_name((b, h, hkv, n, d))), (b, h, hkv, n, d))
+        m = read_figure(flashsim, hw, os.path.join(folder, report_name((b, h, hkv, n, d))), (b, h, hkv, n, d),
+                        stacks)
         if m is None:
             continue
         lower, upper, floor = m["lower"], m["upper"], m["tolerance_floor"]
@@ -115,6 +134,9 @@ def main():
     SEED, OUT = picked
     if len(sys.argv) == 3 and sys.argv[1] == "measure":
         return measure(sys.argv[2])
+    stacks = "--stacks" in sys.argv
+    if stacks:
+        sys.argv.remove("--stacks")
     if len(sys.argv) in (4, 6) and sys.argv[1] == "compare" and sys.argv[4:5] in ([], ["--hw"]):
         if not os.path.isdir(sys.argv[3]):
             print(f"reread_heldout.py: no folder {sys.argv[3]}", file=sys.stderr)
@@ -122,9 +144,10 @@ def main():
         if not (os.path.isfile(sys.argv[2]) and os.access(sys.argv[2], os.X_OK)):
             print(f"reread_heldout.py: {sys.argv[2]} is not an executable flashsim", file=sys.stderr)
             return 2
-        return compare(sys.argv[2], sys.argv[3], sys.argv[5] if len(sys.argv) == 6 else "H100-SXM5-80GB")
+        return compare(sys.argv[2], sys.argv[3], sys.argv[5] if len(sys.argv) == 6 else "H100-SXM5-80GB", stacks)
     if len(sys.argv) > 1:
-        print(f"usage: reread_heldout.py [--set {'|'.join(SETS)}] [measure OUT | compare FLASHSIM DIR [--hw PROFILE]]",
+        print(f"usage: reread_heldout.py [--set {'|'.join(SETS)}] [measure OUT | compare FLASHSIM DIR [--hw PROFILE] "
+              f"[--stacks]]",
               file=sys.stderr)
         return 2
     heldout.write(OUT, SEED, COUNT, draw,

@@ -26,6 +26,7 @@ import derive  # noqa: E402
 import fwd_mimic  # noqa: E402
 import ncu  # noqa: E402
 import run  # noqa: E402
+import sdpa_stack  # noqa: E402
 import tables  # noqa: E402
 
 NCU = os.path.join(SRC, "tests", "data", "ncu")
@@ -828,35 +829,68 @@ class FwdMimic(unittest.TestCase):
             self.assertEqual(fwd_mimic.evaluate(FLASHSIM, "H200", [empty], []), 2)
 
 
+class SdpaStack(unittest.TestCase):
+    NAME = ("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, 0, 0, bfloat16_t, Flash_kernel_traits<128, "
+            "128, 64, 4, bfloat16_t>>, 0, 1, 0, 0, {}, 1, 0, 0>(Flash_fwd_params)")
+
+    def test_names_map_to_the_table(self):
+        frames = sdpa_stack.table()
+        # cuobjdump's STACK of SDPA's d128 causal forward: 376 bytes when the lengths are not a tile multiple
+        self.assertEqual(frames[sdpa_stack.key(self.NAME.format(0))], 376)
+        self.assertEqual(frames[sdpa_stack.key(self.NAME.format(1))], 136)
+        # the demangled spelling (true / false, cutlass::) gives the same key
+        demangled = self.NAME.format(0).replace("bfloat16_t, Flash", "cutlass::bfloat16_t, Flash").replace(
+            "0, 1, 0, 0, 0, 1, 0, 0>", "false, true, false, false, false, true, false, false>")
+        self.assertEqual(sdpa_stack.key(demangled), sdpa_stack.key(self.NAME.format(0)))
+        self.assertIsNone(sdpa_stack.key("void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128"))
+
+    def test_a_report_gives_its_forward_frame_or_none(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            def report(names):
+                path = os.path.join(tmp, "r.csv")
+                with open(path, "w") as f:
+                    f.write('"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n')
+                    for i, name in enumerate(names):
+                        f.write(f'"{i}","{name}","dram__bytes_read.sum","byte","1"\n')
+                return path
+            self.assertEqual(sdpa_stack.stack_bytes(report([self.NAME.format(0)])), 376)
+            # SDPA's backward kernels beside it: the forward's frame
+            self.assertEqual(sdpa_stack.stack_bytes(report([self.NAME.format(1), "void flash_bwd_dot_do_o_kernel<1>"])),
+                             136)
+            # another build's forward (seven flags), no forward, an unreadable report: none
+            self.assertIsNone(sdpa_stack.stack_bytes(report([self.NAME.format(0).replace(", 0, 0>(", ", 0>(")])))
+            self.assertIsNone(sdpa_stack.stack_bytes(report(["void flash_bwd_dot_do_o_kernel<1>"])))
+            self.assertIsNone(sdpa_stack.stack_bytes(os.path.join(tmp, "missing.csv")))
+
+
 class L2Partitioned(unittest.TestCase):
-    def test_each_card_has_its_fit_and_held_out_forwards(self):
+    def test_the_h200_has_its_fit_and_held_out_forwards(self):
         fit, check = derive.partitioned_sets("H200")
-        # re-read sets 1 and 2 (set 1's b2 h16/2 n13760 report is empty) and the 16 recorded causal shapes
-        self.assertEqual(len(fit), 48)
-        self.assertEqual(len(check), 16)
-        self.assertEqual({label for label, _, _ in fit},
-                         {"set1", "set2", "first", "validation", "validation2", "validation3", "validation4"})
-        self.assertEqual({label for label, _, _ in check}, {"set3"})
-        fit, check = derive.partitioned_sets("H100-SXM5-80GB")
-        self.assertEqual(len(fit), 16)
-        self.assertEqual(len(check), 26)  # 13 causal problems, SDPA's and fa2-v1's forwards
-        self.assertIn(("SDPA", (4, 16, 4, 9985, 128)), {(label, problem) for label, _, problem in check})
+        # re-read sets 1 .. 4 and the 16 recorded causal shapes (set 1's b2 h16/2 n13760 report is empty: derive
+        # says so and leaves it out)
+        self.assertEqual(len(fit), 80)
+        self.assertEqual({label for label, _, _ in fit}, {"set1", "set2", "set3", "set4", "first", "validation",
+                                                         "validation2", "validation3", "validation4"})
+        self.assertEqual({label for label, _, _ in check}, {"set5"} if check else set())
         for _, report, _ in fit + check:
             self.assertTrue(os.path.exists(report), report)
-        with self.assertRaises(ValueError):
-            derive.partitioned_sets("B200")
+        # the H100's forwards lack their kernels' stack frames
+        for hw in ("H100-SXM5-80GB", "B200"):
+            with self.assertRaises(ValueError):
+                derive.partitioned_sets(hw)
         # a card without recorded forwards, or a profile of one L2 partition: one line, exit 2
-        for hw in ("A100-SXM4-80GB", "L4"):
+        for hw in ("H100-SXM5-80GB", "A100-SXM4-80GB", "L4"):
             with redirect_stderr(io.StringIO()) as err:
                 self.assertEqual(run.main(["derive", "l2-partitioned", FLASHSIM, "--hw", hw]), 2)
             self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
 
-    def test_the_profiles_leave_the_refuted_capacity_unset(self):
-        # derived (52 MiB on the H200, 43 on the H100), then refuted on blind re-read set 4: the range is the LRU's
-        for hw in ("H200", "H100-SXM5-80GB"):
+    def test_the_h200_profile_has_the_capacity_with_stack_frames(self):
+        # 59 MiB with the kernels' stack frames (52 MiB without them was refuted on blind re-read set 4); the H100's
+        # forwards lack their frames: its range is the LRU's
+        for hw, capacity in (("H200", 59 << 20), ("H100-SXM5-80GB", 0)):
             profile = derive.show_profile(FLASHSIM, hw)
             self.assertEqual(profile["l2_partitions"], 2)
-            self.assertEqual(profile["l2_partitioned_adverse_bytes"], 0)
+            self.assertEqual(profile["l2_partitioned_adverse_bytes"], capacity)
 
 
 if __name__ == "__main__":

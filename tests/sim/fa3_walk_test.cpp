@@ -180,7 +180,7 @@ TEST(Fa3Walk, BalancedWalkAgainstNcu) {
        ProblemBuilder().batch(8).heads(16).seqlen(2048).head_dim(128).dtype(DType::BF16).causal().build()},
   };
   for (const auto& [file, p] : reports) {
-    const auto kernels = read_report(std::string(FLASHSIM_TEST_DATA "/ncu/fa3_walk_h200/") + file);
+    const auto kernels = test::read_report(std::string(FLASHSIM_TEST_DATA "/ncu/fa3_walk_h200/") + file);
     const Comparison c = compare_ncu(kernels, p, hw, dram_counters_replayed(kernels));
     ASSERT_EQ(c.kernels.size(), 3u) << file;  // three timed launches
     for (const auto& k : c.kernels) {

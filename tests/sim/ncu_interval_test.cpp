@@ -164,13 +164,13 @@ TEST(NcuInterval, BoundsFollowTheProfile) {
   const auto rec = recognize_kernel(one_pass_reports().front().kernels[0].name);
   ASSERT_TRUE(rec);
   const auto counts = analytic_counts(*rec->model, p, rec->config);
-  const auto wide = dram_interval(*rec->model, p, rec->config, predict_kernel(counts, hw), hw, 0);
+  const auto wide = dram_interval(*rec->model, p, rec->config, predict_kernel(counts, hw), hw, {});
   EXPECT_TRUE(wide.executed);
   EXPECT_EQ(wide.read.lower, static_cast<double>(counts.unique_loaded()));
   EXPECT_EQ(wide.read.suspect, "k");
   EXPECT_EQ(wide.adverse_l2_bytes, static_cast<double>(hw.l2_adverse_reuse_bytes));
   hw.l2_adverse_reuse_bytes *= 2;
-  const auto narrow = dram_interval(*rec->model, p, rec->config, predict_kernel(counts, hw), hw, 0);
+  const auto narrow = dram_interval(*rec->model, p, rec->config, predict_kernel(counts, hw), hw, {});
   EXPECT_EQ(narrow.read.lower, wide.read.lower);
   EXPECT_LE(narrow.read.upper, wide.read.upper);
   EXPECT_GT(narrow.adverse_l2_bytes, wide.adverse_l2_bytes);
@@ -190,7 +190,8 @@ TEST(NcuInterval, AdverseCapacityAndDirtyLines) {
     const AttentionProblem p = recorded_problem(r->shape);
     const auto rec = recognize_kernel(r->kernels.at(kernel).name);
     const auto counts = analytic_counts(*rec->model, p, rec->config);
-    return std::pair{dram_interval(*rec->model, p, rec->config, predict_kernel(counts, hw), hw, spills),
+    return std::pair{dram_interval(*rec->model, p, rec->config, predict_kernel(counts, hw), hw,
+                                   SpillFacts{.store_bytes_per_cta = spills}),
                      static_cast<double>(counts.unique_dirty())};
   };
   const auto [fwd, fwd_dirty] = interval("d64_n1024", 0, 0);
@@ -254,26 +255,29 @@ TEST(NcuInterval, OwnBackwardIsWithinTheRange) {
   EXPECT_TRUE(metric(c, 0, "dram__bytes_read.sum").ok);
 }
 
-// With a partitioned capacity (l2_partitioned_adverse_bytes, which the built-in profiles leave unset: blind re-read
-// set 4 refuted the derived value), a causal forward's read upper bound is the smaller of the adverse LRU's and
-// the partitioned L2's, less the resident spill frames; a backward's is the LRU's alone, and a profile without the
-// partitioned capacity keeps the LRU's.
+// With a partitioned capacity (l2_partitioned_adverse_bytes: the H200 profile's), a causal forward's read upper
+// bound is the smaller of the adverse LRU's and the partitioned L2's, less the resident spill frames, where the
+// kernel's frame is known; a backward's is the LRU's alone, and a profile without the partitioned capacity keeps
+// the LRU's.
 TEST(NcuInterval, PartitionedL2BoundsForwardReads) {
-  const auto lru_only = load_profile("H200");
-  ASSERT_EQ(lru_only.l2_partitions, 2);
-  ASSERT_EQ(lru_only.l2_partitioned_adverse_bytes, 0);
-  auto hw = lru_only;
-  hw.l2_partitioned_adverse_bytes = int64_t{52} << 20;  // what derive l2-partitioned gave the H200
+  auto hw = load_profile("H200");
+  ASSERT_EQ(hw.l2_partitions, 2);
+  // derive l2-partitioned with the kernels' stack frames (calibration h200.l2_partitioned_adverse)
+  ASSERT_EQ(hw.l2_partitioned_adverse_bytes, int64_t{59} << 20);
+  ASSERT_EQ(load_profile("H100-SXM5-80GB").l2_partitioned_adverse_bytes, 0);  // its kernels' frames unknown
+  auto lru_only = hw;
+  lru_only.l2_partitioned_adverse_bytes = 0;
   const auto p =
       ProblemBuilder().batch(2).heads(8).seqlen(8192).head_dim(128).dtype(DType::BF16).causal().build();
-  const auto interval = [&](const char* kernel, const HardwareProfile& h, double spills) {
+  const auto interval = [&](const char* kernel, const HardwareProfile& h, SpillFacts spills) {
     const KernelModel& m = kernel_model(kernel);
     const TileConfig c{};
     const auto counts = analytic_counts(m, p, c);
     return dram_interval(m, p, c, predict_kernel(counts, h), h, spills);
   };
-  const auto with = interval("fwd_fa2", hw, 0);
-  const auto without = interval("fwd_fa2", lru_only, 0);
+  const SpillFacts none{.store_bytes_per_cta = 0};  // a report that counts no spill stores
+  const auto with = interval("fwd_fa2", hw, none);
+  const auto without = interval("fwd_fa2", lru_only, none);
   EXPECT_EQ(with.partitioned_l2_bytes, static_cast<double>(hw.l2_partitioned_adverse_bytes));
   EXPECT_EQ(without.partitioned_l2_bytes, 0);
   EXPECT_EQ(with.read.lower, without.read.lower);
@@ -282,11 +286,65 @@ TEST(NcuInterval, PartitionedL2BoundsForwardReads) {
   EXPECT_GT(without.read.upper, 4 * with.read.lower);
   EXPECT_LT(with.read.upper, 0.5 * without.read.upper);
   EXPECT_GT(with.read.upper, with.read.lower);
-  // spill frames take their bytes from the partitioned capacity too
-  const auto spilled = interval("fwd_fa2", hw, 64.0 * 1024 * 150);
+  // a kernel that spills from a frame of unknown size keeps the LRU's bound (its frame may hold more than its
+  // stores a step: blind set 4's d128 failures); with its stack frame, the frames take their bytes from the
+  // partitioned capacity, and each CTA's frame may come back from DRAM once
+  const double stores = 64.0 * 1024 * 150;
+  const auto unknown = interval("fwd_fa2", hw, {.store_bytes_per_cta = stores});
+  EXPECT_FALSE(unknown.frame_known);
+  EXPECT_EQ(unknown.partitioned_l2_bytes, 0);
+  EXPECT_DOUBLE_EQ(unknown.read.upper,
+                   interval("fwd_fa2", lru_only, {.store_bytes_per_cta = stores}).read.upper);
+  const auto spilled =
+      interval("fwd_fa2", hw, {.store_bytes_per_cta = stores, .stack_bytes_per_thread = 376});
+  EXPECT_TRUE(spilled.frame_known);
   EXPECT_LT(spilled.partitioned_l2_bytes, with.partitioned_l2_bytes);
   EXPECT_GE(spilled.read.upper, with.read.upper);
   // the backward keeps the LRU's bound
-  const auto bwd = interval("bwd_dq_dk_dv", hw, 0);
+  const auto bwd = interval("bwd_dq_dk_dv", hw, none);
   EXPECT_EQ(bwd.partitioned_l2_bytes, 0);
+}
+
+// A kernel's stack frame (cuobjdump's STACK, --stack-bytes): each CTA's frame may be written back and read back
+// once (SDPA's d128 causal forwards on the H200, calibration h200.spill_frame_reads), and it is the frame the
+// resident CTAs hold where it is larger than a step's spill stores.
+TEST(NcuInterval, StackFrameIsWrittenAndReadBackOnce) {
+  const auto hw = load_profile("H200");
+  const auto p =
+      ProblemBuilder().batch(2).heads(8).seqlen(8192).head_dim(128).dtype(DType::BF16).causal().build();
+  const KernelModel& m = kernel_model("fwd_fa2");
+  const TileConfig c{};
+  const auto counts = analytic_counts(m, p, c);
+  const auto pr = predict_kernel(counts, hw);
+  const auto plain = dram_interval(m, p, c, pr, hw, {.store_bytes_per_cta = 0});
+  const double stack = 376;
+  const auto framed =
+      dram_interval(m, p, c, pr, hw, {.store_bytes_per_cta = 0, .stack_bytes_per_thread = stack});
+  const double frame = stack * counts.launch.threads, ctas = static_cast<double>(counts.launch.ctas());
+  EXPECT_EQ(framed.spill_frame_bytes_cta, frame);
+  EXPECT_DOUBLE_EQ(framed.adverse_l2_bytes,
+                   plain.adverse_l2_bytes - frame * static_cast<double>(pr.occ.resident_ctas));
+  // the reads: the schedule through the smaller L2 (no fewer re-reads) plus each CTA's frame once
+  EXPECT_GE(framed.read.upper, plain.read.upper + frame * ctas);
+  EXPECT_GE(framed.write.upper, plain.write.upper + frame * ctas);
+  EXPECT_EQ(framed.read.lower, plain.read.lower);
+  EXPECT_DOUBLE_EQ(framed.spill_read_bytes, frame * ctas);
+  // a frame line comes back from DRAM only after it was written back: no more than the measured writes beyond
+  // the kernel's least
+  const auto capped = dram_interval(m, p, c, pr, hw,
+                                    {.store_bytes_per_cta = 0,
+                                     .stack_bytes_per_thread = stack,
+                                     .measured_write_bytes = framed.write.lower + 1e6});
+  EXPECT_DOUBLE_EQ(capped.spill_read_bytes, 1e6);
+  EXPECT_DOUBLE_EQ(capped.read.upper, framed.read.upper - framed.spill_read_bytes + 1e6);
+  const auto none = dram_interval(m, p, c, pr, hw,
+                                  {.store_bytes_per_cta = 0,
+                                   .stack_bytes_per_thread = stack,
+                                   .measured_write_bytes = framed.write.lower / 2});
+  EXPECT_EQ(none.spill_read_bytes, 0);
+  // a step's stores larger than the stack frame stand for the frame instead
+  const double steps = std::ceil(8192.0 / static_cast<double>(c.block_k));
+  const auto big = dram_interval(m, p, c, pr, hw,
+                                 {.store_bytes_per_cta = 2 * frame * steps, .stack_bytes_per_thread = stack});
+  EXPECT_DOUBLE_EQ(big.spill_frame_bytes_cta, 2 * frame);
 }

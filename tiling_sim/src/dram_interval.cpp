@@ -50,8 +50,8 @@ double adverse_l2_base_bytes(const HardwareProfile& hw) {
 }
 
 DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
-                           const KernelPrediction& pr, const HardwareProfile& hw,
-                           double spill_store_bytes_per_cta, const ProblemData* data) {
+                           const KernelPrediction& pr, const HardwareProfile& hw, const SpillFacts& spills,
+                           const ProblemData* data) {
   const KernelCounts& k = pr.counts;
   DramInterval r;
   const auto dirty = static_cast<double>(k.unique_dirty());
@@ -63,11 +63,19 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   r.read.lower = static_cast<double>(k.unique_loaded());
   r.write.lower = std::max(0.0, dirty - std::min(dirty_limit, dirty));
 
-  // Spill frames: what a CTA spills in one main-loop step stands for its frame; the resident CTAs' frames
-  // take L2 from the reused data (the probes' item 5), and each CTA's frame may be written back once.
+  // Spill frames: the kernel's stack frame where given, else what a CTA spills in one main-loop step (a lower
+  // estimate: SDPA's d128 causal forward on the H200 stores 37 bytes a thread a step from a frame of 376). The
+  // resident CTAs' frames take L2 from the reused data (the probes' item 5), and each CTA's frame may be
+  // written back and read back once: slots spilled before the main loop and reloaded after it go cold for the
+  // CTA's life (SDPA's d128 forwards wrote back 258 .. 287 bytes a thread of that 376-byte frame and read 85 ..
+  // 252 back; calibration h200.spill_frame_reads). A frame line read back was written back first: those reads
+  // are also at most the measured writes beyond the kernel's least (its dirty data less what L2 keeps).
   const auto resident = static_cast<double>(std::max<int64_t>(1, pr.occ.resident_ctas));
   const auto ctas = static_cast<double>(std::max<int64_t>(1, k.launch.ctas()));
-  r.spill_frame_bytes_cta = spill_store_bytes_per_cta / main_loop_steps(m, p, c);
+  const double stack_frame = std::max(0.0, spills.stack_bytes_per_thread) * k.launch.threads;
+  r.spill_frame_bytes_cta =
+      std::max(stack_frame, std::max(0.0, spills.store_bytes_per_cta) / main_loop_steps(m, p, c));
+  r.frame_known = spills.stack_bytes_per_thread >= 0 || spills.store_bytes_per_cta == 0;
   // The adverse L2: an LRU of the capacity at which the executed schedules of the H100 probes' FlashAttention
   // mimics re-read what they did (l2_adverse_reuse_bytes; their K/V, walked backwards by CTAs of unequal length,
   // are re-read up to 1.3x the compulsory bytes where an LRU of the l2_reuse_bytes that a uniform pattern
@@ -100,12 +108,13 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
     // 4.5x the compulsory bytes on the H200, 6x on the H100, where the LRU allowed up to 61x). Causal forwards
     // only: the measurements behind it are theirs (a short non-causal d256 forward, SDPA's b10 h12/6 n768 on the
     // H100, read 1.13x its compulsory bytes where the partitioned L2 gives 1.10x). Less the resident CTAs' spill
-    // frames, as the LRU's. The built-in profiles leave the capacity unset: on a blind set (H200 re-read set 4) two
-    // correct d128 forwards, which spill the most, read 1.17x and 1.32x over the derived value.
+    // frames, as the LRU's. Only where the frame is known: on a blind set (H200 re-read set 4) two correct d128
+    // forwards read 1.17x and 1.32x over a capacity derived without their 376-byte stack frames, which they
+    // wrote back and read back (calibration h200.spill_frame_reads).
     const double part_bytes =
         static_cast<double>(hw.l2_partitioned_adverse_bytes) - r.spill_frame_bytes_cta * resident;
     if (m.pass == Pass::Forward && p.causal() && p.window_left < 0 && hw.l2_partitioned_adverse_bytes > 0 &&
-        part_bytes >= static_cast<double>(hw.line_bytes)) {
+        r.frame_known && part_bytes >= static_cast<double>(hw.line_bytes)) {
       r.partitioned_l2_bytes = part_bytes;
       exec_read =
           std::min(exec_read, static_cast<double>(simulate_l2_partitioned_reads(
@@ -113,8 +122,12 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
     }
   }
   // plus the kernel's code, fetched from DRAM after ncu's cache flush
+  r.spill_read_bytes = stack_frame * ctas;
+  if (spills.measured_write_bytes >= 0)
+    r.spill_read_bytes =
+        std::min(r.spill_read_bytes, std::max(0.0, spills.measured_write_bytes - r.write.lower));
   r.read.upper = std::max({r.read.lower, exec_read, static_cast<double>(pr.dram_read)}) +
-                 static_cast<double>(hw.kernel_code_bytes);
+                 static_cast<double>(hw.kernel_code_bytes) + r.spill_read_bytes;
   r.write.upper =
       std::max({dirty, exec_write, static_cast<double>(pr.dram_write)}) + r.spill_frame_bytes_cta * ctas;
   r.read = with_suspect(r.read, k, true);

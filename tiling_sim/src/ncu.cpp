@@ -437,7 +437,8 @@ void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool read
 }  // namespace
 
 Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
-                       const HardwareProfile& hw, bool replayed, const ProblemData* data) {
+                       const HardwareProfile& hw, bool replayed, const ProblemData* data,
+                       double stack_bytes_per_thread) {
   Comparison c;
   int64_t last_splits = 1;  // the split count of the last split kernel recognized (NcuSplits::PreviousKernel)
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -457,9 +458,15 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
       const KernelCounts counts = analytic_counts(*rec->model, p, rec->config, data);
       check_launch(k, counts.launch, *rec->model, p);
       L2Context ctx;
-      if (auto it = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"); it != k.metrics.end())
+      SpillFacts spills;
+      spills.stack_bytes_per_thread = stack_bytes_per_thread;
+      if (auto w = k.metrics.find("dram__bytes_write.sum"); w != k.metrics.end())
+        spills.measured_write_bytes = w->second;
+      if (auto it = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"); it != k.metrics.end()) {
         ctx.spill_store_bytes_per_cta =
             it->second / static_cast<double>(std::max<int64_t>(1, counts.launch.ctas()));
+        spills.store_bytes_per_cta = ctx.spill_store_bytes_per_cta;
+      }
       KernelPrediction pr = predict_kernel(counts, hw, ctx);
       if (replayed &&
           (i > 0 ||
@@ -468,8 +475,7 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
         pr.dram_write += static_cast<int64_t>(hw.ncu_replay_write_bytes);
       }
       kc.name = rec->model->name + " (" + k.name.substr(0, k.name.find('<')) + ")";
-      DramInterval range =
-          dram_interval(*rec->model, p, rec->config, pr, hw, ctx.spill_store_bytes_per_cta, data);
+      DramInterval range = dram_interval(*rec->model, p, rec->config, pr, hw, spills, data);
       // The replay's dirty data is ncu's, not the kernel's: it raises the upper bound only (its amount varies
       // between kernels: 1.9 .. 3.4 MB on SDPA's, less on fa2-v1's).
       range.write.upper += kc.replay_write_bytes;
@@ -515,9 +521,9 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
         m.ratio = m.predicted != 0 ? m.measured / m.predicted : (m.measured == 0 ? 1.0 : INFINITY);
         if (m.metric.rfind("dram__", 0) == 0) {
           const bool reads = m.metric == "dram__bytes_read.sum";
-          const auto spills = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum");
+          const auto stores = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum");
           judge_dram(m, reads ? range.read : range.write, reads ? read_floor : dram_floor, reads,
-                     spills != k.metrics.end() ? spills->second : -1.0);
+                     stores != k.metrics.end() ? stores->second : -1.0);
         } else if (m.tolerance > 0) {
           m.ok = std::fabs(m.measured - m.predicted) <= m.tolerance * m.predicted;
           m.verdict = m.ok ? "ok" : "FAIL";

@@ -10,8 +10,12 @@
 //          the kernel's dirty lines can hold, up to l2_dirty_bytes), less the resident CTAs' register-spill
 //          frames, plus the kernel's code (kernel_code_bytes: ncu flushes the caches, the code is read again).
 //          Writes: every dirty byte, or that LRU's write-backs where more, plus each CTA's spill frame written
-//          back once. A causal forward's reads: the smaller of that LRU's and the partitioned L2's at the profile's
-//          l2_partitioned_adverse_bytes (l2_sim.h), where the profile has it.
+//          back once; reads, where the kernel's stack frame is known, plus each CTA's frame read back once, and
+//          no more than the report's DRAM writes over their lower end (a spill line comes back from DRAM only
+//          after the L2 wrote it back).
+//          A causal forward's reads: the smaller of that LRU's and the partitioned L2's at the profile's
+//          l2_partitioned_adverse_bytes (l2_sim.h), where the profile has it and the kernel's spill frame is
+//          known (its stack frame given, or a report that counts no spill stores).
 #include <string>
 
 #include "flashsim/sim/model.h"
@@ -26,13 +30,24 @@ struct DramBound {
   double suspect_factor = 0;  // its bytes between L2 and the SMs over its footprint
 };
 
+// What is known of a kernel's register spills.
+struct SpillFacts {
+  double store_bytes_per_cta = -1;  // ncu's local-memory store bytes over the CTAs; < 0: no such counter
+  double stack_bytes_per_thread =
+      -1;                            // the kernel's stack frame (cuobjdump -res-usage's STACK); < 0: unknown
+  double measured_write_bytes = -1;  // the report's DRAM writes; < 0: none
+};
+
 struct DramInterval {
   DramBound read, write;
   double adverse_l2_bytes = 0;      // the LRU capacity of the upper bounds
   double partitioned_l2_bytes = 0;  // the partitioned L2's capacity of the read upper bound; 0: not used
+  double spill_read_bytes = 0;      // the spill frames' reads back from DRAM in the read upper bound
   double spill_frame_bytes_cta =
-      0;                  // a CTA's register-spill frame: its spill stores over its main-loop steps
-  bool executed = false;  // upper reads from the executed schedule; false: every load misses
+      0;                     // a CTA's register-spill frame: its stack frame where known, or its spill
+                             // stores over its main-loop steps where more
+  bool frame_known = false;  // the frame above is the kernel's whole frame (or it spills nothing)
+  bool executed = false;     // upper reads from the executed schedule; false: every load misses
 };
 
 // The adverse L2's capacity before a kernel's own terms: the measured l2_adverse_reuse_bytes or, unmeasured,
@@ -40,10 +55,9 @@ struct DramInterval {
 // kernel's dirty share. Both then lose the resident CTAs' spill frames.
 double adverse_l2_base_bytes(const HardwareProfile& hw);
 
-// prediction: predict_kernel of the model's analytic counts for (p, c). spill_store_bytes_per_cta: ncu's
-// local-memory store bytes over the CTAs (0 when the report has none). No ncu replay term: the caller adds it.
+// prediction: predict_kernel of the model's analytic counts for (p, c). No ncu replay term: the caller adds it.
 DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, const TileConfig& c,
                            const KernelPrediction& prediction, const HardwareProfile& hw,
-                           double spill_store_bytes_per_cta, const ProblemData* data = nullptr);
+                           const SpillFacts& spills, const ProblemData* data = nullptr);
 
 }  // namespace flashsim::sim

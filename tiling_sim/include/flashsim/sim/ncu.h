@@ -72,9 +72,11 @@ struct Comparison {
 
 // replayed: the report's DRAM counters come from a replayed (multi-pass) ncu run; every kernel after the
 // first then gets the profile's ncu_replay_write_bytes added to its predicted DRAM writes. data: the block
-// table and block mask of the profiled run (nullptr: those of seed 0).
+// table and block mask of the profiled run (nullptr: those of seed 0). stack_bytes_per_thread: the profiled
+// kernels' stack frame (cuobjdump -res-usage's STACK, the largest of them), < 0 unknown (dram_interval.h).
 Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionProblem& p,
-                       const HardwareProfile& hw, bool replayed = false, const ProblemData* data = nullptr);
+                       const HardwareProfile& hw, bool replayed = false, const ProblemData* data = nullptr,
+                       double stack_bytes_per_thread = -1);
 // Whether ncu collected a report's DRAM counters in a replayed run: some kernel has DRAM counters and a
 // metric other than dram__*, lts__* and gpu__time_duration* (on the H100, the DRAM counters alone and with
 // the L2 sector counters and the time were collected in one pass; with the L1 and launch metrics, replayed).
