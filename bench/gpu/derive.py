@@ -425,17 +425,22 @@ def dram_coverage(flashsim):
 
 
 
-def dram_coverage_card(flashsim, results, hw):
+def dram_coverage_card(flashsim, results, hw, stacks=False):
     """Coverage of the DRAM interval on another card: SDPA's FA2 on the recorded shape sets, one-pass DRAM
     counters (`run.py traffic sdpa --shapes SET --metrics dram` there: results/sdpa_dram/SET/ncu_dram_csvs.tar.gz),
-    each report through `traffic compare --hw hw`; per set and over all, as dram-coverage prints (h200.l2)."""
+    each report through `traffic compare --hw hw` (with its forward's stack frame where `stacks`: sdpa_stack.py);
+    per set and over all, as dram-coverage prints (h200.l2)."""
+    import sdpa_stack
     show_profile(flashsim, hw)  # an unknown profile: one line, not a failure per report
+    frames = sdpa_stack.table()
     every = []
     for shape_set, reports in card_sdpa_sets(results):
         rows = []
         for shape in SET_SHAPES[shape_set]:
-            cmd = [flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu",
-                   os.path.join(reports, f"ncu_dram_{shape}.csv")] + flags(shape)
+            report = os.path.join(reports, f"ncu_dram_{shape}.csv")
+            stack = sdpa_stack.stack_bytes(report, frames) if stacks else None
+            cmd = [flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", report] + flags(shape) + (
+                [] if stack is None else ["--stack-bytes", str(stack)])
             out = subprocess.run(cmd, capture_output=True, text=True)
             if out.returncode not in (0, 1):
                 print(f"  not compared: {shape_set}/{shape}: {out.stderr.strip()}")

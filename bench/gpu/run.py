@@ -787,7 +787,7 @@ def derive_one(derive, args):
         if not args.results:
             print("derive dram-coverage-card: give the results folder (its sdpa_dram/SET/ archives)", file=sys.stderr)
             return 2
-        return derive.dram_coverage_card(args.flashsim, args.results, args.hw)
+        return derive.dram_coverage_card(args.flashsim, args.results, args.hw, args.stacks)
     if args.what == "l2-adverse":
         derive.l2_adverse(args.flashsim, args.results or os.path.join(ROOT, "bench/results/l2_adverse_h100_2026-11-26"),
                           args.hw)
@@ -968,7 +968,9 @@ def parser():
                    "the results folder")
     p.add_argument("--hw", default="H100-SXM5-80GB", help="fa3-steps, decode-load: the profile of the card that ran "
                    "them (its kernel_latency_s); l2-adverse, dram-coverage-card, fa3-heldout: the profile predicting; "
-                   "l2-partitioned: the card (H200 or H100-SXM5-80GB: its recorded causal forwards)")
+                   "l2-partitioned: the card (H200: its recorded causal forwards with their kernels' stack frames)")
+    p.add_argument("--stacks", action="store_true", help="dram-coverage-card: each SDPA forward's stack frame "
+                   "(sdpa_stack.py: the H200 runs' PyTorch build) to traffic compare --stack-bytes")
     p.add_argument("--spread", action="store_true", help="fa3-steps: the forward from calib-spread's shapes "
                    "(calib_spread_events.txt) in place of calib's one K / V head")
     p.add_argument("--only", default="", help="fa3-steps: only these simulator kernels' entries (fwd_fa3,bwd_fa3)")
