@@ -13,7 +13,8 @@ BUILD: a build configured with -DFLASHSIM_DECODE_INSTANCES=all and sm_90 in CMAK
 
 The ctest gpu.decode_registers_match_build: exit 1 where BUILD's kernels compile to other registers than TABLE
 lists (of the instances BUILD compiles), 77 (skipped) where BUILD cannot tell: unoptimized device code (CI's
--Xptxas -O0, -Xcicc=-O0), no sm_90, or another nvcc than the table's."""
+-Xptxas -O0, -Xcicc=-O0), no sm_90, or another nvcc than the table's (its full version: two builds of nvcc 13.0
+allocated different registers to three instances)."""
 import json
 import os
 import re
@@ -97,7 +98,7 @@ def main(argv):
             text = f.read()
         table = table_entries(text)
         unoptimized = "-Xcicc=-O0" in args or any(a == "-Xptxas" and b == "-O0" for a, b in zip(args, args[1:]))
-        version = re.search(r"release ([\d.]+)", subprocess.run([args[0], "--version"], capture_output=True,
+        version = re.search(r"release [\d.]+, V([\d.]+)", subprocess.run([args[0], "--version"], capture_output=True,
                                                                 text=True).stdout)
         made_by = re.search(r"sm_90 \(CUDA ([\d.]+)", text)
         if unoptimized or "sm_90" not in " ".join(args) or not version or not made_by or \
@@ -126,7 +127,7 @@ def main(argv):
         if not wrong:
             print(f"{len(entries)} split-kernel instances compile to the table's registers")
         return 1 if wrong else 0
-    version = re.search(r"release ([\d.]+)", subprocess.run([args[0], "--version"], capture_output=True,
+    version = re.search(r"release [\d.]+, V([\d.]+)", subprocess.run([args[0], "--version"], capture_output=True,
                                                             text=True).stdout)
     sys.stdout.write(header(entries, f"CUDA {version.group(1) if version else '?'}"))
     return 0

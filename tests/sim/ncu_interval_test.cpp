@@ -342,6 +342,12 @@ TEST(NcuInterval, StackFrameIsWrittenAndReadBackOnce) {
                                    .stack_bytes_per_thread = stack,
                                    .measured_write_bytes = framed.write.lower / 2});
   EXPECT_EQ(none.spill_read_bytes, 0);
+  // without the frame, no read-back term (the writes alone leave the dirty limit's slack, which hides planted
+  // re-reads: PlantedExcessTrafficIsFlagged); the verdict names the frame instead
+  const auto full = dram_interval(
+      m, p, c, pr, hw, {.store_bytes_per_cta = 1e6, .measured_write_bytes = framed.write.lower + 5e6});
+  EXPECT_EQ(full.spill_read_bytes, 0);
+  EXPECT_FALSE(full.frame_known);
   // a step's stores larger than the stack frame stand for the frame instead
   const double steps = std::ceil(8192.0 / static_cast<double>(c.block_k));
   const auto big = dram_interval(m, p, c, pr, hw,

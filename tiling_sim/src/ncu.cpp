@@ -398,10 +398,12 @@ SmSidePrediction sm_side_prediction(const KernelModel& m, const KernelCounts& co
 namespace {
 
 // A DRAM figure against its interval: ok inside [lower - floor, upper + floor]; above, a finding about the
-// kernel naming the tensor whose traffic the schedule says grows fastest (and, for writes of a kernel that
-// spills, its spill frames); below, fewer bytes than the compulsory ones. spill_bytes: ncu's local-memory store
-// bytes, < 0 when the report has no such counter.
-void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool reads, double spill_bytes) {
+// kernel naming the tensor whose traffic the schedule says grows fastest (and, for a kernel that spills, its
+// spill frames: written back, or read back where the range does not know the frame); below, fewer bytes than
+// the compulsory ones. spill_bytes: ncu's local-memory store bytes, < 0 when the report has no such counter.
+// frame_known: the range holds the kernel's stack frame (DramInterval::frame_known).
+void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool reads, double spill_bytes,
+                bool frame_known) {
   m.interval = true;
   m.lower = b.lower;
   m.upper = b.upper;
@@ -419,10 +421,16 @@ void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool read
           "; or its register-spill frames ({:.1f} MB of spill stores), which the range lets each CTA write "
           "back once",
           spill_bytes / 1e6);
+    if (spill_bytes > 0 && reads && !frame_known)
+      m.verdict += fmt::format(
+          "; or its register-spill frames ({:.1f} MB of spill stores) read back from DRAM: give the kernel's "
+          "--stack-bytes",
+          spill_bytes / 1e6);
     if (spill_bytes < 0)
       m.verdict +=
           "; or register-spill frames, which this report cannot show (no "
-          "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum: pass it as --ncu-dram with a full report)";
+          "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum: pass it as --ncu-dram with a full report, or give "
+          "the kernel's --stack-bytes)";
   } else if (m.measured < b.lower - floor) {
     m.ok = false;
     m.verdict = fmt::format(
@@ -523,7 +531,7 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
           const bool reads = m.metric == "dram__bytes_read.sum";
           const auto stores = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum");
           judge_dram(m, reads ? range.read : range.write, reads ? read_floor : dram_floor, reads,
-                     stores != k.metrics.end() ? stores->second : -1.0);
+                     stores != k.metrics.end() ? stores->second : -1.0, range.frame_known);
         } else if (m.tolerance > 0) {
           m.ok = std::fabs(m.measured - m.predicted) <= m.tolerance * m.predicted;
           m.verdict = m.ok ? "ok" : "FAIL";
