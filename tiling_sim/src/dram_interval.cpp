@@ -67,7 +67,7 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   // estimate: SDPA's d128 causal forward on the H200 stores 37 bytes a thread a step from a frame of 376). The
   // resident CTAs' frames take L2 from the reused data (the probes' item 5), and each CTA's frame may be
   // written back and read back once: slots spilled before the main loop and reloaded after it go cold for the
-  // CTA's life (SDPA's d128 forwards wrote back 258 .. 287 bytes a thread of that 376-byte frame and read 85 ..
+  // CTA's life (SDPA's d128 forwards wrote back 257 .. 288 bytes a thread of that 376-byte frame and read 86 ..
   // 252 back; calibration h200.spill_frame_reads). A frame line read back was written back first: those reads
   // are also at most the measured writes beyond the kernel's least (its dirty data less what L2 keeps).
   const auto resident = static_cast<double>(std::max<int64_t>(1, pr.occ.resident_ctas));
