@@ -722,6 +722,33 @@ class Compare(unittest.TestCase):
 class FwdMimic(unittest.TestCase):
     RESULTS = calibration_results("h200.fwd_mimic")
 
+    def test_sdpa_reads_more_than_its_mimic_exactly_where_its_frame_is_376_bytes(self):
+        # the counters run (calibration h200.spill_frame_reads): SDPA's d128 forwards read more DRAM than their
+        # frameless mimics on the 376-byte instantiation, the same on the 136-byte one; the SM-side L2 reads agree
+        results = calibration_results("h200.spill_frame_reads")
+        with tempfile.TemporaryDirectory() as tmp:
+            with tarfile.open(os.path.join(results, "counters_csvs.tar.gz")) as t:
+                t.extractall(tmp)
+            folder = os.path.join(tmp, "counters")
+            seen = 0
+            for (b, h, hkv, n, d), s, mm in fwd_mimic.pairs(folder):
+                stack = sdpa_stack.stack_bytes(os.path.join(folder, f"sdpa_{b}_{h}_{hkv}_{n}_{d}.csv"))
+                ratio = s["dram__bytes_read.sum"] / mm["dram__bytes_read.sum"]
+                if d != 128:
+                    continue
+                seen += 1
+                if stack == 376:
+                    self.assertGreater(ratio, 1.08, (b, h, hkv, n))
+                else:
+                    self.assertEqual(stack, 136)
+                    self.assertLess(ratio, 1.04, (b, h, hkv, n))
+                sm = [x["lts__t_sectors_srcunit_tex_op_read.sum"] for x in (s, mm)]
+                self.assertAlmostEqual(sm[0] / sm[1], 1, delta=0.005)
+            self.assertEqual(seen, 6)
+            with redirect_stdout(io.StringIO()) as out:
+                self.assertEqual(fwd_mimic.counter_table(folder), 0)
+            self.assertEqual(out.getvalue().count("SM->L2 read"), 7)
+
     def test_compulsory_reads_are_q_k_v_once(self):
         # b2 h4 (2 kv heads) n8 d16 bf16: Q 2*4*8*16*2 = 2048 bytes, K and V 2 * 2*2*8*16*2 = 2048
         self.assertEqual(fwd_mimic.compulsory_reads(2, 4, 2, 8, 16), 4096)
