@@ -228,7 +228,7 @@ def partitioned_sets(hw):
     """(fit, held out): the (label, report, problem) causal forwards l2-partitioned derives `hw`'s capacity from
     and checks it on. H200: SDPA's re-read sets 1 .. 3 (fwd_mimic.py's run5_sets.tar.gz, counters and spills) and 4
     (one-pass DRAM counters, l2_partitioned_h200_2026-11-29) and the recorded shape sets' causal forwards measured
-    there (card_sdpa_sets); set 5, drawn after this fit, held out (spill_frames_h200_2026-11-29, once measured).
+    there (card_sdpa_sets); sets 5 and 6, drawn after this fit, held out (spill_frames_h200_2026-11-29).
     The H100's (re-read set 1, the fa2 held-out causal forwards) lack their kernels' stack frames: its derivation
     without them is commit a6787ff's."""
     if hw == "H200":
@@ -241,7 +241,8 @@ def partitioned_sets(hw):
                     problem = tuple(int(x) for x in f[5:-4].split("_"))
                     sets.setdefault(name, []).append((name, os.path.join(folder, name, f), problem))
         for name, archive in (("set4", os.path.join(RESULTS, "l2_partitioned_h200_2026-11-29", "reread_set4_csvs.tar.gz")),
-                              ("set5", os.path.join(SPILL_FRAMES_H200, "reread_set5_csvs.tar.gz"))):
+                              ("set5", os.path.join(SPILL_FRAMES_H200, "reread_set5_csvs.tar.gz")),
+                              ("set6", os.path.join(SPILL_FRAMES_H200, "reread_set6_csvs.tar.gz"))):
             if os.path.exists(archive):
                 folder = os.path.join(unpack(archive), name.replace("set", "s"))
                 sets[name] = [(name, os.path.join(folder, reread_heldout.report_name(problem)), problem[:5])
@@ -250,13 +251,15 @@ def partitioned_sets(hw):
         recorded = [(shape_set, os.path.join(reports, f"ncu_dram_{shape}.csv"), SHAPES[shape][:5])
                     for shape_set, reports in card_sdpa_sets(os.path.join(RESULTS, "l2_probe_h200_2026-11-29"))
                     for shape in SET_SHAPES[shape_set] if SHAPES[shape][5]]
-        return sets["set1"] + sets["set2"] + sets["set3"] + sets["set4"] + recorded, sets.get("set5", [])
+        return (sets["set1"] + sets["set2"] + sets["set3"] + sets["set4"] + recorded,
+                sets.get("set5", []) + sets.get("set6", []))
     raise ValueError(f"no recorded causal forwards with their kernels' stack frames on {hw} (H200)")
 
 
 def l2_partitioned(flashsim, hw="H200"):
-    """The `hw` profile's l2_partitioned_adverse_bytes (calibration h200.l2_partitioned_adverse,
-    h100.l2_partitioned_adverse) from the card's fit causal forwards (partitioned_sets): from l2_bytes down in MiB
+    """The `hw` profile's l2_partitioned_adverse_bytes (calibration h200.l2_partitioned_adverse; the H200 alone:
+    the H100's forwards lack their kernels' stack frames) from the card's fit causal forwards (partitioned_sets),
+    each with its SDPA kernel's frame: from l2_bytes down in MiB
     steps, the largest capacity at which every one of them reads within traffic compare's range; then the held-out
     forwards at that capacity, and a planted 1.5x K/V re-read (reread_heldout.py's) on all. The profile's
     l2_partitions and l2_ways are taken as they are."""
@@ -277,7 +280,7 @@ def l2_partitioned(flashsim, hw="H200"):
         # kernel's code and the LRU's point estimate aside) over the measured
         for name, rows in (("fit", nominal), ("held out", partitioned_figures(flashsim, tmp, profile, capacity, check))):
             if not rows:
-                print(f"{name}: no forwards (set 5 not measured yet)")
+                print(f"{name}: no forwards")
                 continue
             ratios = sorted(m["upper"] / m["measured"] for _, _, m in rows)
             print(f"at l2_bytes ({capacity / MIB:.0f} MiB), {name}: the upper end over the measured reads "

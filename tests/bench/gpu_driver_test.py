@@ -898,7 +898,8 @@ class L2Partitioned(unittest.TestCase):
         self.assertEqual(len(fit), 80)
         self.assertEqual({label for label, _, _ in fit}, {"set1", "set2", "set3", "set4", "first", "validation",
                                                          "validation2", "validation3", "validation4"})
-        self.assertEqual({label for label, _, _ in check}, {"set5"} if check else set())
+        self.assertEqual({label for label, _, _ in check}, {"set5", "set6"})
+        self.assertEqual(len(check), 32)
         for _, report, _ in fit + check:
             self.assertTrue(os.path.exists(report), report)
         # the H100's forwards lack their kernels' stack frames
