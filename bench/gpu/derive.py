@@ -209,10 +209,10 @@ MIMIC_H200 = os.path.join(RESULTS, "fwd_mimic_h200_2026-11-29")
 SPILL_FRAMES_H200 = os.path.join(RESULTS, "spill_frames_h200_2026-11-29")
 
 
-def partitioned_figures(flashsim, tmp, profile, capacity, reports, stacks=True):
+def partitioned_figures(flashsim, tmp, profile, capacity, reports):
     """traffic compare's forward read figure of each (label, report, problem) of `reports` through `profile` with
     a partitioned L2 of `capacity` bytes (l2_partitioned_adverse_bytes), two reports at a time; each SDPA kernel's
-    stack frame from sdpa_stack.py's table where `stacks`"""
+    stack frame from sdpa_stack.py's table"""
     from concurrent.futures import ThreadPoolExecutor
 
     import reread_heldout
@@ -220,7 +220,7 @@ def partitioned_figures(flashsim, tmp, profile, capacity, reports, stacks=True):
     with open(hw, "w") as f:
         json.dump(dict(profile, name="partitioned-probe", l2_partitioned_adverse_bytes=capacity), f)
     with ThreadPoolExecutor(2) as pool:
-        figures = list(pool.map(lambda r: reread_heldout.read_figure(flashsim, hw, r[1], r[2], stacks), reports))
+        figures = list(pool.map(lambda r: reread_heldout.read_figure(flashsim, hw, r[1], r[2], True), reports))
     return [(label, problem, m) for (label, _, problem), m in zip(reports, figures) if m is not None]
 
 

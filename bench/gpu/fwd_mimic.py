@@ -237,7 +237,8 @@ COUNTED = [(3, 12, 6, 13623, 128, 1), (8, 8, 2, 9623, 128, 1), (7, 8, 8, 6657, 1
 def counters(out):
     """Each COUNTED problem: SDPA's forward and its calibrated mimic under ncu with COUNTER_METRICS (where their
     streams differ: L2 reads and writes from the SMs, spill misses in L1, the carveout); then the resource usage
-    cuobjdump gives the flash forward kernels in PyTorch (their stack frames) into out/res_usage.txt. A counter
+    cuobjdump gives PyTorch's sm_90 kernels into out/res_usage.txt (their stack frames: sdpa_stack.py
+    --from-cuobjdump makes its table from it). A counter
     this ncu does not know is left out (one line says which): one unknown name would void every report."""
     known = subprocess.run(["ncu", "--query-metrics", "--chip", "gh100"], capture_output=True, text=True).stdout
     names = set(line.split()[0] for line in known.splitlines() if line.strip())
@@ -258,12 +259,8 @@ def counters(out):
     with open(os.path.join(out, "res_usage.txt"), "w") as f:
         for so in sorted(os.listdir(lib)):
             if so.startswith("libtorch_cuda"):
-                r = subprocess.run(["cuobjdump", "-res-usage", os.path.join(lib, so)], capture_output=True,
-                                   text=True, timeout=400)
-                lines = r.stdout.splitlines()
-                for i, line in enumerate(lines):
-                    if "flash_fwd_kernel" in line and i + 1 < len(lines):
-                        f.write(line.strip() + "\n" + lines[i + 1].strip() + "\n")
+                f.write(subprocess.run(["cuobjdump", "-res-usage", "-arch", "sm_90", os.path.join(lib, so)],
+                                       capture_output=True, text=True, timeout=400).stdout)
 
 
 def counter_table(out):

@@ -1,9 +1,13 @@
 """The stack frame (bytes a thread) of the SDPA FlashAttention-2 forward kernel an ncu report profiled, from
 data/sdpa_flash_fwd_stack_sm90.txt (PyTorch 2.11.0+cu130's sm_90 build, cuobjdump -res-usage): what `flashsim
 traffic compare --stack-bytes` takes. Only for reports of that build (the H200 runs of 2026-11-29).
-    python3 bench/gpu/sdpa_stack.py REPORT...     # each report's kernel and its stack frame"""
+    python3 bench/gpu/sdpa_stack.py REPORT...                   # each report's kernel and its stack frame
+    python3 bench/gpu/sdpa_stack.py --from-cuobjdump RES_USAGE   # the table's rows from `cuobjdump -res-usage
+                                                                # -arch sm_90 libtorch_cuda.so` (c++filt demangles)"""
+import functools
 import os
 import re
+import subprocess
 import sys
 
 import ncu
@@ -17,8 +21,10 @@ NAME = re.compile(r"flash_fwd_kernel<Flash_fwd_kernel_traits<(\d+), (\d+), (\d+)
 DTYPES = {"bfloat16_t": "bf16", "half_t": "fp16"}
 
 
+@functools.lru_cache(maxsize=None)
 def table():
-    """{(head_dim, block_q, block_k, warps, q_in_regs, share_q_k, dtype, the eight flags): stack bytes}"""
+    """{(head_dim, block_q, block_k, warps, q_in_regs, share_q_k, dtype, the eight flags): stack bytes} (read
+    once: callers do not change it)"""
     frames = {}
     with open(TABLE) as f:
         for line in f:
@@ -53,9 +59,35 @@ def stack_bytes(report, frames=None):
     return None if not found or None in found else max(found)
 
 
+def from_cuobjdump(text):
+    """The table's rows (key words, stack bytes, registers), sorted, of each flash_fwd_kernel instantiation (not
+    split-KV) in cuobjdump -res-usage's output: a `Function NAME:` line, then its `REG:.. STACK:..` line."""
+    lines = text.splitlines()
+    found = [(lines[i].strip()[len("Function "):].rstrip(":"), lines[i + 1]) for i in range(len(lines) - 1)
+             if lines[i].strip().startswith("Function ") and "flash_fwd_kernel" in lines[i]]
+    names = subprocess.run(["c++filt"], input="\n".join(n for n, _ in found), capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    rows = set()
+    for name, (_, usage) in zip(names, found):
+        k = key(name)
+        if k is not None:
+            rows.add(k + (int(re.search(r"STACK:(\d+)", usage).group(1)), int(re.search(r"REG:(\d+)", usage).group(1))))
+    return sorted(rows, key=lambda r: tuple(int(w) if isinstance(w, int) or w.isdigit() else w for w in r))
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--from-cuobjdump":
+        try:
+            with open(sys.argv[2]) as f:
+                rows = from_cuobjdump(f.read())
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"sdpa_stack.py: {e}", file=sys.stderr)
+            return 2
+        for r in rows:
+            print(" ".join(map(str, r)))
+        return 0
     if len(sys.argv) < 2:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        print("usage: sdpa_stack.py REPORT... | --from-cuobjdump RES_USAGE", file=sys.stderr)
         return 2
     frames = table()
     for report in sys.argv[1:]:

@@ -871,6 +871,14 @@ class SdpaStack(unittest.TestCase):
         self.assertEqual(sdpa_stack.key(demangled), sdpa_stack.key(self.NAME.format(0)))
         self.assertIsNone(sdpa_stack.key("void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128"))
 
+    def test_the_table_is_cuobjdumps_recorded_output(self):
+        # the rows of data/sdpa_flash_fwd_stack_sm90.txt, made again from the recorded cuobjdump output
+        import gzip
+        with gzip.open(os.path.join(calibration_results("h200.spill_frame_reads"), "stack.txt.gz"), "rt") as f:
+            rows = sdpa_stack.from_cuobjdump(f.read())
+        self.assertEqual({tuple(map(str, r[:15])): r[15] for r in rows}, sdpa_stack.table())
+        self.assertEqual(len(rows), 272)
+
     def test_a_report_gives_its_forward_frame_or_none(self):
         with tempfile.TemporaryDirectory() as tmp:
             def report(names):

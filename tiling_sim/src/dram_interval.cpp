@@ -68,8 +68,7 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   // resident CTAs' frames take L2 from the reused data (the probes' item 5), and each CTA's frame may be
   // written back and read back once: slots spilled before the main loop and reloaded after it go cold for the
   // CTA's life (SDPA's d128 forwards wrote back 257 .. 288 bytes a thread of that 376-byte frame and read 86 ..
-  // 252 back; calibration h200.spill_frame_reads). A frame line read back was written back first: those reads
-  // are also at most the measured writes beyond the kernel's least (its dirty data less what L2 keeps).
+  // 252 back; calibration h200.spill_frame_reads).
   const auto resident = static_cast<double>(std::max<int64_t>(1, pr.occ.resident_ctas));
   const auto ctas = static_cast<double>(std::max<int64_t>(1, k.launch.ctas()));
   const double stack_frame = std::max(0.0, spills.stack_bytes_per_thread) * k.launch.threads;
@@ -121,7 +120,8 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
                                   executed, p, hw, pr.occ.resident_ctas, static_cast<int64_t>(part_bytes))));
     }
   }
-  // The frames read back: each CTA's once, no more than the measured writes beyond their least. Only where the
+  // The frames read back: each CTA's once, and no more than the measured writes beyond their least (the kernel's
+  // dirty data less what L2 keeps: a frame line read back was written back first). Only where the
   // frame is known: the writes alone leave the L2's dirty limit of slack, which hid a planted 1.5x K/V re-read
   // on non-causal recorded reports; without the frame a spilling kernel can read past the range (SDPA's d128
   // b7 h12/12 n1600 forward on the H200, re-read set 6: 1.11x), and the verdict says to give the frame.

@@ -470,9 +470,11 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
       spills.stack_bytes_per_thread = stack_bytes_per_thread;
       if (auto w = k.metrics.find("dram__bytes_write.sum"); w != k.metrics.end())
         spills.measured_write_bytes = w->second;
+      double spill_stores = -1;  // ncu's local-memory store bytes; < 0: the report has no such counter
       if (auto it = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum"); it != k.metrics.end()) {
+        spill_stores = it->second;
         ctx.spill_store_bytes_per_cta =
-            it->second / static_cast<double>(std::max<int64_t>(1, counts.launch.ctas()));
+            spill_stores / static_cast<double>(std::max<int64_t>(1, counts.launch.ctas()));
         spills.store_bytes_per_cta = ctx.spill_store_bytes_per_cta;
       }
       KernelPrediction pr = predict_kernel(counts, hw, ctx);
@@ -529,9 +531,8 @@ Comparison compare_ncu(const std::vector<NcuKernel>& kernels, const AttentionPro
         m.ratio = m.predicted != 0 ? m.measured / m.predicted : (m.measured == 0 ? 1.0 : INFINITY);
         if (m.metric.rfind("dram__", 0) == 0) {
           const bool reads = m.metric == "dram__bytes_read.sum";
-          const auto stores = k.metrics.find("l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum");
           judge_dram(m, reads ? range.read : range.write, reads ? read_floor : dram_floor, reads,
-                     stores != k.metrics.end() ? stores->second : -1.0, range.frame_known);
+                     spill_stores, range.frame_known);
         } else if (m.tolerance > 0) {
           m.ok = std::fabs(m.measured - m.predicted) <= m.tolerance * m.predicted;
           m.verdict = m.ok ? "ok" : "FAIL";

@@ -75,8 +75,9 @@ struct HardwareProfile {
   int l2_partitions = 1, l2_ways = 16;
   // The capacity of that partitioned L2 at which its reads bound a causal forward's on the card: the largest at
   // which the executed schedule reads at least what SDPA's FlashAttention-2 forward read, on the fit problems
-  // (calibration h200.l2_partitioned_adverse). 0: unset, the upper bound is the adverse LRU's alone (the
-  // built-in profiles: the derived values were refuted on a blind set).
+  // with the kernels' stack frames (calibration h200.l2_partitioned_adverse; dram_interval uses it only where a
+  // kernel's frame is known). 0: unset, the upper bound is the adverse LRU's alone (the H100's: the frames of the
+  // PyTorch build its forwards ran are not recorded).
   int64_t l2_partitioned_adverse_bytes = 0;
   // A kernel's code read from DRAM once per profiled run (ncu flushes the caches before each kernel): the
   // largest sm_90 attention kernel's .text in our build (fa2-v1's forward, 184 KB by cuobjdump); added to the
