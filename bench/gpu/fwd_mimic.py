@@ -288,6 +288,10 @@ def counter_table(out):
             print(f"  {label:14s} {s.get(key, float('nan')) * unit / c:8.3f}  {mm.get(key, float('nan')) * unit / c:8.3f}")
         for label, key, scale in raw:
             print(f"  {label:14s} {s.get(key, float('nan')) * scale:8.1f}  {mm.get(key, float('nan')) * scale:8.1f}")
+        # SDPA's DRAM bytes beyond its mimic's, over the kernel's threads (its launch: grid x block)
+        threads = s.get("launch__grid_size", float("nan")) * s.get("launch__block_size", float("nan"))
+        print(f"  SDPA - mimic, bytes a thread: reads {(s['dram__bytes_read.sum'] - mm['dram__bytes_read.sum']) / threads:.0f}"
+              f", writes {(s['dram__bytes_write.sum'] - mm['dram__bytes_write.sum']) / threads:.0f}")
     return 0
 
 
