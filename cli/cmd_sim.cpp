@@ -623,8 +623,9 @@ void add_traffic(CLI::App& app) {
   cmp->add_option(
          "--stack-bytes", st->stack_bytes,
          "The profiled kernels' stack frame in bytes a thread (cuobjdump -res-usage's STACK, or ptxas "
-         "-v's 'bytes stack frame'; the largest when they differ): each CTA's frame may be written back "
-         "and read back once, and a causal forward's partitioned-L2 read bound needs it when the kernel "
+         "-v's 'bytes stack frame'; the largest when they differ): the L2 models walk each CTA's frame "
+         "(stored at its start, loaded at its end) and read back what they evict, and a causal forward's "
+         "partitioned-L2 read bound needs it when the kernel "
          "spills (unknown: the bound is left out)")
       ->check(CLI::Range(0.0, 1048576.0));
   cmp->add_flag("--json", st->json, "JSON output");

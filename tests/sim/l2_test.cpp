@@ -83,7 +83,8 @@ TEST(PartitionedL2, ColdReadsEachLineOnceWhenItFits) {
   const auto hw = load_profile("H100-SXM5-80GB");
   ASSERT_EQ(hw.l2_partitions, 2);
   const auto s = schedule(kernel_model("fwd_fa2"), p, TileConfig{});
-  EXPECT_EQ(simulate_l2_partitioned_reads(s, p, hw, 264, hw.l2_bytes), execute_counts(s).unique_loaded());
+  EXPECT_EQ(simulate_l2_partitioned_reads(s, p, hw, 264, hw.l2_bytes).dram_read,
+            execute_counts(s).unique_loaded());
 }
 
 // With one partition and one set (as many ways as the capacity has entries) it is an LRU over the same entries:
@@ -100,7 +101,7 @@ TEST(PartitionedL2, OnePartitionOneSetIsTheLru) {
     hw.l2_dirty_bytes = 0;
     const auto lru = simulate_l2(s, p, hw, 264).dram_read;
     EXPECT_GT(lru, execute_counts(s).unique_loaded()) << capacity;  // the case re-reads
-    EXPECT_EQ(simulate_l2_partitioned_reads(s, p, hw, 264, capacity), lru) << capacity;
+    EXPECT_EQ(simulate_l2_partitioned_reads(s, p, hw, 264, capacity).dram_read, lru) << capacity;
   }
 }
 
@@ -115,10 +116,40 @@ TEST(PartitionedL2, RereadsGrowAsTheCapacityShrinksAndWithCopies) {
   const auto at = [&](int64_t mib, int parts) {
     auto h = hw;
     h.l2_partitions = parts;
-    return simulate_l2_partitioned_reads(s, p, h, 264, mib << 20);
+    return simulate_l2_partitioned_reads(s, p, h, 264, mib << 20).dram_read;
   };
   EXPECT_GT(at(8, 2), at(16, 2));
   EXPECT_GT(at(16, 2), at(40, 2));
   EXPECT_GE(at(40, 2), compulsory);
   EXPECT_GT(at(16, 2), at(16, 1));
+}
+
+// Register-spill frames walked with the schedule (l2_sim.h): each CTA stores its frame when it starts and loads it
+// when it ends, at its slot's local memory. With room for everything no frame comes back from DRAM, and the
+// slots' frames (not every CTA's) are what stays dirty; in a cache too small to keep a frame through a CTA's main
+// loop each CTA's frame is read back, and no more.
+TEST(L2, SpillFramesComeBackOnlyWhenEvicted) {
+  const auto p =
+      ProblemBuilder().batch(2).heads(4).seqlen(2048).head_dim(128).dtype(DType::BF16).causal().build();
+  const auto s = schedule(kernel_model("fwd_fa2"), p, TileConfig{});
+  const auto k = execute_counts(s);
+  const auto ctas = static_cast<int64_t>(s.ctas.size());
+  const int64_t frame = 376 * s.launch.threads, slots = 16;  // SDPA's d128 frame (bytes a thread), 16 slots
+  ASSERT_GT(ctas, slots);
+  auto hw = load_profile("H100-SXM5-80GB");
+  const auto roomy = simulate_l2(s, p, hw, slots, frame);
+  EXPECT_EQ(roomy.frame_read, 0);
+  EXPECT_EQ(roomy.dram_read, k.unique_loaded());
+  EXPECT_EQ(roomy.dirty_at_end, k.unique_dirty() + slots * frame);  // 376 x 128 threads: whole lines
+  EXPECT_EQ(simulate_l2_partitioned_reads(s, p, hw, slots, hw.l2_bytes, frame).dram_read, k.unique_loaded());
+  // 64 KiB: less than a CTA's K and V, so each frame ages out before its CTA ends
+  hw.l2_effective_bytes = 64 << 10;
+  hw.l2_dirty_bytes = 0;
+  const auto tight = simulate_l2(s, p, hw, 1, frame);
+  EXPECT_EQ(tight.frame_read, ctas * frame);
+  EXPECT_EQ(tight.dram_read - tight.frame_read, simulate_l2(s, p, hw, 1).dram_read);  // a CTA at a time
+  hw.l2_ways = 16;
+  const auto part = simulate_l2_partitioned_reads(s, p, hw, 1, 64 << 10, frame);
+  EXPECT_EQ(part.frame_read, ctas * frame);
+  EXPECT_GT(part.dram_read, part.frame_read);
 }

@@ -263,7 +263,7 @@ TEST(NcuInterval, PartitionedL2BoundsForwardReads) {
   auto hw = load_profile("H200");
   ASSERT_EQ(hw.l2_partitions, 2);
   // derive l2-partitioned with the kernels' stack frames (calibration h200.l2_partitioned_adverse)
-  ASSERT_EQ(hw.l2_partitioned_adverse_bytes, int64_t{59} << 20);
+  ASSERT_EQ(hw.l2_partitioned_adverse_bytes, int64_t{58} << 20);
   ASSERT_EQ(load_profile("H100-SXM5-80GB").l2_partitioned_adverse_bytes, 0);  // its kernels' frames unknown
   auto lru_only = hw;
   lru_only.l2_partitioned_adverse_bytes = 0;
@@ -287,8 +287,8 @@ TEST(NcuInterval, PartitionedL2BoundsForwardReads) {
   EXPECT_LT(with.read.upper, 0.5 * without.read.upper);
   EXPECT_GT(with.read.upper, with.read.lower);
   // a kernel that spills from a frame of unknown size keeps the LRU's bound (its frame may hold more than its
-  // stores a step: blind set 4's d128 failures); with its stack frame, the frames take their bytes from the
-  // partitioned capacity, and each CTA's frame may come back from DRAM once
+  // stores a step: blind set 4's d128 failures); with its stack frame, the frames are walked with the schedule
+  // (their room taken in the walk, not off the capacity), and come back from DRAM where the walk evicts them
   const double stores = 64.0 * 1024 * 150;
   const auto unknown = interval("fwd_fa2", hw, {.store_bytes_per_cta = stores});
   EXPECT_FALSE(unknown.frame_known);
@@ -298,17 +298,19 @@ TEST(NcuInterval, PartitionedL2BoundsForwardReads) {
   const auto spilled =
       interval("fwd_fa2", hw, {.store_bytes_per_cta = stores, .stack_bytes_per_thread = 376});
   EXPECT_TRUE(spilled.frame_known);
-  EXPECT_LT(spilled.partitioned_l2_bytes, with.partitioned_l2_bytes);
-  EXPECT_GE(spilled.read.upper, with.read.upper);
+  EXPECT_EQ(spilled.partitioned_l2_bytes, with.partitioned_l2_bytes);
+  EXPECT_GE(spilled.read.upper, with.read.upper);  // LRU sets: more lines walked, no fewer misses
   // the backward keeps the LRU's bound
   const auto bwd = interval("bwd_dq_dk_dv", hw, none);
   EXPECT_EQ(bwd.partitioned_l2_bytes, 0);
 }
 
-// A kernel's stack frame (cuobjdump's STACK, --stack-bytes): each CTA's frame may be written back and read back
-// once (SDPA's d128 causal forwards on the H200, calibration h200.spill_frame_reads), and it is the frame the
+// A kernel's stack frame (cuobjdump's STACK, --stack-bytes) is walked with the schedule: stored when a CTA starts
+// and loaded when it ends (SDPA's d128 causal forwards on the H200 wrote back and read back much of theirs,
+// calibration h200.spill_frame_reads). It takes its room in the walk, not off the capacity; each CTA's frame is
+// read back where the walk evicts it, written back once at most on top of the dirty data, and it is the frame the
 // resident CTAs hold where it is larger than a step's spill stores.
-TEST(NcuInterval, StackFrameIsWrittenAndReadBackOnce) {
+TEST(NcuInterval, StackFrameIsWalkedWithTheSchedule) {
   const auto hw = load_profile("H200");
   const auto p =
       ProblemBuilder().batch(2).heads(8).seqlen(8192).head_dim(128).dtype(DType::BF16).causal().build();
@@ -322,21 +324,26 @@ TEST(NcuInterval, StackFrameIsWrittenAndReadBackOnce) {
       dram_interval(m, p, c, pr, hw, {.store_bytes_per_cta = 0, .stack_bytes_per_thread = stack});
   const double frame = stack * counts.launch.threads, ctas = static_cast<double>(counts.launch.ctas());
   EXPECT_EQ(framed.spill_frame_bytes_cta, frame);
-  EXPECT_DOUBLE_EQ(framed.adverse_l2_bytes,
-                   plain.adverse_l2_bytes - frame * static_cast<double>(pr.occ.resident_ctas));
-  // the reads: the schedule through the smaller L2 (no fewer re-reads) plus each CTA's frame once
-  EXPECT_GE(framed.read.upper, plain.read.upper + frame * ctas);
+  EXPECT_DOUBLE_EQ(framed.adverse_l2_bytes, plain.adverse_l2_bytes);
+  EXPECT_DOUBLE_EQ(framed.partitioned_l2_bytes, plain.partitioned_l2_bytes);
+  // the reads: at least the schedule's without frames (LRU sets), and the frames' reads back, some and at most
+  // each CTA's once
+  EXPECT_GT(framed.spill_read_bytes, 0);
+  EXPECT_LE(framed.spill_read_bytes, frame * ctas);
+  EXPECT_GE(framed.read.upper, plain.read.upper);
+  // (the resident slots' frames, 264 of 48 KB, displace a little of the 58 MiB)
+  EXPECT_LE(framed.read.upper, plain.read.upper + framed.spill_read_bytes + 0.25 * plain.read.lower);
   EXPECT_GE(framed.write.upper, plain.write.upper + frame * ctas);
   EXPECT_EQ(framed.read.lower, plain.read.lower);
-  EXPECT_DOUBLE_EQ(framed.spill_read_bytes, frame * ctas);
   // a frame line comes back from DRAM only after it was written back: no more than the measured writes beyond
   // the kernel's least
+  const double cap = std::floor(framed.spill_read_bytes / 2);
   const auto capped = dram_interval(m, p, c, pr, hw,
                                     {.store_bytes_per_cta = 0,
                                      .stack_bytes_per_thread = stack,
-                                     .measured_write_bytes = framed.write.lower + 1e6});
-  EXPECT_DOUBLE_EQ(capped.spill_read_bytes, 1e6);
-  EXPECT_DOUBLE_EQ(capped.read.upper, framed.read.upper - framed.spill_read_bytes + 1e6);
+                                     .measured_write_bytes = framed.write.lower + cap});
+  EXPECT_DOUBLE_EQ(capped.spill_read_bytes, cap);
+  EXPECT_DOUBLE_EQ(capped.read.upper, framed.read.upper - framed.spill_read_bytes + cap);
   const auto none = dram_interval(m, p, c, pr, hw,
                                   {.store_bytes_per_cta = 0,
                                    .stack_bytes_per_thread = stack,

@@ -170,6 +170,11 @@ class Lru {
 
 constexpr int64_t kChunkRows = 16;
 
+// The first line of the spill frames' addresses (each tensor has its own 2^44 bytes: walk_schedule)
+uint64_t first_frame_line(int lb) {
+  return (static_cast<uint64_t>(kNumTensors) << 44) / static_cast<uint64_t>(lb);
+}
+
 uint64_t mix(uint64_t x) {  // splitmix64's finalizer: the L2's address hash stand-in
   x += 0x9E3779B97F4A7C15ULL;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -246,10 +251,13 @@ class PartitionedL2 {
 // Walks the schedule's moves as the L2 sees them: `resident` slots, each issuing one move per round; a slot
 // whose CTA has finished takes the next CTA in launch order (the hardware's block scheduler), so CTAs of unequal
 // length drift apart as on the GPU. Slot k runs on SM k mod sms. touch(line, weight, kind, sm) for each line or
-// chunk of lines (kind 0 load, 1 store, 2 reduction).
+// chunk of lines (kind 0 load, 1 store, 2 reduction). `frame_bytes` a CTA (its threads' register-spill stack
+// frames): stored when the CTA starts and loaded when it ends (slots spilled before the main loop and reloaded
+// after it: calibration h200.spill_frame_reads), at the slot's own local-memory addresses, which the slot's next
+// CTA takes over.
 template <class Touch>
 void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, int sms, int64_t resident_ctas,
-                   Touch&& touch) {
+                   int64_t frame_bytes, Touch&& touch) {
   // Each tensor its own address range; rows of a (batch, head) laid out as BSHD with padded sequences.
   int64_t rows = std::max(dq_accum_padded_rows(p.seqlen_q), p.seqlen_k);
   for (const auto& cta : s.ctas)  // the partials dQ strategy stores rows beyond a sequence
@@ -310,13 +318,23 @@ void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, i
     int64_t cta;
     size_t pos;
     int sm;
+    int64_t id;  // the slot's local memory
+  };
+  // A slot's frame: whole lines, in chunks of kChunkRows lines, past every tensor's addresses
+  const int64_t frame_lines = (std::max<int64_t>(0, frame_bytes) + lb - 1) / lb;
+  const uint64_t frame_base = first_frame_line(lb);
+  const auto touch_frame = [&](const Slot& sl, int kind) {
+    for (int64_t c = 0; c < frame_lines; c += kChunkRows)
+      touch(frame_base + static_cast<uint64_t>(sl.id * frame_lines + c),
+            std::min(kChunkRows, frame_lines - c), kind, sl.sm);
   };
   std::vector<Slot> slots;
   int64_t next = 0;
   const int64_t group = std::max<int64_t>(1, resident_ctas);
   while (next < n && static_cast<int64_t>(slots.size()) < group) {
-    const int sm = static_cast<int>(static_cast<int64_t>(slots.size()) % std::max(1, sms));
-    slots.push_back({next++, 0, sm});
+    const auto id = static_cast<int64_t>(slots.size());
+    slots.push_back({next++, 0, static_cast<int>(id % std::max(1, sms)), id});
+    touch_frame(slots.back(), 1);
   }
   while (!slots.empty()) {
     for (size_t i = 0; i < slots.size();) {
@@ -329,8 +347,10 @@ void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, i
       if (sl.pos < moves.size()) touch_move(moves[sl.pos++], sl.sm);
       skip_zero_fill();
       if (sl.pos >= moves.size()) {
+        touch_frame(sl, 0);
         if (next < n) {
-          sl = Slot{next++, 0, sl.sm};
+          sl = Slot{next++, 0, sl.sm, sl.id};
+          touch_frame(sl, 1);
         } else {
           slots[i] = slots.back();
           slots.pop_back();
@@ -345,20 +365,24 @@ void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, i
 }  // namespace
 
 L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
-                     int64_t resident_ctas) {
+                     int64_t resident_ctas, int64_t frame_bytes) {
   L2Result r;
   const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
   Lru cache(hw.l2_effective_bytes / lb, hw.l2_dirty_bytes / lb);
-  walk_schedule(s, p, lb, hw.sms, resident_ctas, [&](uint64_t line, int64_t weight, int kind, int) {
-    cache.touch(line, weight, kind, lb, r);
-  });
+  const uint64_t frames = first_frame_line(lb);
+  walk_schedule(s, p, lb, hw.sms, resident_ctas, frame_bytes,
+                [&](uint64_t line, int64_t weight, int kind, int) {
+                  const int64_t before = r.dram_read;
+                  cache.touch(line, weight, kind, lb, r);
+                  if (line >= frames) r.frame_read += r.dram_read - before;
+                });
   r.dirty_at_end = cache.dirty_lines() * lb;
   return r;
 }
 
-int64_t simulate_l2_partitioned_reads(const KernelSchedule& s, const AttentionProblem& p,
-                                      const HardwareProfile& hw, int64_t resident_ctas,
-                                      int64_t capacity_bytes) {
+PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const AttentionProblem& p,
+                                               const HardwareProfile& hw, int64_t resident_ctas,
+                                               int64_t capacity_bytes, int64_t frame_bytes) {
   const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
   // An entry's lines: a chunk of the widest row the schedule moves (a set bin holds `ways` of them)
   int64_t quantum = 1;
@@ -368,12 +392,16 @@ int64_t simulate_l2_partitioned_reads(const KernelSchedule& s, const AttentionPr
   const int parts = std::max(1, hw.l2_partitions);
   PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, quantum);
   const int sms = std::max(1, hw.sms);
-  int64_t read = 0;
-  walk_schedule(s, p, lb, sms, resident_ctas, [&](uint64_t line, int64_t weight, int kind, int sm) {
-    const bool hit = cache.touch(line, weight, sm * parts / sms);  // SMs 0 .. sms/2 - 1 on the first
-    if (!hit && kind != 1) read += weight * lb;                    // stores allocate without reading
-  });
-  return read;
+  PartitionedReads r;
+  const uint64_t frames = first_frame_line(lb);
+  walk_schedule(
+      s, p, lb, sms, resident_ctas, frame_bytes, [&](uint64_t line, int64_t weight, int kind, int sm) {
+        const bool hit = cache.touch(line, weight, sm * parts / sms);  // SMs 0 .. sms/2 - 1 on the first
+        if (hit || kind == 1) return;                                  // stores allocate without reading
+        r.dram_read += weight * lb;
+        if (line >= frames) r.frame_read += weight * lb;
+      });
+  return r;
 }
 
 }  // namespace flashsim::sim

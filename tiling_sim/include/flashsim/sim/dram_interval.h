@@ -7,12 +7,13 @@
 //   upper: the executed schedule through an adverse but measured L2: an LRU of l2_adverse_reuse_bytes (the
 //          capacity at which FlashAttention-forward mimics' executed schedules re-read what they did on the
 //          GPU; unmeasured: l2_reuse_bytes, what data read again by other SMs survives, shrunk by the share of L2
-//          the kernel's dirty lines can hold, up to l2_dirty_bytes), less the resident CTAs' register-spill
-//          frames, plus the kernel's code (kernel_code_bytes: ncu flushes the caches, the code is read again).
-//          Writes: every dirty byte, or that LRU's write-backs where more, plus each CTA's spill frame written
-//          back once; reads, where the kernel's stack frame is known, plus each CTA's frame read back once, and
-//          no more than the report's DRAM writes over their lower end (a spill line comes back from DRAM only
-//          after the L2 wrote it back).
+//          the kernel's dirty lines can hold, up to l2_dirty_bytes), plus the kernel's code (kernel_code_bytes:
+//          ncu flushes the caches, the code is read again). Register-spill frames: a kernel's known stack frame
+//          is walked with the schedule (each CTA's stored at its start, loaded at its end, at its slot's local
+//          memory), its reads back no more than the report's DRAM writes over their lower end (a spill line
+//          comes back from DRAM only after the L2 wrote it back); a frame estimated from the spill stores is
+//          hot, the resident CTAs' off the capacity. Writes: every dirty byte plus each CTA's frame written back
+//          once, or that LRU's write-backs where more.
 //          A causal forward's reads: the smaller of that LRU's and the partitioned L2's at the profile's
 //          l2_partitioned_adverse_bytes (l2_sim.h), where the profile has it and the kernel's spill frame is
 //          known (its stack frame given, or a report that counts no spill stores).
@@ -42,7 +43,7 @@ struct DramInterval {
   DramBound read, write;
   double adverse_l2_bytes = 0;      // the LRU capacity of the upper bounds
   double partitioned_l2_bytes = 0;  // the partitioned L2's capacity of the read upper bound; 0: not used
-  double spill_read_bytes = 0;      // the spill frames' reads back from DRAM in the read upper bound
+  double spill_read_bytes = 0;      // the spill frames' reads back from DRAM in the read upper bound (capped)
   double spill_frame_bytes_cta =
       0;                     // a CTA's register-spill frame: its stack frame where known, or its spill
                              // stores over its main-loop steps where more

@@ -15,17 +15,25 @@ struct L2Result {
   int64_t dram_read = 0, dram_write = 0;
   int64_t hits = 0, misses = 0;  // line lookups
   int64_t dirty_at_end = 0;      // bytes
+  int64_t frame_read = 0;        // of dram_read, the spill frames' lines read back
 };
 
+struct PartitionedReads {
+  int64_t dram_read = 0;
+  int64_t frame_read = 0;  // of dram_read, the spill frames' lines read back
+};
+
+// frame_bytes: each CTA's register-spill stack frame (all its threads'), stored when it starts and loaded when
+// it ends, at its slot's local memory (0: none).
 L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const HardwareProfile& hw,
-                     int64_t resident_ctas);
+                     int64_t resident_ctas, int64_t frame_bytes = 0);
 
 // The DRAM bytes the schedule reads through the partitioned L2 of the profile (l2_partitions partitions of
 // l2_ways-way LRU sets, `capacity_bytes` in all; a line has a home partition by its address, an SM's partition
 // keeps copies of lines homed in the other and asks the home over the fabric on a miss; only a miss at home reads
 // DRAM). The same walk of the moves as simulate_l2, slot k on SM k mod sms, SMs split evenly over the partitions.
-int64_t simulate_l2_partitioned_reads(const KernelSchedule& s, const AttentionProblem& p,
-                                      const HardwareProfile& hw, int64_t resident_ctas,
-                                      int64_t capacity_bytes);
+PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const AttentionProblem& p,
+                                               const HardwareProfile& hw, int64_t resident_ctas,
+                                               int64_t capacity_bytes, int64_t frame_bytes = 0);
 
 }  // namespace flashsim::sim
