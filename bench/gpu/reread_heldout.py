@@ -14,9 +14,12 @@ DRAM read range.
   frames was committed (sets 1 .. 4 its fit), before it was measured (bench/results/spill_frames_h200_2026-11-29).
 - Set 6 (seed 2026112939, reread_heldout6.txt): d128 alone (the heads, lengths and batches drawn as the others),
   drawn 2026-11-29 after set 5 was measured, before it was measured.
-    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4|5|6]                  # rewrites the list (same seed: the same problems)
-    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4|5|6] measure OUT      # on the GPU machine: ncu of each problem's forward
-    python3 bench/gpu/reread_heldout.py [--set 1|2|3|4|5|6] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
+- Sets 7 (seed 2026112940, reread_heldout7.txt) and 8 (seed 2026112941, reread_heldout8.txt, d64 alone: the
+  kernels whose ranges the walked frames narrowed most): drawn 2026-11-29 after the capacity with the stack
+  frames walked was committed, before they were measured (bench/results/spill_walk_h200_2026-11-29).
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|8]                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|8] measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|8] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
         range against DIR's reports (--stacks: each SDPA kernel's stack frame, sdpa_stack.py, for the H200's reports)"""
 import json
 import os
@@ -31,9 +34,11 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 # set -> (seed, file): the date and the issue, then a draw number
 SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldout2.txt"),
         "3": (2026112936, "reread_heldout3.txt"), "4": (2026112937, "reread_heldout4.txt"),
-        "5": (2026112938, "reread_heldout5.txt"), "6": (2026112939, "reread_heldout6.txt")}
-# sets drawn at one head dim: set 6 at d128, the kernel whose frames broke set 4 (set 5 drew two d128 forwards)
-HEAD_DIM = {2026112939: 128}
+        "5": (2026112938, "reread_heldout5.txt"), "6": (2026112939, "reread_heldout6.txt"),
+        "7": (2026112940, "reread_heldout7.txt"), "8": (2026112941, "reread_heldout8.txt")}
+# sets drawn at one head dim: set 6 at d128, the kernel whose frames broke set 4 (set 5 drew two d128 forwards);
+# set 8 at d64, whose ranges the walked frames narrowed most (bench/results/spill_walk_h200_2026-11-29)
+HEAD_DIM = {2026112939: 128, 2026112941: 64}
 SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
 
 
