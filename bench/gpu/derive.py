@@ -85,9 +85,10 @@ def adverse_compare(flashsim, tmp, profile, report, flags, capacity):
     """traffic compare's forward read figures of `report` (one a run), through `profile` with an adverse L2 of
     `capacity` bytes and no code allowance"""
     hw = os.path.join(tmp, "hw.json")
-    json.dump(dict(profile, name="adverse-probe", l2_adverse_reuse_bytes=capacity, kernel_code_bytes=0,
-                   l2_partitioned_adverse_bytes=0),  # the LRU's own bound, the partitioned L2's aside
-              open(hw, "w"))
+    with open(hw, "w") as f:
+        json.dump(dict(profile, name="adverse-probe", l2_adverse_reuse_bytes=capacity, kernel_code_bytes=0,
+                       l2_partitioned_adverse_bytes=0),  # the LRU's own bound, the partitioned L2's aside
+                  f)
     cmd = [flashsim, "traffic", "compare", "--json", "--hw", hw, "--ncu", report] + flags
     out = subprocess.run(cmd, capture_output=True, text=True)
     if out.returncode not in (0, 1):
