@@ -20,9 +20,11 @@ DRAM read range.
   refuted that capacity).
 - Sets 9 (seed 2026112942) and 10 (seed 2026112943, d128 alone: the head dim of set 7's failure): drawn 2026-11-29
   after the capacity fitted on sets 1 .. 8 was committed, before they were measured (the same folder).
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|10]                  # rewrites the list (same seed: the same problems)
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|10] measure OUT      # on the GPU machine: ncu of each problem's forward
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|10] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
+- Set 11 (seed 2026112944, d256 alone: the head dim of the widest ranges and of a forward the fit's capacity was
+  bound by): drawn 2026-11-29 after sets 9 and 10 were measured, before it was measured (the same folder).
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|11]                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|11] measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|11] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
         range against DIR's reports (--stacks: each SDPA kernel's stack frame, sdpa_stack.py, for the H200's reports)"""
 import json
 import os
@@ -39,11 +41,12 @@ SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldo
         "3": (2026112936, "reread_heldout3.txt"), "4": (2026112937, "reread_heldout4.txt"),
         "5": (2026112938, "reread_heldout5.txt"), "6": (2026112939, "reread_heldout6.txt"),
         "7": (2026112940, "reread_heldout7.txt"), "8": (2026112941, "reread_heldout8.txt"),
-        "9": (2026112942, "reread_heldout9.txt"), "10": (2026112943, "reread_heldout10.txt")}
+        "9": (2026112942, "reread_heldout9.txt"), "10": (2026112943, "reread_heldout10.txt"),
+        "11": (2026112944, "reread_heldout11.txt")}
 # sets drawn at one head dim: set 6 at d128, the kernel whose frames broke set 4 (set 5 drew two d128 forwards);
 # set 8 at d64, whose ranges the walked frames narrowed most (bench/results/spill_walk_h200_2026-11-29); set 10 at
-# d128, the head dim of set 7's failure (the same folder)
-HEAD_DIM = {2026112939: 128, 2026112941: 64, 2026112943: 128}
+# d128, the head dim of set 7's failure; set 11 at d256, the widest ranges' (the same folder)
+HEAD_DIM = {2026112939: 128, 2026112941: 64, 2026112943: 128, 2026112944: 256}
 SEED, OUT = SETS["1"][0], os.path.join(DATA, SETS["1"][1])
 
 

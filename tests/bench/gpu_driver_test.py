@@ -906,7 +906,7 @@ class L2Partitioned(unittest.TestCase):
         self.assertEqual(len(fit), 8 * 16 + 16)
         self.assertEqual({label for label, _, _ in fit}, {f"set{n}" for n in range(1, 9)} |
                          {"first", "validation", "validation2", "validation3", "validation4"})
-        self.assertLessEqual({label for label, _, _ in check}, {"set9", "set10"})
+        self.assertLessEqual({label for label, _, _ in check}, {"set9", "set10", "set11"})
         self.assertEqual(len(check) % 16, 0)
         for _, report, _ in fit + check:
             self.assertTrue(os.path.exists(report), report)
