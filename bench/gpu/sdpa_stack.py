@@ -70,27 +70,31 @@ def from_cuobjdump(text):
     rows = set()
     for name, (_, usage) in zip(names, found):
         k = key(name)
+        stack, regs = re.search(r"STACK:(\d+)", usage), re.search(r"REG:(\d+)", usage)
+        if k is not None and not (stack and regs):
+            raise ValueError(f"no REG:/STACK: line after {name[:80]} (not cuobjdump -res-usage output?)")
         if k is not None:
-            rows.add(k + (int(re.search(r"STACK:(\d+)", usage).group(1)), int(re.search(r"REG:(\d+)", usage).group(1))))
+            rows.add(k + (int(stack.group(1)), int(regs.group(1))))
     return sorted(rows, key=lambda r: tuple(int(w) if isinstance(w, int) or w.isdigit() else w for w in r))
 
 
-def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--from-cuobjdump":
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 2 and argv[0] == "--from-cuobjdump":
         try:
-            with open(sys.argv[2]) as f:
+            with open(argv[1]) as f:
                 rows = from_cuobjdump(f.read())
-        except (OSError, subprocess.CalledProcessError) as e:
+        except (OSError, ValueError, subprocess.CalledProcessError) as e:
             print(f"sdpa_stack.py: {e}", file=sys.stderr)
             return 2
         for r in rows:
             print(" ".join(map(str, r)))
         return 0
-    if len(sys.argv) < 2:
+    if not argv:
         print("usage: sdpa_stack.py REPORT... | --from-cuobjdump RES_USAGE", file=sys.stderr)
         return 2
     frames = table()
-    for report in sys.argv[1:]:
+    for report in argv:
         try:
             _, names = ncu.read_metrics(report)
         except (OSError, IndexError, ValueError) as e:

@@ -878,6 +878,14 @@ class SdpaStack(unittest.TestCase):
             rows = sdpa_stack.from_cuobjdump(f.read())
         self.assertEqual({tuple(map(str, r[:15])): r[15] for r in rows}, sdpa_stack.table())
         self.assertEqual(len(rows), 272)
+        # a flash forward's function line without its usage line: one line, exit 2
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "res_usage.txt")
+            with open(bad, "w") as f:
+                f.write(f"Function {self.NAME.format(0)}:\nFunction other:\n")
+            with redirect_stderr(io.StringIO()) as err, redirect_stdout(io.StringIO()):
+                self.assertEqual(sdpa_stack.main(["--from-cuobjdump", bad]), 2)
+            self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
 
     def test_a_report_gives_its_forward_frame_or_none(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -125,13 +125,13 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
     // H100, read 1.13x its compulsory bytes where the partitioned L2 gives 1.10x). Only where the frame is known:
     // on a blind set (H200 re-read set 4) two correct d128 forwards read 1.17x and 1.32x over a capacity derived
     // without their 376-byte stack frames, which they wrote back and read back (calibration
-    // h200.spill_frame_reads). The smaller of the two bounds, each with its frames' reads.
-    const double part_bytes = static_cast<double>(hw.l2_partitioned_adverse_bytes) - frame_off;
-    if (m.pass == Pass::Forward && p.causal() && p.window_left < 0 && hw.l2_partitioned_adverse_bytes > 0 &&
-        r.frame_known && part_bytes >= static_cast<double>(hw.line_bytes)) {
-      r.partitioned_l2_bytes = part_bytes;
+    // h200.spill_frame_reads). The smaller of the two bounds, each with its frames' reads. (A known frame is
+    // walked or empty: nothing comes off this capacity.)
+    if (m.pass == Pass::Forward && p.causal() && p.window_left < 0 && r.frame_known &&
+        hw.l2_partitioned_adverse_bytes >= hw.line_bytes) {
+      r.partitioned_l2_bytes = static_cast<double>(hw.l2_partitioned_adverse_bytes);
       const PartitionedReads part = simulate_l2_partitioned_reads(
-          executed, p, hw, pr.occ.resident_ctas, static_cast<int64_t>(part_bytes), frame_walk);
+          executed, p, hw, pr.occ.resident_ctas, hw.l2_partitioned_adverse_bytes, frame_walk);
       const double part_frames = frame_reads(static_cast<double>(part.frame_read));
       if (static_cast<double>(part.dram_read - part.frame_read) + part_frames <
           exec_read + r.spill_read_bytes) {
