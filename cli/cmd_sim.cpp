@@ -16,6 +16,7 @@
 #include "flashsim/app/sim_report.h"
 #include "flashsim/error.h"
 #include "flashsim/sim/dram_interval.h"
+#include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/model.h"
 #include "flashsim/sim/ncu.h"
 #include "flashsim/sim/problem_data.h"
@@ -479,6 +480,63 @@ void add_sweep(CLI::App* sim) {
   });
 }
 
+struct L2ReuseState {
+  std::string hw = "H200", replacement;
+  double capacity_mib = 0;
+  std::vector<double> buffers_mib{8, 16, 20, 24, 28, 32, 36, 40, 44, 48, 56, 64, 96};  // l2_probe.cu's
+  int ctas_per_sm = 8;  // reuse_read's 256-thread CTAs: 2048 threads an SM
+  bool json = false;
+};
+
+// `sim l2-reuse`: the L2 probe's read-reuse pattern through the partitioned L2 model, its miss per re-read for each
+// buffer size (the curve `run.py derive l2-replacement` sets beside the measured one).
+void add_l2_reuse(CLI::App* sim) {
+  auto st = std::make_shared<L2ReuseState>();
+  auto* cmd = sim->add_subcommand(
+      "l2-reuse",
+      "The L2 probe's read reuse (a buffer read 3 times in 64 KB chunks, each by other SMs) through the "
+      "partitioned L2 model: miss per re-read for each buffer size");
+  cmd->add_option("--hw", st->hw, "Hardware profile (its partitions, ways, replacement, l2_bytes)")
+      ->capture_default_str();
+  cmd->add_option("--capacity-mib", st->capacity_mib,
+                  "The partitioned L2's capacity in MiB (default: l2_bytes)")
+      ->check(CLI::Range(1.0, 1e6));
+  cmd->add_option("--replacement", st->replacement, "A set's replacement instead of the profile's")
+      ->check(CLI::IsMember({"lru", "srrip"}));
+  cmd->add_option("--buffers-mib", st->buffers_mib, "Buffer sizes in MiB, comma-separated (each at least 1)")
+      ->delimiter(',')
+      ->check(CLI::Range(1.0, 1e6))
+      ->capture_default_str();
+  cmd->add_option("--ctas-per-sm", st->ctas_per_sm, "Resident CTAs an SM")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->add_flag("--json", st->json, "Print JSON");
+  cmd->callback([st] {
+    auto hw = sim::load_profile(st->hw);
+    if (!st->replacement.empty()) hw.l2_replacement = st->replacement;
+    const auto capacity =
+        st->capacity_mib > 0 ? static_cast<int64_t>(st->capacity_mib * 1048576.0) : hw.l2_bytes;
+    nlohmann::json rows = nlohmann::json::array();
+    if (!st->json)
+      fmt::print("{} L2 model: {} partitions of {}-way {} sets, {:.2f} MiB; {} CTAs an SM\n", hw.name,
+                 hw.l2_partitions, hw.l2_ways, hw.l2_replacement, static_cast<double>(capacity) / 1048576.0,
+                 st->ctas_per_sm);
+    for (double mib : st->buffers_mib) {
+      const double miss =
+          sim::simulate_l2_reuse_probe(hw, capacity, static_cast<int64_t>(mib * 1048576.0), st->ctas_per_sm);
+      rows.push_back({{"buffer_mib", mib}, {"miss_per_reread", miss}});
+      if (!st->json) fmt::print("  buffer {:6.1f} MiB read 3x -> miss per re-read {:.3f}\n", mib, miss);
+    }
+    if (st->json)
+      fmt::print("{}\n", nlohmann::json{{"hw", hw.name},
+                                        {"l2_replacement", hw.l2_replacement},
+                                        {"capacity_bytes", capacity},
+                                        {"ctas_per_sm", st->ctas_per_sm},
+                                        {"rows", rows}}
+                             .dump(2));
+  });
+}
+
 void add_sim(CLI::App& app) {
   auto* sim = app.add_subcommand("sim", "Tiling simulator");
   sim->require_subcommand(1);
@@ -593,6 +651,7 @@ void add_sim(CLI::App& app) {
     }
   });
   add_sweep(sim);
+  add_l2_reuse(sim);
 }
 
 struct CompareState {

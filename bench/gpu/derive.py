@@ -197,6 +197,89 @@ def l2_adverse(flashsim, results, hw="H100-SXM5-80GB"):
 
 
 
+
+# --- h200.l2_replacement
+L2_PROBE_RUNS = {"H200": os.path.join(RESULTS, "l2_probe_h200_2026-11-29")}
+
+
+def reuse_probe_measured(results):
+    """l2_probe.cu's reuse_read launches in `results` (l2_probe_dram_runN.csv with its .err launch list): {buffer
+    MiB: the runs' mean miss per re-read}, a re-read's DRAM reads beyond the first pass over a pass's bytes."""
+    import tables
+    runs = collections.defaultdict(list)
+    for csv in sorted(glob.glob(os.path.join(results, "l2_probe_dram_run*.csv"))):
+        metrics, _ = read_metrics(csv)
+        for launch, f in tables.launches(csv[:-4] + ".err"):
+            if f[0] == "reuse_read":
+                args = dict(zip(f[1::2], (int(x) for x in f[2::2])))
+                size = args["buffer_bytes"]
+                runs[size / MIB].append((metrics[launch]["dram__bytes_read.sum"] / size - 1) / (args["reads"] - 1))
+    if not runs:
+        raise ValueError(f"no reuse_read launches in {results}")
+    return {mib: statistics.mean(v) for mib, v in sorted(runs.items())}
+
+
+def l2_replacement(flashsim, hw="H200"):
+    """The `hw` profile's l2_replacement (calibration h200.l2_replacement): the probe's read-reuse curve (a buffer
+    read 3 times in 64 KB chunks, each chunk by CTAs on other SMs; the mean of the card's runs) beside the
+    partitioned L2 model's (`flashsim sim l2-reuse`, the profile's partitions and ways) for each replacement at
+    each capacity from half of l2_bytes up to l2_bytes in MiB steps; the replacement whose nearest curve (root mean
+    square over the buffer sizes) is nearer the card's, and that curve's capacity."""
+    if hw not in L2_PROBE_RUNS:
+        raise ValueError(f"no recorded L2 probe runs of {hw} ({', '.join(L2_PROBE_RUNS)})")
+    measured = reuse_probe_measured(L2_PROBE_RUNS[hw])
+    l2 = show_profile(flashsim, hw)["l2_bytes"]
+    sizes = ",".join(f"{m:g}" for m in measured)
+    best = {}
+    for policy in ("lru", "srrip"):
+        for mib in range(l2 // MIB // 2, l2 // MIB + 1):
+            out = subprocess.run([flashsim, "sim", "l2-reuse", "--hw", hw, "--replacement", policy, "--capacity-mib",
+                                  str(mib), "--buffers-mib", sizes, "--json"], capture_output=True, text=True,
+                                 check=True)
+            curve = [r["miss_per_reread"] for r in json.loads(out.stdout)["rows"]]
+            rms = math.sqrt(statistics.mean((c - m) ** 2 for c, m in zip(curve, measured.values())))
+            if policy not in best or rms < best[policy][0]:
+                best[policy] = (rms, mib, curve)
+    print(f"{'buffer MiB':>10} {'measured':>9} " +
+          " ".join(f"{f'{p} {best[p][1]} MiB':>15}" for p in best))
+    for i, (mib, m) in enumerate(measured.items()):
+        print(f"{mib:>10g} {m:>9.3f} " + " ".join(f"{best[p][2][i]:>15.3f}" for p in best))
+    print("rms " + ", ".join(f"{p}: {best[p][0]:.4f} at {best[p][1]} MiB" for p in best))
+    policy = min(best, key=lambda p: best[p][0])
+    print(f"l2_replacement = {policy} (its curve nearest the probe's at {best[policy][1]} MiB)")
+
+
+
+def l2_partitioned_check(flashsim, hw="H200", replacement="lru", capacity_mib=0):
+    """Every recorded causal forward of `hw` (partitioned_sets: the fit and the held out) against traffic compare's
+    read range with the partitioned L2 at `capacity_mib` (0: the profile's l2_partitioned_adverse_bytes) and
+    `replacement`, each SDPA kernel's stack frame walked: one line a forward, then inside, width (upper over the
+    compulsory bytes), the upper end over the measured reads and the planted 1.5x K/V re-read flagged, for all and
+    for the held out."""
+    import reread_heldout
+    profile = dict(show_profile(flashsim, hw), l2_replacement=replacement)
+    capacity = capacity_mib * MIB if capacity_mib else profile["l2_partitioned_adverse_bytes"]
+    fit, check = partitioned_sets(hw)
+    held = {label for label, _, _ in check}
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = partitioned_figures(flashsim, tmp, profile, capacity, fit + check)
+    print(f"{hw}, partitioned L2 of {capacity / MIB:g} MiB, {replacement}:")
+    for label, (b, h, hkv, n, d), m in rows:
+        print(f"  {label} b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / m['lower']:5.2f}x the compulsory, "
+              f"range up to {m['upper'] / m['lower']:5.2f}x: {'ok' if m['ok'] else 'OUTSIDE'}")
+    for name, part in (("all", rows), ("held out", [r for r in rows if r[0] in held])):
+        if not part:
+            continue
+        widths = sorted(m["upper"] / m["lower"] for _, _, m in part)
+        over = sorted(m["upper"] / m["measured"] for _, _, m in part)
+        flagged = sum(reread_heldout.planted_reads(m["measured"], m["lower"], h, hkv) > m["upper"] + m["tolerance_floor"]
+                      for _, (b, h, hkv, n, d), m in part)
+        print(f"{name}: {sum(m['ok'] for _, _, m in part)} of {len(part)} inside; width {widths[0]:.2f} .. "
+              f"{widths[-1]:.2f}x, median {statistics.median(widths):.2f}x, at most 1.5x: "
+              f"{sum(w <= 1.5 for w in widths)}; upper over measured {over[0]:.2f} .. {over[-1]:.2f}, median "
+              f"{statistics.median(over):.2f}; planted 1.5x K/V re-read flagged on {flagged}")
+
+
 # --- h100.dram_interval
 NEW = os.path.join(RESULTS, "dram_interval_h100_2026-11-26")
 ADVERSE = os.path.join(RESULTS, "l2_adverse_h100_2026-11-26")

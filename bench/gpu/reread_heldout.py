@@ -22,9 +22,12 @@ DRAM read range.
   after the capacity fitted on sets 1 .. 8 was committed, before they were measured (the same folder).
 - Set 11 (seed 2026112944, d256 alone: the head dim of the widest ranges and of a forward the fit's capacity was
   bound by): drawn 2026-11-29 after sets 9 and 10 were measured, before it was measured (the same folder).
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|11]                  # rewrites the list (same seed: the same problems)
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|11] measure OUT      # on the GPU machine: ncu of each problem's forward
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|11] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
+- Sets 12 (seed 2026113045) and 13 (seed 2026113046), the usual draw: drawn 2026-11-30 after the partitioned L2's
+  replacement was derived from the reuse probe and both bounds (LRU at the profile's 56 MiB, SRRIP at the probe's
+  50 MiB) were committed, before they were measured (bench/results/l2_replacement_h200_2026-11-30).
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|13]                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|13] measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|13] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
         range against DIR's reports (--stacks: each SDPA kernel's stack frame, sdpa_stack.py, for the H200's reports)"""
 import json
 import os
@@ -42,7 +45,8 @@ SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldo
         "5": (2026112938, "reread_heldout5.txt"), "6": (2026112939, "reread_heldout6.txt"),
         "7": (2026112940, "reread_heldout7.txt"), "8": (2026112941, "reread_heldout8.txt"),
         "9": (2026112942, "reread_heldout9.txt"), "10": (2026112943, "reread_heldout10.txt"),
-        "11": (2026112944, "reread_heldout11.txt")}
+        "11": (2026112944, "reread_heldout11.txt"), "12": (2026113045, "reread_heldout12.txt"),
+        "13": (2026113046, "reread_heldout13.txt")}
 # sets drawn at one head dim: set 6 at d128, the kernel whose frames broke set 4 (set 5 drew two d128 forwards);
 # set 8 at d64, whose ranges the walked frames narrowed most (bench/results/spill_walk_h200_2026-11-29); set 10 at
 # d128, the head dim of set 7's failure; set 11 at d256, the widest ranges' (the same folder)

@@ -15,7 +15,7 @@
   python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
   python3 bench/gpu/run.py peers [--kernels K] [--suites S] [--time N] [--budget-s S]           (GPU, PyTorch)
   python3 bench/gpu/run.py table bench|l2|launch|spread|check|agree|peers FILES...              (anywhere)
-  python3 bench/gpu/run.py derive l2-adverse|l2-partitioned|dram-coverage|l2-reuse-models|fa2-steps|fa2-heldout [...] (here)
+  python3 bench/gpu/run.py derive l2-adverse|l2-partitioned[-check]|l2-replacement|dram-coverage|l2-reuse-models|fa2-steps|fa2-heldout [...] (here)
   python3 bench/gpu/run.py resources|spills BINARY [...]                                         (where nvcc is)
 
 On the GPU machine the bundle (`--bundle`, default .gpu-bundle) is unpacked once and its libraries put on the
@@ -793,6 +793,10 @@ def derive_one(derive, args):
                           args.hw)
     elif args.what == "l2-partitioned":
         derive.l2_partitioned(args.flashsim, args.hw)
+    elif args.what == "l2-replacement":
+        derive.l2_replacement(args.flashsim, args.hw)
+    elif args.what == "l2-partitioned-check":
+        derive.l2_partitioned_check(args.flashsim, args.hw, args.replacement, args.capacity_mib)
     elif args.what == "dram-coverage":
         derive.dram_coverage(args.flashsim)
     elif args.what == "fa3-heldout":
@@ -961,14 +965,18 @@ def parser():
     p.add_argument("--hw", default="H100-SXM5-80GB", help="sparse, fa3-model: the profile of those predictions")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
-    p.add_argument("what", choices=["l2-adverse", "l2-partitioned", "dram-coverage", "dram-coverage-card", "l2-reuse-models", "fa3-steps", "fa3-heldout",
+    p.add_argument("what", choices=["l2-adverse", "l2-partitioned", "l2-partitioned-check", "l2-replacement", "dram-coverage", "dram-coverage-card", "l2-reuse-models", "fa3-steps", "fa3-heldout",
                                     "fa2-steps", "fa2-heldout", "decode-load"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
     p.add_argument("results", nargs="?", default="", help="l2-adverse, dram-coverage-card, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout, decode-load: "
                    "the results folder")
     p.add_argument("--hw", default="H100-SXM5-80GB", help="fa3-steps, decode-load: the profile of the card that ran "
                    "them (its kernel_latency_s); l2-adverse, dram-coverage-card, fa3-heldout: the profile predicting; "
-                   "l2-partitioned: the card (H200: its recorded causal forwards with their kernels' stack frames)")
+                   "l2-partitioned: the card (H200: its recorded causal forwards with their kernels' stack frames); "
+                   "l2-replacement: the card whose L2 probe runs are recorded (H200)")
+    p.add_argument("--replacement", default="lru", choices=["lru", "srrip"], help="l2-partitioned-check: the "
+                   "partitioned L2's replacement")
+    p.add_argument("--capacity-mib", type=int, default=0, help="l2-partitioned-check: its capacity (0: the profile's)")
     p.add_argument("--stacks", action="store_true", help="dram-coverage-card: each SDPA forward's stack frame "
                    "(sdpa_stack.py: the H200 runs' PyTorch build) to traffic compare --stack-bytes")
     p.add_argument("--spread", action="store_true", help="fa3-steps: the forward from calib-spread's shapes "

@@ -175,3 +175,21 @@ TEST(Hardware, LoadPointsRoundTripAndBadOnesAreInputErrors) {
   (*entry)["load"] = good;
   EXPECT_NO_THROW(profile_from_json(j));
 }
+
+// The partitioned L2's replacement (l2_replacement): "lru" where a profile says nothing, what the profile says
+// after a JSON round trip, and an input error naming the field for anything else.
+TEST(Hardware, L2ReplacementIsLruOrSrrip) {
+  auto j = to_json(load_profile("H200"));
+  j.erase("l2_replacement");
+  EXPECT_EQ(profile_from_json(j).l2_replacement, "lru");
+  j["l2_replacement"] = "srrip";
+  EXPECT_EQ(profile_from_json(j).l2_replacement, "srrip");
+  EXPECT_EQ(to_json(profile_from_json(j))["l2_replacement"], "srrip");
+  j["l2_replacement"] = "fifo";
+  try {
+    profile_from_json(j);
+    ADD_FAILURE() << "fifo accepted";
+  } catch (const flashsim::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("l2_replacement"), std::string::npos) << e.what();
+  }
+}

@@ -153,3 +153,29 @@ TEST(L2, SpillFramesComeBackOnlyWhenEvicted) {
   EXPECT_EQ(part.frame_read, ctas * frame);
   EXPECT_GT(part.dram_read, part.frame_read);
 }
+
+// The L2 probe's read reuse (simulate_l2_reuse_probe: a buffer read 3 times in 64 KB chunks, each chunk by CTAs on
+// other SMs) through the partitioned L2. Either replacement: no re-read misses while the buffer fits a partition
+// with the other's copies, nearly every one at twice the capacity, more as the buffer grows. Just past half the
+// H200's L2 SRRIP misses far fewer re-reads than LRU (a line that was hit outlives the copies and lines read
+// once), as the card's probe does (calibration h200.l2_replacement).
+TEST(PartitionedL2, ReuseProbeMissesGrowWithTheBufferAndSrripKeepsMore) {
+  auto hw = load_profile("H200");
+  const int64_t mib = 1 << 20, capacity = hw.l2_bytes;
+  for (const char* policy : {"lru", "srrip"}) {
+    hw.l2_replacement = policy;
+    EXPECT_EQ(simulate_l2_reuse_probe(hw, capacity, 8 * mib, 8), 0.0) << policy;
+    EXPECT_GE(simulate_l2_reuse_probe(hw, capacity, 2 * capacity, 8), 0.95) << policy;
+    double last = 0;
+    for (int64_t b : {16, 36, 52, 80}) {
+      const double miss = simulate_l2_reuse_probe(hw, capacity, b * mib, 8);
+      EXPECT_GE(miss, last - 0.01) << policy << " " << b << " MiB";
+      EXPECT_LE(miss, 1.0) << policy << " " << b << " MiB";
+      last = miss;
+    }
+  }
+  hw.l2_replacement = "lru";
+  const double lru36 = simulate_l2_reuse_probe(hw, capacity, 36 * mib, 8);
+  hw.l2_replacement = "srrip";
+  EXPECT_LT(simulate_l2_reuse_probe(hw, capacity, 36 * mib, 8), 0.6 * lru36);
+}

@@ -136,6 +136,7 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
     p.l2_adverse_reuse_bytes = j.value("l2_adverse_reuse_bytes", int64_t{0});
     p.l2_partitions = j.value("l2_partitions", 1);
     p.l2_ways = j.value("l2_ways", 16);
+    p.l2_replacement = j.value("l2_replacement", std::string("lru"));
     p.l2_partitioned_adverse_bytes = j.value("l2_partitioned_adverse_bytes", int64_t{0});
     p.kernel_code_bytes = j.value("kernel_code_bytes", int64_t{0});
     p.sector_bytes = j.value("sector_bytes", 32);
@@ -207,6 +208,9 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
   non_negative("l2_adverse_reuse_bytes", static_cast<double>(p.l2_adverse_reuse_bytes));
   positive("l2_partitions", p.l2_partitions);
   positive("l2_ways", p.l2_ways);
+  if (p.l2_replacement != "lru" && p.l2_replacement != "srrip")
+    throw InputError("hw", fmt::format("profile {}: l2_replacement must be \"lru\" or \"srrip\", got \"{}\"",
+                                       p.name, p.l2_replacement));
   non_negative("l2_partitioned_adverse_bytes", static_cast<double>(p.l2_partitioned_adverse_bytes));
   non_negative("kernel_code_bytes", static_cast<double>(p.kernel_code_bytes));
   positive("sector_bytes", p.sector_bytes);
@@ -364,6 +368,7 @@ nlohmann::json to_json(const HardwareProfile& p) {
                       {"l2_adverse_reuse_bytes", p.l2_adverse_reuse_bytes},
                       {"l2_partitions", p.l2_partitions},
                       {"l2_ways", p.l2_ways},
+                      {"l2_replacement", p.l2_replacement},
                       {"l2_partitioned_adverse_bytes", p.l2_partitioned_adverse_bytes},
                       {"kernel_code_bytes", p.kernel_code_bytes},
                       {"sector_bytes", p.sector_bytes},

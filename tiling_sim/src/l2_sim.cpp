@@ -185,13 +185,18 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer: the L2's address hash sta
 // The L2 as the H100 and H200 build it (ncu's LTC-fabric counters on fwd_mimic.cu, calibration
 // h200.l2_partitioned_adverse): two partitions; a line's home partition by its address; an SM reads through
 // its own partition, which keeps a copy of the lines homed in the other one; a miss there asks the home
-// partition over the fabric, and only a miss at home reads DRAM. Each partition is set-associative with LRU
-// sets, a set bin holding `ways` entries of `quantum` lines (an entry is a chunk of rows touched together, as
-// Lru's): set loads spread as those of `ways`-way line sets. Reads only: `traffic compare`'s upper bound.
+// partition over the fabric, and only a miss at home reads DRAM. Each partition is set-associative, a set bin
+// holding `ways` entries of `quantum` lines (an entry is a chunk of rows touched together, as Lru's): set loads
+// spread as those of `ways`-way line sets. A set replaces its least recently used entry (LRU) or, with `srrip`,
+// by static re-reference interval prediction: a 2-bit prediction per entry, 2 ("long") when it comes in, 0 when
+// it is hit; the victim is the first at 3 ("distant"), all aged by one until one is (a line read once leaves
+// before lines read again; the H200's reuse probe, calibration h200.l2_replacement). Reads only: `traffic
+// compare`'s upper bound.
 class PartitionedL2 {
  public:
-  PartitionedL2(int64_t lines, int partitions, int ways, int64_t quantum)
-      : parts_(std::max(1, partitions)),
+  PartitionedL2(int64_t lines, int partitions, int ways, int64_t quantum, bool srrip)
+      : srrip_(srrip),
+        parts_(std::max(1, partitions)),
         sets_(std::max<int64_t>(1, lines / parts_ / (std::max(1, ways) * std::max<int64_t>(1, quantum)))),
         bin_lines_(std::max<int64_t>(1, lines / parts_ / sets_)),
         bins_(static_cast<size_t>(parts_ * sets_)) {}
@@ -207,7 +212,9 @@ class PartitionedL2 {
   struct Entry {
     uint64_t line;
     int64_t weight, stamp;
+    int rrpv;  // SRRIP's re-reference prediction: 0 near .. 3 distant
   };
+  static constexpr int kInsertRrpv = 2, kDistantRrpv = 3;  // SRRIP with 2-bit predictions
   struct Bin {
     std::vector<Entry> entries;
     int64_t used = 0;
@@ -223,25 +230,38 @@ class PartitionedL2 {
           e.weight = weight;
         }
         e.stamp = clock_;
+        e.rrpv = 0;
         evict(b, line);
         return true;
       }
-    b.entries.push_back(Entry{line, std::min(weight, bin_lines_), clock_});
+    b.entries.push_back(Entry{line, std::min(weight, bin_lines_), clock_, kInsertRrpv});
     b.used += b.entries.back().weight;
     evict(b, line);
     return false;
   }
-  void evict(Bin& b, uint64_t keep) {  // the least recently used entries until the bin holds its lines
+  void evict(Bin& b, uint64_t keep) {  // victims until the bin holds its lines
     while (b.used > bin_lines_ && b.entries.size() > 1) {
-      size_t v = b.entries.size();
-      for (size_t i = 0; i < b.entries.size(); ++i)
-        if (b.entries[i].line != keep && (v == b.entries.size() || b.entries[i].stamp < b.entries[v].stamp))
-          v = i;
+      const size_t v = srrip_ ? srrip_victim(b, keep) : lru_victim(b, keep);
       b.used -= b.entries[v].weight;
       b.entries[v] = b.entries.back();
       b.entries.pop_back();
     }
   }
+  static size_t lru_victim(const Bin& b, uint64_t keep) {
+    size_t v = b.entries.size();
+    for (size_t i = 0; i < b.entries.size(); ++i)
+      if (b.entries[i].line != keep && (v == b.entries.size() || b.entries[i].stamp < b.entries[v].stamp))
+        v = i;
+    return v;
+  }
+  static size_t srrip_victim(Bin& b, uint64_t keep) {
+    for (;;) {
+      for (size_t i = 0; i < b.entries.size(); ++i)
+        if (b.entries[i].line != keep && b.entries[i].rrpv >= kDistantRrpv) return i;
+      for (Entry& e : b.entries) ++e.rrpv;  // none distant: all one step older
+    }
+  }
+  bool srrip_;
   int parts_;
   int64_t sets_, bin_lines_;
   std::vector<Bin> bins_;
@@ -390,7 +410,7 @@ PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const At
     for (const auto& m : cta.moves)
       quantum = std::max<int64_t>(quantum, kChunkRows * ((m.cols * m.elem_bytes + lb - 1) / lb));
   const int parts = std::max(1, hw.l2_partitions);
-  PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, quantum);
+  PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, quantum, hw.l2_replacement == "srrip");
   const int sms = std::max(1, hw.sms);
   PartitionedReads r;
   const uint64_t frames = first_frame_line(lb);
@@ -402,6 +422,34 @@ PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const At
         if (line >= frames) r.frame_read += weight * lb;
       });
   return r;
+}
+
+double simulate_l2_reuse_probe(const HardwareProfile& hw, int64_t capacity_bytes, int64_t buffer_bytes,
+                               int ctas_per_sm) {
+  const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
+  const int parts = std::max(1, hw.l2_partitions), sms = std::max(1, hw.sms);
+  const int64_t chunk_lines = kReuseProbeChunkBytes / lb;
+  const int64_t chunks = std::max<int64_t>(1, buffer_bytes / kReuseProbeChunkBytes);
+  const int64_t grid = chunks * kReuseProbePasses;
+  PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, 1, hw.l2_replacement == "srrip");
+  // slot k on SM k mod sms, one line a round, as walk_schedule interleaves a schedule's CTAs
+  const int64_t slots = int64_t{sms} * std::max(1, ctas_per_sm);
+  std::vector<int64_t> cta(static_cast<size_t>(slots), -1), pos(static_cast<size_t>(slots), 0);
+  int64_t next = 0, live = 0, misses = 0;
+  for (int64_t k = 0; k < slots && next < grid; ++k, ++live) cta[static_cast<size_t>(k)] = next++;
+  while (live > 0)
+    for (int64_t k = 0; k < slots; ++k) {
+      const auto i = static_cast<size_t>(k);
+      if (cta[i] < 0) continue;
+      const auto line = static_cast<uint64_t>((cta[i] % chunks) * chunk_lines + pos[i]);
+      if (!cache.touch(line, 1, static_cast<int>(k % sms) * parts / sms)) ++misses;
+      if (++pos[i] < chunk_lines) continue;
+      pos[i] = 0;  // the CTA's chunk read: the slot takes the next CTA
+      cta[i] = next < grid ? next++ : -1;
+      if (cta[i] < 0) --live;
+    }
+  const double lines = static_cast<double>(chunks * chunk_lines);
+  return (static_cast<double>(misses) - lines) / ((kReuseProbePasses - 1) * lines);
 }
 
 }  // namespace flashsim::sim

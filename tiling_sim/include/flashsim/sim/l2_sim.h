@@ -29,11 +29,21 @@ L2Result simulate_l2(const KernelSchedule& s, const AttentionProblem& p, const H
                      int64_t resident_ctas, int64_t frame_bytes = 0);
 
 // The DRAM bytes the schedule reads through the partitioned L2 of the profile (l2_partitions partitions of
-// l2_ways-way LRU sets, `capacity_bytes` in all; a line has a home partition by its address, an SM's partition
-// keeps copies of lines homed in the other and asks the home over the fabric on a miss; only a miss at home reads
-// DRAM). The same walk of the moves as simulate_l2, slot k on SM k mod sms, SMs split evenly over the partitions.
+// l2_ways-way sets replacing by l2_replacement, `capacity_bytes` in all; a line has a home partition by its
+// address, an SM's partition keeps copies of lines homed in the other and asks the home over the fabric on a miss;
+// only a miss at home reads DRAM). The same walk of the moves as simulate_l2, slot k on SM k mod sms, SMs split
+// evenly over the partitions.
 PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const AttentionProblem& p,
                                                const HardwareProfile& hw, int64_t resident_ctas,
                                                int64_t capacity_bytes, int64_t frame_bytes = 0);
+
+// l2_probe.cu's reuse_read (calibration h200.l2_replacement): a buffer of `buffer_bytes` read kReuseProbePasses
+// times over in chunks of kReuseProbeChunkBytes, CTA b reading chunk b mod chunks, `ctas_per_sm` CTAs an SM, through
+// the partitioned L2 of `capacity_bytes` with the profile's partitions, ways and replacement. Returns the DRAM
+// reads beyond the first pass over those of a pass (the probe table's "miss per re-read").
+inline constexpr int64_t kReuseProbeChunkBytes = 64 << 10;  // l2_probe.cu's chunk: 64 KB
+inline constexpr int kReuseProbePasses = 3;
+double simulate_l2_reuse_probe(const HardwareProfile& hw, int64_t capacity_bytes, int64_t buffer_bytes,
+                               int ctas_per_sm);
 
 }  // namespace flashsim::sim
