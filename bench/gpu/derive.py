@@ -292,6 +292,7 @@ MIMIC_H200 = os.path.join(RESULTS, "fwd_mimic_h200_2026-11-29")
 
 SPILL_FRAMES_H200 = os.path.join(RESULTS, "spill_frames_h200_2026-11-29")
 SPILL_WALK_H200 = os.path.join(RESULTS, "spill_walk_h200_2026-11-29")
+L2_REPLACEMENT_H200 = os.path.join(RESULTS, "l2_replacement_h200_2026-11-30")
 
 
 def partitioned_figures(flashsim, tmp, profile, capacity, reports):
@@ -314,7 +315,7 @@ def partitioned_sets(hw):
     and checks it on. H200: SDPA's re-read sets 1 .. 3 (fwd_mimic.py's run5_sets.tar.gz, counters and spills), 4
     (one-pass DRAM counters, l2_partitioned_h200_2026-11-29), 5, 6 (spill_frames_h200_2026-11-29), 7 and 8
     (spill_walk_h200_2026-11-29), and the recorded shape sets' causal forwards measured there (card_sdpa_sets);
-    sets 9, 10 and 11, drawn after this fit, held out. Set 7 refuted the walked frames' capacity fitted without it
+    sets 9, 10 and 11, drawn after this fit, and 12 and 13 (l2_replacement_h200_2026-11-30), held out. Set 7 refuted the walked frames' capacity fitted without it
     (58 MiB, on sets 1 .. 4 and the shape sets): every set measured before the refit is in it.
     The H100's (re-read set 1, the fa2 held-out causal forwards) lack their kernels' stack frames: its derivation
     without them is commit a6787ff's."""
@@ -328,7 +329,8 @@ def partitioned_sets(hw):
                     problem = tuple(int(x) for x in f[5:-4].split("_"))
                     sets.setdefault(name, []).append((name, os.path.join(folder, name, f), problem))
         archives = [("set4", os.path.join(RESULTS, "l2_partitioned_h200_2026-11-29"))] + \
-            [(f"set{n}", SPILL_FRAMES_H200) for n in (5, 6)] + [(f"set{n}", SPILL_WALK_H200) for n in (7, 8, 9, 10, 11)]
+            [(f"set{n}", SPILL_FRAMES_H200) for n in (5, 6)] + [(f"set{n}", SPILL_WALK_H200) for n in (7, 8, 9, 10, 11)] + \
+            [(f"set{n}", L2_REPLACEMENT_H200) for n in (12, 13)]
         for name, results in archives:
             archive = os.path.join(results, f"reread_{name}_csvs.tar.gz")
             if os.path.exists(archive):
@@ -340,7 +342,7 @@ def partitioned_sets(hw):
                     for shape_set, reports in card_sdpa_sets(os.path.join(RESULTS, "l2_probe_h200_2026-11-29"))
                     for shape in SET_SHAPES[shape_set] if SHAPES[shape][5]]
         fit = [r for n in range(1, 9) for r in sets[f"set{n}"]] + recorded
-        return fit, sets.get("set9", []) + sets.get("set10", []) + sets.get("set11", [])
+        return fit, [r for n in range(9, 14) for r in sets.get(f"set{n}", [])]
     raise ValueError(f"no recorded causal forwards with their kernels' stack frames on {hw} (H200)")
 
 

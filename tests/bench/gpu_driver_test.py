@@ -910,11 +910,11 @@ class L2Partitioned(unittest.TestCase):
     def test_the_h200_has_its_fit_and_held_out_forwards(self):
         fit, check = derive.partitioned_sets("H200")
         # re-read sets 1 .. 8 and the 16 recorded causal shapes (set 1's b2 h16/2 n13760 report is empty, and set 8's
-        # b1 h8/4 n1216 ran SDPA's split-KV kernel: derive says so and leaves them out); sets 9 and 10 held out
+        # b1 h8/4 n1216 ran SDPA's split-KV kernel: derive says so and leaves them out); sets 9 .. 13 held out
         self.assertEqual(len(fit), 8 * 16 + 16)
         self.assertEqual({label for label, _, _ in fit}, {f"set{n}" for n in range(1, 9)} |
                          {"first", "validation", "validation2", "validation3", "validation4"})
-        self.assertLessEqual({label for label, _, _ in check}, {"set9", "set10", "set11"})
+        self.assertLessEqual({label for label, _, _ in check}, {f"set{n}" for n in range(9, 14)})
         self.assertEqual(len(check) % 16, 0)
         for _, report, _ in fit + check:
             self.assertTrue(os.path.exists(report), report)
@@ -926,6 +926,24 @@ class L2Partitioned(unittest.TestCase):
         for hw in ("H100-SXM5-80GB", "A100-SXM4-80GB", "L4"):
             with redirect_stderr(io.StringIO()) as err:
                 self.assertEqual(run.main(["derive", "l2-partitioned", FLASHSIM, "--hw", hw]), 2)
+            self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
+
+    def test_the_reuse_probe_curve_and_the_replacement_checks(self):
+        # the H200's three probe runs: no miss while a buffer fits, nearly all at 96 MiB, growing between
+        measured = derive.reuse_probe_measured(derive.L2_PROBE_RUNS["H200"])
+        self.assertEqual(list(measured), [8, 16, 20, 24, 28, 32, 36, 40, 44, 48, 56, 64, 96])
+        self.assertLess(measured[24], 0.01)
+        self.assertGreater(measured[96], 0.95)
+        values = list(measured.values())
+        for a, b in zip(values, values[1:]):
+            self.assertGreaterEqual(b, a - 0.005)  # the counters' noise near zero
+        with self.assertRaises(ValueError):
+            derive.reuse_probe_measured(os.path.join(SRC, "bench"))
+        # no recorded probe runs, or no recorded forwards: one line, exit 2
+        for verb in (["l2-replacement", FLASHSIM, "--hw", "H100-SXM5-80GB"],
+                     ["l2-partitioned-check", FLASHSIM, "--hw", "L4"]):
+            with redirect_stderr(io.StringIO()) as err:
+                self.assertEqual(run.main(["derive"] + verb), 2)
             self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
 
     def test_the_h200_profile_has_the_capacity_with_stack_frames(self):
