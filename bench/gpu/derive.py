@@ -199,24 +199,31 @@ def l2_adverse(flashsim, results, hw="H100-SXM5-80GB"):
 
 
 # --- h200.l2_replacement
-L2_PROBE_RUNS = {"H200": os.path.join(RESULTS, "l2_probe_h200_2026-11-29")}
+# each card's reuse_read runs: (ncu CSV, its launch list); the H100's one-pass run alone (its others replayed the
+# counters: ../l2_probe_h100_2026-11-22/README.md)
+L2_PROBE_RUNS = {
+    "H200": [(os.path.join(RESULTS, "l2_probe_h200_2026-11-29", f"l2_probe_dram_run{n}.csv"),
+              os.path.join(RESULTS, "l2_probe_h200_2026-11-29", f"l2_probe_dram_run{n}.err")) for n in (1, 2, 3)],
+    "H100-SXM5-80GB": [(os.path.join(RESULTS, "l2_probe_h100_2026-11-22", "l2_probe_run3_single_pass.csv"),
+                        os.path.join(RESULTS, "l2_probe_h100_2026-11-22", "l2_probe_run3_single_pass.launches"))],
+}
 
 
-def reuse_probe_measured(results):
-    """l2_probe.cu's reuse_read launches in `results` (l2_probe_dram_runN.csv with its .err launch list): {buffer
-    MiB: the runs' mean miss per re-read}, a re-read's DRAM reads beyond the first pass over a pass's bytes."""
+def reuse_probe_measured(runs):
+    """l2_probe.cu's reuse_read launches in `runs` ((ncu CSV, launch list) pairs): {buffer MiB: the runs' mean
+    miss per re-read}, a re-read's DRAM reads beyond the first pass over a pass's bytes."""
     import tables
-    runs = collections.defaultdict(list)
-    for csv in sorted(glob.glob(os.path.join(results, "l2_probe_dram_run*.csv"))):
+    misses = collections.defaultdict(list)
+    for csv, launch_list in runs:
         metrics, _ = read_metrics(csv)
-        for launch, f in tables.launches(csv[:-4] + ".err"):
+        for launch, f in tables.launches(launch_list):
             if f[0] == "reuse_read":
                 args = dict(zip(f[1::2], (int(x) for x in f[2::2])))
                 size = args["buffer_bytes"]
-                runs[size / MIB].append((metrics[launch]["dram__bytes_read.sum"] / size - 1) / (args["reads"] - 1))
-    if not runs:
-        raise ValueError(f"no reuse_read launches in {results}")
-    return {mib: statistics.mean(v) for mib, v in sorted(runs.items())}
+                misses[size / MIB].append((metrics[launch]["dram__bytes_read.sum"] / size - 1) / (args["reads"] - 1))
+    if not misses:
+        raise ValueError(f"no reuse_read launches in {', '.join(csv for csv, _ in runs)}")
+    return {mib: statistics.mean(v) for mib, v in sorted(misses.items())}
 
 
 def l2_replacement(flashsim, hw="H200"):
