@@ -220,7 +220,8 @@ def reuse_probe_measured(runs):
             if f[0] == "reuse_read":
                 args = dict(zip(f[1::2], (int(x) for x in f[2::2])))
                 size = args["buffer_bytes"]
-                misses[size / MIB].append((metrics[launch]["dram__bytes_read.sum"] / size - 1) / (args["reads"] - 1))
+                misses[size / MIB].append(tables.miss_per_reread(metrics[launch]["dram__bytes_read.sum"], size,
+                                                                 args["reads"]))
     if not misses:
         raise ValueError(f"no reuse_read launches in {', '.join(csv for csv, _ in runs)}")
     return {mib: statistics.mean(v) for mib, v in sorted(misses.items())}
@@ -257,13 +258,37 @@ def l2_replacement(flashsim, hw="H200"):
 
 
 
+def print_partitioned(name, rows, lines=True):
+    """One line a (label, problem, read figure) of `rows` (partitioned_figures'): the measured reads and the range's
+    upper end over the compulsory bytes, inside or not, and the planted 1.5x K/V re-read (reread_heldout.py's) flagged
+    or not (where `lines`); then the summary of `name`: inside, the plant flagged, the width (upper over the compulsory bytes) and
+    the upper end over the measured reads."""
+    import reread_heldout
+    if not rows:
+        return
+    caught = 0
+    for label, (b, h, hkv, n, d), m in rows:
+        planted = reread_heldout.planted_reads(m["measured"], m["lower"], h, hkv)
+        flagged = planted > m["upper"] + m["tolerance_floor"]
+        caught += flagged
+        if not lines:
+            continue
+        print(f"  {label} b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / m['lower']:5.2f}x the compulsory bytes, "
+              f"range up to {m['upper'] / m['lower']:5.2f}x: {'ok' if m['ok'] else 'OUTSIDE'}; planted "
+              f"{planted / m['lower']:5.2f}x {'flagged' if flagged else 'not flagged'}")
+    widths = sorted(m["upper"] / m["lower"] for _, _, m in rows)
+    over = sorted(m["upper"] / m["measured"] for _, _, m in rows)
+    print(f"{name}: {sum(m['ok'] for _, _, m in rows)} of {len(rows)} inside; planted flagged on {caught}; width "
+          f"{widths[0]:.2f} .. {widths[-1]:.2f}x, median {statistics.median(widths):.2f}x, at most 1.5x: "
+          f"{sum(w <= 1.5 for w in widths)}; upper over measured {over[0]:.2f} .. {over[-1]:.2f}, median "
+          f"{statistics.median(over):.2f}")
+
+
 def l2_partitioned_check(flashsim, hw="H200", replacement="lru", capacity_mib=0):
     """Every recorded causal forward of `hw` (partitioned_sets: the fit and the held out) against traffic compare's
     read range with the partitioned L2 at `capacity_mib` (0: the profile's l2_partitioned_adverse_bytes) and
-    `replacement`, each SDPA kernel's stack frame walked: one line a forward, then inside, width (upper over the
-    compulsory bytes), the upper end over the measured reads and the planted 1.5x K/V re-read flagged, for all and
-    for the held out."""
-    import reread_heldout
+    `replacement`, each SDPA kernel's stack frame walked (print_partitioned's lines), for all and for the held
+    out."""
     profile = dict(show_profile(flashsim, hw), l2_replacement=replacement)
     capacity = capacity_mib * MIB if capacity_mib else profile["l2_partitioned_adverse_bytes"]
     fit, check = partitioned_sets(hw)
@@ -271,20 +296,8 @@ def l2_partitioned_check(flashsim, hw="H200", replacement="lru", capacity_mib=0)
     with tempfile.TemporaryDirectory() as tmp:
         rows = partitioned_figures(flashsim, tmp, profile, capacity, fit + check)
     print(f"{hw}, partitioned L2 of {capacity / MIB:g} MiB, {replacement}:")
-    for label, (b, h, hkv, n, d), m in rows:
-        print(f"  {label} b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / m['lower']:5.2f}x the compulsory, "
-              f"range up to {m['upper'] / m['lower']:5.2f}x: {'ok' if m['ok'] else 'OUTSIDE'}")
-    for name, part in (("all", rows), ("held out", [r for r in rows if r[0] in held])):
-        if not part:
-            continue
-        widths = sorted(m["upper"] / m["lower"] for _, _, m in part)
-        over = sorted(m["upper"] / m["measured"] for _, _, m in part)
-        flagged = sum(reread_heldout.planted_reads(m["measured"], m["lower"], h, hkv) > m["upper"] + m["tolerance_floor"]
-                      for _, (b, h, hkv, n, d), m in part)
-        print(f"{name}: {sum(m['ok'] for _, _, m in part)} of {len(part)} inside; width {widths[0]:.2f} .. "
-              f"{widths[-1]:.2f}x, median {statistics.median(widths):.2f}x, at most 1.5x: "
-              f"{sum(w <= 1.5 for w in widths)}; upper over measured {over[0]:.2f} .. {over[-1]:.2f}, median "
-              f"{statistics.median(over):.2f}; planted 1.5x K/V re-read flagged on {flagged}")
+    print_partitioned("all", rows)
+    print_partitioned("held out", [r for r in rows if r[0] in held], lines=False)
 
 
 # --- h100.dram_interval
@@ -360,7 +373,6 @@ def l2_partitioned(flashsim, hw="H200"):
     steps, the largest capacity at which every one of them reads within traffic compare's range; then the held-out
     forwards at that capacity, and a planted 1.5x K/V re-read (reread_heldout.py's) on all. The profile's
     l2_partitions and l2_ways are taken as they are."""
-    import reread_heldout
     profile = show_profile(flashsim, hw)
     if profile.get("l2_partitions", 1) < 2:
         raise ValueError(f"the {hw} profile has one L2 partition (l2_partitions)")
@@ -403,22 +415,7 @@ def l2_partitioned(flashsim, hw="H200"):
                 print(f"{capacity / MIB:5.1f} MiB: still outside: {', '.join(still)}", flush=True)
             figures = partitioned_figures(flashsim, tmp, profile, capacity, fit)
         for name, rows in (("fit", figures), ("held out", partitioned_figures(flashsim, tmp, profile, capacity, check))):
-            inside = caught = 0
-            widths = []
-            for label, (b, h, hkv, n, d), m in rows:
-                planted = reread_heldout.planted_reads(m["measured"], m["lower"], h, hkv)
-                flagged = planted > m["upper"] + m["tolerance_floor"]
-                inside += m["ok"]
-                caught += flagged
-                widths.append(m["upper"] / m["lower"])
-                print(f"  {label} b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / m['lower']:5.2f}x the "
-                      f"compulsory bytes, range up to {m['upper'] / m['lower']:5.2f}x: {'ok' if m['ok'] else 'OUTSIDE'}"
-                      f"; planted {planted / m['lower']:5.2f}x {'flagged' if flagged else 'not flagged'}")
-            widths.sort()
-            if not widths:
-                continue
-            print(f"{name}: {inside} of {len(rows)} inside; planted flagged on {caught}; width {widths[0]:.2f} .. "
-                  f"{widths[-1]:.2f}x, median {widths[len(widths) // 2]:.2f}x")
+            print_partitioned(name, rows)
     print(f"l2_partitioned_adverse_bytes = {capacity} ({capacity / MIB:.0f} MiB, {capacity / profile['l2_bytes']:.3f}"
           f" of l2_bytes)")
 

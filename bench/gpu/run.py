@@ -825,6 +825,14 @@ def rounds_count(text):
     return n
 
 
+def capacity_mib(text):
+    """argparse's type of derive's --capacity-mib: a whole number of MiB, 0 for the profile's (else a usage error)."""
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text}: a capacity is 0 (the profile's) or more MiB")
+    return n
+
+
 def parser():
     ap = argparse.ArgumentParser(prog="run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="verb", required=True, metavar="VERB")
@@ -976,7 +984,7 @@ def parser():
                    "l2-replacement: the card whose L2 probe runs are recorded (H200)")
     p.add_argument("--replacement", default="lru", choices=["lru", "srrip"], help="l2-partitioned-check: the "
                    "partitioned L2's replacement")
-    p.add_argument("--capacity-mib", type=int, default=0, help="l2-partitioned-check: its capacity (0: the profile's)")
+    p.add_argument("--capacity-mib", type=capacity_mib, default=0, help="l2-partitioned-check: its capacity (0: the profile's)")
     p.add_argument("--stacks", action="store_true", help="dram-coverage-card: each SDPA forward's stack frame "
                    "(sdpa_stack.py: the H200 runs' PyTorch build) to traffic compare --stack-bytes")
     p.add_argument("--spread", action="store_true", help="fa3-steps: the forward from calib-spread's shapes "

@@ -88,6 +88,11 @@ def launches(path):
     return out
 
 
+def miss_per_reread(read_bytes, buffer_bytes, reads=3):
+    """A read-reuse probe's DRAM reads beyond its first pass over the buffer, over the re-reads' bytes."""
+    return (read_bytes / buffer_bytes - 1) / (reads - 1)
+
+
 def l2_probe_table(csv_path, launch_list):
     """One line per L2 probe launch: what it did and what ncu measured (DRAM bytes, time), plus the figure each
     probe exists for (h100.l2_dirty_bytes, h100.l2_reuse_bytes, h100.l2_adverse_reuse_bytes)."""
@@ -105,7 +110,7 @@ def l2_probe_table(csv_path, launch_list):
                     f" -> still dirty at end {(args['write_bytes'] - wr) / 1e6:6.2f} MB")
         elif kind == "reuse_read":
             s = args["buffer_bytes"]
-            what = f"buffer {s / MIB:5.0f} MiB read 3x -> miss per re-read {(rd / s - 1) / 2:5.3f}"
+            what = f"buffer {s / MIB:5.0f} MiB read 3x -> miss per re-read {miss_per_reread(rd, s):5.3f}"
         elif kind == "write_then_spin":
             what = f"written {args['write_bytes'] / MIB:4.0f} MiB, then idle {args['spin_us']:3d} us"
         elif kind == "fa_mimic":
@@ -119,11 +124,11 @@ def l2_probe_table(csv_path, launch_list):
             s, first, spread = args["buffer_bytes"], args["dirty_first_bytes"], args["dirty_spread_bytes"]
             when = f"first {first / MIB:3.0f}" if first else f"spread {spread / MIB:2.0f}"
             what = (f"buffer {s / MIB:3.0f} MiB read 3x, dirty {when} MiB -> miss per re-read "
-                    f"{(rd / s - 1) / 2:5.3f}, dirty written back {wr / 1e6:5.1f} MB")
+                    f"{miss_per_reread(rd, s):5.3f}, dirty written back {wr / 1e6:5.1f} MB")
         else:  # reuse_frames
             s = args["buffer_bytes"]
             what = (f"buffer {s / MIB:3.0f} MiB read 3x, dirty frames {args['frame_bytes'] * args['slots'] / 1e6:4.1f}"
-                    f" MB -> miss per re-read {(rd / s - 1) / 2:5.3f}")
+                    f" MB -> miss per re-read {miss_per_reread(rd, s):5.3f}")
         lines.append(f"{launch:2d} {kind:15s} {what:74s} DRAM read {rd / 1e6:7.2f} MB, write {wr / 1e6:7.2f} MB, "
                      f"{t / 1e3:6.1f} us")
     return lines

@@ -944,6 +944,9 @@ class L2Partitioned(unittest.TestCase):
         with self.assertRaises(ValueError):  # a launch list without reuse_read
             derive.reuse_probe_measured([(sorted(glob.glob(os.path.join(NCU, "*.csv")))[0], os.devnull)])
         # no recorded probe runs, or no recorded forwards: one line, exit 2
+        with redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as exit_:  # argparse's usage error
+            run.main(["derive", "l2-partitioned-check", FLASHSIM, "--capacity-mib", "-3"])
+        self.assertEqual(exit_.exception.code, 2)
         for verb in (["l2-replacement", FLASHSIM, "--hw", "A100-SXM4-80GB"],
                      ["l2-partitioned-check", FLASHSIM, "--hw", "L4"]):
             with redirect_stderr(io.StringIO()) as err:

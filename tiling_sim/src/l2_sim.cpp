@@ -432,7 +432,7 @@ double simulate_l2_reuse_probe(const HardwareProfile& hw, int64_t capacity_bytes
   const int64_t chunks = std::max<int64_t>(1, buffer_bytes / kReuseProbeChunkBytes);
   const int64_t grid = chunks * kReuseProbePasses;
   PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, 1, hw.l2_replacement == "srrip");
-  // slot k on SM k mod sms, one line a round, as walk_schedule interleaves a schedule's CTAs
+  // slot k on SM k mod sms (as walk_schedule), each reading its chunk a line a round
   const int64_t slots = int64_t{sms} * std::max(1, ctas_per_sm);
   std::vector<int64_t> cta(static_cast<size_t>(slots), -1), pos(static_cast<size_t>(slots), 0);
   int64_t next = 0, live = 0, misses = 0;
