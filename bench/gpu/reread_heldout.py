@@ -25,9 +25,12 @@ DRAM read range.
 - Sets 12 (seed 2026113045) and 13 (seed 2026113046), the usual draw: drawn 2026-11-30 after the partitioned L2's
   replacement was derived from the reuse probe and both bounds (LRU at the profile's 56 MiB, SRRIP at the probe's
   50 MiB) were committed, before they were measured (bench/results/l2_replacement_h200_2026-11-30).
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|13]                  # rewrites the list (same seed: the same problems)
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|13] measure OUT      # on the GPU machine: ncu of each problem's forward
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|13] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
+- Sets 14 (seed 2026113047) and 15 (seed 2026113048), the usual draw: drawn 2026-11-30 before this session's
+  read bounds were fixed (the optimum cache's lower end and whatever the partitioned L2's grid of capacities
+  gives), measured at once and compared only after those were committed (bench/results/l2_capacity_h200_2026-11-30).
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|15]                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|15] measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|15] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
         range against DIR's reports (--stacks: each SDPA kernel's stack frame, sdpa_stack.py, for the H200's reports)"""
 import json
 import os
@@ -46,7 +49,8 @@ SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldo
         "7": (2026112940, "reread_heldout7.txt"), "8": (2026112941, "reread_heldout8.txt"),
         "9": (2026112942, "reread_heldout9.txt"), "10": (2026112943, "reread_heldout10.txt"),
         "11": (2026112944, "reread_heldout11.txt"), "12": (2026113045, "reread_heldout12.txt"),
-        "13": (2026113046, "reread_heldout13.txt")}
+        "13": (2026113046, "reread_heldout13.txt"), "14": (2026113047, "reread_heldout14.txt"),
+        "15": (2026113048, "reread_heldout15.txt")}
 # sets drawn at one head dim: set 6 at d128, the kernel whose frames broke set 4 (set 5 drew two d128 forwards);
 # set 8 at d64, whose ranges the walked frames narrowed most (bench/results/spill_walk_h200_2026-11-29); set 10 at
 # d128, the head dim of set 7's failure; set 11 at d256, the widest ranges' (the same folder)
@@ -130,22 +134,22 @@ def compare(flashsim, folder, hw="H100-SXM5-80GB", stacks=False):
                         stacks)
         if m is None:
             continue
-        lower, upper, floor = m["lower"], m["upper"], m["tolerance_floor"]
-        planted = planted_reads(m["measured"], lower, h, hkv)
+        lower, upper, floor, c = m["lower"], m["upper"], m["tolerance_floor"], m["compulsory"]
+        planted = planted_reads(m["measured"], c, h, hkv)
         flagged = planted > upper + floor
         total += 1
         inside += m["ok"]
         caught += flagged
         widths.append(upper / lower)
-        print(f"b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / lower:5.2f}x the compulsory bytes, range up to "
-              f"{upper / lower:6.2f}x: {m['verdict'][:60]}; planted 1.5x K/V {planted / lower:5.2f}x "
+        print(f"b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / c:5.2f}x the compulsory bytes, range "
+              f"{lower / c:5.2f} .. {upper / c:6.2f}x: {m['verdict'][:60]}; planted 1.5x K/V {planted / c:5.2f}x "
               f"{'flagged' if flagged else 'not flagged'}")
     if not widths:
         print(f"reread_heldout.py: no report of this set in {folder} could be compared", file=sys.stderr)
         return 2
     widths.sort()
     print(f"{inside} of {total} inside their range; planted 1.5x K/V re-reads flagged: {caught} of {total}; range "
-          f"width (upper / compulsory) {widths[0]:.2f} .. {widths[-1]:.2f}x, median {widths[len(widths) // 2]:.2f}x")
+          f"width (upper / lower) {widths[0]:.2f} .. {widths[-1]:.2f}x, median {widths[len(widths) // 2]:.2f}x")
 
 
 def main():
