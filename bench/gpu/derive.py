@@ -182,15 +182,16 @@ def l2_adverse(flashsim, results, hw="H100-SXM5-80GB"):
             capacity, figures, at_reuse = largest_capacity(flashsim, tmp, profile, report, tail)
             most = max(m["measured"] for m in figures)
             print(f"{variant:29s} {len(figures)} runs, at most {most / 1e6:6.2f} MB read "
-                  f"({most / figures[0]['lower']:5.3f}x the compulsory); the schedule reads {at_reuse / 1e6:6.2f} MB "
+                  f"({most / figures[0]['compulsory']:5.3f}x the compulsory); the schedule reads {at_reuse / 1e6:6.2f} MB "
                   f"through an LRU of {reuse / MIB:.2f} MiB, {figures[0]['upper'] / 1e6:6.2f} MB through "
                   f"{capacity / MIB:5.2f} MiB, the largest that takes every run")
             result = min(result, capacity)
         for label, report, tail in card_causal_forwards(results):
             capacity, figures, at_reuse = largest_capacity(flashsim, tmp, profile, report, tail)
             m = figures[0]
-            print(f"{label:29s} SDPA, {m['measured'] / m['lower']:5.3f}x the compulsory; the schedule reads "
-                  f"{at_reuse / m['lower']:5.2f}x through {reuse / MIB:.2f} MiB, {m['upper'] / m['lower']:5.2f}x "
+            c = m["compulsory"]
+            print(f"{label:29s} SDPA, {m['measured'] / c:5.3f}x the compulsory; the schedule reads "
+                  f"{at_reuse / c:5.2f}x through {reuse / MIB:.2f} MiB, {m['upper'] / c:5.2f}x "
                   f"through {capacity / MIB:5.2f} MiB, the largest that takes it")
             result = min(result, capacity)
     print(f"l2_adverse_reuse_bytes = {result} ({result / MIB:.2f} MiB)")
@@ -259,36 +260,41 @@ def l2_replacement(flashsim, hw="H200"):
 
 
 def print_partitioned(name, rows, lines=True):
-    """One line a (label, problem, read figure) of `rows` (partitioned_figures'): the measured reads and the range's
-    upper end over the compulsory bytes, inside or not, and the planted 1.5x K/V re-read (reread_heldout.py's) flagged
-    or not (where `lines`); then the summary of `name`: inside, the plant flagged, the width (upper over the compulsory bytes) and
-    the upper end over the measured reads."""
+    """One line a (label, problem, read figure) of `rows` (partitioned_figures'): the measured reads and the range
+    over the compulsory bytes, inside or not, and the planted 1.5x K/V re-read (reread_heldout.py's) flagged or not
+    (where `lines`); then the summary of `name`: inside, the plant flagged, the width (upper over lower), the
+    upper end over the compulsory bytes and over the measured reads, and the measured reads over the lower end."""
     import reread_heldout
     if not rows:
         return
     caught = 0
     for label, (b, h, hkv, n, d), m in rows:
-        planted = reread_heldout.planted_reads(m["measured"], m["lower"], h, hkv)
+        c = m["compulsory"]
+        planted = reread_heldout.planted_reads(m["measured"], c, h, hkv)
         flagged = planted > m["upper"] + m["tolerance_floor"]
         caught += flagged
         if not lines:
             continue
-        print(f"  {label} b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / m['lower']:5.2f}x the compulsory bytes, "
-              f"range up to {m['upper'] / m['lower']:5.2f}x: {'ok' if m['ok'] else 'OUTSIDE'}; planted "
-              f"{planted / m['lower']:5.2f}x {'flagged' if flagged else 'not flagged'}")
+        print(f"  {label} b{b} h{h}/{hkv} n{n} d{d}: measured {m['measured'] / c:5.2f}x the compulsory bytes, "
+              f"range {m['lower'] / c:5.2f} .. {m['upper'] / c:5.2f}x: {'ok' if m['ok'] else 'OUTSIDE'}; planted "
+              f"{planted / c:5.2f}x {'flagged' if flagged else 'not flagged'}")
     widths = sorted(m["upper"] / m["lower"] for _, _, m in rows)
+    wide = sorted(m["upper"] / m["compulsory"] for _, _, m in rows)
     over = sorted(m["upper"] / m["measured"] for _, _, m in rows)
+    above = sorted(m["measured"] / m["lower"] for _, _, m in rows)
     print(f"{name}: {sum(m['ok'] for _, _, m in rows)} of {len(rows)} inside; planted flagged on {caught}; width "
-          f"{widths[0]:.2f} .. {widths[-1]:.2f}x, median {statistics.median(widths):.2f}x, at most 1.5x: "
-          f"{sum(w <= 1.5 for w in widths)}; upper over measured {over[0]:.2f} .. {over[-1]:.2f}, median "
-          f"{statistics.median(over):.2f}")
+          f"(upper over lower) {widths[0]:.2f} .. {widths[-1]:.2f}x, median {statistics.median(widths):.2f}x, at "
+          f"most 1.5x: {sum(w <= 1.5 for w in widths)}; upper over the compulsory bytes median "
+          f"{statistics.median(wide):.2f}x; upper over measured {over[0]:.2f} .. {over[-1]:.2f}, median "
+          f"{statistics.median(over):.2f}; measured over lower {above[0]:.3f} .. {above[-1]:.2f}, median "
+          f"{statistics.median(above):.2f}")
 
 
 def l2_partitioned_check(flashsim, hw="H200", replacement="lru", capacity_mib=0):
     """Every recorded causal forward of `hw` (partitioned_sets: the fit and the held out) against traffic compare's
     read range with the partitioned L2 at `capacity_mib` (0: the profile's l2_partitioned_adverse_bytes) and
-    `replacement`, each SDPA kernel's stack frame walked (print_partitioned's lines), for all and for the held
-    out."""
+    `replacement`, each SDPA kernel's stack frame walked (print_partitioned's lines), for all, for the held
+    out and for each held-out set."""
     profile = dict(show_profile(flashsim, hw), l2_replacement=replacement)
     capacity = capacity_mib * MIB if capacity_mib else profile["l2_partitioned_adverse_bytes"]
     fit, check = partitioned_sets(hw)
@@ -298,6 +304,8 @@ def l2_partitioned_check(flashsim, hw="H200", replacement="lru", capacity_mib=0)
     print(f"{hw}, partitioned L2 of {capacity / MIB:g} MiB, {replacement}:")
     print_partitioned("all", rows)
     print_partitioned("held out", [r for r in rows if r[0] in held], lines=False)
+    for name in sorted(held, key=lambda x: int(x[3:])):
+        print_partitioned(f"  {name}", [r for r in rows if r[0] == name], lines=False)
 
 
 # --- h100.dram_interval
@@ -313,6 +321,7 @@ MIMIC_H200 = os.path.join(RESULTS, "fwd_mimic_h200_2026-11-29")
 SPILL_FRAMES_H200 = os.path.join(RESULTS, "spill_frames_h200_2026-11-29")
 SPILL_WALK_H200 = os.path.join(RESULTS, "spill_walk_h200_2026-11-29")
 L2_REPLACEMENT_H200 = os.path.join(RESULTS, "l2_replacement_h200_2026-11-30")
+L2_CAPACITY_H200 = os.path.join(RESULTS, "l2_capacity_h200_2026-11-30")
 
 
 def partitioned_figures(flashsim, tmp, profile, capacity, reports):
@@ -335,7 +344,8 @@ def partitioned_sets(hw):
     and checks it on. H200: SDPA's re-read sets 1 .. 3 (fwd_mimic.py's run5_sets.tar.gz, counters and spills), 4
     (one-pass DRAM counters, l2_partitioned_h200_2026-11-29), 5, 6 (spill_frames_h200_2026-11-29), 7 and 8
     (spill_walk_h200_2026-11-29), and the recorded shape sets' causal forwards measured there (card_sdpa_sets);
-    sets 9, 10 and 11, drawn after this fit, and 12 and 13 (l2_replacement_h200_2026-11-30), held out. Set 7 refuted the walked frames' capacity fitted without it
+    sets 9, 10 and 11, drawn after this fit, 12 and 13 (l2_replacement_h200_2026-11-30) and 14 and 15
+    (l2_capacity_h200_2026-11-30), held out. Set 7 refuted the walked frames' capacity fitted without it
     (58 MiB, on sets 1 .. 4 and the shape sets): every set measured before the refit is in it.
     The H100's (re-read set 1, the fa2 held-out causal forwards) lack their kernels' stack frames: its derivation
     without them is commit a6787ff's."""
@@ -350,7 +360,7 @@ def partitioned_sets(hw):
                     sets.setdefault(name, []).append((name, os.path.join(folder, name, f), problem))
         archives = [("set4", os.path.join(RESULTS, "l2_partitioned_h200_2026-11-29"))] + \
             [(f"set{n}", SPILL_FRAMES_H200) for n in (5, 6)] + [(f"set{n}", SPILL_WALK_H200) for n in (7, 8, 9, 10, 11)] + \
-            [(f"set{n}", L2_REPLACEMENT_H200) for n in (12, 13)]
+            [(f"set{n}", L2_REPLACEMENT_H200) for n in (12, 13)] + [(f"set{n}", L2_CAPACITY_H200) for n in (14, 15)]
         for name, results in archives:
             archive = os.path.join(results, f"reread_{name}_csvs.tar.gz")
             if os.path.exists(archive):
@@ -362,7 +372,7 @@ def partitioned_sets(hw):
                     for shape_set, reports in card_sdpa_sets(os.path.join(RESULTS, "l2_probe_h200_2026-11-29"))
                     for shape in SET_SHAPES[shape_set] if SHAPES[shape][5]]
         fit = [r for n in range(1, 9) for r in sets[f"set{n}"]] + recorded
-        return fit, [r for n in range(9, 14) for r in sets.get(f"set{n}", [])]
+        return fit, [r for n in range(9, 16) for r in sets.get(f"set{n}", [])]
     raise ValueError(f"no recorded causal forwards with their kernels' stack frames on {hw} (H200)")
 
 

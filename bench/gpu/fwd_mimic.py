@@ -387,7 +387,7 @@ def evaluate(flashsim, hw, fit, check):
                                            (b, h, hkv, n, d))
             if m is None:
                 continue
-            lower, upper = m["lower"], m["upper"]
+            lower, upper = m["compulsory"], m["upper"]  # the rule's range starts at the compulsory bytes
             bound, ok, flagged, flagged_before, planted = mimic_verdict(
                 m["measured"], lower, upper, m["tolerance_floor"], mm["dram__bytes_read.sum"], r, h, hkv)
             total += 1

@@ -179,3 +179,45 @@ TEST(PartitionedL2, ReuseProbeMissesGrowWithTheBufferAndSrripKeepsMore) {
   hw.l2_replacement = "srrip";
   EXPECT_LT(simulate_l2_reuse_probe(hw, capacity, 36 * mib, 8), 0.6 * lru36);
 }
+
+// The optimum cache (simulate_l2_optimal_reads): with room for everything it reads the compulsory bytes; it never
+// reads more than an LRU (simulate_l2) or the partitioned L2 of the same capacity, and less as the capacity grows.
+TEST(OptimalL2, ReadsNoMoreThanAnyReplacementAndTheCompulsoryBytesWhenItFits) {
+  const auto p =
+      ProblemBuilder().batch(1).heads(8, 2).seqlen(3000).head_dim(64).dtype(DType::BF16).causal().build();
+  auto hw = load_profile("H200");
+  const auto s = schedule(kernel_model("fwd_fa2"), p, TileConfig{});
+  const auto compulsory = execute_counts(s).unique_loaded();
+  EXPECT_EQ(simulate_l2_optimal_reads(s, p, hw, 264, hw.l2_bytes), compulsory);
+  int64_t before = INT64_MAX;
+  for (const int64_t capacity : {int64_t{64} << 10, int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20}) {
+    hw.l2_effective_bytes = capacity;
+    hw.l2_dirty_bytes = 0;
+    const auto best = simulate_l2_optimal_reads(s, p, hw, 264, capacity);
+    EXPECT_GE(best, compulsory) << capacity;
+    EXPECT_LE(best, simulate_l2(s, p, hw, 264).dram_read) << capacity;
+    EXPECT_LE(best, simulate_l2_partitioned_reads(s, p, hw, 264, capacity).dram_read) << capacity;
+    EXPECT_LT(best, before) << capacity;
+    before = best;
+  }
+}
+
+// A loop: one CTA at a time, each of a head's 8 query blocks reading all of K and V (256 KiB) in the same order,
+// through a cache of half of them. Each pass reads 256 KiB of distinct lines and at most the cache's 128 KiB can
+// be there when it starts, so no cache misses fewer than 128 KiB a pass after the first; keeping one half for good
+// misses exactly that (an LRU misses every line: each is the least recently used when it comes back).
+TEST(OptimalL2, ALoopMissesWhatDoesNotFitEachPass) {
+  const auto p = ProblemBuilder().batch(1).heads(1).seqlen(1024).head_dim(64).dtype(DType::BF16).build();
+  auto hw = load_profile("H200");
+  TileConfig c;
+  c.block_q = 128;
+  c.block_k = 64;
+  const auto s = schedule(kernel_model("fwd_fa2"), p, c);
+  ASSERT_EQ(s.ctas.size(), 8u);
+  const int64_t q = 1024 * 64 * 2, kv = 2 * q, capacity = 128 << 10;
+  ASSERT_EQ(execute_counts(s).unique_loaded(), q + kv);
+  EXPECT_EQ(simulate_l2_optimal_reads(s, p, hw, 1, capacity), q + kv + 7 * (kv - capacity));
+  hw.l2_effective_bytes = capacity;
+  hw.l2_dirty_bytes = 0;
+  EXPECT_EQ(simulate_l2(s, p, hw, 1).dram_read, q + 8 * kv);
+}

@@ -60,8 +60,8 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
   // Lower: each loaded byte once; each dirty byte once less the most L2 keeps dirty at the end: the dirty limit
   // (the probes' item 2), not a stream's dirty share of the L2 (item 1), which the point estimate takes: SDPA's
   // d256 dQ convert kept more dirty than its share (calibration h100.dram_interval).
-  r.read.lower = static_cast<double>(k.unique_loaded());
-  r.write.lower = std::max(0.0, dirty - std::min(dirty_limit, dirty));
+  r.read.lower = r.read.compulsory = static_cast<double>(k.unique_loaded());
+  r.write.lower = r.write.compulsory = std::max(0.0, dirty - std::min(dirty_limit, dirty));
 
   // Spill frames: the kernel's stack frame where given, else what a CTA spills in one main-loop step (a lower
   // estimate: SDPA's d128 causal forward on the H200 stores 37 bytes a thread a step from a frame of 376). Slots
@@ -138,6 +138,12 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
         exec_read = static_cast<double>(part.dram_read - part.frame_read);
         r.spill_read_bytes = part_frames;
       }
+      // Below: the schedule's reads through the best any cache of the whole L2 can do (Belady's optimum, one
+      // cache, no copies, stores and frames taking no room). Only the order of the walk is assumed, the order
+      // the card's CTAs keep (fwd_mimic.cu's traces: lockstep, calibration h200.l2_partitioned_adverse).
+      r.optimal_l2_bytes = static_cast<double>(hw.l2_bytes);
+      r.read.lower = std::max(r.read.lower, static_cast<double>(simulate_l2_optimal_reads(
+                                                executed, p, hw, pr.occ.resident_ctas, hw.l2_bytes)));
     }
   }
   // plus the kernel's code, fetched from DRAM after ncu's cache flush

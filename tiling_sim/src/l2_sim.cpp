@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "flashsim/sim/counts.h"
@@ -422,6 +426,64 @@ PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const At
         if (line >= frames) r.frame_read += weight * lb;
       });
   return r;
+}
+
+int64_t simulate_l2_optimal_reads(const KernelSchedule& s, const AttentionProblem& p,
+                                  const HardwareProfile& hw, int64_t resident_ctas, int64_t capacity_bytes) {
+  const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
+  // The walk's reads in order: (entry, its lines)
+  std::vector<std::pair<uint64_t, int64_t>> reads;
+  walk_schedule(s, p, lb, std::max(1, hw.sms), resident_ctas, 0,
+                [&](uint64_t line, int64_t weight, int kind, int) {
+                  if (kind != 1) reads.emplace_back(line, weight);
+                });
+  // next[i]: where reads[i]'s entry is read again (kNever: not again)
+  constexpr auto kNever = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> next(reads.size(), kNever);
+  {
+    std::unordered_map<uint64_t, int64_t> seen;
+    seen.reserve(reads.size() / 4 + 16);
+    for (auto i = static_cast<int64_t>(reads.size()) - 1; i >= 0; --i) {
+      const auto [it, fresh] = seen.try_emplace(reads[static_cast<size_t>(i)].first, i);
+      if (!fresh) {
+        next[static_cast<size_t>(i)] = it->second;
+        it->second = i;
+      }
+    }
+  }
+  // The cache: entry -> (its next read, its lines); a max-heap of (next read, entry), stale items skipped
+  struct Held {
+    int64_t next, weight;
+  };
+  std::unordered_map<uint64_t, Held> held;
+  std::priority_queue<std::pair<int64_t, uint64_t>> furthest;
+  const int64_t capacity = capacity_bytes / lb;
+  int64_t used = 0, missed = 0;
+  for (size_t i = 0; i < reads.size(); ++i) {
+    const auto [line, weight] = reads[i];
+    auto it = held.find(line);
+    if (it == held.end()) {
+      missed += weight;
+      it = held.emplace(line, Held{next[i], weight}).first;
+      used += weight;
+    } else {
+      if (weight > it->second.weight) {  // a partial chunk at a sequence end, read whole later
+        used += weight - it->second.weight;
+        it->second.weight = weight;
+      }
+      it->second.next = next[i];
+    }
+    furthest.emplace(next[i], line);
+    while (used > capacity && !furthest.empty()) {  // evict the entries read again furthest ahead
+      const auto [when, victim] = furthest.top();
+      furthest.pop();
+      const auto v = held.find(victim);
+      if (v == held.end() || v->second.next != when) continue;  // stale
+      used -= v->second.weight;
+      held.erase(v);
+    }
+  }
+  return missed * lb;
 }
 
 double simulate_l2_reuse_probe(const HardwareProfile& hw, int64_t capacity_bytes, int64_t buffer_bytes,

@@ -406,6 +406,7 @@ void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool read
                 bool frame_known) {
   m.interval = true;
   m.lower = b.lower;
+  m.compulsory = b.compulsory;
   m.upper = b.upper;
   m.floor = floor;
   m.suspect = b.suspect;
@@ -433,10 +434,19 @@ void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool read
           "the kernel's --stack-bytes)";
   } else if (m.measured < b.lower - floor) {
     m.ok = false;
-    m.verdict = fmt::format(
-        "BELOW: {} {:.2f}x the compulsory bytes: the profiled problem is not the flags' or the kernel skips "
-        "work",
-        what, m.measured / std::max(b.lower, 1.0));
+    m.verdict =
+        b.lower > b.compulsory
+            ? fmt::format(
+                  "BELOW: {} {:.2f}x what the schedule reads through the best cache of the whole L2 ({:.2f}x "
+                  "the "
+                  "compulsory bytes): the profiled problem is not the flags', the kernel skips work or runs "
+                  "another order",
+                  what, m.measured / std::max(b.lower, 1.0), m.measured / std::max(b.compulsory, 1.0))
+            : fmt::format(
+                  "BELOW: {} {:.2f}x the compulsory bytes: the profiled problem is not the flags' or the "
+                  "kernel "
+                  "skips work",
+                  what, m.measured / std::max(b.lower, 1.0));
   } else {
     m.verdict = "ok (within the L2's range)";
   }
@@ -575,6 +585,7 @@ nlohmann::json to_json(const Comparison& c) {
                     {"tolerance_floor", m.floor},
                     {"lower", m.interval ? nlohmann::json(m.lower) : nlohmann::json(nullptr)},
                     {"upper", m.interval ? nlohmann::json(m.upper) : nlohmann::json(nullptr)},
+                    {"compulsory", m.interval ? nlohmann::json(m.compulsory) : nlohmann::json(nullptr)},
                     {"verdict", m.verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.verdict)},
                     {"suspect", m.suspect.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.suspect)},
                     {"ok", m.ok}});

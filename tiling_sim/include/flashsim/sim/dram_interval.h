@@ -3,7 +3,9 @@
 // (predict_kernel) sits inside [lower, upper], and only a measured figure outside it says something about the
 // kernel rather than about the L2's replacement and write-back policy.
 //   lower: the compulsory bytes. Reads: every loaded or reduced byte once (cold L2). Writes: every dirty byte
-//          less the most the L2 can keep dirty at kernel end (l2_dirty_bytes).
+//          less the most the L2 can keep dirty at kernel end (l2_dirty_bytes). A causal forward's reads, where
+//          its upper end is the partitioned L2's: what the executed schedule reads through the optimum cache of
+//          the whole L2 (l2_sim.h's simulate_l2_optimal_reads), where more.
 //   upper: the executed schedule through an adverse but measured L2: an LRU of l2_adverse_reuse_bytes (the
 //          capacity at which FlashAttention-forward mimics' executed schedules re-read what they did on the
 //          GPU; unmeasured: l2_reuse_bytes, what data read again by other SMs survives, shrunk by the share of L2
@@ -25,6 +27,7 @@ namespace flashsim::sim {
 
 struct DramBound {
   double lower = 0, upper = 0;
+  double compulsory = 0;  // every byte once; lower where no schedule raises it
   // The tensor an excess most likely comes from: the one the schedule moves most often per byte of its
   // footprint (its re-reads grow fastest), the larger on a tie.
   std::string suspect;
@@ -43,6 +46,7 @@ struct DramInterval {
   DramBound read, write;
   double adverse_l2_bytes = 0;      // the LRU capacity of the upper bounds
   double partitioned_l2_bytes = 0;  // the partitioned L2's capacity of the read upper bound; 0: not used
+  double optimal_l2_bytes = 0;      // the cache of the read lower bound's optimum; 0: not used
   double spill_read_bytes = 0;      // the spill frames' reads back from DRAM in the read upper bound (capped)
   double spill_frame_bytes_cta =
       0;                     // a CTA's register-spill frame: its stack frame where known, or its spill

@@ -37,6 +37,13 @@ PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const At
                                                const HardwareProfile& hw, int64_t resident_ctas,
                                                int64_t capacity_bytes, int64_t frame_bytes = 0);
 
+// The least DRAM bytes the schedule's loads and reductions can read through any cache of `capacity_bytes` (one
+// cache, no partition keeping copies), with the same walk of the moves as simulate_l2: Belady's optimum, which on
+// a miss evicts the entries used again furthest ahead, or keeps no copy of the line when that is the missed line.
+// Stores and register-spill frames take no room (they need read nothing). `traffic compare`'s lower bound.
+int64_t simulate_l2_optimal_reads(const KernelSchedule& s, const AttentionProblem& p,
+                                  const HardwareProfile& hw, int64_t resident_ctas, int64_t capacity_bytes);
+
 // l2_probe.cu's reuse_read (calibration h200.l2_replacement): a buffer of `buffer_bytes` read kReuseProbePasses
 // times over in chunks of kReuseProbeChunkBytes, CTA b reading chunk b mod chunks, `ctas_per_sm` CTAs an SM, through
 // the partitioned L2 of `capacity_bytes` with the profile's partitions, ways and replacement. Returns the DRAM

@@ -53,6 +53,7 @@ struct MetricComparison {
   // (the profile's ncu_dram_repeatability of its measured DRAM bytes).
   bool interval = false;
   double lower = 0, upper = 0, floor = 0;
+  double compulsory = 0;  // DRAM: every byte once (lower, or below it where a schedule raises lower)
   // The verdict in words: "ok", "FAIL", "ok (within the L2's range)", "EXCESS: ..." (above the upper bound:
   // the kernel moves more than any L2 behaviour explains, `suspect` the tensor to look at), "BELOW: ..." (under
   // the compulsory bytes: another problem than the flags say, or a kernel that skips work).
