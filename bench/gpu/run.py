@@ -795,6 +795,8 @@ def derive_one(derive, args):
         derive.l2_partitioned(args.flashsim, args.hw)
     elif args.what == "l2-replacement":
         derive.l2_replacement(args.flashsim, args.hw)
+    elif args.what == "l2-capacity":
+        derive.l2_capacity(args.flashsim, args.hw)
     elif args.what == "l2-partitioned-check":
         derive.l2_partitioned_check(args.flashsim, args.hw, args.replacement, args.capacity_mib)
     elif args.what == "dram-coverage":
@@ -973,7 +975,7 @@ def parser():
     p.add_argument("--hw", default="H100-SXM5-80GB", help="sparse, fa3-model: the profile of those predictions")
 
     p = verb("derive", cmd_derive, help="constants derived from recorded reports (derive.py)")
-    p.add_argument("what", choices=["l2-adverse", "l2-partitioned", "l2-partitioned-check", "l2-replacement", "dram-coverage", "dram-coverage-card", "l2-reuse-models", "fa3-steps", "fa3-heldout",
+    p.add_argument("what", choices=["l2-adverse", "l2-partitioned", "l2-partitioned-check", "l2-capacity", "l2-replacement", "dram-coverage", "dram-coverage-card", "l2-reuse-models", "fa3-steps", "fa3-heldout",
                                     "fa2-steps", "fa2-heldout", "decode-load"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
     p.add_argument("results", nargs="?", default="", help="l2-adverse, dram-coverage-card, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout, decode-load: "

@@ -910,11 +910,11 @@ class L2Partitioned(unittest.TestCase):
     def test_the_h200_has_its_fit_and_held_out_forwards(self):
         fit, check = derive.partitioned_sets("H200")
         # re-read sets 1 .. 8 and the 16 recorded causal shapes (set 1's b2 h16/2 n13760 report is empty, and set 8's
-        # b1 h8/4 n1216 ran SDPA's split-KV kernel: derive says so and leaves them out); sets 9 .. 13 held out
+        # b1 h8/4 n1216 ran SDPA's split-KV kernel: derive says so and leaves them out); sets 9 .. 15 held out
         self.assertEqual(len(fit), 8 * 16 + 16)
         self.assertEqual({label for label, _, _ in fit}, {f"set{n}" for n in range(1, 9)} |
                          {"first", "validation", "validation2", "validation3", "validation4"})
-        self.assertLessEqual({label for label, _, _ in check}, {f"set{n}" for n in range(9, 14)})
+        self.assertEqual({label for label, _, _ in check}, {f"set{n}" for n in range(9, 16)})
         self.assertEqual(len(check) % 16, 0)
         for _, report, _ in fit + check:
             self.assertTrue(os.path.exists(report), report)
@@ -952,6 +952,17 @@ class L2Partitioned(unittest.TestCase):
             with redirect_stderr(io.StringIO()) as err:
                 self.assertEqual(run.main(["derive"] + verb), 2)
             self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
+
+    def test_the_capacity_at_which_the_model_reads_what_the_card_did(self):
+        reads = {56: 400.0, 64: 200.0, 72: 100.0}  # halving every 8 MiB
+        self.assertEqual(derive.card_capacity(200.0, reads), 64)
+        self.assertAlmostEqual(derive.card_capacity(200.0 / 2 ** 0.5, reads), 68)  # exponential between
+        self.assertEqual(derive.card_capacity(500.0, reads), 56)  # more than at the smallest: that one
+        self.assertIsNone(derive.card_capacity(50.0, reads))  # less than at the largest: beyond the grid
+        self.assertEqual(derive.card_capacity(100.0, {56: 100.0, 64: 100.0}), 56)  # flat: the first
+        with redirect_stderr(io.StringIO()) as err:  # no recorded forwards with their frames: one line, exit 2
+            self.assertEqual(run.main(["derive", "l2-capacity", FLASHSIM, "--hw", "L4"]), 2)
+        self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
 
     def test_the_h200_profile_has_the_capacity_with_stack_frames(self):
         # 56 MiB with the kernels' stack frames walked, fitted on re-read sets 1 .. 8 (58 MiB on sets 1 .. 4 was

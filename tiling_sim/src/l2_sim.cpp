@@ -316,9 +316,13 @@ void walk_schedule(const KernelSchedule& s, const AttentionProblem& p, int lb, i
     }
     const bool whole_lines = row_bytes % static_cast<uint64_t>(lb) == 0;  // rows are row_bytes-aligned
     const bool stat = m.cols == 1;  // row statistics (lse, D, m, l) are [batch, head, seq]; the rest BSHD
+    // K's and V's rows interleave their own kv heads (a GQA d96 K of one kv head: 192-byte rows back to back, which
+    // a stride of the query heads would spread over a line and a half each)
+    const bool kv = m.tensor == ref::TensorId::K || m.tensor == ref::TensorId::V;
+    const int64_t tensor_heads = kv ? std::max<int64_t>(1, p.heads_kv) : heads;
     const auto addr = [&](int64_t row) {
       return base + static_cast<uint64_t>(stat ? (m.batch * heads + m.head) * rows + row
-                                               : (m.batch * rows + row) * heads + m.head) *
+                                               : (m.batch * rows + row) * tensor_heads + m.head) *
                         row_pitch;
     };
     if (whole_lines && !stat && chunked[static_cast<size_t>(m.tensor)]) {
