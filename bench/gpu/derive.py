@@ -333,11 +333,13 @@ def l2_capacity(flashsim, hw="H200", least_reread=2.0):
     which the model reads what the card did (card_capacity); then how far those capacities spread and how much
     the model's reads fall across that spread: the least width of any read range made of the model at two
     capacities that holds all of them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import fwd_mimic
     import reread_heldout
     profile = show_profile(flashsim, hw)
     fit, check = partitioned_sets(hw)
     held = {label for label, _, _ in check}
-    from concurrent.futures import ThreadPoolExecutor
     with tempfile.TemporaryDirectory() as tmp:
         hws = {}
         for mib in CAPACITY_GRID_MIB:  # the adverse LRU of 1 MiB reads more: the upper end is the partitioned L2's
@@ -350,7 +352,6 @@ def l2_capacity(flashsim, hw="H200", least_reread=2.0):
             return reread_heldout.read_figure(flashsim, hws[mib], r[1], r[2], True)
 
         def rereads(r):  # the report's forward reads over Q, K and V once (bf16), before any compare
-            import fwd_mimic
             try:
                 metrics, names = read_metrics(r[1])
             except (IndexError, ValueError):

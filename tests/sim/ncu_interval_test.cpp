@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "flashsim/sim/dram_interval.h"
+#include "flashsim/sim/l2_sim.h"
 #include "flashsim/sim/ncu.h"
 #include "recorded_ncu.h"
 
@@ -303,6 +304,35 @@ TEST(NcuInterval, PartitionedL2BoundsForwardReads) {
   // the backward keeps the LRU's bound
   const auto bwd = interval("bwd_dq_dk_dv", hw, none);
   EXPECT_EQ(bwd.partitioned_l2_bytes, 0);
+  // the reads start at the compulsory bytes, which the optimum of the whole L2 reads when everything fits
+  EXPECT_EQ(with.read.lower, with.read.compulsory);
+  EXPECT_EQ(with.read.compulsory,
+            static_cast<double>(analytic_counts(kernel_model("fwd_fa2"), p, {}).unique_loaded()));
+}
+
+// Where the partitioned L2 bounds a causal forward's reads, they start at the executed schedule's reads through
+// the optimum cache of l2_bytes when those are more than the compulsory bytes (an L2 of 4 MiB: K and V of a head
+// take 4 MiB, so even the optimum re-reads); with the LRU's bound alone they start at the compulsory bytes.
+TEST(NcuInterval, OptimumOfTheWholeL2RaisesAPartitionedForwardsLowerEnd) {
+  auto hw = load_profile("H200");
+  hw.l2_bytes = hw.l2_partitioned_adverse_bytes = int64_t{4} << 20;
+  auto lru_only = hw;
+  lru_only.l2_partitioned_adverse_bytes = 0;
+  const auto p =
+      ProblemBuilder().batch(2).heads(8).seqlen(8192).head_dim(128).dtype(DType::BF16).causal().build();
+  const KernelModel& m = kernel_model("fwd_fa2");
+  const TileConfig c{};
+  const auto counts = analytic_counts(m, p, c);
+  const SpillFacts none{.store_bytes_per_cta = 0};
+  const auto pred = predict_kernel(counts, hw);
+  const auto with = dram_interval(m, p, c, pred, hw, none);
+  const auto without = dram_interval(m, p, c, predict_kernel(counts, lru_only), lru_only, none);
+  const auto best = simulate_l2_optimal_reads(schedule(m, p, c), p, hw, pred.occ.resident_ctas, hw.l2_bytes);
+  ASSERT_GT(best, counts.unique_loaded());
+  EXPECT_EQ(with.read.lower, static_cast<double>(best));
+  EXPECT_EQ(with.read.compulsory, static_cast<double>(counts.unique_loaded()));
+  EXPECT_LE(with.read.lower, with.read.upper);
+  EXPECT_EQ(without.read.lower, without.read.compulsory);
 }
 
 // A kernel's stack frame (cuobjdump's STACK, --stack-bytes) is walked with the schedule: stored when a CTA starts

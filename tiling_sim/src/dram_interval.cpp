@@ -141,7 +141,6 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
       // Below: the schedule's reads through the best any cache of the whole L2 can do (Belady's optimum, one
       // cache, no copies, stores and frames taking no room). Only the order of the walk is assumed, the order
       // the card's CTAs keep (fwd_mimic.cu's traces: lockstep, calibration h200.l2_partitioned_adverse).
-      r.optimal_l2_bytes = static_cast<double>(hw.l2_bytes);
       r.read.lower = std::max(r.read.lower, static_cast<double>(simulate_l2_optimal_reads(
                                                 executed, p, hw, pr.occ.resident_ctas, hw.l2_bytes)));
     }

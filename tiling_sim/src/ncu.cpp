@@ -434,19 +434,17 @@ void judge_dram(MetricComparison& m, const DramBound& b, double floor, bool read
           "the kernel's --stack-bytes)";
   } else if (m.measured < b.lower - floor) {
     m.ok = false;
-    m.verdict =
-        b.lower > b.compulsory
-            ? fmt::format(
-                  "BELOW: {} {:.2f}x what the schedule reads through the best cache of the whole L2 ({:.2f}x "
-                  "the "
-                  "compulsory bytes): the profiled problem is not the flags', the kernel skips work or runs "
-                  "another order",
-                  what, m.measured / std::max(b.lower, 1.0), m.measured / std::max(b.compulsory, 1.0))
-            : fmt::format(
-                  "BELOW: {} {:.2f}x the compulsory bytes: the profiled problem is not the flags' or the "
-                  "kernel "
-                  "skips work",
-                  what, m.measured / std::max(b.lower, 1.0));
+    const double over_lower = m.measured / std::max(b.lower, 1.0);
+    m.verdict = b.lower > b.compulsory
+                    ? fmt::format(
+                          "BELOW: {} {:.2f}x what the schedule reads through the best cache of the whole "
+                          "L2 ({:.2f}x the compulsory bytes): the profiled problem is not the flags', the "
+                          "kernel skips work or runs another order",
+                          what, over_lower, m.measured / std::max(b.compulsory, 1.0))
+                    : fmt::format(
+                          "BELOW: {} {:.2f}x the compulsory bytes: the profiled problem is not the "
+                          "flags' or the kernel skips work",
+                          what, over_lower);
   } else {
     m.verdict = "ok (within the L2's range)";
   }

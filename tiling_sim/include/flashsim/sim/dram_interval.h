@@ -46,7 +46,6 @@ struct DramInterval {
   DramBound read, write;
   double adverse_l2_bytes = 0;      // the LRU capacity of the upper bounds
   double partitioned_l2_bytes = 0;  // the partitioned L2's capacity of the read upper bound; 0: not used
-  double optimal_l2_bytes = 0;      // the cache of the read lower bound's optimum; 0: not used
   double spill_read_bytes = 0;      // the spill frames' reads back from DRAM in the read upper bound (capped)
   double spill_frame_bytes_cta =
       0;                     // a CTA's register-spill frame: its stack frame where known, or its spill
