@@ -1,0 +1,41 @@
+"""Causal forwards along a sequence-length sweep (issue 31): does the capacity at which the partitioned L2 model reads
+what the card read move smoothly with the length, or jump between neighbours? Two families, each the shape of a
+recorded forward the card treated unlike its neighbours (bench/results/l2_capacity_h200_2026-11-30): b4 h12/1
+d256 (set 15's widest range, the card at 62 MiB) and b5 h12/1 d128 (set 10's n13417 at 79 MiB, set 9's n16128 at
+59 MiB), each at n = 8704 .. 16384 in steps of 512. A designed list, not a random draw: written before it was
+measured, held out of every fit like the random sets.
+    python3 bench/gpu/reread_sweep.py                 # rewrites data/reread_sweep.txt
+    python3 bench/gpu/reread_sweep.py measure OUT     # on the GPU machine: ncu of each forward (reread_heldout's)
+    python3 bench/gpu/run.py derive l2-capacity build/default/flashsim --hw H200 --sweep DIR   # here"""
+import os
+import sys
+
+import reread_heldout
+
+OUT = os.path.join(reread_heldout.DATA, "reread_sweep.txt")
+FAMILIES = ((4, 12, 1, 256), (5, 12, 1, 128))  # (b, h, hkv, d)
+# 512 keys: four of the d256 forward's 128-row tiles and of the d128's, 16 lengths a family (32 forwards: the
+# ~290 s of one device call, as two random sets take)
+LENGTHS = range(8704, 16384 + 1, 512)
+
+
+def sweep():
+    return [(b, h, hkv, n, d, 1) for b, h, hkv, d in FAMILIES for n in LENGTHS]
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "measure":
+        reread_heldout.OUT = OUT
+        return reread_heldout.measure(sys.argv[2])
+    if len(sys.argv) > 1:
+        print("usage: reread_sweep.py [measure OUT]", file=sys.stderr)
+        return 2
+    with open(OUT, "w") as f:
+        f.write("# causal re-read sweep (bench/gpu/reread_sweep.py): b h hkv n d causal\n")
+        for problem in sweep():
+            f.write(" ".join(map(str, problem)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
