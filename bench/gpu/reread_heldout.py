@@ -83,11 +83,12 @@ def report_name(problem):
     return "ncu_dram_reread_" + "_".join(map(str, problem[:5])) + ".csv"
 
 
-def measure(out):
-    """SDPA's flash forward of each problem under ncu, the two DRAM counters alone (one pass)."""
+def measure(out, chosen=None):
+    """SDPA's flash forward of each problem (of `chosen`, else the set's) under ncu, the two DRAM counters alone
+    (one pass)."""
     os.makedirs(out, exist_ok=True)
     here = os.path.dirname(os.path.abspath(__file__))
-    for problem in problems():
+    for problem in chosen if chosen is not None else problems():
         program = [sys.executable, os.path.join(here, "sdpa.py"), "once"] + [str(x) for x in problem]
         path = os.path.join(out, report_name(problem))
         with open(path, "w") as f, open(path[:-4] + ".err", "w") as err:
