@@ -5,9 +5,11 @@ d256 (set 15's widest range, the card at 62 MiB) and b5 h12/1 d128 (set 10's n13
 59 MiB), each at n = 8704 .. 16384 in steps of 512. A designed list, not a random draw: written before it was
 measured, held out of every fit like the random sets.
     python3 bench/gpu/reread_sweep.py                 # rewrites data/reread_sweep.txt
-    python3 bench/gpu/reread_sweep.py measure OUT [--reverse] [--lengths N,N,..]   # on the GPU machine: ncu of
-        each forward (reread_heldout's), last to first with --reverse, only at those lengths with --lengths (a
-        repeat run: is the card's re-read of one forward the same from run to run?)
+    python3 bench/gpu/reread_sweep.py measure OUT [--reverse] [--lengths N,N,..] [--offset-bytes B]   # on the GPU
+        machine: ncu of each forward (reread_heldout's), last to first with --reverse, only at those lengths with
+        --lengths (a repeat run: is the card's re-read of one forward the same from run to run?), with Q, K and V
+        in one allocation B bytes into it with --offset-bytes (sdpa.py's FLASHSIM_SDPA_OFFSET_BYTES: does the
+        re-read depend on where the tensors lie?)
     python3 bench/gpu/run.py derive l2-capacity build/default/flashsim --hw H200 --sweep DIR   # here"""
 import os
 import sys
@@ -32,6 +34,10 @@ def main():
         if "--reverse" in rest:
             rest.remove("--reverse")
             chosen.reverse()
+        if "--offset-bytes" in rest[:-1]:
+            i = rest.index("--offset-bytes")
+            os.environ["FLASHSIM_SDPA_OFFSET_BYTES"] = rest[i + 1]
+            del rest[i:i + 2]
         if len(rest) == 2 and rest[0] == "--lengths":
             lengths = {int(x) for x in rest[1].split(",")}
             chosen = [p for p in chosen if p[3] in lengths]
@@ -39,7 +45,7 @@ def main():
         if not rest and chosen:
             return reread_heldout.measure(sys.argv[2], chosen)
     if len(sys.argv) > 1:
-        print("usage: reread_sweep.py [measure OUT [--reverse] [--lengths N,N,..]]", file=sys.stderr)
+        print("usage: reread_sweep.py [measure OUT [--reverse] [--lengths N,N,..] [--offset-bytes B]]", file=sys.stderr)
         return 2
     with open(OUT, "w") as f:
         f.write("# causal re-read sweep (bench/gpu/reread_sweep.py): b h hkv n d causal\n")

@@ -107,13 +107,27 @@ def bench(argv):
 
 def once(argv):
     """One forward and backward of the flash backend, for ncu: BATCH HEADS HEADS_KV SEQLEN HEAD_DIM CAUSAL(0|1); bf16
-    inputs from torch.randn, [batch, heads, seqlen, dim] as SDPA takes them; GQA through enable_gqa=True."""
+    inputs from torch.randn, [batch, heads, seqlen, dim] as SDPA takes them; GQA through enable_gqa=True. With
+    FLASHSIM_SDPA_OFFSET_BYTES set (a multiple of 128), Q, K and V lie back to back in one allocation, that many
+    bytes into it (each rounded up to 128 bytes): the same kernel on the same shape at other addresses."""
     b, h, hkv, n, d, causal = (int(x) for x in argv[:6])
     torch.manual_seed(0)
     dev = "cuda"
-    q = torch.randn(b, h, n, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
-    k = torch.randn(b, hkv, n, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
-    v = torch.randn(b, hkv, n, d, device=dev, dtype=torch.bfloat16, requires_grad=True)
+    shapes = ((b, h, n, d), (b, hkv, n, d), (b, hkv, n, d))
+    offset = os.environ.get("FLASHSIM_SDPA_OFFSET_BYTES")
+    if offset is None:
+        q, k, v = (torch.randn(*s, device=dev, dtype=torch.bfloat16, requires_grad=True) for s in shapes)
+    else:
+        if int(offset) < 0 or int(offset) % 128:
+            raise SystemExit(f"FLASHSIM_SDPA_OFFSET_BYTES={offset}: a multiple of 128 at least 0")
+        sizes = [(s[0] * s[1] * s[2] * s[3] * 2 + 127) // 128 * 128 for s in shapes]
+        buf = torch.empty(int(offset) + sum(sizes), device=dev, dtype=torch.uint8)
+        starts = [int(offset) + sum(sizes[:i]) for i in range(3)]
+        q, k, v = (buf[a:a + z].view(torch.bfloat16)[:s[0] * s[1] * s[2] * s[3]].view(s)
+                   for a, z, s in zip(starts, sizes, shapes))
+        for t in (q, k, v):
+            t.copy_(torch.randn(t.shape, device=dev, dtype=torch.bfloat16))
+            t.requires_grad_()
     kwargs = {"is_causal": bool(causal)}
     if hkv != h:
         kwargs["enable_gqa"] = True
