@@ -28,9 +28,13 @@ DRAM read range.
 - Sets 14 (seed 2026113047) and 15 (seed 2026113048), the usual draw: drawn 2026-11-30 before this session's
   read bounds were fixed (the optimum cache's lower end and whatever the partitioned L2's grid of capacities
   gives), measured at once and compared only after those were committed (bench/results/l2_capacity_h200_2026-11-30).
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|15]                  # rewrites the list (same seed: the same problems)
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|15] measure OUT      # on the GPU machine: ncu of each problem's forward
-    python3 bench/gpu/reread_heldout.py [--set 1|2|..|15] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
+- Sets 16 (seed 2026113049) and 17 (seed 2026113050), the usual draw: drawn 2026-11-30 after the sequence-length
+  sweep (reread_sweep.py) showed a forward above the bound's 56 MiB and before the capacity was fitted again with
+  the sweep in the fit; measured at once and compared only after that capacity was committed
+  (bench/results/l2_sweep_h200_2026-11-30).
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|17]                  # rewrites the list (same seed: the same problems)
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|17] measure OUT      # on the GPU machine: ncu of each problem's forward
+    python3 bench/gpu/reread_heldout.py [--set 1|2|..|17] compare FLASHSIM DIR [--hw PROFILE] [--stacks]   # here: the
         range against DIR's reports (--stacks: each SDPA kernel's stack frame, sdpa_stack.py, for the H200's reports)"""
 import json
 import os
@@ -50,7 +54,8 @@ SETS = {"1": (2026112732, "reread_heldout.txt"), "2": (2026112935, "reread_heldo
         "9": (2026112942, "reread_heldout9.txt"), "10": (2026112943, "reread_heldout10.txt"),
         "11": (2026112944, "reread_heldout11.txt"), "12": (2026113045, "reread_heldout12.txt"),
         "13": (2026113046, "reread_heldout13.txt"), "14": (2026113047, "reread_heldout14.txt"),
-        "15": (2026113048, "reread_heldout15.txt")}
+        "15": (2026113048, "reread_heldout15.txt"), "16": (2026113049, "reread_heldout16.txt"),
+        "17": (2026113050, "reread_heldout17.txt")}
 # sets drawn at one head dim: set 6 at d128, the kernel whose frames broke set 4 (set 5 drew two d128 forwards);
 # set 8 at d64, whose ranges the walked frames narrowed most (bench/results/spill_walk_h200_2026-11-29); set 10 at
 # d128, the head dim of set 7's failure; set 11 at d256, the widest ranges' (the same folder)
