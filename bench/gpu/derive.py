@@ -20,7 +20,7 @@ import sys
 import tarfile
 import tempfile
 
-from ncu import SHAPES as SET_SHAPES, all_shapes, problem_flags, read_metrics
+from ncu import SHAPES as SET_SHAPES, all_shapes, kernel_dram_reads, problem_flags, read_metrics
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 MIB = 2**20
@@ -240,7 +240,7 @@ def l2_replacement(flashsim, hw="H200"):
     l2 = show_profile(flashsim, hw)["l2_bytes"]
     sizes = ",".join(f"{m:g}" for m in measured)
     best = {}
-    for policy in ("lru", "srrip"):
+    for policy in ("lru", "srrip", "drrip"):
         for mib in range(l2 // MIB // 2, l2 // MIB + 1):
             out = subprocess.run([flashsim, "sim", "l2-reuse", "--hw", hw, "--replacement", policy, "--capacity-mib",
                                   str(mib), "--buffers-mib", sizes, "--json"], capture_output=True, text=True,
@@ -310,6 +310,7 @@ def l2_partitioned_check(flashsim, hw="H200", replacement="lru", capacity_mib=0)
 
 # --- h200.l2_capacity
 CAPACITY_GRID_MIB = (56, 64, 72, 80, 96, 120)  # the profile's bound (56) up to twice the L2 (60 MiB)
+SWEEP_GRID_MIB = (48, 56, 64, 72, 80, 96, 120)  # a sweep's forwards are in no fit: some may read more than at 56
 
 
 def card_capacity(measured, reads):
@@ -326,23 +327,50 @@ def card_capacity(measured, reads):
     return None
 
 
-def l2_capacity(flashsim, hw="H200", least_reread=2.0):
+def sweep_forwards(results):
+    """reread_sweep.py's forwards as (label, report, problem): `results` its measured folder or that folder's archive
+    (the `sweep` folder inside)."""
+    import reread_heldout
+    import reread_sweep
+    folder = results
+    if os.path.isfile(results):
+        folder = os.path.join(unpack(results), "sweep")
+    forwards = []
+    for b, h, hkv, n, d, _ in reread_sweep.sweep():
+        path = os.path.join(folder, reread_heldout.report_name((b, h, hkv, n, d)))
+        if os.path.isfile(path):
+            forwards.append((f"sweep d{d}", path, (b, h, hkv, n, d)))
+    if not forwards:
+        raise ValueError(f"no reread_sweep.py reports in {results}")
+    return forwards
+
+
+def l2_capacity(flashsim, hw="H200", least_reread=2.0, replacement=None, sweep=None):
     """The recorded causal forwards of `hw` (partitioned_sets) that read at least `least_reread` x their compulsory
     bytes: the partitioned L2's reads (the profile's partitions, ways and replacement; each SDPA kernel's frame
-    walked) at each capacity of CAPACITY_GRID_MIB, over the compulsory bytes, beside the card's; the capacity at
+    walked) at each capacity of grid, over the compulsory bytes, beside the card's; the capacity at
     which the model reads what the card did (card_capacity); then how far those capacities spread and how much
     the model's reads fall across that spread: the least width of any read range made of the model at two
-    capacities that holds all of them."""
+    capacities that holds all of them. `replacement`: a set's replacement instead of the profile's. `sweep`:
+    reread_sweep.py's reports (a folder or its archive) instead of the recorded sets, every forward of them, and
+    how far the capacity moves between neighbouring lengths."""
     from concurrent.futures import ThreadPoolExecutor
 
     import fwd_mimic
     import reread_heldout
     profile = show_profile(flashsim, hw)
-    fit, check = partitioned_sets(hw)
+    if replacement:
+        profile["l2_replacement"] = replacement
+    if sweep:
+        fit, check, least_reread = [], sweep_forwards(sweep), 0.0
+        grid = SWEEP_GRID_MIB
+    else:
+        fit, check = partitioned_sets(hw)
+        grid = CAPACITY_GRID_MIB
     held = {label for label, _, _ in check}
     with tempfile.TemporaryDirectory() as tmp:
         hws = {}
-        for mib in CAPACITY_GRID_MIB:  # the adverse LRU of 1 MiB reads more: the upper end is the partitioned L2's
+        for mib in grid:  # the adverse LRU of 1 MiB reads more: the upper end is the partitioned L2's
             hws[mib] = os.path.join(tmp, f"grid_{mib}.json")
             with open(hws[mib], "w") as f:
                 json.dump(dict(profile, name="capacity-grid", l2_partitioned_adverse_bytes=mib * MIB,
@@ -353,43 +381,53 @@ def l2_capacity(flashsim, hw="H200", least_reread=2.0):
 
         def rereads(r):  # the report's forward reads over Q, K and V once (bf16), before any compare
             try:
-                metrics, names = read_metrics(r[1])
+                reads = kernel_dram_reads(r[1], "flash_fwd_kernel")
             except (IndexError, ValueError):
                 return 0.0
-            reads = [metrics[k].get("dram__bytes_read.sum", 0.0) for k in metrics if "flash_fwd_kernel" in names[k]]
-            return max(reads, default=0.0) / fwd_mimic.compulsory_reads(*r[2])
+            return (reads or 0.0) / fwd_mimic.compulsory_reads(*r[2])
 
         candidates = [r for r in fit + check if rereads(r) >= 0.9 * least_reread]  # compare's bytes decide below
         with ThreadPoolExecutor(2) as pool:
-            first = list(pool.map(lambda r: at(r, CAPACITY_GRID_MIB[0]), candidates))
+            first = list(pool.map(lambda r: at(r, grid[0]), candidates))
             chosen = [(r, m) for r, m in zip(candidates, first)
                       if m is not None and m["measured"] >= least_reread * m["compulsory"]]
-            rest = list(pool.map(lambda rm: {mib: at(rm[0], mib)["upper"] for mib in CAPACITY_GRID_MIB[1:]}, chosen))
-    print(f"{hw}: the partitioned L2's reads over the compulsory bytes at each capacity (MiB), the card's, and the "
+            rest = list(pool.map(lambda rm: {mib: at(rm[0], mib)["upper"] for mib in grid[1:]}, chosen))
+    print(f"{hw}, {profile['l2_replacement']} sets: the partitioned L2's reads over the compulsory bytes at each capacity (MiB), the card's, and the "
           f"capacity at which the model reads them; forwards reading {least_reread:g}x their compulsory bytes or more")
-    print(f"  {'forward':34s} " + " ".join(f"{mib:>6d}" for mib in CAPACITY_GRID_MIB) + f" {'card':>6s} {'at MiB':>7s}")
+    print(f"  {'forward':34s} " + " ".join(f"{mib:>6d}" for mib in grid) + f" {'card':>6s} {'at MiB':>7s}")
     found = []
     for ((label, _, (b, h, hkv, n, d)), m), more in zip(chosen, rest):
-        reads = {CAPACITY_GRID_MIB[0]: m["upper"], **more}
+        reads = {grid[0]: m["upper"], **more}
         c = m["compulsory"]
         where = card_capacity(m["measured"], reads)
-        found.append((where, reads, m["measured"], label in held))
+        found.append((where, reads, m["measured"], label in held, label, n))
         print(f"  {label + ' b%d h%d/%d n%d d%d' % (b, h, hkv, n, d):34s} " +
-              " ".join(f"{reads[mib] / c:6.2f}" for mib in CAPACITY_GRID_MIB) +
+              " ".join(f"{reads[mib] / c:6.2f}" for mib in grid) +
               f" {m['measured'] / c:6.2f} {'beyond' if where is None else f'{where:7.1f}'}")
     for name, rows in (("all", found), ("held out", [f for f in found if f[3]])):
-        at_mib = sorted(w for w, _, _, _ in rows if w is not None)
+        at_mib = sorted(f[0] for f in rows if f[0] is not None)
         if not at_mib:
             continue
         lo, hi = at_mib[0], at_mib[-1]
         # the model at the grid capacities around lo and hi: the narrowest two-capacity range that holds them all
-        below = max(x for x in CAPACITY_GRID_MIB if x <= lo)
-        above = [x for x in CAPACITY_GRID_MIB if x >= hi]
-        spans = sorted(r[below] / r[above[0]] for _, r, _, _ in rows) if above else []
+        below = max(x for x in grid if x <= lo)
+        above = [x for x in grid if x >= hi]
+        spans = sorted(f[1][below] / f[1][above[0]] for f in rows) if above else []
         print(f"{name}: {len(rows)} forwards, the model reads what the card did at {lo:.1f} .. {hi:.1f} MiB (median "
-              f"{statistics.median(at_mib):.1f}; beyond the grid: {sum(w is None for w, _, _, _ in rows)})" +
+              f"{statistics.median(at_mib):.1f}; beyond the grid: {sum(f[0] is None for f in rows)})" +
               (f"; the model's reads at {below} MiB over those at {above[0]} MiB: median "
                f"{statistics.median(spans):.2f}x, at most {spans[-1]:.2f}x" if spans else ""))
+        if not sweep:
+            continue
+        for family in sorted({f[4] for f in rows}):  # neighbouring lengths: how far the capacity and reads move
+            run = sorted((f[5], f[0], f[2]) for f in rows if f[4] == family and f[0] is not None)
+            steps = [abs(w1 - w0) for (_, w0, _), (_, w1, _) in zip(run, run[1:])]
+            jumps = [max(r1 / r0, r0 / r1) for (_, _, r0), (_, _, r1) in zip(run, run[1:])]
+            if steps:
+                print(f"{family}: between neighbouring lengths the capacity moves {statistics.median(steps):.1f} MiB "
+                      f"(median), at most {max(steps):.1f}; the card's reads change {statistics.median(jumps):.2f}x "
+                      f"(median), at most {max(jumps):.2f}x")
+        break  # a sweep is all held out: one summary
 
 
 # --- h100.dram_interval
@@ -406,6 +444,7 @@ SPILL_FRAMES_H200 = os.path.join(RESULTS, "spill_frames_h200_2026-11-29")
 SPILL_WALK_H200 = os.path.join(RESULTS, "spill_walk_h200_2026-11-29")
 L2_REPLACEMENT_H200 = os.path.join(RESULTS, "l2_replacement_h200_2026-11-30")
 L2_CAPACITY_H200 = os.path.join(RESULTS, "l2_capacity_h200_2026-11-30")
+L2_SWEEP_H200 = os.path.join(RESULTS, "l2_sweep_h200_2026-11-30")
 
 
 def partitioned_figures(flashsim, tmp, profile, capacity, reports):
@@ -428,9 +467,12 @@ def partitioned_sets(hw):
     and checks it on. H200: SDPA's re-read sets 1 .. 3 (fwd_mimic.py's run5_sets.tar.gz, counters and spills), 4
     (one-pass DRAM counters, l2_partitioned_h200_2026-11-29), 5, 6 (spill_frames_h200_2026-11-29), 7 and 8
     (spill_walk_h200_2026-11-29), and the recorded shape sets' causal forwards measured there (card_sdpa_sets);
-    sets 9, 10 and 11, drawn after this fit, 12 and 13 (l2_replacement_h200_2026-11-30) and 14 and 15
-    (l2_capacity_h200_2026-11-30), held out. Set 7 refuted the walked frames' capacity fitted without it
-    (58 MiB, on sets 1 .. 4 and the shape sets): every set measured before the refit is in it.
+    sets 9, 10 and 11, drawn after this fit, 12 and 13 (l2_replacement_h200_2026-11-30), 14 and 15
+    (l2_capacity_h200_2026-11-30), 16 and 17 (l2_sweep_h200_2026-11-30), held out. Set 7 refuted the walked
+    frames' capacity fitted without it (58 MiB, on sets 1 .. 4 and the shape sets): every set measured before
+    the refit is in it. The sequence-length sweep (reread_sweep.py) refuted the 56 MiB fitted on those: it is in
+    the fit too, sets 9 .. 15 stay held out (measured before it, in no fit) and sets 16 and 17 were drawn
+    before the refit.
     The H100's (re-read set 1, the fa2 held-out causal forwards) lack their kernels' stack frames: its derivation
     without them is commit a6787ff's."""
     if hw == "H200":
@@ -444,7 +486,8 @@ def partitioned_sets(hw):
                     sets.setdefault(name, []).append((name, os.path.join(folder, name, f), problem))
         archives = [("set4", os.path.join(RESULTS, "l2_partitioned_h200_2026-11-29"))] + \
             [(f"set{n}", SPILL_FRAMES_H200) for n in (5, 6)] + [(f"set{n}", SPILL_WALK_H200) for n in (7, 8, 9, 10, 11)] + \
-            [(f"set{n}", L2_REPLACEMENT_H200) for n in (12, 13)] + [(f"set{n}", L2_CAPACITY_H200) for n in (14, 15)]
+            [(f"set{n}", L2_REPLACEMENT_H200) for n in (12, 13)] + [(f"set{n}", L2_CAPACITY_H200) for n in (14, 15)] + \
+            [(f"set{n}", L2_SWEEP_H200) for n in (16, 17)]
         for name, results in archives:
             archive = os.path.join(results, f"reread_{name}_csvs.tar.gz")
             if os.path.exists(archive):
@@ -455,8 +498,10 @@ def partitioned_sets(hw):
         recorded = [(shape_set, os.path.join(reports, f"ncu_dram_{shape}.csv"), SHAPES[shape][:5])
                     for shape_set, reports in card_sdpa_sets(os.path.join(RESULTS, "l2_probe_h200_2026-11-29"))
                     for shape in SET_SHAPES[shape_set] if SHAPES[shape][5]]
-        fit = [r for n in range(1, 9) for r in sets[f"set{n}"]] + recorded
-        return fit, [r for n in range(9, 16) for r in sets.get(f"set{n}", [])]
+        # the sequence-length sweep, its tensors allocated apart as every set's (its first run)
+        sweep = sweep_forwards(os.path.join(L2_SWEEP_H200, "reread_sweep_csvs.tar.gz"))
+        fit = [r for n in range(1, 9) for r in sets[f"set{n}"]] + recorded + sweep
+        return fit, [r for n in range(9, 18) for r in sets.get(f"set{n}", [])]
     raise ValueError(f"no recorded causal forwards with their kernels' stack frames on {hw} (H200)")
 
 

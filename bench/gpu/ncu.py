@@ -152,6 +152,14 @@ def read_metrics(path):
     return metrics, names
 
 
+def kernel_dram_reads(path, name):
+    """The DRAM bytes read by the report's kernel whose name contains `name` (the most of them, where several
+    do); None where none does."""
+    metrics, names = read_metrics(path)
+    reads = [metrics[k].get("dram__bytes_read.sum", 0.0) for k in metrics if name in names[k]]
+    return max(reads) if reads else None
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 3 or sys.argv[1] != "metrics" or sys.argv[2] not in SETS:
         print(f"usage: ncu.py metrics {'|'.join(SETS)}", file=sys.stderr)

@@ -15,7 +15,7 @@
   python3 bench/gpu/run.py python-check [SUITE...]                                               (GPU, PyTorch)
   python3 bench/gpu/run.py peers [--kernels K] [--suites S] [--time N] [--budget-s S]           (GPU, PyTorch)
   python3 bench/gpu/run.py table bench|l2|launch|spread|check|agree|peers FILES...              (anywhere)
-  python3 bench/gpu/run.py derive l2-adverse|l2-partitioned[-check]|l2-replacement|dram-coverage|l2-reuse-models|fa2-steps|fa2-heldout [...] (here)
+  python3 bench/gpu/run.py derive l2-adverse|l2-partitioned[-check]|l2-capacity|l2-replacement|dram-coverage|l2-reuse-models|fa2-steps|fa2-heldout [...] (here)
   python3 bench/gpu/run.py resources|spills BINARY [...]                                         (where nvcc is)
 
 On the GPU machine the bundle (`--bundle`, default .gpu-bundle) is unpacked once and its libraries put on the
@@ -796,7 +796,7 @@ def derive_one(derive, args):
     elif args.what == "l2-replacement":
         derive.l2_replacement(args.flashsim, args.hw)
     elif args.what == "l2-capacity":
-        derive.l2_capacity(args.flashsim, args.hw)
+        derive.l2_capacity(args.flashsim, args.hw, replacement=args.replacement, sweep=args.results)
     elif args.what == "l2-partitioned-check":
         derive.l2_partitioned_check(args.flashsim, args.hw, args.replacement, args.capacity_mib)
     elif args.what == "dram-coverage":
@@ -979,13 +979,14 @@ def parser():
                                     "fa2-steps", "fa2-heldout", "decode-load"])
     p.add_argument("flashsim", nargs="?", default=os.path.join(ROOT, "build/default/flashsim"))
     p.add_argument("results", nargs="?", default="", help="l2-adverse, dram-coverage-card, fa3-steps, fa3-heldout, fa2-steps, fa2-heldout, decode-load: "
-                   "the results folder")
+                   "the results folder; l2-capacity: reread_sweep.py's reports (a folder or its archive) instead of the "
+                   "recorded sets")
     p.add_argument("--hw", default="H100-SXM5-80GB", help="fa3-steps, decode-load: the profile of the card that ran "
                    "them (its kernel_latency_s); l2-adverse, dram-coverage-card, fa3-heldout: the profile predicting; "
                    "l2-partitioned: the card (H200: its recorded causal forwards with their kernels' stack frames); "
                    "l2-replacement: the card whose L2 probe runs are recorded (H200)")
-    p.add_argument("--replacement", default="lru", choices=["lru", "srrip"], help="l2-partitioned-check: the "
-                   "partitioned L2's replacement")
+    p.add_argument("--replacement", default="lru", choices=["lru", "srrip", "drrip"], help="l2-partitioned-check, "
+                   "l2-capacity: the partitioned L2's replacement")
     p.add_argument("--capacity-mib", type=capacity_mib, default=0, help="l2-partitioned-check: its capacity (0: the profile's)")
     p.add_argument("--stacks", action="store_true", help="dram-coverage-card: each SDPA forward's stack frame "
                    "(sdpa_stack.py: the H200 runs' PyTorch build) to traffic compare --stack-bytes")

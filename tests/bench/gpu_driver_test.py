@@ -16,6 +16,7 @@ import sys
 import tarfile
 import tempfile
 import unittest
+import unittest.mock
 from contextlib import redirect_stdout
 
 DRIVER, SRC, FLASHSIM = sys.argv[1:4]
@@ -909,12 +910,14 @@ class SdpaStack(unittest.TestCase):
 class L2Partitioned(unittest.TestCase):
     def test_the_h200_has_its_fit_and_held_out_forwards(self):
         fit, check = derive.partitioned_sets("H200")
-        # re-read sets 1 .. 8 and the 16 recorded causal shapes (set 1's b2 h16/2 n13760 report is empty, and set 8's
-        # b1 h8/4 n1216 ran SDPA's split-KV kernel: derive says so and leaves them out); sets 9 .. 15 held out
-        self.assertEqual(len(fit), 8 * 16 + 16)
+        # re-read sets 1 .. 8, the 16 recorded causal shapes (set 1's b2 h16/2 n13760 report is empty, and set 8's
+        # b1 h8/4 n1216 ran SDPA's split-KV kernel: derive says so and leaves them out) and the 32 forwards of the
+        # sequence-length sweep; sets 9 .. 17 held out
+        self.assertEqual(len(fit), 8 * 16 + 16 + 32)
         self.assertEqual({label for label, _, _ in fit}, {f"set{n}" for n in range(1, 9)} |
-                         {"first", "validation", "validation2", "validation3", "validation4"})
-        self.assertEqual({label for label, _, _ in check}, {f"set{n}" for n in range(9, 16)})
+                         {"first", "validation", "validation2", "validation3", "validation4", "sweep d128",
+                          "sweep d256"})
+        self.assertEqual({label for label, _, _ in check}, {f"set{n}" for n in range(9, 18)})
         self.assertEqual(len(check) % 16, 0)
         for _, report, _ in fit + check:
             self.assertTrue(os.path.exists(report), report)
@@ -953,6 +956,39 @@ class L2Partitioned(unittest.TestCase):
                 self.assertEqual(run.main(["derive"] + verb), 2)
             self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
 
+    def test_the_sweep_is_two_families_along_the_length(self):
+        import reread_sweep
+        problems = reread_sweep.sweep()
+        self.assertEqual(len(problems), 32)
+        self.assertEqual({p[:3] + p[4:] for p in problems}, {(4, 12, 1, 256, 1), (5, 12, 1, 128, 1)})
+        self.assertTrue(all(8704 <= p[3] <= 16384 and p[3] % 512 == 0 for p in problems))
+        with open(reread_sweep.OUT) as f:  # the committed list is the sweep
+            self.assertEqual([tuple(int(x) for x in line.split()) for line in f if not line.startswith("#")],
+                             problems)
+        # its reports (the first run, tensors allocated apart), labelled by family; none in an empty folder
+        forwards = derive.sweep_forwards(os.path.join(derive.L2_SWEEP_H200, "reread_sweep_csvs.tar.gz"))
+        self.assertEqual([f[2] for f in forwards], [p[:5] for p in problems])
+        self.assertEqual({f[0] for f in forwards}, {"sweep d128", "sweep d256"})
+        with tempfile.TemporaryDirectory() as tmp, self.assertRaises(ValueError):
+            derive.sweep_forwards(tmp)
+        # the recorded runs side by side: the three runs of one layout agree within 3% (the README's repeatability),
+        # while the same forward in one allocation reads up to half as much (its address effect)
+        with redirect_stdout(io.StringIO()) as out:
+            self.assertEqual(reread_sweep.table(reread_sweep.RESULTS), 0)
+        rows = out.getvalue().splitlines()[1:]
+        self.assertEqual(len(rows), 32)
+        for row in rows:
+            runs = [float(x) for x in row.split()[4:7] if x != "-"]
+            self.assertLessEqual(max(runs) / min(runs), 1.03, row)
+        self.assertGreaterEqual(max(float(row.split()[-1]) for row in rows), 2.0)
+        with redirect_stderr(io.StringIO()):
+            self.assertEqual(reread_sweep.table(tempfile.gettempdir()), 2)  # no archives there
+        # measure's arguments: anything but --reverse, --lengths and --offset-bytes is a usage error
+        for argv in (["measure", "OUT", "--bogus"], ["measure", "OUT", "--lengths", "1"], ["bogus"]):
+            with redirect_stderr(io.StringIO()) as err, unittest.mock.patch.object(sys, "argv", ["x"] + argv):
+                self.assertEqual(reread_sweep.main(), 2)
+            self.assertIn("usage", err.getvalue())
+
     def test_the_capacity_at_which_the_model_reads_what_the_card_did(self):
         reads = {56: 400.0, 64: 200.0, 72: 100.0}  # halving every 8 MiB
         self.assertEqual(derive.card_capacity(200.0, reads), 64)
@@ -965,10 +1001,10 @@ class L2Partitioned(unittest.TestCase):
         self.assertEqual(len(err.getvalue().strip().splitlines()), 1, err.getvalue())
 
     def test_the_h200_profile_has_the_capacity_with_stack_frames(self):
-        # 56 MiB with the kernels' stack frames walked, fitted on re-read sets 1 .. 8 (58 MiB on sets 1 .. 4 was
-        # refuted on blind set 7, 52 MiB without frames on set 4); the H100's forwards lack their frames: its range
-        # is the LRU's
-        for hw, capacity in (("H200", 56 << 20), ("H100-SXM5-80GB", 0)):
+        # 50 MiB with the kernels' stack frames walked, fitted on re-read sets 1 .. 8 and the sequence-length sweep
+        # (56 MiB on sets 1 .. 8 was refuted by the sweep, 58 MiB on sets 1 .. 4 on blind set 7, 52 MiB without
+        # frames on set 4); the H100's forwards lack their frames: its range is the LRU's
+        for hw, capacity in (("H200", 50 << 20), ("H100-SXM5-80GB", 0)):
             profile = derive.show_profile(FLASHSIM, hw)
             self.assertEqual(profile["l2_partitions"], 2)
             self.assertEqual(profile["l2_partitioned_adverse_bytes"], capacity)

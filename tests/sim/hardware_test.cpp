@@ -178,13 +178,15 @@ TEST(Hardware, LoadPointsRoundTripAndBadOnesAreInputErrors) {
 
 // The partitioned L2's replacement (l2_replacement): "lru" where a profile says nothing, what the profile says
 // after a JSON round trip, and an input error naming the field for anything else.
-TEST(Hardware, L2ReplacementIsLruOrSrrip) {
+TEST(Hardware, L2ReplacementIsLruSrripOrDrrip) {
   auto j = to_json(load_profile("H200"));
   j.erase("l2_replacement");
   EXPECT_EQ(profile_from_json(j).l2_replacement, "lru");
-  j["l2_replacement"] = "srrip";
-  EXPECT_EQ(profile_from_json(j).l2_replacement, "srrip");
-  EXPECT_EQ(to_json(profile_from_json(j))["l2_replacement"], "srrip");
+  for (const char* policy : {"srrip", "drrip"}) {
+    j["l2_replacement"] = policy;
+    EXPECT_EQ(profile_from_json(j).l2_replacement, policy);
+    EXPECT_EQ(to_json(profile_from_json(j))["l2_replacement"], policy);
+  }
   j["l2_replacement"] = "fifo";
   try {
     profile_from_json(j);

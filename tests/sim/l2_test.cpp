@@ -180,6 +180,21 @@ TEST(PartitionedL2, ReuseProbeMissesGrowWithTheBufferAndSrripKeepsMore) {
   EXPECT_LT(simulate_l2_reuse_probe(hw, capacity, 36 * mib, 8), 0.6 * lru36);
 }
 
+// DRRIP's duel: a buffer read over and over that is larger than the L2 thrashes SRRIP's sets (every re-read of
+// twice the capacity misses), while the bimodal sets keep part of it, so the followers turn bimodal and some
+// re-reads hit (about a third at 2x); a buffer that fits misses no more than under SRRIP. (The card's probe misses 93% at 64 MiB:
+// its L2 does not duel, calibration h200.l2_replacement.)
+TEST(PartitionedL2, DrripKeepsPartOfALoopLargerThanTheCache) {
+  auto hw = load_profile("H200");
+  const int64_t mib = 1 << 20, capacity = hw.l2_bytes;
+  hw.l2_replacement = "srrip";
+  const double srrip_fits = simulate_l2_reuse_probe(hw, capacity, 16 * mib, 8);
+  EXPECT_GE(simulate_l2_reuse_probe(hw, capacity, 2 * capacity, 8), 0.95);
+  hw.l2_replacement = "drrip";
+  EXPECT_LE(simulate_l2_reuse_probe(hw, capacity, 16 * mib, 8), srrip_fits + 0.01);
+  EXPECT_LT(simulate_l2_reuse_probe(hw, capacity, 2 * capacity, 8), 0.8);
+}
+
 // The optimum cache (simulate_l2_optimal_reads): with room for everything it reads the compulsory bytes; it never
 // reads more than an LRU (simulate_l2) or the partitioned L2 of the same capacity, and less as the capacity grows.
 TEST(OptimalL2, ReadsNoMoreThanAnyReplacementAndTheCompulsoryBytesWhenItFits) {

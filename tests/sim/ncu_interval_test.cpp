@@ -264,7 +264,7 @@ TEST(NcuInterval, PartitionedL2BoundsForwardReads) {
   auto hw = load_profile("H200");
   ASSERT_EQ(hw.l2_partitions, 2);
   // derive l2-partitioned with the kernels' stack frames (calibration h200.l2_partitioned_adverse)
-  ASSERT_EQ(hw.l2_partitioned_adverse_bytes, int64_t{56} << 20);
+  ASSERT_EQ(hw.l2_partitioned_adverse_bytes, int64_t{50} << 20);
   ASSERT_EQ(load_profile("H100-SXM5-80GB").l2_partitioned_adverse_bytes, 0);  // its kernels' frames unknown
   auto lru_only = hw;
   lru_only.l2_partitioned_adverse_bytes = 0;
@@ -361,7 +361,7 @@ TEST(NcuInterval, StackFrameIsWalkedWithTheSchedule) {
   EXPECT_GT(framed.spill_read_bytes, 0);
   EXPECT_LE(framed.spill_read_bytes, frame * ctas);
   EXPECT_GE(framed.read.upper, plain.read.upper);
-  // (the resident slots' frames, 264 of 48 KB, displace a little of the 56 MiB)
+  // (the resident slots' frames, 264 of 48 KB, displace a little of the 50 MiB)
   EXPECT_LE(framed.read.upper, plain.read.upper + framed.spill_read_bytes + 0.25 * plain.read.lower);
   EXPECT_GE(framed.write.upper, plain.write.upper + frame * ctas);
   EXPECT_EQ(framed.read.lower, plain.read.lower);

@@ -208,9 +208,10 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
   non_negative("l2_adverse_reuse_bytes", static_cast<double>(p.l2_adverse_reuse_bytes));
   positive("l2_partitions", p.l2_partitions);
   positive("l2_ways", p.l2_ways);
-  if (p.l2_replacement != "lru" && p.l2_replacement != "srrip")
-    throw InputError("hw", fmt::format("profile {}: l2_replacement must be \"lru\" or \"srrip\", got \"{}\"",
-                                       p.name, p.l2_replacement));
+  if (p.l2_replacement != "lru" && p.l2_replacement != "srrip" && p.l2_replacement != "drrip")
+    throw InputError(
+        "hw", fmt::format("profile {}: l2_replacement must be \"lru\", \"srrip\" or \"drrip\", got \"{}\"",
+                          p.name, p.l2_replacement));
   non_negative("l2_partitioned_adverse_bytes", static_cast<double>(p.l2_partitioned_adverse_bytes));
   non_negative("kernel_code_bytes", static_cast<double>(p.kernel_code_bytes));
   positive("sector_bytes", p.sector_bytes);

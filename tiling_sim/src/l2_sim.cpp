@@ -194,16 +194,25 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer: the L2's address hash sta
 // spread as those of `ways`-way line sets. A set replaces its least recently used entry (LRU) or, with `srrip`,
 // by static re-reference interval prediction: a 2-bit prediction per entry, 2 ("long") when it comes in, 0 when
 // it is hit; the victim is the first at 3 ("distant"), all aged by one until one is (a line read once leaves
-// before lines read again; the H200's reuse probe, calibration h200.l2_replacement). Reads only: `traffic
-// compare`'s upper bound.
+// before lines read again; the H200's reuse probe, calibration h200.l2_replacement). With `drrip`, dynamic RRIP
+// (Jaleel et al., ISCA 2010, with its published constants): SRRIP's victims, but each partition's sets duel. Its
+// SRRIP leader sets insert "long", its bimodal ones "distant" but for one insertion in 32; a 10-bit counter
+// counts the leaders' misses (an SRRIP leader's up, a bimodal one's down) and the other sets insert as the
+// leaders that miss less (a loop larger than the cache keeps part of itself in bimodal sets). Reads only:
+// `traffic compare`'s upper bound.
 class PartitionedL2 {
  public:
-  PartitionedL2(int64_t lines, int partitions, int ways, int64_t quantum, bool srrip)
-      : srrip_(srrip),
+  enum class Policy { Lru, Srrip, Drrip };
+  static Policy policy(const std::string& name) {
+    return name == "srrip" ? Policy::Srrip : name == "drrip" ? Policy::Drrip : Policy::Lru;
+  }
+  PartitionedL2(int64_t lines, int partitions, int ways, int64_t quantum, Policy policy)
+      : policy_(policy),
         parts_(std::max(1, partitions)),
         sets_(std::max<int64_t>(1, lines / parts_ / (std::max(1, ways) * std::max<int64_t>(1, quantum)))),
         bin_lines_(std::max<int64_t>(1, lines / parts_ / sets_)),
-        bins_(static_cast<size_t>(parts_ * sets_)) {}
+        bins_(static_cast<size_t>(parts_ * sets_)),
+        duel_(static_cast<size_t>(parts_)) {}
   // Whether the line (an entry of `weight` lines) was in L2 for an SM of partition `part` (< partitions).
   bool touch(uint64_t line, int64_t weight, int part) {
     const int home = static_cast<int>(mix(line * 31 + 7) % static_cast<uint64_t>(parts_));
@@ -219,13 +228,32 @@ class PartitionedL2 {
     int rrpv;  // SRRIP's re-reference prediction: 0 near .. 3 distant
   };
   static constexpr int kInsertRrpv = 2, kDistantRrpv = 3;  // SRRIP with 2-bit predictions
+  // DRRIP's set dueling: one set in 32 leads for each policy (the paper's 32 of 1024; a partition here has
+  // 100s .. 1000s of sets); a 10-bit selector starting at its middle; bimodal insertion "long" once in 32
+  static constexpr int64_t kLeaderStride = 32;
+  static constexpr int kSelectorMax = 1023, kBimodalLongEvery = 32;
+  struct Duel {
+    int selector = (kSelectorMax + 1) / 2;  // at or above the middle: the followers insert bimodally
+    int64_t bimodal_inserts = 0;
+  };
   struct Bin {
     std::vector<Entry> entries;
     int64_t used = 0;
   };
+  // The prediction a line missed into set `set` of partition `part` comes in with (SRRIP's, or DRRIP's duel)
+  int insert_rrpv(int part, int64_t set) {
+    if (policy_ != Policy::Drrip) return kInsertRrpv;
+    Duel& d = duel_[static_cast<size_t>(part)];
+    const int64_t leader = set % kLeaderStride;  // 0: an SRRIP leader, 1: a bimodal one, else a follower
+    if (leader == 0) d.selector = std::min(kSelectorMax, d.selector + 1);  // SRRIP missed
+    if (leader == 1) d.selector = std::max(0, d.selector - 1);             // bimodal missed
+    const bool bimodal = leader == 1 || (leader != 0 && d.selector > kSelectorMax / 2);
+    if (!bimodal) return kInsertRrpv;
+    return d.bimodal_inserts++ % kBimodalLongEvery == 0 ? kInsertRrpv : kDistantRrpv;
+  }
   bool bin_touch(int part, uint64_t line, int64_t weight) {
-    Bin& b = bins_[static_cast<size_t>(part * sets_ +
-                                       static_cast<int64_t>(mix(line) % static_cast<uint64_t>(sets_)))];
+    const auto set = static_cast<int64_t>(mix(line) % static_cast<uint64_t>(sets_));
+    Bin& b = bins_[static_cast<size_t>(part * sets_ + set)];
     ++clock_;
     for (Entry& e : b.entries)
       if (e.line == line) {
@@ -238,14 +266,14 @@ class PartitionedL2 {
         evict(b, line);
         return true;
       }
-    b.entries.push_back(Entry{line, std::min(weight, bin_lines_), clock_, kInsertRrpv});
+    b.entries.push_back(Entry{line, std::min(weight, bin_lines_), clock_, insert_rrpv(part, set)});
     b.used += b.entries.back().weight;
     evict(b, line);
     return false;
   }
   void evict(Bin& b, uint64_t keep) {  // victims until the bin holds its lines
     while (b.used > bin_lines_ && b.entries.size() > 1) {
-      const size_t v = srrip_ ? srrip_victim(b, keep) : lru_victim(b, keep);
+      const size_t v = policy_ == Policy::Lru ? lru_victim(b, keep) : srrip_victim(b, keep);
       b.used -= b.entries[v].weight;
       b.entries[v] = b.entries.back();
       b.entries.pop_back();
@@ -265,10 +293,11 @@ class PartitionedL2 {
       for (Entry& e : b.entries) ++e.rrpv;  // none distant: all one step older
     }
   }
-  bool srrip_;
+  Policy policy_;
   int parts_;
   int64_t sets_, bin_lines_;
   std::vector<Bin> bins_;
+  std::vector<Duel> duel_;  // a partition's
   int64_t clock_ = 0;
 };
 
@@ -418,7 +447,8 @@ PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const At
     for (const auto& m : cta.moves)
       quantum = std::max<int64_t>(quantum, kChunkRows * ((m.cols * m.elem_bytes + lb - 1) / lb));
   const int parts = std::max(1, hw.l2_partitions);
-  PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, quantum, hw.l2_replacement == "srrip");
+  PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, quantum,
+                      PartitionedL2::policy(hw.l2_replacement));
   const int sms = std::max(1, hw.sms);
   PartitionedReads r;
   const uint64_t frames = first_frame_line(lb);
@@ -497,7 +527,7 @@ double simulate_l2_reuse_probe(const HardwareProfile& hw, int64_t capacity_bytes
   const int64_t chunk_lines = kReuseProbeChunkBytes / lb;
   const int64_t chunks = std::max<int64_t>(1, buffer_bytes / kReuseProbeChunkBytes);
   const int64_t grid = chunks * kReuseProbePasses;
-  PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, 1, hw.l2_replacement == "srrip");
+  PartitionedL2 cache(capacity_bytes / lb, parts, hw.l2_ways, 1, PartitionedL2::policy(hw.l2_replacement));
   // slot k on SM k mod sms (as walk_schedule), each reading its chunk a line a round
   const int64_t slots = int64_t{sms} * std::max(1, ctas_per_sm);
   std::vector<int64_t> cta(static_cast<size_t>(slots), -1), pos(static_cast<size_t>(slots), 0);

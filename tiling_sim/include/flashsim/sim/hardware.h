@@ -73,7 +73,7 @@ struct HardwareProfile {
   // The L2's build: its partitions (a line homed in one; an SM's partition keeps copies of the other's lines) and
   // the ways of a set (l2_sim.h's simulate_l2_partitioned_reads).
   int l2_partitions = 1, l2_ways = 16;
-  // How a set of that partitioned L2 picks its victim: "lru" or "srrip" (l2_sim.h; calibration
+  // How a set of that partitioned L2 picks its victim: "lru", "srrip" or "drrip" (l2_sim.h; calibration
   // h200.l2_replacement: the one whose reuse-probe curve is nearer the card's, `run.py derive l2-replacement`).
   std::string l2_replacement = "lru";
   // The capacity of that partitioned L2 at which its reads bound a causal forward's on the card: the largest at
