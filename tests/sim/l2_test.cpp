@@ -208,7 +208,7 @@ TEST(OptimalL2, ReadsNoMoreThanAnyReplacementAndTheCompulsoryBytesWhenItFits) {
   for (const int64_t capacity : {int64_t{64} << 10, int64_t{256} << 10, int64_t{1} << 20, int64_t{4} << 20}) {
     hw.l2_effective_bytes = capacity;
     hw.l2_dirty_bytes = 0;
-    const auto best = simulate_l2_optimal_reads(s, p, hw, 264, capacity);
+    const int64_t best = simulate_l2_optimal_reads(s, p, hw, 264, capacity).value();
     EXPECT_GE(best, compulsory) << capacity;
     EXPECT_LE(best, simulate_l2(s, p, hw, 264).dram_read) << capacity;
     EXPECT_LE(best, simulate_l2_partitioned_reads(s, p, hw, 264, capacity).dram_read) << capacity;
@@ -249,4 +249,21 @@ TEST(OptimalL2, ALoopMissesWhatDoesNotFitEachPass) {
   hw.l2_effective_bytes = capacity;
   hw.l2_dirty_bytes = 0;
   EXPECT_EQ(simulate_l2(s, p, hw, 1).dram_read, q + 8 * kv);
+}
+
+// The optimum keeps the walk's whole read order: a walk of more reads than it may keep gives nothing (its caller
+// keeps the compulsory bytes) rather than a slow, memory-hungry answer; one read fewer than the walk has is too
+// few, exactly as many is enough.
+TEST(OptimalL2, AWalkLongerThanItsReadBudgetGivesNothing) {
+  const auto p = ProblemBuilder().batch(1).heads(1).seqlen(1024).head_dim(64).dtype(DType::BF16).build();
+  const auto hw = load_profile("H200");
+  TileConfig c;
+  c.block_q = 128;
+  c.block_k = 64;
+  const auto s = schedule(kernel_model("fwd_fa2"), p, c);
+  // 8 CTAs: each its Q block (8 chunks of 16 rows) and all of K and V (64 chunks each)
+  const int64_t reads = 8 * (8 + 2 * 64);
+  EXPECT_FALSE(simulate_l2_optimal_reads(s, p, hw, 1, 128 << 10, reads - 1).has_value());
+  EXPECT_EQ(simulate_l2_optimal_reads(s, p, hw, 1, 128 << 10, reads),
+            simulate_l2_optimal_reads(s, p, hw, 1, 128 << 10));
 }

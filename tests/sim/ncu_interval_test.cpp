@@ -327,7 +327,8 @@ TEST(NcuInterval, OptimumOfTheWholeL2RaisesAPartitionedForwardsLowerEnd) {
   const auto pred = predict_kernel(counts, hw);
   const auto with = dram_interval(m, p, c, pred, hw, none);
   const auto without = dram_interval(m, p, c, predict_kernel(counts, lru_only), lru_only, none);
-  const auto best = simulate_l2_optimal_reads(schedule(m, p, c), p, hw, pred.occ.resident_ctas, hw.l2_bytes);
+  const int64_t best =
+      simulate_l2_optimal_reads(schedule(m, p, c), p, hw, pred.occ.resident_ctas, hw.l2_bytes).value();
   ASSERT_GT(best, counts.unique_loaded());
   EXPECT_EQ(with.read.lower, static_cast<double>(best));
   EXPECT_EQ(with.read.compulsory, static_cast<double>(counts.unique_loaded()));

@@ -140,9 +140,10 @@ DramInterval dram_interval(const KernelModel& m, const AttentionProblem& p, cons
       }
       // Below: the schedule's reads through the best any cache of the whole L2 can do (Belady's optimum, one
       // cache, no copies, stores and frames taking no room). Only the order of the walk is assumed, the order
-      // the card's CTAs keep (fwd_mimic.cu's traces: lockstep, calibration h200.l2_partitioned_adverse).
-      r.read.lower = std::max(r.read.lower, static_cast<double>(simulate_l2_optimal_reads(
-                                                executed, p, hw, pr.occ.resident_ctas, hw.l2_bytes)));
+      // the card's CTAs keep (fwd_mimic.cu's traces: lockstep, calibration h200.l2_partitioned_adverse). A walk
+      // too long to keep whole keeps the compulsory bytes.
+      if (const auto best = simulate_l2_optimal_reads(executed, p, hw, pr.occ.resident_ctas, hw.l2_bytes))
+        r.read.lower = std::max(r.read.lower, static_cast<double>(*best));
     }
   }
   // plus the kernel's code, fetched from DRAM after ncu's cache flush

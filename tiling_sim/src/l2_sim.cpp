@@ -462,15 +462,23 @@ PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const At
   return r;
 }
 
-int64_t simulate_l2_optimal_reads(const KernelSchedule& s, const AttentionProblem& p,
-                                  const HardwareProfile& hw, int64_t resident_ctas, int64_t capacity_bytes) {
+std::optional<int64_t> simulate_l2_optimal_reads(const KernelSchedule& s, const AttentionProblem& p,
+                                                 const HardwareProfile& hw, int64_t resident_ctas,
+                                                 int64_t capacity_bytes, int64_t max_reads) {
   const int lb = hw.line_bytes > 0 ? hw.line_bytes : 128;
-  // The walk's reads in order: (entry, its lines)
+  // The walk's reads in order: (entry, its lines); a walk longer than max_reads stops at the first read past it
+  struct TooLong {};
   std::vector<std::pair<uint64_t, int64_t>> reads;
-  walk_schedule(s, p, lb, std::max(1, hw.sms), resident_ctas, 0,
-                [&](uint64_t line, int64_t weight, int kind, int) {
-                  if (kind != 1) reads.emplace_back(line, weight);
-                });
+  try {
+    walk_schedule(s, p, lb, std::max(1, hw.sms), resident_ctas, 0,
+                  [&](uint64_t line, int64_t weight, int kind, int) {
+                    if (kind == 1) return;
+                    if (static_cast<int64_t>(reads.size()) >= max_reads) throw TooLong{};
+                    reads.emplace_back(line, weight);
+                  });
+  } catch (const TooLong&) {
+    return std::nullopt;
+  }
   // next[i]: where reads[i]'s entry is read again (kNever: not again)
   constexpr auto kNever = std::numeric_limits<int64_t>::max();
   std::vector<int64_t> next(reads.size(), kNever);

@@ -5,7 +5,7 @@
 //   lower: the compulsory bytes. Reads: every loaded or reduced byte once (cold L2). Writes: every dirty byte
 //          less the most the L2 can keep dirty at kernel end (l2_dirty_bytes). A causal forward's reads, where
 //          its upper end is the partitioned L2's: what the executed schedule reads through the optimum cache of
-//          the whole L2 (l2_sim.h's simulate_l2_optimal_reads), where more.
+//          the whole L2 (l2_sim.h's simulate_l2_optimal_reads), where more (and its walk short enough to keep).
 //   upper: the executed schedule through an adverse but measured L2: an LRU of l2_adverse_reuse_bytes (the
 //          capacity at which FlashAttention-forward mimics' executed schedules re-read what they did on the
 //          GPU; unmeasured: l2_reuse_bytes, what data read again by other SMs survives, shrunk by the share of L2

@@ -5,6 +5,7 @@
 // reading; evicted dirty lines are written back, and so are the oldest dirty lines beyond the profile's
 // l2_dirty_bytes (they stay cached, clean); dirty lines still in L2 at kernel end are not counted (as ncu).
 #include <cstdint>
+#include <optional>
 
 #include "flashsim/sim/hardware.h"
 #include "flashsim/sim/schedule.h"
@@ -41,8 +42,15 @@ PartitionedReads simulate_l2_partitioned_reads(const KernelSchedule& s, const At
 // cache, no partition keeping copies), with the same walk of the moves as simulate_l2: Belady's optimum, which on
 // a miss evicts the entries used again furthest ahead, or keeps no copy of the line when that is the missed line.
 // Stores and register-spill frames take no room (they need read nothing). `traffic compare`'s lower bound.
-int64_t simulate_l2_optimal_reads(const KernelSchedule& s, const AttentionProblem& p,
-                                  const HardwareProfile& hw, int64_t resident_ctas, int64_t capacity_bytes);
+// It keeps the walk's whole read order (24 bytes a read): nullopt, having kept no more than kOptimalMaxReads, for a
+// longer walk (a long forward whose rows are not whole lines, touched line by line: SDPA's b5 h32/4 n13888 d96
+// causal forward walks ~0.5 G reads, 20 GB); its caller then keeps the compulsory bytes.
+inline constexpr int64_t kOptimalMaxReads = int64_t{1}
+                                            << 25;  // 0.8 GB; the longest chunked forward recorded: ~6 M
+std::optional<int64_t> simulate_l2_optimal_reads(const KernelSchedule& s, const AttentionProblem& p,
+                                                 const HardwareProfile& hw, int64_t resident_ctas,
+                                                 int64_t capacity_bytes,
+                                                 int64_t max_reads = kOptimalMaxReads);
 
 // l2_probe.cu's reuse_read (calibration h200.l2_replacement): a buffer of `buffer_bytes` read kReuseProbePasses
 // times over in chunks of kReuseProbeChunkBytes, CTA b reading chunk b mod chunks, `ctas_per_sm` CTAs an SM, through
