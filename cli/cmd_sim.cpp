@@ -502,7 +502,7 @@ void add_l2_reuse(CLI::App* sim) {
                   "The partitioned L2's capacity in MiB (default: l2_bytes)")
       ->check(CLI::Range(1.0, 1e6));
   cmd->add_option("--replacement", st->replacement, "A set's replacement instead of the profile's")
-      ->check(CLI::IsMember({"lru", "srrip", "drrip"}));
+      ->check(CLI::IsMember(sim::kL2Replacements));
   cmd->add_option("--buffers-mib", st->buffers_mib, "Buffer sizes in MiB, comma-separated (each at least 1)")
       ->delimiter(',')
       ->check(CLI::Range(1.0, 1e6))

@@ -334,7 +334,10 @@ def sweep_forwards(results):
     import reread_sweep
     folder = results
     if os.path.isfile(results):
-        folder = os.path.join(unpack(results), "sweep")
+        try:
+            folder = os.path.join(unpack(results), "sweep")
+        except tarfile.TarError as e:
+            raise ValueError(f"{results}: not a reread_sweep.py archive ({e})") from e
     forwards = []
     for b, h, hkv, n, d, _ in reread_sweep.sweep():
         path = os.path.join(folder, reread_heldout.report_name((b, h, hkv, n, d)))
@@ -404,7 +407,9 @@ def l2_capacity(flashsim, hw="H200", least_reread=2.0, replacement=None, sweep=N
         print(f"  {label + ' b%d h%d/%d n%d d%d' % (b, h, hkv, n, d):34s} " +
               " ".join(f"{reads[mib] / c:6.2f}" for mib in grid) +
               f" {m['measured'] / c:6.2f} {'beyond' if where is None else f'{where:7.1f}'}")
-    for name, rows in (("all", found), ("held out", [f for f in found if f[3]])):
+    # a sweep is all held out: one summary, then its neighbouring lengths
+    summaries = (("all", found),) if sweep else (("all", found), ("held out", [f for f in found if f[3]]))
+    for name, rows in summaries:
         at_mib = sorted(f[0] for f in rows if f[0] is not None)
         if not at_mib:
             continue
@@ -417,17 +422,14 @@ def l2_capacity(flashsim, hw="H200", least_reread=2.0, replacement=None, sweep=N
               f"{statistics.median(at_mib):.1f}; beyond the grid: {sum(f[0] is None for f in rows)})" +
               (f"; the model's reads at {below} MiB over those at {above[0]} MiB: median "
                f"{statistics.median(spans):.2f}x, at most {spans[-1]:.2f}x" if spans else ""))
-        if not sweep:
-            continue
-        for family in sorted({f[4] for f in rows}):  # neighbouring lengths: how far the capacity and reads move
-            run = sorted((f[5], f[0], f[2]) for f in rows if f[4] == family and f[0] is not None)
-            steps = [abs(w1 - w0) for (_, w0, _), (_, w1, _) in zip(run, run[1:])]
-            jumps = [max(r1 / r0, r0 / r1) for (_, _, r0), (_, _, r1) in zip(run, run[1:])]
-            if steps:
-                print(f"{family}: between neighbouring lengths the capacity moves {statistics.median(steps):.1f} MiB "
-                      f"(median), at most {max(steps):.1f}; the card's reads change {statistics.median(jumps):.2f}x "
-                      f"(median), at most {max(jumps):.2f}x")
-        break  # a sweep is all held out: one summary
+    for family in sorted({f[4] for f in found}) if sweep else ():  # how far the capacity and reads move
+        run = sorted((f[5], f[0], f[2]) for f in found if f[4] == family and f[0] is not None)
+        steps = [abs(w1 - w0) for (_, w0, _), (_, w1, _) in zip(run, run[1:])]
+        jumps = [max(r1 / r0, r0 / r1) for (_, _, r0), (_, _, r1) in zip(run, run[1:])]
+        if steps:
+            print(f"{family}: between neighbouring lengths the capacity moves {statistics.median(steps):.1f} MiB "
+                  f"(median), at most {max(steps):.1f}; the card's reads change {statistics.median(jumps):.2f}x "
+                  f"(median), at most {max(jumps):.2f}x")
 
 
 # --- h100.dram_interval

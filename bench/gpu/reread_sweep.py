@@ -8,8 +8,8 @@ measured, held out of every fit like the random sets.
     python3 bench/gpu/reread_sweep.py measure OUT [--reverse] [--lengths N,N,..] [--offset-bytes B]   # on the GPU
         machine: ncu of each forward (reread_heldout's), last to first with --reverse, only at those lengths with
         --lengths (a repeat run: is the card's re-read of one forward the same from run to run?), with Q, K and V
-        in one allocation B bytes into it with --offset-bytes (sdpa.py's FLASHSIM_SDPA_OFFSET_BYTES: does the
-        re-read depend on where the tensors lie?)
+        in one allocation B bytes into it with --offset-bytes (a multiple of 128; sdpa.py's
+        FLASHSIM_SDPA_OFFSET_BYTES: does the re-read depend on where the tensors lie?)
     python3 bench/gpu/run.py derive l2-capacity build/default/flashsim ARCHIVE --hw H200   # here: the model
     python3 bench/gpu/reread_sweep.py table [RESULTS]   # here: each run's reads over the compulsory bytes, side by side"""
 import os
@@ -43,14 +43,19 @@ def table(results):
 
     import fwd_mimic
     import ncu
-    tmp = tempfile.mkdtemp()
-    for archive in sorted({a for a, _, _ in RUNS}):
-        path = os.path.join(results, archive)
-        if not os.path.isfile(path):
-            print(f"reread_sweep.py: no {path}", file=sys.stderr)
-            return 2
-        with tarfile.open(path) as t:
-            t.extractall(tmp)
+    with tempfile.TemporaryDirectory() as tmp:
+        for archive in sorted({a for a, _, _ in RUNS}):
+            path = os.path.join(results, archive)
+            if not os.path.isfile(path):
+                print(f"reread_sweep.py: no {path}", file=sys.stderr)
+                return 2
+            with tarfile.open(path) as t:
+                t.extractall(tmp)
+        print_table(tmp, fwd_mimic, ncu)
+    return 0
+
+
+def print_table(tmp, fwd_mimic, ncu):
     print(f"{'forward':26s}" + "".join(f"{name:>13s}" for _, _, name in RUNS) + f"{'most/least':>11s}")
     for problem in sweep():
         row = []
@@ -63,7 +68,6 @@ def table(results):
         print(f"{'b%d h%d/%d n%d d%d' % (b, h, hkv, n, d):26s}" +
               "".join(f"{'-' if x is None else f'{x:.2f}':>13s}" for x in row) +
               f"{max(seen) / min(seen):>11.2f}")
-    return 0
 
 
 def main():
@@ -77,9 +81,10 @@ def main():
             chosen.reverse()
         if "--offset-bytes" in rest[:-1]:
             i = rest.index("--offset-bytes")
-            os.environ["FLASHSIM_SDPA_OFFSET_BYTES"] = rest[i + 1]
-            del rest[i:i + 2]
-        if len(rest) == 2 and rest[0] == "--lengths":
+            if rest[i + 1].isdigit() and int(rest[i + 1]) % 128 == 0:  # sdpa.py's: whole 128-byte lines
+                os.environ["FLASHSIM_SDPA_OFFSET_BYTES"] = rest[i + 1]
+                del rest[i:i + 2]
+        if len(rest) == 2 and rest[0] == "--lengths" and all(x.isdigit() for x in rest[1].split(",")):
             lengths = {int(x) for x in rest[1].split(",")}
             chosen = [p for p in chosen if p[3] in lengths]
             rest = []

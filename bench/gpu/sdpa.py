@@ -14,6 +14,7 @@
 """
 import argparse
 import contextlib
+import math
 import os
 import statistics
 import subprocess
@@ -118,13 +119,12 @@ def once(argv):
     if offset is None:
         q, k, v = (torch.randn(*s, device=dev, dtype=torch.bfloat16, requires_grad=True) for s in shapes)
     else:
-        if int(offset) < 0 or int(offset) % 128:
+        if not offset.isdigit() or int(offset) % 128:
             raise SystemExit(f"FLASHSIM_SDPA_OFFSET_BYTES={offset}: a multiple of 128 at least 0")
-        sizes = [(s[0] * s[1] * s[2] * s[3] * 2 + 127) // 128 * 128 for s in shapes]
+        sizes = [(math.prod(s) * 2 + 127) // 128 * 128 for s in shapes]  # bf16, each on a 128-byte line
         buf = torch.empty(int(offset) + sum(sizes), device=dev, dtype=torch.uint8)
         starts = [int(offset) + sum(sizes[:i]) for i in range(3)]
-        q, k, v = (buf[a:a + z].view(torch.bfloat16)[:s[0] * s[1] * s[2] * s[3]].view(s)
-                   for a, z, s in zip(starts, sizes, shapes))
+        q, k, v = (buf[a:a + z].view(torch.bfloat16)[:math.prod(s)].view(s) for a, z, s in zip(starts, sizes, shapes))
         for t in (q, k, v):
             t.copy_(torch.randn(t.shape, device=dev, dtype=torch.bfloat16))
             t.requires_grad_()

@@ -969,8 +969,11 @@ class L2Partitioned(unittest.TestCase):
         forwards = derive.sweep_forwards(os.path.join(derive.L2_SWEEP_H200, "reread_sweep_csvs.tar.gz"))
         self.assertEqual([f[2] for f in forwards], [p[:5] for p in problems])
         self.assertEqual({f[0] for f in forwards}, {"sweep d128", "sweep d256"})
-        with tempfile.TemporaryDirectory() as tmp, self.assertRaises(ValueError):
-            derive.sweep_forwards(tmp)
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(ValueError):
+                derive.sweep_forwards(tmp)
+            with self.assertRaises(ValueError):  # a file that is no archive
+                derive.sweep_forwards(write(tmp, "x.tar.gz", "not a tarball"))
         # the recorded runs side by side: the three runs of one layout agree within 3% (the README's repeatability),
         # while the same forward in one allocation reads up to half as much (its address effect)
         with redirect_stdout(io.StringIO()) as out:
@@ -984,7 +987,8 @@ class L2Partitioned(unittest.TestCase):
         with redirect_stderr(io.StringIO()):
             self.assertEqual(reread_sweep.table(tempfile.gettempdir()), 2)  # no archives there
         # measure's arguments: anything but --reverse, --lengths and --offset-bytes is a usage error
-        for argv in (["measure", "OUT", "--bogus"], ["measure", "OUT", "--lengths", "1"], ["bogus"]):
+        for argv in (["measure", "OUT", "--bogus"], ["measure", "OUT", "--lengths", "1"], ["bogus"],
+                     ["measure", "OUT", "--lengths", "a,b"], ["measure", "OUT", "--offset-bytes", "100"]):
             with redirect_stderr(io.StringIO()) as err, unittest.mock.patch.object(sys, "argv", ["x"] + argv):
                 self.assertEqual(reread_sweep.main(), 2)
             self.assertIn("usage", err.getvalue())

@@ -2,6 +2,7 @@
 #include "flashsim/sim/hardware.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -208,10 +209,9 @@ HardwareProfile profile_from_json(const nlohmann::json& raw) {
   non_negative("l2_adverse_reuse_bytes", static_cast<double>(p.l2_adverse_reuse_bytes));
   positive("l2_partitions", p.l2_partitions);
   positive("l2_ways", p.l2_ways);
-  if (p.l2_replacement != "lru" && p.l2_replacement != "srrip" && p.l2_replacement != "drrip")
-    throw InputError(
-        "hw", fmt::format("profile {}: l2_replacement must be \"lru\", \"srrip\" or \"drrip\", got \"{}\"",
-                          p.name, p.l2_replacement));
+  if (std::find(kL2Replacements.begin(), kL2Replacements.end(), p.l2_replacement) == kL2Replacements.end())
+    throw InputError("hw", fmt::format("profile {}: l2_replacement must be one of {}, got \"{}\"", p.name,
+                                       fmt::join(kL2Replacements, ", "), p.l2_replacement));
   non_negative("l2_partitioned_adverse_bytes", static_cast<double>(p.l2_partitioned_adverse_bytes));
   non_negative("kernel_code_bytes", static_cast<double>(p.kernel_code_bytes));
   positive("sector_bytes", p.sector_bytes);

@@ -10,6 +10,9 @@
 
 namespace flashsim::sim {
 
+// The partitioned L2's set replacements (HardwareProfile::l2_replacement; l2_sim.cpp's PartitionedL2)
+inline const std::vector<std::string> kL2Replacements{"lru", "srrip", "drrip"};
+
 // A streaming kernel's costs at one load (MeasuredSteps::load): with `ctas` CTAs streaming at once, a step (key
 // tile) takes step_s and a CTA its fixed cta_s beyond its steps (its start, first loads, and epilogue).
 struct StreamLoadPoint {
@@ -75,7 +78,7 @@ struct HardwareProfile {
   int l2_partitions = 1, l2_ways = 16;
   // How a set of that partitioned L2 picks its victim: "lru", "srrip" or "drrip" (l2_sim.h; calibration
   // h200.l2_replacement: the one whose reuse-probe curve is nearer the card's, `run.py derive l2-replacement`).
-  std::string l2_replacement = "lru";
+  std::string l2_replacement = "lru";  // one of kL2Replacements
   // The capacity of that partitioned L2 at which its reads bound a causal forward's on the card: the largest at
   // which the executed schedule reads at least what SDPA's FlashAttention-2 forward read, on the fit problems
   // with the kernels' stack frames (calibration h200.l2_partitioned_adverse; dram_interval uses it only where a
